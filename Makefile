@@ -1,0 +1,37 @@
+# bakeoff: `make bench` runs the default profile of every benchmark; `make test` runs the tests.
+# Both install what is missing first (Debian packages, then the Python venv), then build.
+
+VENV     := .venv
+BAKEOFF  := $(VENV)/bin/bakeoff
+PYTEST   := $(VENV)/bin/pytest
+PROFILE  ?= default
+
+.PHONY: bench test build deps system-deps venv clean distclean
+
+bench: deps build
+	$(BAKEOFF) run --profile $(PROFILE)
+
+test: deps build
+	$(PYTEST) -q tests
+
+build: system-deps
+	$(MAKE) -C benchmarks
+
+deps: system-deps venv
+
+# Debian packages every room lists in its debian-packages file, plus the harness's own.
+system-deps:
+	@scripts/install-system-deps
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml | system-deps
+	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+clean:
+	$(MAKE) -C benchmarks clean
+
+distclean: clean
+	rm -rf $(VENV) build

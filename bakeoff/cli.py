@@ -1,0 +1,182 @@
+"""The command line: list, run, report, doctor.
+
+Each handler reads as a pipeline (parse -> validate -> run -> analyse -> export). Every
+problem the user can fix surfaces as UsageError and is printed by main() as one line,
+exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from bakeoff import host as hostmod
+from bakeoff import registry, store
+from bakeoff.errors import Interrupted, UsageError
+from bakeoff.model import RunContext, RunRecord
+from bakeoff.plan import PROFILES, plan_run
+from bakeoff.runner import RunOptions, execute
+
+app = typer.Typer(
+    help="Head-to-head benchmarks of Linux systems mechanisms, with honest statistics.",
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+)
+out_console = Console()
+err_console = Console(stderr=True)
+
+
+def _context(build_dir: Path, scratch: Path, caps: dict[str, hostmod.Capability],
+             facts: dict[str, Any]) -> RunContext:
+    return RunContext(build_dir=build_dir, scratch_dir=scratch,
+                      capabilities={k: c.available for k, c in caps.items()}, host=facts)
+
+
+@app.command("list")
+def cmd_list() -> None:
+    """List benchmarks, their variants, params and profiles, and whether this machine can run each."""
+    caps = hostmod.capabilities()
+    for bench in registry.discover().values():
+        out_console.print(f"[bold]{bench.name}[/bold] — {bench.title}", highlight=False)
+        out_console.print(f"  {bench.summary}", highlight=False)
+        table = Table("variant", "runs here?", "what it is", box=None, pad_edge=False)
+        for v in bench.variants:
+            missing = [caps[r] for r in (*bench.requires, *v.requires) if not caps[r].available]
+            ok = "yes" if not missing else "no: " + "; ".join(
+                f"needs {c.name} ({c.detail}); fix: {c.fix}" for c in missing)
+            name = f"{v.name} (baseline)" if v.baseline else v.name
+            table.add_row(name, ok, v.description)
+        out_console.print(table)
+        params = Table("param", "unit", "quick", "default", "full", "meaning", box=None,
+                       pad_edge=False)
+        for p in bench.params:
+            params.add_row(p.name, p.unit or p.kind,
+                           *(", ".join(p.label(x) for x in bench.profiles[pr].params[p.name])
+                             for pr in PROFILES), p.description)
+        out_console.print(params)
+        prof = ", ".join(f"{n}: {bench.profiles[n].trials} trials × {bench.profiles[n].samples} "
+                         "samples" for n in PROFILES)
+        out_console.print(f"  profiles — {prof}\n", highlight=False)
+
+
+def _sigterm_raises(signum: int, _frame: FrameType | None) -> None:
+    raise Interrupted(signum)
+
+
+@app.command("run")
+def cmd_run(
+    names: Annotated[list[str] | None, typer.Argument(help="Benchmarks to run (default: all).")] = None,
+    profile: Annotated[str, typer.Option(help="quick | default | full")] = "default",
+    variant: Annotated[list[str] | None, typer.Option(
+        help="Only these variants (repeatable); the baseline always runs.")] = None,
+    param: Annotated[list[str] | None, typer.Option(
+        help="Sweep NAME over V1,V2,... instead of the profile's values (repeatable).")] = None,
+    trials: Annotated[int | None, typer.Option(help="Measured trials per case.")] = None,
+    samples: Annotated[int | None, typer.Option(help="Samples per trial.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Results directory (default: results/<time>-<names>).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for the trial order and bootstrap.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only failures and the result.")] = False,
+    pin: Annotated[bool, typer.Option(help="Pin the measured program to its own CPU.")] = True,
+) -> None:
+    """Run benchmarks and write results.json, samples.csv, report.html and report.md."""
+    signal.signal(signal.SIGTERM, _sigterm_raises)
+    build_dir = registry.build_dir()
+    benches = registry.select(names or [])
+    caps = hostmod.capabilities()
+    facts = hostmod.facts(build_dir)
+    scratch = Path(tempfile.mkdtemp(prefix="bakeoff-"))  # mode 0700
+    try:
+        ctx = _context(build_dir, scratch, caps, facts)
+        plans = plan_run(benches, profile, variant or [], param or [], trials, samples, caps, ctx)
+        if not any(p.cases for p in plans):
+            reasons = "; ".join(s.reason for p in plans for s in p.skips[:1])
+            raise UsageError(f"nothing this machine can run ({reasons or 'no cases'}); "
+                             "see bakeoff doctor")
+        opts = RunOptions(out=out, results_root=registry.REPO_ROOT / "results",
+                          build_dir=build_dir, seed=seed, quiet=quiet, pin=pin,
+                          argv=["bakeoff", *sys.argv[1:]], profile=profile)
+        run, run_dir = execute(plans, opts, caps, facts, err_console, ctx)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    _export(run, run_dir, quiet)
+    failed = [t for t in run.trials if not t.ok]
+    if failed:
+        err_console.print(f"[red]{len(failed)} trial(s) failed[/red]; see the report", highlight=False)
+        raise typer.Exit(1)
+
+
+def _export(run: RunRecord, run_dir: Path, quiet: bool) -> None:
+    # Imported here: scipy and plotly take seconds to import, and list, doctor, --help and
+    # every bad-input error should answer at once.
+    from bakeoff.analysis import analyze
+    from bakeoff.report import write_reports
+    from bakeoff.report.terminal import print_summary
+
+    analysis = analyze(run)
+    paths = [*write_reports(run, analysis, run_dir), *store.write_legacy_csvs(run, run_dir)]
+    if not quiet:
+        print_summary(run, analysis, out_console)
+    for p in [run_dir / store.RESULTS_JSON, run_dir / store.SAMPLES_CSV, *paths]:
+        if p.exists():
+            out_console.print(f"wrote {p}", highlight=False)
+
+
+@app.command("report")
+def cmd_report(
+    run_dir: Annotated[Path, typer.Argument(help="A results directory written by bakeoff run.")],
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Regenerate every report of a results directory from its results.json alone."""
+    run = store.load(run_dir)
+    _export(run, run_dir, quiet)
+
+
+@app.command("doctor")
+def cmd_doctor() -> None:
+    """What this machine can run, its facts, and what will make numbers noisy."""
+    caps = hostmod.capabilities()
+    table = Table("capability", "available", "detail", "fix")
+    for c in caps.values():
+        table.add_row(c.name, "[green]yes[/green]" if c.available else "[red]no[/red]",
+                      c.detail, c.fix if not c.available else "")
+    out_console.print(table)
+    facts = hostmod.facts(registry.build_dir())
+    ft = Table("host fact", "value")
+    for k, v in facts.items():
+        ft.add_row(k, str(v))
+    out_console.print(ft)
+    for w in hostmod.noise_warnings(facts):
+        out_console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+
+
+def main() -> None:
+    try:
+        code = app(prog_name="bakeoff", standalone_mode=False)
+    except typer.TyperException as exc:
+        # Typer's own parse errors (unknown option, bad type); it vendors click, and this is
+        # the public base class of its usage errors.
+        ctx = getattr(exc, "ctx", None)
+        cmd = ctx.command_path if ctx is not None else "bakeoff"
+        _fail(f"{exc.format_message()} (see {cmd} --help)")
+    except UsageError as exc:
+        _fail(str(exc))
+    except Interrupted as exc:
+        sys.exit(128 + exc.signum)
+    except (KeyboardInterrupt, typer.Abort):
+        sys.exit(128 + signal.SIGINT)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str) -> None:
+    print(f"bakeoff: error: {message}", file=sys.stderr)
+    sys.exit(2)

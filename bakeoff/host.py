@@ -1,0 +1,234 @@
+"""What this machine is and what it can run: capabilities, facts, and noise warnings.
+
+Capabilities are probed for real where that is cheap and harmless (a BPF map is created and
+closed, perf_event_open is tried), because a file that merely exists proves little.
+Nothing here changes the machine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import platform
+import shutil
+import socket
+import struct
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Capability:
+    name: str
+    available: bool
+    detail: str  # what was found, or why not
+    fix: str = ""  # how to get it, when missing
+
+
+def _read(path: str, default: str = "") -> str:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return default
+
+
+def _bracketed(text: str) -> str:
+    """'always [madvise] never' -> 'madvise'."""
+    if "[" in text and "]" in text:
+        return text[text.index("[") + 1 : text.index("]")]
+    return text
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_SYSCALL_NR = {
+    "x86_64": {"bpf": 321, "perf_event_open": 298},
+    "aarch64": {"bpf": 280, "perf_event_open": 241},
+}
+
+
+def _syscall(name: str, *args: Any) -> tuple[int, int]:
+    nr = _SYSCALL_NR.get(platform.machine(), {}).get(name)
+    if nr is None:
+        return -1, 38  # ENOSYS: we do not know this architecture's number
+    ret = int(_libc.syscall(nr, *args))
+    return ret, ctypes.get_errno()
+
+
+def _probe_bpf() -> Capability:
+    # BPF_MAP_CREATE (cmd 0) of a 1-entry array map: the smallest real use of the syscall.
+    attr = ctypes.create_string_buffer(struct.pack("IIII", 2, 4, 4, 1) + bytes(112))
+    fd, err = _syscall("bpf", 0, attr, len(attr.raw))
+    if fd >= 0:
+        os.close(fd)
+        btf = Path("/sys/kernel/btf/vmlinux").exists()
+        return Capability("bpf", True, "bpf() map create works" + ("" if btf else "; no BTF"))
+    return Capability("bpf", False, f"bpf() map create failed: {os.strerror(err)}",
+                      "run as root (CAP_BPF) on a kernel with CONFIG_BPF_SYSCALL")
+
+
+def _probe_perf_counters() -> Capability:
+    # perf_event_attr: type=PERF_TYPE_HARDWARE(0), size=128, config=CPU_CYCLES(0), rest zero.
+    attr = ctypes.create_string_buffer(struct.pack("IIQ", 0, 128, 0) + bytes(112))
+    fd, err = _syscall("perf_event_open", attr, 0, -1, -1, 0)
+    if fd >= 0:
+        os.close(fd)
+        return Capability("perf_counters", True, "hardware cycle counter opens")
+    return Capability("perf_counters", False, f"perf_event_open(cycles): {os.strerror(err)}",
+                      "no PMU in this VM: time with clock_gettime or rdtsc instead")
+
+
+def _probe_root() -> Capability:
+    if os.geteuid() == 0:
+        return Capability("root", True, "running as root")
+    return Capability("root", False, f"uid {os.geteuid()}", "run with sudo or as root")
+
+
+def _probe_thp() -> Capability:
+    mode = _bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled", "absent"))
+    if mode in ("always", "madvise"):
+        return Capability("thp", True, f"transparent hugepages: {mode}")
+    return Capability("thp", False, f"transparent hugepages: {mode}",
+                      "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def _probe_uprobes() -> Capability:
+    for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        if Path(root, "uprobe_events").exists():
+            return Capability("uprobes", True, f"{root}/uprobe_events")
+    return Capability("uprobes", False, "no uprobe_events in tracefs",
+                      "mount -t tracefs nodev /sys/kernel/tracing (kernel needs CONFIG_UPROBE_EVENTS)")
+
+
+def _probe_lttng() -> Capability:
+    path = shutil.which("lttng")
+    if path:
+        return Capability("lttng", True, path)
+    return Capability("lttng", False, "lttng not on PATH",
+                      "apt-get install lttng-tools liblttng-ust-dev babeltrace2")
+
+
+def _probe_cgroup_memory() -> Capability:
+    v1 = Path("/sys/fs/cgroup/memory/memory.stat")
+    if v1.exists():
+        return Capability("cgroup_memory", True, "cgroup v1 memory controller at /sys/fs/cgroup/memory")
+    for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        if "memory" in _read(f"{root}/cgroup.controllers").split():
+            return Capability("cgroup_memory", True, f"cgroup v2 memory controller at {root}")
+    return Capability("cgroup_memory", False, "no memory controller mounted",
+                      "mount the cgroup v1 memory controller or enable memory in cgroup v2")
+
+
+PROBES: tuple[Callable[[], Capability], ...] = (
+    _probe_root, _probe_bpf, _probe_uprobes, _probe_lttng, _probe_cgroup_memory, _probe_thp,
+    _probe_perf_counters,
+)
+
+
+def capabilities() -> dict[str, Capability]:
+    return {c.name: c for c in (probe() for probe in PROBES)}
+
+
+def _cpu_model() -> str:
+    for line in _read("/proc/cpuinfo").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def _detect_virt(flag: str) -> str:
+    if not shutil.which("systemd-detect-virt"):
+        return ""
+    res = subprocess.run(["systemd-detect-virt", flag], capture_output=True, text=True,
+                         check=False)
+    return res.stdout.strip()
+
+
+def _virtualisation() -> str:
+    vm = _detect_virt("--vm")
+    if vm:
+        return vm
+    flags = next((ln for ln in _read("/proc/cpuinfo").splitlines() if ln.startswith("flags")), "")
+    if " hypervisor" in flags:
+        vendor = _read("/sys/class/dmi/id/sys_vendor")
+        return f"vm ({vendor})" if vendor else "vm"
+    return "none"
+
+
+def _meminfo_kib(field: str) -> int:
+    for line in _read("/proc/meminfo").splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _timer_probe(build_dir: Path | None) -> dict[str, Any]:
+    """The C timer's own cost, as the measured programs see it (build/common/timer-probe)."""
+    if build_dir is None:
+        return {}
+    probe = build_dir / "common" / "timer-probe"
+    if not probe.exists():
+        return {}
+    try:
+        res = subprocess.run([str(probe)], capture_output=True, text=True, timeout=10, check=True)
+        meta = json.loads(res.stdout.splitlines()[0])
+    except (subprocess.SubprocessError, ValueError, IndexError, OSError):
+        return {}
+    return {k: v for k, v in meta.items() if k != "type"} if isinstance(meta, dict) else {}
+
+
+def facts(build_dir: Path | None = None) -> dict[str, Any]:
+    """Machine facts recorded with every run. No absolute paths: results travel between hosts."""
+    uname = os.uname()
+    governor = _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "not exposed")
+    online = _read("/sys/devices/system/cpu/online")
+    smt = _read("/sys/devices/system/cpu/smt/active", "")
+    return {
+        "hostname": socket.gethostname(),
+        "kernel": uname.release,
+        "kernel_build": uname.version,
+        "arch": uname.machine,
+        "os": next((ln.split("=", 1)[1].strip('"') for ln in _read("/etc/os-release").splitlines()
+                    if ln.startswith("PRETTY_NAME=")), "unknown"),
+        "cpu_model": _cpu_model(),
+        "cpus_online": online,
+        "cores": os.cpu_count() or 1,
+        "smt_active": {"1": "yes", "0": "no"}.get(smt, "not exposed"),
+        "clocksource": _read("/sys/devices/system/clocksource/clocksource0/current_clocksource", "unknown"),
+        "thp": _bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled", "absent")),
+        "governor": governor,
+        "virtualisation": _virtualisation(),
+        "container": _detect_virt("--container") or "none",
+        "aslr": _read("/proc/sys/kernel/randomize_va_space", "unknown"),
+        "bpf_jit": _read("/proc/sys/net/core/bpf_jit_enable", "unknown"),
+        "loadavg_1m": os.getloadavg()[0],
+        "mem_total_kib": _meminfo_kib("MemTotal"),
+        "mem_available_kib": _meminfo_kib("MemAvailable"),
+        "page_size": os.sysconf("SC_PAGE_SIZE"),
+        "python": platform.python_version(),
+        "timer": _timer_probe(build_dir),
+    }
+
+
+def noise_warnings(host: dict[str, Any]) -> list[str]:
+    """Conditions that make numbers noisy. Printed with every run, never hidden."""
+    out: list[str] = []
+    cores = int(host.get("cores", 1))
+    load = float(host.get("loadavg_1m", 0.0))
+    if load > 0.5 * cores:
+        out.append(f"load average {load:.2f} is above 0.5 per core ({cores} cores): "
+                   "other work is competing; close it or expect wider intervals")
+    if host.get("virtualisation") not in ("none", None):
+        out.append(f"virtualised ({host['virtualisation']}): steal time and exits add noise; "
+                   "compare ratios within one run, not absolute times across runs")
+    if host.get("clocksource") not in ("tsc", "arch_sys_counter"):
+        out.append(f"clocksource is {host.get('clocksource')}: clock reads are slow or coarse")
+    if host.get("governor") not in ("performance", "not exposed"):
+        out.append(f"CPU governor is {host['governor']}: frequency scaling adds noise "
+                   "(cpupower frequency-set -g performance)")
+    if cores < 2:
+        out.append("one CPU: the measured program shares it with the harness")
+    return out

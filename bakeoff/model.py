@@ -1,0 +1,353 @@
+"""The words of DESIGN.md as dataclasses: what a benchmark declares and what a run records.
+
+Two halves:
+- declared by a benchmark's spec.py: Benchmark, Variant, Param, Metric, Profile;
+- recorded by a run and stored in results.json: Case, Trial, Rusage, Skip, RunRecord.
+
+Everything a report needs is in the recorded half (BenchmarkInfo copies the declared facts),
+so `bakeoff report DIR` works from results.json alone, without the spec that produced it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from bakeoff.errors import UsageError
+
+ParamValue = int | float | str
+ParamKind = Literal["bytes", "int", "float", "str"]
+
+_SIZE_SUFFIXES = {
+    "": 1, "b": 1,
+    "k": 1024, "kb": 1024, "kib": 1024,
+    "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
+    "g": 1024**3, "gb": 1024**3, "gib": 1024**3,
+}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_bytes(text: str) -> int:
+    """'4096', '4KiB', '16M', '1.5GiB' -> bytes. Binary units: 1 KiB = 1024 B."""
+    m = _SIZE_RE.match(text)
+    if not m or m.group(2).lower() not in _SIZE_SUFFIXES:
+        raise ValueError(f"'{text}' is not a size (use e.g. 4096, 4KiB, 16MiB)")
+    value = float(m.group(1)) * _SIZE_SUFFIXES[m.group(2).lower()]
+    if value != int(value):
+        raise ValueError(f"'{text}' is not a whole number of bytes")
+    return int(value)
+
+
+def format_bytes(n: float) -> str:
+    """4096 -> '4 KiB', 1536 -> '1.5 KiB', 100 -> '100 B'."""
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if abs(n) >= scale:
+            v = n / scale
+            return f"{v:g} {unit}" if v == int(v) else f"{v:.3g} {unit}"
+    return f"{n:g} B"
+
+
+@dataclass(frozen=True)
+class Param:
+    """An axis a benchmark sweeps. Values are passed to the program as --param NAME=VALUE."""
+
+    name: str
+    kind: ParamKind
+    description: str
+    unit: str = ""
+    # Returns None when the value is acceptable, else one sentence naming the fix.
+    check: Callable[[ParamValue], str | None] | None = None
+
+    def parse(self, text: str) -> ParamValue:
+        """Parse one value as a user types it; raises UsageError naming the fix."""
+        try:
+            value: ParamValue
+            if self.kind == "bytes":
+                value = parse_bytes(text)
+            elif self.kind == "int":
+                value = int(text.strip())
+            elif self.kind == "float":
+                value = float(text.strip())
+                if not math.isfinite(value):
+                    raise ValueError(f"'{text}' is not a finite number")
+            else:
+                value = text.strip()
+                if not value:
+                    raise ValueError("empty value")
+        except ValueError as exc:
+            raise UsageError(f"--param {self.name}: {exc}") from None
+        self.validate(value)
+        return value
+
+    def validate(self, value: ParamValue) -> None:
+        if self.check is not None:
+            problem = self.check(value)
+            if problem:
+                raise UsageError(f"--param {self.name}={self.to_arg(value)}: {problem}")
+
+    def to_arg(self, value: ParamValue) -> str:
+        """How the program receives the value on its command line."""
+        return str(value)
+
+    def label(self, value: ParamValue) -> str:
+        """How a person reads the value in a report."""
+        if self.kind == "bytes":
+            return format_bytes(float(value))
+        return f"{value} {self.unit}".strip()
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind != "str"
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    description: str
+    baseline: bool = False
+    # Capability names (see bakeoff.host.CAPABILITIES) this variant needs to run at all.
+    requires: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    description: str
+    lower_is_better: bool = True
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A named grid: the param values swept and how many trials and samples each case gets."""
+
+    name: str
+    params: Mapping[str, tuple[ParamValue, ...]]
+    trials: int
+    samples: int
+    warmup_samples: int = 1
+    warmup_trials: int = 1
+    timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class LegacyCsv:
+    """A CSV a replaced tool wrote, kept so its users' scripts work: one row per sample.
+
+    columns maps a CSV column to 'variant', 'param:<name>' or 'metric:<name>'.
+    """
+
+    filename: str
+    columns: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Case:
+    """benchmark x variant x one value per param."""
+
+    benchmark: str
+    variant: str
+    params: tuple[tuple[str, ParamValue], ...]
+
+    @property
+    def key(self) -> str:
+        inner = ",".join(f"{k}={v}" for k, v in self.params)
+        return f"{self.benchmark}/{self.variant}[{inner}]"
+
+    def param(self, name: str) -> ParamValue:
+        return dict(self.params)[name]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"benchmark": self.benchmark, "variant": self.variant, "params": dict(self.params)}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Case:
+        return Case(d["benchmark"], d["variant"], tuple(d["params"].items()))
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    """How to start one trial: the argv, extra environment, and where to run it."""
+
+    argv: list[str]
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a spec's hooks may know about the run: where programs are built, scratch space."""
+
+    build_dir: Path
+    scratch_dir: Path
+    capabilities: Mapping[str, bool]
+    host: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """Declared by benchmarks/<room>/spec.py as the module-level BENCHMARK."""
+
+    name: str
+    title: str
+    summary: str
+    variants: tuple[Variant, ...]
+    params: tuple[Param, ...]
+    metrics: tuple[Metric, ...]
+    profiles: Mapping[str, Profile]
+    # The program, relative to the build directory; it speaks the program protocol.
+    program: str
+    requires: tuple[str, ...] = ()
+    legacy_csv: LegacyCsv | None = None
+    # A case this machine cannot run (e.g. THP off) -> reason; the run records it as a skip.
+    skip_case: Callable[[Case, RunContext], str | None] | None = None
+    # A case the user asked for that cannot work anywhere like this (e.g. too large for
+    # memory) -> one sentence naming the fix; the run stops before measuring, exit 2.
+    check_case: Callable[[Case, RunContext], str | None] | None = None
+    # Run-wide set-up and tear-down (a tracing daemon, a cgroup); entered once per run.
+    session: Callable[[RunContext], AbstractContextManager[None]] | None = None
+    # Per-trial argv; the default is the protocol's --variant/--param/--samples/--warmup.
+    plan_trial: Callable[[Case, Profile, RunContext], TrialPlan] | None = None
+
+    @property
+    def baseline(self) -> Variant:
+        return next(v for v in self.variants if v.baseline)
+
+    @property
+    def primary_metric(self) -> Metric:
+        return self.metrics[0]
+
+    def variant(self, name: str) -> Variant:
+        for v in self.variants:
+            if v.name == name:
+                return v
+        known = ", ".join(v.name for v in self.variants)
+        raise UsageError(f"benchmark '{self.name}' has no variant '{name}' (known: {known})")
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        known = ", ".join(p.name for p in self.params)
+        raise UsageError(f"benchmark '{self.name}' has no param '{name}' (known: {known})")
+
+    def info(self) -> BenchmarkInfo:
+        return BenchmarkInfo(
+            name=self.name,
+            title=self.title,
+            summary=self.summary,
+            baseline=self.baseline.name,
+            variants=[{"name": v.name, "description": v.description} for v in self.variants],
+            params=[
+                {"name": p.name, "kind": p.kind, "unit": p.unit, "description": p.description}
+                for p in self.params
+            ],
+            metrics=[
+                {"name": m.name, "unit": m.unit, "description": m.description,
+                 "lower_is_better": m.lower_is_better}
+                for m in self.metrics
+            ],
+            legacy_csv=(
+                {"filename": self.legacy_csv.filename, "columns": dict(self.legacy_csv.columns)}
+                if self.legacy_csv else None
+            ),
+        )
+
+
+# ---- recorded by a run ------------------------------------------------------------------
+
+
+@dataclass
+class BenchmarkInfo:
+    """The declared facts a report needs, copied into results.json."""
+
+    name: str
+    title: str
+    summary: str
+    baseline: str
+    variants: list[dict[str, Any]]
+    params: list[dict[str, Any]]
+    metrics: list[dict[str, Any]]
+    legacy_csv: dict[str, Any] | None = None
+
+    def metric(self, name: str) -> dict[str, Any]:
+        return next(m for m in self.metrics if m["name"] == name)
+
+    @property
+    def primary_metric(self) -> str:
+        return str(self.metrics[0]["name"])
+
+    def param_label(self, name: str, value: ParamValue) -> str:
+        p = next(p for p in self.params if p["name"] == name)
+        if p["kind"] == "bytes":
+            return format_bytes(float(value))
+        return f"{value} {p['unit']}".strip()
+
+    def param_is_numeric(self, name: str) -> bool:
+        return any(p["name"] == name and p["kind"] != "str" for p in self.params)
+
+
+@dataclass
+class Rusage:
+    user_s: float
+    sys_s: float
+    max_rss_kib: int
+
+
+TrialStatus = Literal["ok", "failed", "timeout", "interrupted"]
+
+
+@dataclass
+class Trial:
+    """One measured execution of a case. Warm-up trials are never recorded."""
+
+    case: Case
+    index: int  # 0-based among this case's recorded trials
+    round: int
+    status: TrialStatus
+    started_at: str
+    wall_s: float
+    exit_code: int | None
+    samples: dict[str, list[float]]  # metric -> values in the order measured
+    counters: dict[str, float]
+    meta: dict[str, Any]
+    rusage: Rusage | None
+    error: str | None = None  # why it failed, with the program's stderr tail
+    stderr_tail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class Skip:
+    case: Case
+    reason: str
+
+
+@dataclass
+class RunRecord:
+    """Everything results.json holds."""
+
+    schema_version: int
+    run_id: str
+    status: Literal["running", "complete", "interrupted", "failed"]
+    started_at: str
+    finished_at: str | None
+    argv: list[str]
+    profile: str
+    seed: int
+    host: dict[str, Any]
+    warnings: list[str]
+    benchmarks: dict[str, BenchmarkInfo]
+    cases: list[Case]
+    skips: list[Skip]
+    trials: list[Trial]
+
+    def trials_of(self, case: Case) -> Iterator[Trial]:
+        return (t for t in self.trials if t.case == case)

@@ -1,0 +1,161 @@
+"""Runs one trial: a subprocess with a timeout, its JSON lines parsed as they arrive, its
+rusage taken with wait4 (user and system CPU, peak RSS of the measured process itself).
+
+The child gets its own session (process group) so that a timeout or Ctrl-C kills it and
+anything it started, and so that the terminal's SIGINT reaches the harness only: the
+harness decides what to stop and records what happened.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from bakeoff.model import Rusage
+from bakeoff.protocol import ProgramOutput, ProtocolError, parse_line
+
+STDERR_TAIL_BYTES = 8192
+
+
+@dataclass
+class ProcessResult:
+    status: str  # ok, failed, timeout, interrupted
+    exit_code: int | None
+    wall_s: float
+    output: ProgramOutput
+    rusage: Rusage | None
+    stderr_tail: str
+    error: str | None = None
+
+
+@dataclass
+class _Reader:
+    """Accumulates stdout into protocol records line by line, and the tail of stderr."""
+
+    output: ProgramOutput = field(default_factory=ProgramOutput)
+    partial: bytes = b""
+    lineno: int = 0
+    stderr: bytes = b""
+    protocol_error: str | None = None
+
+    def stdout(self, chunk: bytes) -> None:
+        data = self.partial + chunk
+        *lines, self.partial = data.split(b"\n")
+        for line in lines:
+            self._line(line)
+
+    def finish(self) -> None:
+        if self.partial:
+            self._line(self.partial)
+            self.partial = b""
+
+    def _line(self, raw: bytes) -> None:
+        self.lineno += 1
+        if self.protocol_error:
+            return
+        try:
+            parse_line(raw.decode("utf-8", errors="replace"), self.lineno, self.output)
+        except ProtocolError as exc:
+            self.protocol_error = f"protocol error on stdout, {exc}"
+
+    def stderr_chunk(self, chunk: bytes) -> None:
+        self.stderr = (self.stderr + chunk)[-STDERR_TAIL_BYTES:]
+
+
+class ActiveChild:
+    """The one child running now, so a signal handler can stop it."""
+
+    pgid: int | None = None
+    interrupted: bool = False
+
+    @classmethod
+    def kill(cls) -> None:
+        cls.interrupted = True
+        if cls.pgid is not None:
+            try:
+                os.killpg(cls.pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _pin(cpu: int | None) -> None:
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+
+
+def run_program(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    timeout_s: float,
+    cpu: int | None = None,
+) -> ProcessResult:
+    reader = _Reader()
+    start = time.monotonic()
+    ActiveChild.interrupted = False
+    try:
+        proc = subprocess.Popen(
+            list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={**os.environ, **env}, start_new_session=True,
+            preexec_fn=(lambda: _pin(cpu)) if cpu is not None else None,
+        )
+    except OSError as exc:
+        return ProcessResult("failed", None, 0.0, reader.output, None, "",
+                             f"cannot start {argv[0]}: {exc.strerror}")
+    ActiveChild.pgid = proc.pid
+    timed_out = False
+    assert proc.stdout is not None and proc.stderr is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ, reader.stdout)
+        sel.register(proc.stderr, selectors.EVENT_READ, reader.stderr_chunk)
+        open_streams = 2
+        while open_streams:
+            remaining = start + timeout_s - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                os.killpg(proc.pid, signal.SIGKILL)
+                break
+            for key, _ in sel.select(timeout=min(remaining, 0.5)):
+                chunk = os.read(key.fd, 65536)
+                if chunk:
+                    key.data(chunk)
+                else:
+                    sel.unregister(key.fileobj)
+                    open_streams -= 1
+    _, wait_status, ru = os.wait4(proc.pid, 0)
+    # Popen must not wait for the pid again: it is reaped, and the number may be reused.
+    proc.returncode = os.waitstatus_to_exitcode(wait_status)
+    # Anything the child left in its group (a spawned helper) goes with it.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    ActiveChild.pgid = None
+    proc.stdout.close()
+    proc.stderr.close()
+    reader.finish()
+    wall = time.monotonic() - start
+    rusage = Rusage(user_s=ru.ru_utime, sys_s=ru.ru_stime, max_rss_kib=ru.ru_maxrss)
+    stderr_tail = reader.stderr.decode("utf-8", errors="replace")
+    code = proc.returncode
+
+    def result(status: str, error: str | None) -> ProcessResult:
+        return ProcessResult(status, code, wall, reader.output, rusage, stderr_tail, error)
+
+    last_line = stderr_tail.strip().splitlines()[-1] if stderr_tail.strip() else ""
+    if ActiveChild.interrupted:
+        return result("interrupted", "stopped by the user")
+    if timed_out:
+        return result("timeout", f"no exit within {timeout_s:g} s; killed")
+    if code != 0:
+        how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        return result("failed", f"{how}: {last_line}" if last_line else how)
+    if reader.protocol_error:
+        return result("failed", reader.protocol_error)
+    if not reader.output.samples:
+        return result("failed", "printed no samples" + (f": {last_line}" if last_line else ""))
+    return result("ok", None)

@@ -1,0 +1,80 @@
+"""The program protocol: what a measured program prints on stdout, one JSON object per line.
+
+    {"type":"meta","timer":"clock_gettime(CLOCK_MONOTONIC_RAW)","timer_overhead_ns":18.5}
+    {"type":"sample","metric":"ns_per_op","value":7084.0}
+    {"type":"counter","name":"events_lost","value":0}
+
+Anything else on stdout is a protocol error: the trial fails with the offending line quoted,
+because a program that prints garbage cannot be trusted to have measured what it claims.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ProtocolError(ValueError):
+    pass
+
+
+@dataclass
+class ProgramOutput:
+    meta: dict[str, Any] = field(default_factory=dict)
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    counters: dict[str, float] = field(default_factory=dict)
+
+
+def _number(obj: dict[str, Any], key: str, lineno: int) -> float:
+    value = obj.get(key)
+    # bool is an int subclass in Python; true/false is not a measurement.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ProtocolError(f"line {lineno}: '{key}' must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ProtocolError(f"line {lineno}: '{key}' is not finite")
+    return float(value)
+
+
+def _name(obj: dict[str, Any], key: str, lineno: int) -> str:
+    value = obj.get(key)
+    if not isinstance(value, str) or not value:
+        raise ProtocolError(f"line {lineno}: '{key}' must be a non-empty string")
+    return value
+
+
+def parse_line(line: str, lineno: int, out: ProgramOutput) -> None:
+    """Fold one stdout line into out; raises ProtocolError naming the line."""
+    text = line.strip()
+    if not text:
+        return
+    try:
+        # parse_constant rejects NaN/Infinity, which Python's json accepts by default.
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise ProtocolError(f"line {lineno}: not a JSON object: {text[:120]!r} ({exc})") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"line {lineno}: not a JSON object: {text[:120]!r}")
+    kind = obj.get("type")
+    if kind == "sample":
+        metric = _name(obj, "metric", lineno)
+        out.samples.setdefault(metric, []).append(_number(obj, "value", lineno))
+    elif kind == "counter":
+        name = _name(obj, "name", lineno)
+        out.counters[name] = _number(obj, "value", lineno)
+    elif kind == "meta":
+        out.meta.update({k: v for k, v in obj.items() if k != "type"})
+    else:
+        raise ProtocolError(f"line {lineno}: unknown type {kind!r} (expected meta, sample, counter)")
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a measurement")
+
+
+def parse_output(text: str) -> ProgramOutput:
+    out = ProgramOutput()
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        parse_line(line, lineno, out)
+    return out

@@ -1,0 +1,77 @@
+"""Finds the benchmarks: every benchmarks/<room>/spec.py that defines BENCHMARK.
+
+The harness learns benchmark names only from here; adding a room needs no harness change.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+from bakeoff.errors import UsageError
+from bakeoff.model import Benchmark
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def benchmarks_dir() -> Path:
+    return Path(os.environ.get("BAKEOFF_BENCHMARKS_DIR", REPO_ROOT / "benchmarks"))
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("BAKEOFF_BUILD_DIR", REPO_ROOT / "build"))
+
+
+def _load_spec(path: Path) -> Benchmark:
+    module_name = f"bakeoff_benchmarks.{path.parent.name}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    bench = getattr(module, "BENCHMARK", None)
+    if not isinstance(bench, Benchmark):
+        raise RuntimeError(f"{path} defines no BENCHMARK = Benchmark(...)")
+    _check_declaration(bench, path)
+    return bench
+
+
+def _check_declaration(bench: Benchmark, path: Path) -> None:
+    """A malformed spec is the developer's bug: fail loudly at discovery, not mid-run."""
+    baselines = [v.name for v in bench.variants if v.baseline]
+    if len(baselines) != 1:
+        raise RuntimeError(f"{path}: exactly one variant must be the baseline, got {baselines}")
+    param_names = {p.name for p in bench.params}
+    for profile in bench.profiles.values():
+        if set(profile.params) != param_names:
+            raise RuntimeError(f"{path}: profile '{profile.name}' must give values for "
+                               f"every param {sorted(param_names)}")
+    for required in ("quick", "default", "full"):
+        if required not in bench.profiles:
+            raise RuntimeError(f"{path}: profile '{required}' is missing")
+
+
+def discover() -> dict[str, Benchmark]:
+    found: dict[str, Benchmark] = {}
+    for spec_path in sorted(benchmarks_dir().glob("*/spec.py")):
+        bench = _load_spec(spec_path)
+        if bench.name in found:
+            raise RuntimeError(f"two benchmarks are named '{bench.name}'")
+        found[bench.name] = bench
+    return found
+
+
+def select(names: list[str]) -> list[Benchmark]:
+    """The benchmarks named, or all when none is; an unknown name lists the real ones."""
+    known = discover()
+    if not names:
+        return list(known.values())
+    chosen = []
+    for name in names:
+        if name not in known:
+            raise UsageError(f"benchmark '{name}' not found (known: {', '.join(known) or 'none'}); "
+                             "see bakeoff list")
+        if known[name] not in chosen:
+            chosen.append(known[name])
+    return chosen

@@ -1,0 +1,337 @@
+"""Plotly figures for one benchmark: metric and ratio along each sweep, distributions, resources.
+
+Plotly renders text as a small HTML subset and decodes entities, so every string from the data
+goes through `_t` (html.escape without quotes, which plotly does not decode): a variant named
+'<b>x' then reads as '<b>x' in legends and hovers instead of becoming markup.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import plotly.graph_objects as go  # type: ignore[import-untyped]  # no stubs, no py.typed
+from plotly.subplots import make_subplots  # type: ignore[import-untyped]
+
+from bakeoff.analysis import BenchmarkAnalysis, CaseResult
+from bakeoff.model import Case, ParamValue, RunRecord
+from bakeoff.report.colors import with_alpha
+from bakeoff.report.format import (
+    case_params_label, fmt_count, fmt_number, fmt_range, fmt_ratio, fmt_value, params_label,
+    scale_for,
+    spans_decades,
+)
+from bakeoff.report.tables import case_sort_key, measured_results
+from bakeoff.report.words import crossover_label, lower_is_better, speedup
+
+ChartKind = Literal["metric", "ratio", "distribution", "resources"]
+MAX_POINTS = 5000  # per distribution chart: more makes the page slow and hides nothing extra
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
+
+
+@dataclass(frozen=True)
+class Chart:
+    kind: ChartKind
+    title: str  # raw text; the html layer escapes it
+    note: str  # one sentence under the title: what is drawn and from how much data
+    figure: go.Figure
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One line of cases: `param` varies, `fixed` holds the others. param None: no numeric
+    axis, so the cases are categories."""
+
+    param: str | None
+    fixed: tuple[tuple[str, ParamValue], ...]
+    results: list[CaseResult]
+
+
+def _t(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+def _layout(fig: go.Figure, title: str, height: int = 460) -> None:
+    fig.update_layout(
+        title={"text": _t(title), "x": 0, "xanchor": "left"},
+        template="plotly_white", height=height, font={"family": FONT, "size": 13},
+        margin={"l": 70, "r": 30, "t": 60, "b": 60}, hovermode="closest",
+        legend={"title": {"text": "variant"}},
+    )
+
+
+def sweeps(ba: BenchmarkAnalysis, metric: str) -> list[Sweep]:
+    rows = [r for r in measured_results(ba, metric) if r.summary is not None]
+    swept = [
+        p["name"] for p in ba.info.params
+        if ba.info.param_is_numeric(p["name"])
+        and len({r.case.param(p["name"]) for r in rows if p["name"] in dict(r.case.params)}) >= 2
+    ]
+    if not swept:
+        return [Sweep(None, (), rows)] if rows else []
+    out: list[Sweep] = []
+    for name in swept:
+        groups: dict[tuple[tuple[str, ParamValue], ...], list[CaseResult]] = defaultdict(list)
+        for r in rows:
+            groups[tuple((k, v) for k, v in r.case.params if k != name)].append(r)
+        for fixed, group in groups.items():
+            out.append(Sweep(name, fixed, group))
+    return out
+
+
+def _x(ba: BenchmarkAnalysis, sweep: Sweep, case: Case) -> float | str:
+    if sweep.param is None:
+        return _t(case_params_label(ba.info, case))
+    return float(case.param(sweep.param))
+
+
+def _sweep_title(ba: BenchmarkAnalysis, sweep: Sweep, what: str) -> str:
+    axis = f" vs {sweep.param}" if sweep.param else " per case"
+    fixed = f" at {params_label(ba.info, sweep.fixed)}" if sweep.fixed else ""
+    return f"{ba.info.title}: {what}{axis}{fixed}"
+
+
+def _x_axis(fig: go.Figure, ba: BenchmarkAnalysis, sweep: Sweep, **kw: Any) -> None:
+    if sweep.param is None:
+        fig.update_xaxes(type="category", title={"text": "case"}, **kw)
+        return
+    xs = sorted({float(r.case.param(sweep.param)) for r in sweep.results})
+    # Label the swept values as people wrote them ('16 MiB'), not plotly's '16.777M'.
+    fig.update_xaxes(
+        type="log" if spans_decades(xs) else "linear",
+        tickmode="array" if len(xs) <= 16 else "auto", tickvals=xs,
+        ticktext=[_t(ba.info.param_label(sweep.param, x)) for x in xs],
+        title={"text": _t(sweep.param)}, **kw,
+    )
+
+
+def _by_variant(
+    ba: BenchmarkAnalysis, results: Sequence[CaseResult]
+) -> dict[str, list[CaseResult]]:
+    out: dict[str, list[CaseResult]] = {str(v["name"]): [] for v in ba.info.variants}
+    for r in sorted(results, key=lambda r: case_sort_key(ba, r.case)):
+        out.setdefault(r.case.variant, []).append(r)
+    return {k: v for k, v in out.items() if v}
+
+
+def metric_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
+                 colors: dict[str, str]) -> Chart:
+    unit = sweep.results[0].unit
+    medians = [r.summary.median for r in sweep.results if r.summary]
+    div, shown = scale_for(statistics.median(medians), unit)
+    fig = go.Figure()
+    for variant, rows in _by_variant(ba, sweep.results).items():
+        ss = [r.summary for r in rows if r.summary]
+        fig.add_trace(go.Scatter(
+            x=[_x(ba, sweep, r.case) for r in rows], y=[s.median / div for s in ss],
+            error_y={"type": "data", "symmetric": False,
+                     "array": [(s.ci_high - s.median) / div for s in ss],
+                     "arrayminus": [(s.median - s.ci_low) / div for s in ss]},
+            mode="lines+markers" if sweep.param else "markers", name=_t(variant),
+            line={"color": colors.get(variant)}, marker={"color": colors.get(variant), "size": 8},
+            text=[_t(f"{variant}, {case_params_label(ba.info, r.case)}")
+                  + f"<br>median {fmt_value(s.median, unit)}"
+                  + f"<br>95% CI {fmt_range(s.ci_low, s.ci_high, unit)}"
+                  + f"<br>n = {fmt_count(s.n)} samples / {s.n_trials} trials"
+                  for r, s in zip(rows, ss, strict=True)],
+            hovertemplate="%{text}<extra></extra>",
+        ))
+    title = _sweep_title(ba, sweep, f"{metric} (median, 95% CI)")
+    _layout(fig, title)
+    _x_axis(fig, ba, sweep)
+    ends = [v for r in sweep.results if r.summary for v in (r.summary.ci_low, r.summary.ci_high)]
+    better = "lower" if lower_is_better(ba, metric) else "higher"
+    fig.update_yaxes(type="log" if spans_decades(ends) else "linear",
+                     title={"text": _t(f"{metric} ({shown}), {better} is better")})
+    note = "Median of all samples per case; error bars are the 95% CI (bootstrap over trials)."
+    return Chart("metric", title, note, fig)
+
+
+def ratio_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
+                colors: dict[str, str]) -> Chart | None:
+    rows = [r for r in sweep.results if r.vs_baseline is not None]
+    if not rows:
+        return None
+    lower_better = lower_is_better(ba, metric)
+    base = ba.info.baseline
+    fig = go.Figure()
+    for variant, vrows in _by_variant(ba, rows).items():
+        xs = [_x(ba, sweep, r.case) for r in vrows]
+        rs = [r.vs_baseline for r in vrows if r.vs_baseline]
+        color = colors.get(variant, "#000000")
+        hover = []
+        for r, q in zip(vrows, rs, strict=True):
+            sp, _, _ = speedup(q, lower_better)
+            hover.append(
+                _t(f"{variant} vs {base}, {case_params_label(ba.info, r.case)}")
+                + f"<br>ratio (95% CI): {fmt_ratio(q.ratio, q.ci_low, q.ci_high)}"
+                + f"<br>change {(q.ratio - 1) * 100:+.1f}%"
+                + (f"<br>speed-up = 1/ratio = {fmt_number(sp)}×" if lower_better else "")
+            )
+        if sweep.param is not None:
+            # The CI as a band: upper edge left to right, lower edge back.
+            fig.add_trace(go.Scatter(
+                x=xs + xs[::-1], y=[q.ci_high for q in rs] + [q.ci_low for q in rs][::-1],
+                fill="toself", fillcolor=with_alpha(color, 0.2), line={"width": 0},
+                hoverinfo="skip", showlegend=False, legendgroup=_t(variant),
+            ))
+        fig.add_trace(go.Scatter(
+            x=xs, y=[q.ratio for q in rs], name=_t(variant), legendgroup=_t(variant),
+            mode="lines+markers" if sweep.param else "markers",
+            line={"color": color}, marker={"color": color, "size": 8},
+            error_y=None if sweep.param else {
+                "type": "data", "symmetric": False,
+                "array": [q.ci_high - q.ratio for q in rs],
+                "arrayminus": [q.ratio - q.ci_low for q in rs]},
+            text=hover, hovertemplate="%{text}<extra></extra>",
+        ))
+    fig.add_hline(y=1, line={"dash": "dash", "color": "#555555", "width": 1})
+    title = _sweep_title(ba, sweep, f"{metric} ratio to {base}")
+    _layout(fig, title)
+    _x_axis(fig, ba, sweep)
+    ends = [v for r in rows if r.vs_baseline for v in (r.vs_baseline.ci_low, r.vs_baseline.ci_high)]
+    log_y = spans_decades([*ends, 1.0])
+    y_title = f"ratio to {base} (variant / baseline median)"
+    if lower_better:
+        y_title += "; speed-up = 1/ratio"
+    fig.update_yaxes(type="log" if log_y else "linear", title={"text": _t(y_title)})
+    _mark_crossovers(fig, ba, sweep, colors)
+    ci = "the shaded band" if sweep.param is not None else "the error bars"
+    side = "Below 1 the variant is faster" if lower_better else "Above 1 the variant is better"
+    note = f"Ratio of medians (variant / baseline); {ci} show its 95% CI. {side}."
+    return Chart("ratio", title, note, fig)
+
+
+def _mark_crossovers(fig: go.Figure, ba: BenchmarkAnalysis, sweep: Sweep,
+                     colors: dict[str, str]) -> None:
+    if sweep.param is None:
+        return
+    xs = [float(r.case.param(sweep.param)) for r in sweep.results]
+    log_x = spans_decades(xs)
+    found = [c for c in ba.crossovers
+             if c.param == sweep.param and tuple(c.fixed.items()) == sweep.fixed]
+    for i, sc in enumerate(found):
+        color = colors.get(sc.variant, "#000000")
+        est = sc.crossover.estimate
+        # Shapes take data values on a log axis; annotations take log10 of them.
+        # A tentative crossover (a CI at either end includes 1) is drawn faint.
+        fig.add_shape(type="line", xref="x", yref="paper", x0=est, x1=est, y0=0, y1=1,
+                      line={"color": color, "dash": "dot", "width": 1.5},
+                      opacity=1.0 if sc.crossover.confident else 0.45)
+        fig.add_annotation(
+            x=math.log10(est) if log_x else est, xref="x", y=1, yref="paper", yanchor="bottom",
+            yshift=-18 * (i + 1), xanchor="left", showarrow=False, bgcolor="rgba(255,255,255,0.8)",
+            text=_t(f"{sc.variant}: {crossover_label(ba, sc)}"), font={"color": color, "size": 12},
+        )
+
+
+def _samples(run: RunRecord, metric: str) -> dict[Case, list[list[float]]]:
+    out: dict[Case, list[list[float]]] = defaultdict(list)
+    for t in run.trials:
+        if t.ok and t.samples.get(metric):
+            out[t.case].append(list(t.samples[metric]))
+    return out
+
+
+def distribution_chart(run: RunRecord, ba: BenchmarkAnalysis, metric: str,
+                       colors: dict[str, str]) -> Chart | None:
+    rows = [r for r in measured_results(ba, metric) if r.summary is not None]
+    per_case = _samples(run, metric)
+    total = sum(len(s) for r in rows for s in per_case.get(r.case, []))
+    if not rows or total == 0:
+        return None
+    # All samples when they fit; else one point per trial (the unit the statistics resample).
+    use_all = total <= MAX_POINTS
+    points = {r.case: [v for s in per_case.get(r.case, []) for v in s] if use_all
+              else [statistics.median(s) for s in per_case.get(r.case, [])] for r in rows}
+    n_points = sum(len(v) for v in points.values())
+    stride = max(1, math.ceil(n_points / MAX_POINTS))
+    unit = rows[0].unit
+    div, shown = scale_for(statistics.median([r.summary.median for r in rows if r.summary]), unit)
+    fig = go.Figure()
+    for variant, vrows in _by_variant(ba, rows).items():
+        xs: list[str] = []
+        ys: list[float] = []
+        for r in vrows:
+            vals = points[r.case][::stride]
+            xs += [_t(case_params_label(ba.info, r.case))] * len(vals)
+            ys += [v / div for v in vals]
+        fig.add_trace(go.Box(
+            x=xs, y=ys, name=_t(variant), boxpoints="all", jitter=0.4, pointpos=0,
+            marker={"color": colors.get(variant), "size": 3, "opacity": 0.6},
+            line={"color": colors.get(variant)}, offsetgroup=_t(variant),
+        ))
+    title = f"{ba.info.title}: distribution of {metric} per case"
+    _layout(fig, title)
+    fig.update_layout(boxmode="group")
+    order = [_t(case_params_label(ba.info, r.case)) for r in rows]
+    fig.update_xaxes(type="category", categoryorder="array",
+                     categoryarray=list(dict.fromkeys(order)), title={"text": "case"})
+    all_y = [v for tr in fig.data for v in tr.y]
+    fig.update_yaxes(type="log" if spans_decades(all_y) else "linear",
+                     title={"text": _t(f"{metric} ({shown})")})
+    what = (f"all {fmt_count(total)} samples" if use_all else
+            f"per-trial medians ({fmt_count(total)} samples are too many to draw)")
+    if stride > 1:
+        what += f", every {stride}th shown"
+    return Chart("distribution", title, f"Box plots with points: {what}.", fig)
+
+
+def _wall_s(run: RunRecord) -> dict[Case, float]:
+    walls: dict[Case, list[float]] = defaultdict(list)
+    for t in run.trials:
+        if t.ok:
+            walls[t.case].append(t.wall_s)
+    return {c: statistics.median(v) for c, v in walls.items()}
+
+
+def resources_chart(run: RunRecord, ba: BenchmarkAnalysis,
+                    colors: dict[str, str]) -> Chart | None:
+    rows = [r for r in measured_results(ba, ba.info.primary_metric) if r.summary is not None]
+    wall = _wall_s(run)
+    panels: list[tuple[str, str, Callable[[CaseResult], float | None]]] = [
+        ("user CPU (s)", "s", lambda r: r.user_s),
+        ("system CPU (s)", "s", lambda r: r.sys_s),
+        ("max RSS (MiB)", "MiB", lambda r: None if r.max_rss_kib is None else r.max_rss_kib / 1024),
+        ("trial wall time (s)", "s", lambda r: wall.get(r.case)),
+    ]
+    if not any(get(r) is not None for _, _, get in panels for r in rows):
+        return None
+    fig = make_subplots(rows=2, cols=2, subplot_titles=[p[0] for p in panels],
+                        vertical_spacing=0.18, horizontal_spacing=0.1)
+    for i, (_, unit, get) in enumerate(panels):
+        row, col = i // 2 + 1, i % 2 + 1
+        values: list[float] = []
+        for variant, vrows in _by_variant(ba, rows).items():
+            have = [(r, v) for r in vrows if (v := get(r)) is not None]
+            values += [v for _, v in have]
+            fig.add_trace(go.Bar(
+                x=[_t(case_params_label(ba.info, r.case)) for r, _ in have],
+                y=[float(v) for _, v in have], name=_t(variant), legendgroup=_t(variant),
+                showlegend=i == 0, marker={"color": colors.get(variant)},
+                text=[_t(variant) + f": {fmt_value(v, unit)}" for _, v in have],
+                hovertemplate="%{x}<br>%{text}<extra></extra>", textposition="none",
+            ), row=row, col=col)
+        fig.update_yaxes(type="log" if spans_decades(values) else "linear", row=row, col=col)
+    title = f"{ba.info.title}: resource usage per case"
+    _layout(fig, title, height=680)
+    fig.update_layout(barmode="group")
+    note = ("Median over successful trials of the measured process's CPU time and peak RSS "
+            "(getrusage), and of each trial's wall time.")
+    return Chart("resources", title, note, fig)
+
+
+def benchmark_charts(run: RunRecord, ba: BenchmarkAnalysis, colors: dict[str, str]) -> list[Chart]:
+    """Charts in reading order: metric along each sweep, ratios, distributions, resources."""
+    metric = ba.info.primary_metric
+    lines = sweeps(ba, metric)
+    charts: list[Chart | None] = [metric_chart(ba, s, metric, colors) for s in lines]
+    charts += [ratio_chart(ba, s, metric, colors) for s in lines]
+    charts.append(distribution_chart(run, ba, metric, colors))
+    charts.append(resources_chart(run, ba, colors))
+    return [c for c in charts if c is not None]

@@ -1,0 +1,160 @@
+"""Numbers as people read them, shared by the html, markdown and terminal reports.
+
+One place decides how a value looks, so the same median reads the same in every output.
+Rule: 3 significant digits (4 when rounding pushes a value up to the next decade), thousands
+grouped, and times and sizes scaled to the unit that keeps the number between 1 and 1000.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from bakeoff.model import BenchmarkInfo, Case, ParamValue
+
+# Smallest unit first; the factor converts to the first unit of the ladder.
+_TIME_LADDER: tuple[tuple[str, float], ...] = (("ns", 1.0), ("µs", 1e3), ("ms", 1e6), ("s", 1e9))
+_BYTE_LADDER: tuple[tuple[str, float], ...] = (
+    ("B", 1.0), ("KiB", 1024.0), ("MiB", 1024.0**2), ("GiB", 1024.0**3), ("TiB", 1024.0**4),
+)
+_ALIASES = {"us": "µs", "μs": "µs", "usec": "µs", "nsec": "ns", "msec": "ms", "sec": "s",
+            "bytes": "B", "kib": "KiB", "mib": "MiB", "gib": "GiB"}
+
+MISSING = "—"
+
+
+def _ladder_of(unit: str) -> tuple[tuple[tuple[str, float], ...], float, str] | None:
+    """(ladder, factor of `unit` on it, suffix such as '/s') when the unit scales, else None."""
+    base, slash, rest = unit.partition("/")
+    suffix = slash + rest
+    base = _ALIASES.get(base, _ALIASES.get(base.lower(), base))
+    for ladder in (_TIME_LADDER, _BYTE_LADDER):
+        for name, factor in ladder:
+            if name == base:
+                # A rate of time ("ns/op") scales like time; a rate of bytes ("B/s") like bytes.
+                return ladder, factor, suffix
+    return None
+
+
+def scale_for(x: float, unit: str) -> tuple[float, str]:
+    """(divisor, display unit) that puts |x| in [1, 1000) (bytes: [1, 1024)) where possible."""
+    found = _ladder_of(unit)
+    if found is None or not math.isfinite(x) or x == 0:
+        return 1.0, unit
+    ladder, own, suffix = found
+    base = abs(x) * own
+    step = 1000.0 if ladder is _TIME_LADDER else 1024.0
+    chosen_name, chosen_factor = ladder[0]
+    for name, factor in ladder:
+        # 999.6 ns must read "1.000 µs", not "1,000 ns": compare after rounding to 3 digits.
+        if float(f"{base / factor:.3g}") >= 1 or factor == ladder[0][1]:
+            chosen_name, chosen_factor = name, factor
+        if float(f"{base / factor:.3g}") < step:
+            break
+    return chosen_factor / own, chosen_name + suffix
+
+
+def fmt_number(x: float) -> str:
+    """3 significant digits with thousands grouping: 7.08, 70.8, 708, 7,084, 0.0123."""
+    if math.isnan(x):
+        return MISSING
+    if math.isinf(x):
+        return "∞" if x > 0 else "-∞"
+    if x == 0:
+        return "0"
+    a = abs(x)
+    if a < 1e-4 or a >= 1e15:
+        return f"{x:.3g}"
+    decimals = max(0, 2 - math.floor(math.log10(a)))
+    return f"{x:,.{decimals}f}"
+
+
+_SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"))
+
+
+def fmt_value(x: float | None, unit: str) -> str:
+    """'7.08 µs' for (7084, 'ns'); '16.0 MiB' for (16777216, 'B'); '7,084 ops/s' and
+    '1.23 M ops/s' for units that do not scale (SI prefix from a million, where grouped digits
+    stop being readable at a glance)."""
+    if x is None or math.isnan(x):
+        return MISSING
+    divisor, shown = scale_for(x, unit)
+    if divisor == 1.0 and shown == unit and _ladder_of(unit) is None and math.isfinite(x):
+        for factor, prefix in _SI:
+            if abs(x) >= factor * 0.9995:
+                return f"{fmt_number(x / factor)} {prefix} {unit}".strip()
+    return f"{fmt_number(x / divisor)} {shown}".strip()
+
+
+def fmt_range(low: float | None, high: float | None, unit: str) -> str:
+    """A CI in one unit chosen by its larger end: '6.95–7.21 µs'."""
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return MISSING
+    top = max(abs(low), abs(high))
+    divisor, shown = scale_for(top, unit)
+    if _ladder_of(unit) is None and math.isfinite(top):
+        for factor, prefix in _SI:
+            if top >= factor * 0.9995:
+                divisor, shown = factor, f"{prefix} {unit}".strip()
+                break
+    return f"{fmt_number(low / divisor)}–{fmt_number(high / divisor)} {shown}".strip()
+
+
+def fmt_ratio(ratio: float, low: float, high: float) -> str:
+    """'0.0912 (0.0850–0.0970)': a ratio and its CI, unitless."""
+    return f"{fmt_number(ratio)} ({fmt_number(low)}–{fmt_number(high)})"
+
+
+def fmt_times(x: float) -> str:
+    """A speed-up factor: '11.0×'."""
+    return f"{fmt_number(x)}×" if math.isfinite(x) else MISSING
+
+
+def fmt_p(p: float) -> str:
+    """Mann-Whitney p; NaN means fewer than 2 trials on a side, which the reader must see."""
+    if math.isnan(p):
+        return "n/a (< 2 trials)"
+    if p < 0.001:
+        return "< 0.001"
+    return f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
+
+
+def fmt_count(n: int) -> str:
+    return f"{n:,}"
+
+
+def param_estimate_label(info: BenchmarkInfo, name: str, value: float) -> str:
+    """An interpolated (not swept) param value: '176 KiB', '180 threads', never '180.337'."""
+    kind = next((p["kind"] for p in info.params if p["name"] == name), "float")
+    if kind == "bytes":
+        return info.param_label(name, value)
+    rounded: ParamValue = float(f"{value:.3g}")
+    if rounded == int(rounded):
+        rounded = int(rounded)
+    return info.param_label(name, rounded)
+
+
+def swept_label(info: BenchmarkInfo, name: str, value: float) -> str:
+    """A swept value handed back as a float (crossover ends): '4 threads', not '4.0 threads'."""
+    kind = next((p["kind"] for p in info.params if p["name"] == name), "float")
+    if kind in ("int", "bytes") and value == int(value):
+        return info.param_label(name, int(value))
+    return info.param_label(name, value)
+
+
+def params_label(info: BenchmarkInfo, params: Iterable[tuple[str, ParamValue]]) -> str:
+    """'size=16 MiB, threads=4'; '(no params)' for a benchmark without axes."""
+    parts = [f"{name}={info.param_label(name, value)}" for name, value in params]
+    return ", ".join(parts) if parts else "(no params)"
+
+
+def case_params_label(info: BenchmarkInfo, case: Case, without: str | None = None) -> str:
+    return params_label(info, [(k, v) for k, v in case.params if k != without])
+
+
+def spans_decades(values: Iterable[float], decades: float = 1.5) -> bool:
+    """Whether a log axis reads better: all positive and max/min beyond `decades` decades."""
+    vs = [v for v in values if math.isfinite(v)]
+    if len(vs) < 2 or min(vs) <= 0:
+        return False
+    return math.log10(max(vs) / min(vs)) > decades

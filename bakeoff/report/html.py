@@ -1,0 +1,259 @@
+"""One self-contained HTML report: plotly.js inlined, no network access of any kind.
+
+Safety rules, because names, params, host facts and error text come from outside:
+- every string from the data goes through `_e` (html.escape) before it touches markup;
+- figures travel as JSON inside <script type="application/json">, with '<', '>' and '&'
+  written as \\u escapes, so no data can close the script element or open a comment;
+- nothing is loaded by URL: no <script src>, <link>, <img> or web font.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any
+
+import plotly.io as pio  # type: ignore[import-untyped]  # no stubs, no py.typed
+import plotly.offline  # type: ignore[import-untyped]
+
+from bakeoff.analysis import Analysis, BenchmarkAnalysis
+from bakeoff.model import RunRecord
+from bakeoff.report.charts import Chart, benchmark_charts
+from bakeoff.report.colors import variant_colors
+from bakeoff.report.facts import flatten_facts, machine, run_rows
+from bakeoff.report.format import case_params_label
+from bakeoff.report.tables import (
+    case_columns, case_rows, failed_trials, failure_heading, failure_text,
+)
+from bakeoff.report.words import crossover_sentence, lower_is_better
+
+_CSS = """
+:root { --fg: #1d232a; --muted: #5f6b76; --line: #dde3e8; --warn-bg: #fff4d6;
+  --warn-line: #e0a800; --faster: #1a7f37; --slower: #c62828; }
+* { box-sizing: border-box; }
+body { margin: 0 auto; max-width: 1280px; padding: 1.5rem 2rem 4rem; color: var(--fg);
+  font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial,
+  sans-serif; }
+h1 { font-size: 1.6rem; margin: 0 0 .25rem; }
+h2 { font-size: 1.3rem; margin: 2.5rem 0 .5rem; padding-top: .5rem;
+  border-top: 2px solid var(--line); }
+h3 { font-size: 1.05rem; margin: 1.75rem 0 .25rem; }
+.muted, .note { color: var(--muted); }
+.note { margin: 0 0 .5rem; font-size: .9rem; }
+code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+  font-size: .85rem; }
+nav ul { display: flex; flex-wrap: wrap; gap: .25rem 1.25rem; padding: 0; list-style: none; }
+.warnings { background: var(--warn-bg); border-left: 5px solid var(--warn-line);
+  padding: .75rem 1rem; margin: 1rem 0; }
+.warnings h2 { border: 0; margin: 0 0 .25rem; padding: 0; font-size: 1.1rem; }
+.warnings ul { margin: .25rem 0; padding-left: 1.25rem; }
+.ok { color: var(--faster); }
+.chart { width: 100%; min-height: 460px; }
+.chart.tall { min-height: 680px; }
+.table-wrap { overflow-x: auto; max-height: 80vh; border: 1px solid var(--line); }
+table { border-collapse: collapse; width: 100%; font-size: .88rem; }
+th, td { padding: .3rem .6rem; border-bottom: 1px solid var(--line); text-align: left;
+  vertical-align: top; }
+th { background: #f4f6f8; position: sticky; top: 0; white-space: nowrap; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.fact { white-space: pre-wrap; word-break: break-word; }
+.swatch { display: inline-block; width: .75em; height: .75em; border-radius: 2px;
+  margin-right: .35em; vertical-align: baseline; }
+.faster { color: var(--faster); font-weight: 600; }
+.slower { color: var(--slower); font-weight: 600; }
+.same, .na { color: var(--muted); }
+.baseline-tag { color: var(--muted); font-size: .8em; }
+details pre { background: #f6f8fa; padding: .5rem .75rem; overflow-x: auto;
+  white-space: pre-wrap; }
+"""
+
+# Runs after plotly.js: draws every figure from the JSON block.
+_INIT_JS = """
+(function () {
+  var figs = JSON.parse(document.getElementById("bakeoff-figures").textContent);
+  Object.keys(figs).forEach(function (id) {
+    var f = figs[id];
+    Plotly.newPlot(id, f.data, f.layout, f.config);
+  });
+})();
+"""
+
+
+_VERDICT_CLASS = {"faster": "faster", "slower": "slower", "same": "same", "—": "", "n/a": "na"}
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def script_json(obj: Any) -> str:
+    """JSON that is safe as the text of a <script> element and still valid JSON."""
+    text = json.dumps(obj, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(char, escaped)
+    return text
+
+
+def plotly_script() -> str:
+    """plotly.js from the installed package, as the body of one inline <script>."""
+    js = str(plotly.offline.get_plotlyjs())
+    # Defensive: the bundle holds neither today, but either would end the element early.
+    return js.replace("</script", "<\\/script").replace("<!--", "<\\!--")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "chart"
+
+
+def _table(headers: list[tuple[str, bool]], rows: list[list[tuple[str, str]]]) -> str:
+    """headers: (text, numeric); rows: cells of (already-escaped html, css class)."""
+    head = "".join(f'<th class="{"num" if num else ""}">{_e(h)}</th>' for h, num in headers)
+    body = "".join(
+        "<tr>" + "".join(f'<td class="{cls}">{cell}</td>' for cell, cls in row) + "</tr>"
+        for row in rows
+    )
+    return (f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
+
+
+def _facts_table(rows: list[tuple[str, str]]) -> str:
+    return _table([("fact", False), ("value", False)],
+                  [[(f"<code>{_e(k)}</code>", ""), (_e(v), "fact")] for k, v in rows])
+
+
+def _variant_cell(name: str, color: str, is_baseline: bool) -> str:
+    tag = ' <span class="baseline-tag">(baseline)</span>' if is_baseline else ""
+    return f'<span class="swatch" style="background:{_e(color)}"></span>{_e(name)}{tag}'
+
+
+def _case_tables(ba: BenchmarkAnalysis, colors: dict[str, str]) -> str:
+    parts: list[str] = []
+    for metric in ba.metrics:
+        rows = case_rows(ba, metric)
+        if not rows:
+            continue
+        cols = case_columns(ba, with_counters=any(r.cells["counters"] for r in rows))
+        unit = str(ba.info.metric(metric)["unit"])
+        better = "lower" if lower_is_better(ba, metric) else "higher"
+        body: list[list[tuple[str, str]]] = []
+        for r in rows:
+            cells: list[tuple[str, str]] = []
+            for c in cols:
+                if c.key == "variant":
+                    color = colors.get(r.result.case.variant, "#000")
+                    cells.append((_variant_cell(r.cells["variant"], color, r.is_baseline), ""))
+                elif c.key == "verdict":
+                    cells.append((_e(r.cells["verdict"]), _VERDICT_CLASS[r.verdict]))
+                else:
+                    cells.append((_e(r.cells[c.key]), "num" if c.numeric else ""))
+            body.append(cells)
+        parts.append(f"<h3>Cases: {_e(metric)} ({_e(unit)}, {better} is better)</h3>")
+        parts.append(_table([(c.header, c.numeric) for c in cols], body))
+    return "".join(parts)
+
+
+def _crossovers(ba: BenchmarkAnalysis) -> str:
+    if not ba.crossovers:
+        return ('<p class="muted">No crossover: along every swept param each variant stays on '
+                "one side of the baseline.</p>")
+    items = "".join(f"<li>{_e(crossover_sentence(ba, sc))}</li>" for sc in ba.crossovers)
+    return f"<ul>{items}</ul>"
+
+
+def _skips_and_failures(run: RunRecord, ba: BenchmarkAnalysis) -> str:
+    parts: list[str] = []
+    if ba.skips:
+        items = "".join(
+            f"<li><b>{_e(s.case.variant)}</b>, {_e(case_params_label(ba.info, s.case))}: "
+            f"{_e(s.reason)}</li>" for s in ba.skips
+        )
+        parts.append(f"<h3>Skipped cases ({len(ba.skips)})</h3><ul>{items}</ul>")
+    failed = failed_trials(run, ba)
+    if failed:
+        items = "".join(
+            f"<details open><summary>{_e(failure_heading(ba, t))}</summary>"
+            f"<pre>{_e(failure_text(t))}</pre></details>" for t in failed
+        )
+        parts.append(f"<h3>Failed trials ({len(failed)})</h3>{items}")
+    return "".join(parts)
+
+
+class _Figures:
+    """Collects figures as they are placed, so each div and its JSON share one id."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, Any] = {}
+
+    def place(self, chart: Chart, bench: str) -> str:
+        chart_id = f"chart-{len(self.entries) + 1}"
+        fig = json.loads(pio.to_json(chart.figure, validate=False))
+        fig["config"] = {
+            "displaylogo": False, "responsive": True,
+            "toImageButtonOptions": {"format": "png", "scale": 2,
+                                     "filename": _slug(f"{bench}-{chart.kind}-{chart_id}")},
+        }
+        self.entries[chart_id] = fig
+        tall = " tall" if chart.kind == "resources" else ""
+        return (f"<h3>{_e(chart.title)}</h3><p class=\"note\">{_e(chart.note)}</p>"
+                f'<div class="chart plotly-chart{tall}" id="{chart_id}"></div>')
+
+
+def _benchmark(run: RunRecord, ba: BenchmarkAnalysis, index: int, figs: _Figures) -> str:
+    info = ba.info
+    colors = variant_colors(info)
+    metric = info.metric(info.primary_metric)
+    better = "lower" if metric.get("lower_is_better", True) else "higher"
+    variants = "".join(
+        f"<li>{_variant_cell(name, colors.get(name, '#000'), name == info.baseline)}: "
+        f"{_e(v.get('description', ''))}</li>"
+        for v in info.variants for name in [str(v["name"])]
+    )
+    charts = "".join(figs.place(c, info.name) for c in benchmark_charts(run, ba, colors))
+    return (
+        f'<section id="bench-{index}"><h2>{_e(info.title)} <span class="muted mono">'
+        f"{_e(info.name)}</span></h2><p>{_e(info.summary)}</p>"
+        f"<p>Baseline: <b>{_e(info.baseline)}</b>. Primary metric: <b>{_e(metric['name'])}</b> "
+        f"({_e(metric['unit'])}, {better} is better) — {_e(metric.get('description', ''))}. "
+        "Ratios are variant median / baseline median.</p>"
+        f"<ul>{variants}</ul>"
+        f"<h3>Crossovers</h3>{_crossovers(ba)}"
+        f"{charts}{_case_tables(ba, colors)}{_skips_and_failures(run, ba)}</section>"
+    )
+
+
+def _warnings(run: RunRecord) -> str:
+    items = [f"<li>{_e(w)}</li>" for w in run.warnings]
+    if run.status != "complete":
+        items.insert(0, f"<li>This run is <b>{_e(run.status)}</b>: the figures cover only the "
+                        "trials recorded before it stopped.</li>")
+    if not items:
+        return '<p class="ok">No noise warnings for this run.</p>'
+    return (f'<section class="warnings" id="warnings"><h2>⚠ Warnings ({len(items)})</h2>'
+            f"<ul>{''.join(items)}</ul></section>")
+
+
+def render_html(run: RunRecord, analysis: Analysis) -> str:
+    figs = _Figures()
+    sections = "".join(_benchmark(run, ba, i, figs) for i, ba in enumerate(analysis.benchmarks))
+    nav = "".join(f'<li><a href="#bench-{i}">{_e(ba.info.title)}</a></li>'
+                  for i, ba in enumerate(analysis.benchmarks))
+    m = machine(run.host)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>bakeoff report {_e(run.run_id)}</title><style>{_CSS}</style></head><body>"
+        f"<header><h1>bakeoff report</h1><p class=\"muted\">Run <code>{_e(run.run_id)}</code> "
+        f"on <b>{_e(m.sentence())}</b>; profile {_e(run.profile)}, started "
+        f"{_e(run.started_at)}. Every figure below is from this run.</p></header>"
+        f"{_warnings(run)}"
+        f'<nav><ul>{nav}<li><a href="#environment">Environment</a></li></ul></nav>'
+        f"{sections}"
+        '<section id="environment"><h2>Environment</h2><h3>Run</h3>'
+        f"{_facts_table(run_rows(run))}<h3>Host facts</h3>{_facts_table(flatten_facts(run.host))}"
+        "</section>"
+        f'<script id="plotly-js">{plotly_script()}</script>'
+        f'<script type="application/json" id="bakeoff-figures">{script_json(figs.entries)}'
+        f"</script><script>{_INIT_JS}</script></body></html>\n"
+    )

@@ -1,0 +1,128 @@
+"""report.md: the summary tables in GitHub-flavoured markdown, for pull requests and CI logs.
+
+Text from the data is escaped so it stays text: a '|' cannot split a table cell, '<tag>'
+cannot become HTML, '*' cannot start emphasis, and a newline cannot end a row.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bakeoff.analysis import Analysis, BenchmarkAnalysis
+from bakeoff.model import RunRecord
+from bakeoff.report.facts import flatten_facts, machine, run_rows
+from bakeoff.report.format import case_params_label
+from bakeoff.report.tables import (
+    case_columns, case_rows, failed_trials, failure_heading, failure_text,
+)
+from bakeoff.report.words import crossover_sentence, lower_is_better
+
+_PUNCT = re.compile(r"([\\`*\[\]|<>~])")
+# '_' emphasises only at a word edge in GFM; escaping it inside 'lookup_batch' would make
+# the raw text (what a CI log shows) harder to read for nothing.
+_EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+# Only where a list item or paragraph starts: '# x' (heading), '- x' / '+ x' (list), '1. x'.
+_BLOCK_START = re.compile(r"^(\s*)(?:(#{1,6}|[+\-])|(\d{1,9})([.)]))(?=\s|$)")
+
+
+def md_escape(text: str) -> str:
+    """One line of inline markdown that renders as exactly `text`."""
+    text = " ".join(text.splitlines())
+    text = _PUNCT.sub(r"\\\1", text)
+    text = _EDGE_UNDERSCORE.sub(r"\\_", text)
+    text = _ENTITY.sub("&amp;", text)
+    # A leading "# ", "- " or "1. " would make a list item or paragraph a heading or list.
+    return _BLOCK_START.sub(_escape_block_start, text)
+
+
+def _escape_block_start(m: re.Match[str]) -> str:
+    if m.group(2):
+        return f"{m.group(1)}\\{m.group(2)}"
+    return f"{m.group(1)}{m.group(3)}\\{m.group(4)}"  # '1\. x': the dot makes the list
+
+
+def _fenced(text: str) -> str:
+    """A code block whose fence is longer than any backtick run inside, so text cannot end it."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text.rstrip()}\n{fence}"
+
+
+def _table(headers: list[tuple[str, bool]], rows: list[list[str]]) -> list[str]:
+    """headers: (text, numeric). Cells are escaped here."""
+    lines = ["| " + " | ".join(md_escape(h) for h, _ in headers) + " |",
+             "|" + "|".join("---:" if num else "---" for _, num in headers) + "|"]
+    lines += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _case_tables(ba: BenchmarkAnalysis) -> list[str]:
+    out: list[str] = []
+    for metric in ba.metrics:
+        rows = case_rows(ba, metric)
+        if not rows:
+            continue
+        cols = case_columns(ba, with_counters=any(r.cells["counters"] for r in rows))
+        unit = str(ba.info.metric(metric)["unit"])
+        better = "lower" if lower_is_better(ba, metric) else "higher"
+        body = [
+            [r.cells[c.key] + (" (baseline)" if c.key == "variant" and r.is_baseline else "")
+             for c in cols]
+            for r in rows
+        ]
+        out += ["", f"### Cases: {md_escape(metric)} ({md_escape(unit)}, {better} is better)", ""]
+        out += _table([(c.header, c.numeric) for c in cols], body)
+    return out
+
+
+def _benchmark(run: RunRecord, ba: BenchmarkAnalysis) -> list[str]:
+    info = ba.info
+    metric = info.metric(info.primary_metric)
+    better = "lower" if metric.get("lower_is_better", True) else "higher"
+    out = [
+        "", f"## {md_escape(info.title)} ({md_escape(info.name)})", "", md_escape(info.summary), "",
+        f"Baseline: **{md_escape(info.baseline)}**. "
+        f"Primary metric: **{md_escape(metric['name'])}** "
+        f"({md_escape(str(metric['unit']))}, {better} is better). "
+        "Ratios are variant median / baseline median; CIs are 95% (bootstrap over trials).",
+        "", "### Crossovers", "",
+    ]
+    out += ([f"- {md_escape(crossover_sentence(ba, sc))}" for sc in ba.crossovers]
+            or ["No crossover: along every swept param each variant stays on one side of the "
+                "baseline."])
+    out += _case_tables(ba)
+    if ba.skips:
+        out += ["", f"### Skipped cases ({len(ba.skips)})", ""]
+        out += [f"- {md_escape(s.case.variant)}, {md_escape(case_params_label(info, s.case))}: "
+                f"{md_escape(s.reason)}" for s in ba.skips]
+    failed = failed_trials(run, ba)
+    if failed:
+        out += ["", f"### Failed trials ({len(failed)})"]
+        for t in failed:
+            out += ["", f"**{md_escape(failure_heading(ba, t))}**", "", _fenced(failure_text(t))]
+    return out
+
+
+def render_markdown(run: RunRecord, analysis: Analysis) -> str:
+    m = machine(run.host)
+    out = [
+        f"# bakeoff results: {md_escape(run.run_id)}", "",
+        f"Machine: **{md_escape(m.hostname)}**, Linux **{md_escape(m.kernel)}**, "
+        f"CPU **{md_escape(m.cpu)}**. All figures are from this run (profile "
+        f"{md_escape(run.profile)}, started {md_escape(run.started_at)}, status "
+        f"{md_escape(run.status)}); they compare variants within it, not across machines.",
+    ]
+    warnings = list(run.warnings)
+    if run.status != "complete":
+        warnings.insert(0, f"this run is {run.status}: the figures cover only the trials "
+                           "recorded before it stopped")
+    out += ["", f"## Warnings ({len(warnings)})", ""]
+    out += [f"- ⚠ {md_escape(w)}" for w in warnings] or ["No noise warnings for this run."]
+    for ba in analysis.benchmarks:
+        out += _benchmark(run, ba)
+    out += ["", "## Environment", "", "### Run", ""]
+    out += _table([("fact", False), ("value", False)], [list(r) for r in run_rows(run)])
+    out += ["", "### Host facts", ""]
+    out += _table([("fact", False), ("value", False)], [list(r) for r in flatten_facts(run.host)])
+    return "\n".join(out) + "\n"

@@ -1,0 +1,131 @@
+"""The case table as formatted text cells, built once and rendered by html and markdown.
+
+Cells hold raw text (variant names and params straight from the data); each renderer escapes
+for its own format, so escaping cannot be forgotten in one place and doubled in another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bakeoff.analysis import BenchmarkAnalysis, CaseResult
+from bakeoff.model import Case, ParamValue, RunRecord, Trial
+from bakeoff.report.format import (
+    MISSING, case_params_label, fmt_count, fmt_number, fmt_p, fmt_range, fmt_ratio, fmt_times,
+    fmt_value,
+)
+from bakeoff.report.words import Verdict, lower_is_better, speedup, verdict
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    header: str
+    numeric: bool  # right-aligned, so digits line up
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    result: CaseResult
+    is_baseline: bool
+    verdict: Verdict
+    cells: dict[str, str]
+
+
+def case_columns(ba: BenchmarkAnalysis, with_counters: bool) -> list[Column]:
+    cols = [
+        Column("variant", "variant", False),
+        Column("params", "params", False),
+        Column("n", "n samples / trials", True),
+        Column("median", "median", True),
+        Column("ci", "95% CI", True),
+        Column("p5_p95", "p5 / p95", True),
+        Column("ratio", f"ratio vs {ba.info.baseline} (95% CI)", True),
+        Column("speedup", "speed-up", True),
+        Column("verdict", "verdict", False),
+        Column("p", "Mann-Whitney p", True),
+        Column("failed", "failed trials", True),
+    ]
+    if with_counters:
+        cols.append(Column("counters", "counters (median)", False))
+    return cols
+
+
+def _param_sort_key(
+    params: tuple[tuple[str, ParamValue], ...]
+) -> tuple[tuple[int, float, str], ...]:
+    # Numbers sort as numbers (4 KiB before 16 KiB), strings after them as text.
+    return tuple(
+        (0, float(v), "") if isinstance(v, int | float) else (1, 0.0, str(v)) for _, v in params
+    )
+
+
+def case_sort_key(ba: BenchmarkAnalysis, case: Case) -> tuple[object, ...]:
+    order = {str(v["name"]): i for i, v in enumerate(ba.info.variants)}
+    return (_param_sort_key(case.params), order.get(case.variant, len(order)), case.variant)
+
+
+def measured_results(ba: BenchmarkAnalysis, metric: str) -> list[CaseResult]:
+    """Rows of one metric in table order, without skipped cases that never ran a trial."""
+    skipped = {s.case for s in ba.skips}
+    rows = [
+        r for r in ba.for_metric(metric)
+        if not (r.case in skipped and r.summary is None and r.n_failed == 0)
+    ]
+    return sorted(rows, key=lambda r: case_sort_key(ba, r.case))
+
+
+def _counters_text(r: CaseResult) -> str:
+    return ", ".join(f"{k}={fmt_number(v)}" for k, v in sorted(r.counters.items()))
+
+
+def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
+    lower_better = lower_is_better(ba, metric)
+    rows: list[CaseRow] = []
+    for r in measured_results(ba, metric):
+        s, vs = r.summary, r.vs_baseline
+        is_base = r.case.variant == ba.info.baseline
+        cells = {
+            "variant": r.case.variant,
+            "params": case_params_label(ba.info, r.case),
+            "n": f"{fmt_count(s.n)} / {s.n_trials}" if s else "0 / 0",
+            "median": fmt_value(s.median, r.unit) if s else (
+                MISSING if r.n_failed else f"{MISSING} (not run)"),
+            "ci": fmt_range(s.ci_low, s.ci_high, r.unit) if s else MISSING,
+            "p5_p95": f"{fmt_value(s.p5, r.unit)} / {fmt_value(s.p95, r.unit)}" if s else MISSING,
+            "ratio": fmt_ratio(vs.ratio, vs.ci_low, vs.ci_high) if vs else MISSING,
+            "speedup": MISSING,
+            "verdict": verdict(r, lower_better, ba.info.baseline),
+            "p": fmt_p(vs.p_value) if vs else MISSING,
+            "failed": str(r.n_failed) + (" (all)" if r.n_failed and s is None else ""),
+            "counters": _counters_text(r),
+        }
+        if vs:
+            point, lo, hi = speedup(vs, lower_better)
+            cells["speedup"] = f"{fmt_times(point)} ({fmt_number(lo)}–{fmt_number(hi)})"
+        elif not is_base and s is not None:
+            cells["ratio"] = f"{MISSING} (no baseline data)"
+        rows.append(CaseRow(r, is_base, verdict(r, lower_better, ba.info.baseline), cells))
+    return rows
+
+
+def failed_trials(run: RunRecord, ba: BenchmarkAnalysis) -> list[Trial]:
+    trials = [t for t in run.trials if t.case.benchmark == ba.info.name and not t.ok]
+    return sorted(trials, key=lambda t: (case_sort_key(ba, t.case), t.index))
+
+
+def failure_text(t: Trial) -> str:
+    """The error with the program's stderr tail, unless the error already quotes it."""
+    text = t.error or f"trial {t.status}"
+    tail = t.stderr_tail.strip()
+    if tail and tail not in text:
+        text = f"{text}\n--- stderr (tail) ---\n{tail}"
+    return text
+
+
+def failure_heading(ba: BenchmarkAnalysis, t: Trial) -> str:
+    code = f", exit {t.exit_code}" if t.exit_code is not None else ""
+    return (
+        f"{t.case.variant}, {case_params_label(ba.info, t.case)}: trial {t.index} "
+        f"{t.status}{code}"
+    )

@@ -1,0 +1,72 @@
+"""The summary printed after a run: one rich table per benchmark, primary metric only.
+
+Data strings go in as rich Text, never as markup, so a variant called '[bold]x' prints as
+written. Colour is only a hint: the verdict word carries the meaning on a plain terminal.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from bakeoff.analysis import Analysis, BenchmarkAnalysis
+from bakeoff.model import RunRecord
+from bakeoff.report.tables import CaseRow, case_rows, failed_trials
+from bakeoff.report.words import crossover_sentence, lower_is_better
+
+_VERDICT_STYLE = {"faster": "green", "slower": "red", "same": "dim", "—": "", "n/a": "dim"}
+
+
+def _params_cell(ba: BenchmarkAnalysis, row: CaseRow, single: str | None) -> str:
+    if single is None:
+        return row.cells["params"]
+    return ba.info.param_label(single, row.result.case.param(single))
+
+
+def _table(ba: BenchmarkAnalysis) -> Table:
+    info = ba.info
+    metric = info.primary_metric
+    unit = str(info.metric(metric)["unit"])
+    better = "lower" if lower_is_better(ba, metric) else "higher"
+    table = Table(
+        title=Text(f"{info.title} — {metric} ({unit}, {better} is better)"),
+        caption=Text(f"baseline: {info.baseline}; ratio = variant median / baseline median"),
+        title_justify="left", caption_justify="left",
+    )
+    # On a narrow or piped console (80 columns) cells wrap rather than end in '…': a cut
+    # variant name or CI end would silently change what the row says.
+    # With one param its name goes in the header ('size' over '4 KiB'): a terminal is narrow.
+    single = info.params[0]["name"] if len(info.params) == 1 else None
+    table.add_column("variant", overflow="fold")
+    table.add_column(Text(single or "params"), overflow="fold")
+    for header in ("n", "median", "95% CI", "ratio (95% CI)"):
+        table.add_column(Text(header), justify="right", overflow="fold")
+    table.add_column("verdict", no_wrap=True)
+    for r in case_rows(ba, metric):
+        c = r.cells
+        variant = Text(c["variant"]) + (Text(" (baseline)", style="dim") if r.is_baseline else "")
+        table.add_row(
+            variant, Text(_params_cell(ba, r, single)), Text(c["n"]), Text(c["median"]),
+            Text(c["ci"]), Text(c["ratio"]), Text(c["verdict"], style=_VERDICT_STYLE[r.verdict]),
+        )
+    return table
+
+
+def print_summary(run: RunRecord, analysis: Analysis, console: Console) -> None:
+    for ba in analysis.benchmarks:
+        console.print(_table(ba))
+        for sc in ba.crossovers:
+            console.print(Text("crossover: ") + Text(crossover_sentence(ba, sc), style="bold"))
+        failed = len(failed_trials(run, ba))
+        if ba.skips or failed:
+            console.print(Text(
+                f"{len(ba.skips)} case(s) skipped, {failed} trial(s) failed: "
+                "see report.md or report.html for the reasons", style="yellow",
+            ))
+        console.print()
+    if run.status != "complete":
+        console.print(Text(f"warning: this run is {run.status}; figures cover only the trials "
+                           "recorded before it stopped", style="yellow"))
+    for w in run.warnings:
+        console.print(Text(f"warning: {w}", style="yellow"))

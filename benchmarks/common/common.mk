@@ -1,0 +1,83 @@
+# common.mk - the build rules every room's Makefile includes.
+#
+# A room's Makefile is two lines:
+#
+#     PROGRAMS = foo
+#     include ../common/common.mk
+#
+# and `make` builds $(BUILD)/<room>/foo from foo.c + common/bench.c. Optional, per program:
+# foo_SRC (main source if not foo.c), foo_LDLIBS (extra libraries).
+#
+#     make                 build (incremental: sources, headers and flags are tracked)
+#     make V=1             show the commands
+#     make BUILD=/tmp/b    build elsewhere (a relative BUILD is relative to the directory
+#                          make runs in, i.e. the room's directory under make -C)
+#     make clean           remove $(BUILD)/<room>
+
+COMMON_DIR := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+REPO_ROOT := $(abspath $(COMMON_DIR)/../..)
+BUILD ?= $(REPO_ROOT)/build
+override BUILD := $(abspath $(BUILD))
+
+ROOM ?= $(notdir $(CURDIR))
+SRCDIR ?= $(CURDIR)
+OUT := $(BUILD)/$(ROOM)
+OBJ := $(OUT)/.obj
+
+# Warnings are errors and the dialect is fixed; CFLAGS (default -O2 -g) may be overridden.
+BENCH_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I$(COMMON_DIR)
+BENCH_LDLIBS := -lm
+CFLAGS ?= -O2 -g
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-7s %s\n' '$(1)' '$(patsubst $(BUILD)/%,%,$(2))';
+endif
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+BENCH_BINS := $(addprefix $(OUT)/,$(PROGRAMS))
+COMMON_OBJ := $(OBJ)/common/bench.o
+
+all: $(BENCH_BINS)
+	@:
+
+# The exact compile and link lines, kept in a file that changes only when they do, so that
+# `make CFLAGS=-O0` followed by `make` rebuilds everything instead of nothing.
+FLAGS_STAMP := $(OBJ)/flags
+FLAGS_NOW := $(CC) $(BENCH_CFLAGS) $(CFLAGS) $(CPPFLAGS) | $(LDFLAGS) $(LDLIBS) $(BENCH_LDLIBS)
+$(FLAGS_STAMP): FORCE | $(OBJ)
+	@printf '%s\n' '$(FLAGS_NOW)' | cmp -s - $@ || printf '%s\n' '$(FLAGS_NOW)' > $@
+
+# One link rule per program: <prog>: <prog>.o (or $(<prog>_SRC)'s object) + bench.o.
+define bench_program
+$(OUT)/$(1): $(OBJ)/$(basename $(or $($(1)_SRC),$(1).c)).o $(COMMON_OBJ) $(FLAGS_STAMP)
+	$$(call msg,LD,$$@)
+	$$(Q)$$(CC) $$(CFLAGS) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) \
+		$$(LDLIBS) $$($(1)_LDLIBS) $$(BENCH_LDLIBS)
+endef
+$(foreach p,$(PROGRAMS),$(eval $(call bench_program,$(p))))
+
+$(OBJ)/%.o: $(SRCDIR)/%.c $(FLAGS_STAMP) | $(OBJ)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BENCH_CFLAGS) $(CFLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+
+$(COMMON_OBJ): $(COMMON_DIR)/bench.c $(FLAGS_STAMP) | $(OBJ)/common
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BENCH_CFLAGS) $(CFLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+
+$(OBJ) $(OBJ)/common:
+	$(Q)mkdir -p $@
+
+clean:
+	$(call msg,CLEAN,$(OUT))
+	$(Q)rm -rf $(OUT)
+
+FORCE:
+.PHONY: all clean FORCE
+
+-include $(wildcard $(OBJ)/*.d $(OBJ)/common/*.d)

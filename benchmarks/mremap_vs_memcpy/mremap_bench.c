@@ -1,0 +1,552 @@
+/*
+ * mremap_bench - moving memory by copying the bytes (memcpy) against moving the page tables
+ * that map them (mremap). One trial: one variant, one size; see METHOD.md for what is timed
+ * and why.
+ *
+ *   mremap_bench --variant mremap --param size=2097152 --samples 10 --warmup 1
+ *
+ * Every operation works on memory laid out in an "arena": a PROT_NONE reservation in which
+ * each source and each destination is its own mapping with at least one PROT_NONE guard page
+ * on either side, so no two of them merge into one VMA (a merged source would make mremap
+ * split a VMA, which the seed never did) and their place relative to 2 MiB boundaries is
+ * chosen, not left to the kernel (it changes mremap's cost several times over; METHOD.md).
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4 /* Linux 5.7, commit e346b3813067 */
+#endif
+
+/* x86-64 with 4 KiB pages: one page-table page (PMD entry) maps 2 MiB; so does a huge page. */
+#define PMD_BYTES ((size_t)2 << 20)
+/* A batch never faults in more than this; batches only happen for small sizes anyway. */
+#define BATCH_MEMORY_BYTES ((size_t)64 << 20)
+/* Each slot of a batch is a few VMAs; stay far below vm.max_map_count (65530). */
+#define BATCH_MAX_SLOTS 4096
+/* Larger sizes are not a benchmark of this machine; they would only overflow the layout. */
+#define SIZE_MAX_BYTES ((size_t)1 << 40)
+
+enum variant { V_MEMCPY, V_MEMCPY_COLD, V_MREMAP, V_MREMAP_THP, V_MREMAP_DONTUNMAP };
+
+/* Same order as enum variant. */
+static const struct bench_variant variants[] = {
+	{ "memcpy", "baseline: copy size bytes between two faulted-in buffers" },
+	{ "memcpy-cold", "copy size bytes into a fresh, never-touched mapping (faults timed)" },
+	{ "mremap", "move a faulted-in size-byte mapping to a hole, growing it to 2*size" },
+	{ "mremap-thp", "as mremap, source backed by transparent huge pages (2 MiB multiples)" },
+	{ "mremap-dontunmap", "move with MREMAP_DONTUNMAP, size to size; old range stays mapped" },
+	{ NULL, NULL },
+};
+
+static const struct bench_param params[] = {
+	{ "size", true, NULL, "bytes per operation; a multiple of the page size" },
+	{ "offset", false, "0", "sources start this many bytes past a 2 MiB boundary" },
+	{ NULL, false, NULL, NULL },
+};
+
+static const struct bench_spec spec = {
+	"Moving memory: memcpy of the bytes against mremap of the page tables. One sample is "
+	"ns_per_op\nof one operation, or of a calibrated batch divided by its size.",
+	variants,
+	params,
+};
+
+static enum variant variant;
+static size_t page_size; /* sysconf(_SC_PAGESIZE) */
+static size_t size;      /* --param size */
+static size_t offset;    /* --param offset */
+
+/* ---- memory layout ----------------------------------------------------------------------- */
+
+static size_t align_up(size_t x, size_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+/* The next 2 MiB boundary after a guard page, plus the chosen offset. */
+static size_t place_aligned(size_t *cursor, size_t len)
+{
+	size_t start = align_up(*cursor + page_size, PMD_BYTES) + offset;
+
+	*cursor = start + len;
+	return start;
+}
+
+/*
+ * Right after the previous region (one guard page between) if it fits in the same 2 MiB
+ * range, so it shares that range's page-table page as the kernel's own top-down placement
+ * usually gives small mappings; otherwise aligned like a source.
+ */
+static size_t place_near(size_t *cursor, size_t len)
+{
+	size_t start = *cursor + page_size;
+
+	if (start / PMD_BYTES == (start + len - 1) / PMD_BYTES)
+		return *cursor = start + len, start;
+	return place_aligned(cursor, len);
+}
+
+/* Bytes a move leaves mapped at the destination: the seed grows 2x like realloc; DONTUNMAP
+ * requires old size == new size. */
+static size_t moved_len(void)
+{
+	return variant == V_MREMAP_DONTUNMAP ? size : 2 * size;
+}
+
+struct batch {
+	size_t k;      /* operations */
+	char *raw;     /* the whole reservation, unmapped in one call */
+	size_t raw_len;
+	char **src;    /* k sources (memcpy: 1; memcpy-cold: k times the same one) */
+	char **dst;    /* k destinations (memcpy: 1) */
+};
+
+/* Offsets of every source and destination from a 2 MiB-aligned base; returns the length. */
+static size_t layout(size_t k, size_t *src_off, size_t *dst_off)
+{
+	size_t cur = 0;
+
+	switch (variant) {
+	case V_MEMCPY: /* one 2*size mapping split into src and dst, as the seed */
+		src_off[0] = place_aligned(&cur, 2 * size);
+		dst_off[0] = src_off[0] + size;
+		break;
+	case V_MEMCPY_COLD:
+		src_off[0] = place_aligned(&cur, size);
+		for (size_t i = 0; i < k; i++)
+			dst_off[i] = place_near(&cur, size);
+		break;
+	default:
+		for (size_t i = 0; i < k; i++) {
+			src_off[i] = place_aligned(&cur, size);
+			dst_off[i] = place_near(&cur, moved_len());
+		}
+		break;
+	}
+	return cur + page_size;
+}
+
+static void *xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n, sz);
+
+	if (!p)
+		bench_fatal_errno("failed to allocate %zu bookkeeping entries", n);
+	return p;
+}
+
+/* ENOMEM for the size asked is the user's to fix (exit 2); anything else is a failure. */
+static void map_fixed_rw(char *addr, size_t len, const char *what)
+{
+	void *p = mmap(addr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		       -1, 0);
+
+	if (p == MAP_FAILED && errno == ENOMEM)
+		bench_usage_error("cannot map %zu bytes for the %s: %s (use a smaller --param size)",
+				  len, what, strerror(errno));
+	if (p == MAP_FAILED)
+		bench_fatal_errno("failed to map the %s (%zu bytes)", what, len);
+	/* THP=always would back the 4 KiB variants with huge pages on some hosts and not others;
+	 * mremap-thp asks for them explicitly instead. */
+	int advice = variant == V_MREMAP_THP ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
+	if (madvise(addr, len, advice) != 0)
+		bench_fatal_errno("failed to madvise the %s", what);
+}
+
+static uint8_t pattern(size_t slot, size_t pg)
+{
+	return (uint8_t)(1 + (slot * 131 + pg * 7) % 251);
+}
+
+/* Write one byte per page: every page faulted in and backed by its own frame. */
+static void fault_in(char *p, size_t len, size_t slot)
+{
+	volatile char *v = p;
+
+	for (size_t off = 0, pg = 0; off < len; off += page_size, pg++)
+		v[off] = (char)pattern(slot, pg);
+}
+
+static void check_pattern(const char *p, size_t len, size_t slot, const char *what)
+{
+	const volatile char *v = p;
+
+	for (size_t off = 0, pg = 0; off < len; off += page_size, pg++)
+		if ((uint8_t)v[off] != pattern(slot, pg))
+			bench_fatal("failed to verify the %s: page %zu holds %u, expected %u", what,
+				    pg, (unsigned)(uint8_t)v[off], (unsigned)pattern(slot, pg));
+}
+
+static void batch_prepare(struct batch *b, size_t k)
+{
+	size_t *src_off = xcalloc(k, sizeof(size_t)), *dst_off = xcalloc(k, sizeof(size_t));
+	size_t len = layout(k, src_off, dst_off);
+	size_t nsrc = variant == V_MEMCPY || variant == V_MEMCPY_COLD ? 1 : k;
+
+	*b = (struct batch){ .k = k, .src = xcalloc(k, sizeof(char *)),
+			     .dst = xcalloc(k, sizeof(char *)) };
+	/* PROT_NONE + MAP_NORESERVE: address space only, no memory and no commit charge. */
+	b->raw_len = len + PMD_BYTES;
+	b->raw = mmap(NULL, b->raw_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		      -1, 0);
+	if (b->raw == MAP_FAILED && errno == ENOMEM)
+		bench_usage_error("cannot reserve %zu bytes of address space: %s (use a smaller "
+				  "--param size)",
+				  b->raw_len, strerror(errno));
+	if (b->raw == MAP_FAILED)
+		bench_fatal_errno("failed to reserve the arena (%zu bytes)", b->raw_len);
+	char *base = (char *)align_up((uintptr_t)b->raw, PMD_BYTES);
+
+	for (size_t i = 0; i < k; i++) {
+		b->src[i] = base + src_off[i < nsrc ? i : 0];
+		b->dst[i] = base + dst_off[variant == V_MEMCPY ? 0 : i];
+	}
+
+	switch (variant) {
+	case V_MEMCPY:
+		map_fixed_rw(b->src[0], 2 * size, "source and destination");
+		fault_in(b->src[0], 2 * size, 0);
+		break;
+	case V_MEMCPY_COLD:
+		map_fixed_rw(b->src[0], size, "source");
+		fault_in(b->src[0], size, 0);
+		for (size_t i = 0; i < k; i++)
+			map_fixed_rw(b->dst[i], size, "destination");
+		break;
+	default:
+		for (size_t i = 0; i < k; i++) {
+			map_fixed_rw(b->src[i], size, "source");
+			fault_in(b->src[i], size, i);
+		}
+		/* The destination: reserved above, now a hole the move can take without
+		 * unmapping anything first (the seed's mmap-then-munmap). */
+		for (size_t i = 0; i < k; i++)
+			if (munmap(b->dst[i], moved_len()) != 0)
+				bench_fatal_errno("failed to punch the destination hole");
+		break;
+	}
+	free(src_off);
+	free(dst_off);
+}
+
+static void batch_release(struct batch *b)
+{
+	if (munmap(b->raw, b->raw_len) != 0)
+		bench_fatal_errno("failed to unmap the arena");
+	free(b->src);
+	free(b->dst);
+	*b = (struct batch){ 0 };
+}
+
+/* ---- transparent huge pages -------------------------------------------------------------- */
+
+/* Why THP may have failed, for the message: the system mode ("always [madvise] never" ->
+ * "madvise") and this process's own switch (prctl PR_SET_THP_DISABLE, inherited). */
+static void thp_why(char *out, size_t n)
+{
+	char mode[64] = "unknown", self[16] = "unknown", line[256];
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	char *l, *r;
+
+	if (f) {
+		if (fgets(line, sizeof(line), f) && (l = strchr(line, '[')) &&
+		    (r = strchr(l, ']'))) {
+			*r = '\0';
+			snprintf(mode, sizeof(mode), "%s", l + 1);
+		}
+		fclose(f);
+	}
+	f = fopen("/proc/self/status", "r");
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "THP_enabled: %15s", self) == 1)
+				break;
+		fclose(f);
+	}
+	snprintf(out, n, "THP enabled=%s, this process THP_enabled=%s", mode, self);
+}
+
+/*
+ * AnonHugePages (KiB) of the VMA that starts at each of addrs[0..n), from one read of
+ * /proc/self/smaps (each read walks every page table of the process, so read once).
+ */
+static void smaps_huge_kib(char *const *addrs, size_t n, uint64_t *kib)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t cur = -1;
+
+	if (!f)
+		bench_fatal_errno("failed to open /proc/self/smaps");
+	for (size_t i = 0; i < n; i++)
+		kib[i] = 0;
+	while (getline(&line, &cap, f) > 0) {
+		uintptr_t start, end;
+		uint64_t v;
+
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &start, &end) == 2) {
+			cur = -1;
+			for (size_t i = 0; i < n; i++)
+				if ((uintptr_t)addrs[i] == start)
+					cur = (ssize_t)i;
+		} else if (cur >= 0 && sscanf(line, "AnonHugePages: %" SCNu64 " kB", &v) == 1) {
+			kib[cur] = v;
+		}
+	}
+	free(line);
+	fclose(f);
+}
+
+/* Exit 3 (a requirement the machine did not meet) unless every source is all huge pages.
+ * Returns the smallest AnonHugePages seen, in KiB. */
+static uint64_t thp_verify(const struct batch *b)
+{
+	uint64_t *kib = xcalloc(b->k, sizeof(uint64_t));
+	uint64_t need = size / PMD_BYTES * PMD_BYTES / 1024, min = UINT64_MAX;
+
+	smaps_huge_kib(b->src, b->k, kib);
+	for (size_t i = 0; i < b->k; i++) {
+		if (kib[i] < need) {
+			char why[160];
+
+			thp_why(why, sizeof(why));
+			bench_unmet("transparent huge pages did not back the source: AnonHugePages "
+				    "%" PRIu64 " of %" PRIu64 " KiB after MADV_HUGEPAGE (%s; needs "
+				    "'madvise' or 'always', THP_enabled=1 and free 2 MiB pages)",
+				    kib[i], need, why);
+		}
+		if (kib[i] < min)
+			min = kib[i];
+	}
+	free(kib);
+	return min;
+}
+
+/* ---- one timed batch --------------------------------------------------------------------- */
+
+/* Keeps a copy the compiler could prove redundant (same bytes again) from being elided. */
+static inline void clobber(const void *p)
+{
+	__asm__ __volatile__("" : : "r"(p) : "memory");
+}
+
+static long minor_faults(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		bench_fatal_errno("failed to read rusage");
+	return ru.ru_minflt;
+}
+
+static struct batch hot; /* memcpy: prepared once, reused by every batch */
+static uint64_t thp_min_kib = UINT64_MAX;
+
+/* Runs k operations between one pair of timer reads; returns the elapsed ns and adds the
+ * minor faults taken inside the timed section to *faults. */
+static uint64_t run_batch(size_t k, long *faults)
+{
+	struct batch b;
+	uint64_t t0, t1;
+	long f0, f1;
+	size_t failed = k;
+	int err = 0;
+
+	if (variant == V_MEMCPY) {
+		if (!hot.raw)
+			batch_prepare(&hot, 1);
+		f0 = minor_faults();
+		t0 = bench_now_ns();
+		for (size_t i = 0; i < k; i++) {
+			memcpy(hot.dst[0], hot.src[0], size);
+			clobber(hot.dst[0]);
+		}
+		t1 = bench_now_ns();
+		f1 = minor_faults();
+		if (hot.dst[0][size - 1] != hot.src[0][size - 1])
+			bench_fatal("failed to verify the copy");
+		*faults += f1 - f0;
+		return t1 - t0;
+	}
+
+	batch_prepare(&b, k);
+	if (variant == V_MREMAP_THP) {
+		uint64_t kib = thp_verify(&b);
+		if (kib < thp_min_kib)
+			thp_min_kib = kib;
+	}
+
+	if (variant == V_MEMCPY_COLD) {
+		f0 = minor_faults();
+		t0 = bench_now_ns();
+		for (size_t i = 0; i < k; i++) {
+			memcpy(b.dst[i], b.src[0], size);
+			clobber(b.dst[i]);
+		}
+		t1 = bench_now_ns();
+		f1 = minor_faults();
+		for (size_t i = 0; i < k; i++)
+			check_pattern(b.dst[i], size, 0, "copy");
+	} else {
+		int flags = MREMAP_MAYMOVE | MREMAP_FIXED;
+		size_t new_len = moved_len();
+
+		if (variant == V_MREMAP_DONTUNMAP)
+			flags |= MREMAP_DONTUNMAP;
+		f0 = minor_faults();
+		t0 = bench_now_ns();
+		for (size_t i = 0; i < k; i++) {
+			if (mremap(b.src[i], size, new_len, flags, b.dst[i]) != b.dst[i]) {
+				err = errno;
+				failed = i;
+				break;
+			}
+		}
+		t1 = bench_now_ns();
+		f1 = minor_faults();
+		if (failed < k) {
+			errno = err;
+			if (err == EINVAL && variant == V_MREMAP_DONTUNMAP)
+				bench_unmet("failed to mremap with MREMAP_DONTUNMAP: %s (needs "
+					    "Linux >= 5.7)",
+					    strerror(err));
+			bench_fatal_errno("failed to mremap %zu bytes to %zu bytes (op %zu of %zu)",
+					  size, new_len, failed + 1, k);
+		}
+		/* Outside the timer: the data came along, and the grown half is usable (the
+		 * seed's "grant RW to new half, touch pages"). */
+		for (size_t i = 0; i < k; i++) {
+			check_pattern(b.dst[i], size, i, "moved region");
+			if (new_len > size)
+				fault_in(b.dst[i] + size, new_len - size, i);
+			if (variant == V_MREMAP_DONTUNMAP &&
+			    (b.src[i][0] != 0 || b.src[i][size - 1] != 0))
+				bench_fatal("failed to verify MREMAP_DONTUNMAP: the old range is "
+					    "not empty");
+		}
+	}
+	batch_release(&b);
+	*faults += f1 - f0;
+	return t1 - t0;
+}
+
+/* ---- main -------------------------------------------------------------------------------- */
+
+/* Bytes one operation of a batch faults in: what a batch of k holds in memory at once. */
+static size_t bytes_per_op(void)
+{
+	switch (variant) {
+	case V_MEMCPY:
+		return 0; /* the same two buffers for every operation */
+	case V_MEMCPY_COLD:
+	case V_MREMAP_DONTUNMAP:
+		return size;
+	default:
+		return 2 * size; /* the source, then the grown half touched after the move */
+	}
+}
+
+static void check_args(const struct bench_args *args)
+{
+	uint64_t s = bench_param_u64(args, "size");
+	uint64_t o = bench_param_u64(args, "offset");
+
+	if (s == 0 || s % page_size != 0)
+		bench_usage_error("--param size=%s is not a positive multiple of the page size; use "
+				  "a multiple of %zu, e.g. %zu, %zu",
+				  bench_param(args, "size"), page_size, page_size, 16 * page_size);
+	if (s > SIZE_MAX_BYTES)
+		bench_usage_error("--param size=%s is larger than %zu bytes; use a smaller size",
+				  bench_param(args, "size"), SIZE_MAX_BYTES);
+	if (o % page_size != 0 || o >= PMD_BYTES)
+		bench_usage_error("--param offset=%s must be a multiple of %zu below %zu (2 MiB), "
+				  "e.g. 0 or %zu",
+				  bench_param(args, "offset"), page_size, PMD_BYTES, page_size);
+	if (variant == V_MREMAP_THP && (s < PMD_BYTES || s % PMD_BYTES != 0))
+		bench_usage_error("--variant mremap-thp needs --param size to be a multiple of 2 MiB "
+				  "(2097152), e.g. 2097152 or 16777216; got %s",
+				  bench_param(args, "size"));
+	if (variant == V_MREMAP_THP && o != 0)
+		bench_usage_error("--variant mremap-thp needs --param offset=0: a huge page "
+				  "starts on a 2 MiB boundary");
+	size = (size_t)s;
+	offset = (size_t)o;
+}
+
+int main(int argc, char **argv)
+{
+	struct bench_args args;
+	long faults = 0;
+
+	bench_parse_args(argc, argv, &spec, &args);
+	variant = (enum variant)args.variant_index;
+	long ps = sysconf(_SC_PAGESIZE);
+	if (ps <= 0)
+		bench_fatal_errno("failed to read the page size");
+	page_size = (size_t)ps;
+	check_args(&args);
+
+	/*
+	 * Calibration, never reported: one operation alone (it also warms code and caches),
+	 * then a batch sized from it; the estimate is the cheaper of the two per operation.
+	 */
+	uint64_t one = run_batch(1, &faults);
+	size_t k1 = bench_batch_size((double)one);
+	size_t mem_cap = bytes_per_op() ? BATCH_MEMORY_BYTES / bytes_per_op() : BENCH_BATCH_MAX;
+	size_t cap = variant == V_MEMCPY ? BENCH_BATCH_MAX : BATCH_MAX_SLOTS;
+	if (mem_cap < cap)
+		cap = mem_cap;
+	if (cap < 1)
+		cap = 1;
+	if (k1 > cap)
+		k1 = cap;
+	double est = (double)run_batch(k1, &faults) / (double)k1;
+	if ((double)one < est)
+		est = (double)one;
+	size_t want = bench_batch_size(est);
+	size_t batch = want < cap ? want : cap;
+
+	bench_meta_begin();
+	bench_meta_str("variant", args.variant);
+	bench_meta_num("size", (double)size);
+	bench_meta_num("page_size", (double)page_size);
+	bench_meta_num("batch", (double)batch);
+	bench_meta_bool("batch_capped", batch < want);
+	bench_meta_num("calibration_ns_per_op", est);
+	bench_meta_num("src_pmd_offset", (double)offset);
+	if (variant == V_MREMAP || variant == V_MREMAP_THP || variant == V_MREMAP_DONTUNMAP) {
+		size_t src_off[1], dst_off[1];
+
+		layout(1, src_off, dst_off);
+		bench_meta_num("new_size", (double)moved_len());
+		bench_meta_num("dst_pmd_offset", (double)(dst_off[0] % PMD_BYTES));
+	}
+	if (variant == V_MREMAP_THP) {
+		bench_meta_str("thp", "verified");
+		bench_meta_num("thp_huge_kib", (double)thp_min_kib);
+	} else {
+		bench_meta_str("thp", "off");
+	}
+	bench_meta_end();
+
+	for (uint64_t i = 0; i < args.warmup; i++)
+		run_batch(batch, &faults);
+	faults = 0;
+	for (uint64_t i = 0; i < args.samples; i++)
+		bench_emit_sample("ns_per_op", (double)run_batch(batch, &faults) / (double)batch);
+	bench_emit_counter("minor_faults_per_op",
+			   (double)faults / ((double)args.samples * (double)batch));
+	if (hot.raw)
+		batch_release(&hot);
+	return 0;
+}

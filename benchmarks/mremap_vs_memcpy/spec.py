@@ -1,0 +1,78 @@
+"""mremap-vs-memcpy: move page tables or copy the bytes? (seed 004, PTE-move vs memcpy)."""
+
+from __future__ import annotations
+
+import os
+
+from bakeoff.model import (Benchmark, Case, LegacyCsv, Metric, Param, ParamValue, Profile,
+                           RunContext, Variant, format_bytes)
+
+KIB, MIB = 1024, 1024 * 1024
+PAGE = os.sysconf("SC_PAGE_SIZE")
+HUGE = 2 * MIB
+ALL_SIZES = tuple(4 * KIB * 2**i for i in range(16))  # 4 KiB ... 128 MiB
+
+
+def _page_aligned(value: ParamValue) -> str | None:
+    size = int(value)
+    if size <= 0 or size % PAGE:
+        return f"must be a positive multiple of the page size {PAGE} (e.g. 4KiB, 64KiB, 2MiB)"
+    return None
+
+
+def _thp_applies(case: Case, _ctx: RunContext) -> str | None:
+    size = int(case.param("size"))
+    if case.variant == "mremap-thp" and size % HUGE:
+        return "not applicable: a huge-page move needs a size that is a multiple of 2 MiB"
+    return None
+
+
+def _fits_in_memory(case: Case, ctx: RunContext) -> str | None:
+    # memcpy holds source and destination; mremap holds the source and a reserved hole twice
+    # its size (address space only). 3x covers both with room for the batch and the harness.
+    size = int(case.param("size"))
+    need_kib = 3 * size // 1024
+    available = int(ctx.host.get("mem_available_kib", 0))
+    if available and need_kib > available:
+        return (f"--param size={format_bytes(size)} needs about {format_bytes(need_kib * 1024)} "
+                f"of free memory and {format_bytes(available * 1024)} is available; "
+                "choose a smaller size")
+    return None
+
+
+BENCHMARK = Benchmark(
+    name="mremap-vs-memcpy",
+    title="Page-table move (mremap) vs memory copy (memcpy)",
+    summary=("Latency of relocating a buffer of a given size by copying its bytes or by "
+             "moving its page-table entries to a new address, as realloc of a large block may."),
+    variants=(
+        Variant("memcpy", "memcpy into a destination already faulted in (hot copy)", baseline=True),
+        Variant("memcpy-cold", "memcpy into fresh memory: the page faults are part of the cost"),
+        Variant("mremap", "mremap(MREMAP_MAYMOVE|MREMAP_FIXED) into a reserved hole, growing to "
+                "twice the size, as the seed"),
+        Variant("mremap-thp", "mremap of a 2 MiB-aligned MADV_HUGEPAGE region, verified huge "
+                "in /proc/self/smaps", requires=("thp",)),
+        Variant("mremap-dontunmap", "mremap with MREMAP_DONTUNMAP (same size; old range stays "
+                "mapped, empty)"),
+    ),
+    params=(
+        Param("size", "bytes", "bytes in the source mapping (page-aligned)", unit="B",
+              check=_page_aligned),
+    ),
+    metrics=(
+        Metric("ns_per_op", "ns", "time of one copy or move of the whole buffer"),
+    ),
+    profiles={
+        "quick": Profile("quick", {"size": (4 * KIB, 256 * KIB, 16 * MIB)}, trials=5, samples=5,
+                         warmup_samples=1, warmup_trials=0, timeout_s=60),
+        "default": Profile("default", {"size": ALL_SIZES}, trials=8, samples=5,
+                           warmup_samples=1, warmup_trials=1, timeout_s=120),
+        "full": Profile("full", {"size": ALL_SIZES}, trials=20, samples=20,
+                        warmup_samples=2, warmup_trials=1, timeout_s=300),
+    },
+    program="mremap_vs_memcpy/mremap_bench",
+    legacy_csv=LegacyCsv("result.csv", {"size": "param:size", "method": "variant",
+                                        "ns": "metric:ns_per_op"}),
+    skip_case=_thp_applies,
+    check_case=_fits_in_memory,
+)

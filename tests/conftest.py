@@ -1,0 +1,44 @@
+"""Helpers to run bakeoff as a user does: a subprocess, its exit code, stdout and stderr."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+IN_CI = os.environ.get("CI") == "true"
+
+
+def run_bakeoff(*args: str, env: dict[str, str] | None = None,
+                timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bakeoff", *args], cwd=REPO, capture_output=True, text=True,
+        env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=timeout, check=False,
+    )
+
+
+def assert_usage_error(res: subprocess.CompletedProcess[str], needle: str) -> None:
+    """Exit 2, one line on stderr that names the problem, no traceback."""
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert "Traceback" not in res.stderr
+    assert needle in lines[0], lines[0]
+
+
+def build_dir() -> Path:
+    return REPO / "build"
+
+
+@pytest.fixture(scope="session")
+def built() -> Path:
+    """The C programs, built by `make build` (make test builds them first)."""
+    prog = build_dir() / "mremap_vs_memcpy" / "mremap_bench"
+    if not prog.exists():
+        subprocess.run(["make", "-C", str(REPO / "benchmarks")], check=True)
+    return build_dir()

@@ -1,0 +1,108 @@
+"""The CLI as a user runs it: exit codes, the one-line errors, and what it prints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, assert_usage_error, run_bakeoff
+
+BENCH = "mremap-vs-memcpy"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "nosuch"], "benchmark 'nosuch' not found (known: mremap-vs-memcpy"),
+        (["run", BENCH, "--param", "size"], "expected NAME=V1,V2"),
+        (["run", BENCH, "--param", "size=5000"], "multiple of the page size"),
+        (["run", BENCH, "--param", "size=abc"], "is not a size"),
+        (["run", BENCH, "--param", "size=4KiB,"], "empty value"),
+        (["run", BENCH, "--param", "size=4KiB,4096"], "listed twice"),
+        (["run", BENCH, "--param", "size=4KiB", "--param", "size=8KiB"], "given twice"),
+        (["run", BENCH, "--param", "colour=red"], "no selected benchmark has that param"),
+        (["run", BENCH, "--param", "size=64GiB"], "choose a smaller size"),
+        (["run", BENCH, "--variant", "mmove"], "no selected benchmark has that variant"),
+        (["run", BENCH, "--profile", "huge"], "--profile 'huge' is unknown"),
+        (["run", BENCH, "--trials", "0"], "--trials must be at least 1"),
+        (["run", BENCH, "--trials", "many"], "--trials"),
+        (["run", BENCH, "--bogus"], "--bogus"),
+        (["run", BENCH, "--profile", "quick", "--out", "/sys/bakeoff-test-out"],
+         "cannot write there"),
+        (["report", "/nonexistent/bakeoff-results"], "no such results directory"),
+        (["frobnicate"], "frobnicate"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str) -> None:
+    assert_usage_error(run_bakeoff(*args), needle)
+
+
+def test_out_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "afile"
+    f.write_text("keep me")
+    assert_usage_error(run_bakeoff("run", BENCH, "--profile", "quick", "--out", str(f)),
+                       "not a directory")
+    assert f.read_text() == "keep me"
+
+
+def test_bad_input_creates_no_results_directory(tmp_path: Path) -> None:
+    out = tmp_path / "never"
+    assert_usage_error(run_bakeoff("run", BENCH, "--param", "size=5000", "--out", str(out)),
+                       "page size")
+    assert not out.exists()
+
+
+def test_help_everywhere() -> None:
+    for args in ([], ["run"], ["report"], ["list"], ["doctor"]):
+        res = run_bakeoff(*args, "--help")
+        assert res.returncode == 0, res.stderr
+        assert "Usage" in res.stdout
+
+
+def test_list_shows_variants_params_and_whether_each_runs() -> None:
+    res = run_bakeoff("list")
+    assert res.returncode == 0, res.stderr
+    for word in ("mremap-vs-memcpy", "memcpy (baseline)", "memcpy-cold", "mremap-thp",
+                 "mremap-dontunmap", "size", "4 KiB", "128 MiB", "runs here?"):
+        assert word in res.stdout, word
+
+
+def test_doctor_lists_capabilities_and_facts() -> None:
+    res = run_bakeoff("doctor")
+    assert res.returncode == 0, res.stderr
+    for word in ("root", "bpf", "uprobes", "cgroup_memory", "thp", "perf_counters",
+                 "kernel", "clocksource", "loadavg_1m", "virtualisation"):
+        assert word in res.stdout, word
+
+
+def test_failed_trials_are_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    env = {"BAKEOFF_BENCHMARKS_DIR": str(FIXTURES / "rooms"),
+           "BAKEOFF_BUILD_DIR": str(FIXTURES / "build")}
+    out = tmp_path / "run"
+    res = run_bakeoff("run", "flaky", "--profile", "quick", "--out", str(out), "--quiet",
+                      env=env)
+    assert res.returncode == 1, res.stderr  # some trials failed: reported, not hidden
+    assert "Traceback" not in res.stderr
+    data = json.loads((out / "results.json").read_text())
+    assert data["status"] == "complete"
+    by_variant: dict[str, set[str]] = {}
+    errors: dict[str, str] = {}
+    for t in data["trials"]:
+        by_variant.setdefault(t["case"]["variant"], set()).add(t["status"])
+        errors[t["case"]["variant"]] = t["error"] or ""
+    assert by_variant == {"good": {"ok"}, "crash": {"failed"}, "garbage": {"failed"},
+                          "hang": {"timeout"}, "nosamples": {"failed"}}
+    assert "exit status 1: flaky: failed to frobnicate" in errors["crash"]
+    assert "protocol error" in errors["garbage"]
+    assert "no exit within 2 s" in errors["hang"]
+    assert "printed no samples" in errors["nosamples"]
+    # Every case ran its two trials: one failure did not stop the others.
+    assert len(data["trials"]) == 5 * 2 * 2
+    assert "frobnicate" in (out / "report.md").read_text()
+    # The report regenerates from results.json alone.
+    (out / "report.md").unlink()
+    res = run_bakeoff("report", str(out), "--quiet", env=env)
+    assert res.returncode == 0, res.stderr
+    assert (out / "report.md").exists()

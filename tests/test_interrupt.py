@@ -1,0 +1,60 @@
+"""Ctrl-C and SIGTERM mid-run: the run stops, keeps every finished trial, leaves nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+
+def _scratch_dirs() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("bakeoff-*")}
+
+
+def _trials_on_disk(results: Path) -> int:
+    try:
+        return len(json.loads(results.read_text())["trials"])
+    except (OSError, ValueError):
+        return 0
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_signal_mid_run_keeps_results_and_cleans_up(built: Path, tmp_path: Path,
+                                                    signum: int) -> None:
+    before = _scratch_dirs()
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bakeoff", "run", "mremap-vs-memcpy", "--profile", "quick",
+         "--trials", "50", "--out", str(out), "--quiet"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while _trials_on_disk(out / "results.json") < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _trials_on_disk(out / "results.json") >= 3, "the run never got going"
+    os.kill(proc.pid, signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signum, err
+    assert "Traceback" not in err
+    assert "trials finished so far are kept in" in err
+    data = json.loads((out / "results.json").read_text())
+    assert data["status"] == "interrupted"
+    assert len(data["trials"]) >= 3
+    assert all(t["status"] == "ok" for t in data["trials"])  # the one in flight is not kept
+    # Each case's trial indices are 0..k-1: nothing lost, nothing twice.
+    seen: dict[str, list[int]] = {}
+    for t in data["trials"]:
+        seen.setdefault(json.dumps(t["case"], sort_keys=True), []).append(t["index"])
+    assert all(sorted(v) == list(range(len(v))) for v in seen.values())
+    assert _scratch_dirs() <= before, "a bakeoff temp dir was left behind"
+    # No measured program outlives the harness.
+    ps = subprocess.run(["pgrep", "-f", "mremap_bench"], capture_output=True, text=True)
+    assert ps.stdout.strip() == ""
