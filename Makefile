@@ -6,13 +6,17 @@ BAKEOFF  := $(VENV)/bin/bakeoff
 PYTEST   := $(VENV)/bin/pytest
 PROFILE  ?= default
 
-.PHONY: bench test build deps system-deps venv clean distclean
+.PHONY: bench test lint build deps system-deps venv clean distclean
 
 bench: deps build
 	$(BAKEOFF) run --profile $(PROFILE)
 
-test: deps build
+test: deps build lint
 	$(PYTEST) -q tests
+
+lint: venv
+	$(VENV)/bin/ruff check bakeoff tests benchmarks
+	$(VENV)/bin/mypy
 
 build: system-deps
 	$(MAKE) -C benchmarks

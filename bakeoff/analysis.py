@@ -30,6 +30,7 @@ class CaseResult:
     user_s: float | None = None
     sys_s: float | None = None
     max_rss_kib: float | None = None
+    wall_s: float | None = None  # median wall time of one ok trial (the whole process)
 
 
 @dataclass
@@ -100,6 +101,7 @@ def _case_results(
                 user_s=_median_or_none([t.rusage.user_s for t in ok if t.rusage]),
                 sys_s=_median_or_none([t.rusage.sys_s for t in ok if t.rusage]),
                 max_rss_kib=_median_or_none([float(t.rusage.max_rss_kib) for t in ok if t.rusage]),
+                wall_s=_median_or_none([t.wall_s for t in ok]),
             ))
     return results
 

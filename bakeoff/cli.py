@@ -30,7 +30,8 @@ app = typer.Typer(
     help="Head-to-head benchmarks of Linux systems mechanisms, with honest statistics.",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
 )
-out_console = Console()
+# Piped into a log, rich would wrap tables at 80 columns; the case table needs more.
+out_console = Console(width=None if Console().is_terminal else 160)
 err_console = Console(stderr=True)
 
 
@@ -81,7 +82,8 @@ def cmd_run(
         help="Sweep NAME over V1,V2,... instead of the profile's values (repeatable).")] = None,
     trials: Annotated[int | None, typer.Option(help="Measured trials per case.")] = None,
     samples: Annotated[int | None, typer.Option(help="Samples per trial.")] = None,
-    out: Annotated[Path | None, typer.Option(help="Results directory (default: results/<time>-<names>).")] = None,
+    out: Annotated[Path | None, typer.Option(
+        help="Results directory (default: results/<time>-<names>).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for the trial order and bootstrap.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only failures and the result.")] = False,
     pin: Annotated[bool, typer.Option(help="Pin the measured program to its own CPU.")] = True,

@@ -110,8 +110,11 @@ class Variant:
     name: str
     description: str
     baseline: bool = False
-    # Capability names (see bakeoff.host.CAPABILITIES) this variant needs to run at all.
+    # Capability names (see bakeoff.host.PROBES) this variant needs to run at all.
     requires: tuple[str, ...] = ()
+    # '#rrggbb' the report uses for this variant in every chart (a replaced tool's colours,
+    # so its users recognise them); None picks from a colour-blind-safe palette.
+    color: str | None = None
 
 
 @dataclass(frozen=True)
@@ -241,7 +244,11 @@ class Benchmark:
             title=self.title,
             summary=self.summary,
             baseline=self.baseline.name,
-            variants=[{"name": v.name, "description": v.description} for v in self.variants],
+            variants=[
+                {"name": v.name, "description": v.description,
+                 **({"color": v.color} if v.color else {})}
+                for v in self.variants
+            ],
             params=[
                 {"name": p.name, "kind": p.kind, "unit": p.unit, "description": p.description}
                 for p in self.params

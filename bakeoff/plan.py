@@ -53,7 +53,7 @@ def _param_values(
             parsed = [p.parse(text) for text in overrides[p.name]]
             if len(set(parsed)) != len(parsed):
                 raise UsageError(f"--param {p.name}: a value is listed twice; list each once")
-            values[p.name] = tuple(sorted(parsed) if p.numeric else parsed)  # type: ignore[type-var]
+            values[p.name] = tuple(sorted(parsed) if p.numeric else parsed)
         else:
             values[p.name] = tuple(profile.params[p.name])
     return values

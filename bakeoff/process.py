@@ -8,6 +8,7 @@ harness decides what to stop and records what happened.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -77,10 +78,8 @@ class ActiveChild:
     def kill(cls) -> None:
         cls.interrupted = True
         if cls.pgid is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(cls.pgid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 def _pin(cpu: int | None) -> None:
@@ -130,10 +129,8 @@ def run_program(
     # Popen must not wait for the pid again: it is reaped, and the number may be reused.
     proc.returncode = os.waitstatus_to_exitcode(wait_status)
     # Anything the child left in its group (a spawned helper) goes with it.
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     ActiveChild.pgid = None
     proc.stdout.close()
     proc.stderr.close()

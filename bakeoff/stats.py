@@ -7,6 +7,7 @@ process share its page layout, cache state and CPU placement and are not indepen
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ N_BOOT = 2000
 _BOOT_CELLS_PER_CHUNK = 4_000_000
 
 FloatArray = NDArray[np.float64]
+# Samples of one case, grouped by trial: a list of lists or of arrays.
+Trials = Sequence[Sequence[float]] | Sequence[FloatArray]
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ class Crossover:
     confident: bool
 
 
-def _as_arrays(trials: Sequence[Sequence[float]]) -> list[FloatArray]:
+def _as_arrays(trials: Trials) -> list[FloatArray]:
     arrays = [np.asarray(t, dtype=np.float64) for t in trials]
     return [a for a in arrays if a.size > 0]
 
@@ -86,7 +89,7 @@ def _padded(trials: list[FloatArray]) -> FloatArray:
 
 
 def bootstrap_medians(
-    trials: Sequence[Sequence[float]], rng: np.random.Generator, n_boot: int = N_BOOT
+    trials: Trials, rng: np.random.Generator, n_boot: int = N_BOOT
 ) -> FloatArray:
     """Medians of n_boot cluster-bootstrap replicates: draw trials with replacement, pool."""
     arrays = _as_arrays(trials)
@@ -114,7 +117,7 @@ def _percentile_ci(replicates: FloatArray, confidence: float = CONFIDENCE) -> tu
 
 
 def summarize(
-    trials: Sequence[Sequence[float]], rng: np.random.Generator, n_boot: int = N_BOOT
+    trials: Trials, rng: np.random.Generator, n_boot: int = N_BOOT
 ) -> Summary:
     arrays = _as_arrays(trials)
     if not arrays:
@@ -140,8 +143,8 @@ def summarize(
 
 
 def ratio_of_medians(
-    variant: Sequence[Sequence[float]],
-    baseline: Sequence[Sequence[float]],
+    variant: Trials,
+    baseline: Trials,
     rng: np.random.Generator,
     n_boot: int = N_BOOT,
 ) -> Ratio:
@@ -155,7 +158,7 @@ def ratio_of_medians(
     return Ratio(ratio=point, ci_low=lo, ci_high=hi, p_value=mann_whitney_p(v, b))
 
 
-def mann_whitney_p(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> float:
+def mann_whitney_p(a: Trials, b: Trials) -> float:
     """Two-sided Mann-Whitney U p-value on per-trial medians."""
     ma = [float(np.median(t)) for t in _as_arrays(a)]
     mb = [float(np.median(t)) for t in _as_arrays(b)]
@@ -178,7 +181,7 @@ def find_crossovers(
     """Every place along a sorted numeric axis where the variant's win/lose state flips."""
     if len(xs) != len(ratios) or len(xs) < 2:
         return []
-    if any(b <= a for a, b in zip(xs, xs[1:], strict=False)):
+    if any(b <= a for a, b in itertools.pairwise(xs)):
         raise ValueError("xs must be strictly increasing")
     log_x = all(x > 0 for x in xs)
     out: list[Crossover] = []

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bakeoff.errors import UsageError
-from bakeoff.model import BenchmarkInfo, Case, Rusage, RunRecord, Skip, Trial
+from bakeoff.model import BenchmarkInfo, Case, RunRecord, Rusage, Skip, Trial
 
 # Changelog of results.json:
 #   1 — first version: run metadata, host facts, benchmark infos, cases, skips, trials.
@@ -230,7 +230,7 @@ def write_legacy_csvs(run: RunRecord, run_dir: Path) -> list[Path]:
             metric = next(src.split(":", 1)[1] for src in spec["columns"].values()
                           if src.startswith("metric:"))
             for v in t.samples.get(metric, []):
-                row = []
+                row: list[Any] = []
                 for src in spec["columns"].values():
                     if src == "variant":
                         row.append(t.case.variant)

@@ -9,7 +9,7 @@ import pytest
 
 from bakeoff import store
 from bakeoff.errors import UsageError
-from bakeoff.model import BenchmarkInfo, Case, Rusage, RunRecord, Skip, Trial
+from bakeoff.model import BenchmarkInfo, Case, RunRecord, Rusage, Skip, Trial
 
 
 def make_run() -> RunRecord:
@@ -85,7 +85,7 @@ def test_bad_results_are_usage_errors(tmp_path: Path, mutate, needle: str) -> No
 def test_nan_truncated_and_missing(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no such results directory"):
         store.load(tmp_path / "nope")
-    with pytest.raises(UsageError, match="has no results.json"):
+    with pytest.raises(UsageError, match=r"has no results\.json"):
         store.load(tmp_path)
     text = json.dumps(store.run_to_json(make_run()))
     (tmp_path / "results.json").write_text(text[: len(text) // 2])

@@ -15,14 +15,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import plotly.graph_objects as go  # type: ignore[import-untyped]  # no stubs, no py.typed
-from plotly.subplots import make_subplots  # type: ignore[import-untyped]
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from bakeoff.analysis import BenchmarkAnalysis, CaseResult
 from bakeoff.model import Case, ParamValue, RunRecord
 from bakeoff.report.colors import with_alpha
 from bakeoff.report.format import (
-    case_params_label, fmt_count, fmt_number, fmt_range, fmt_ratio, fmt_value, params_label,
+    case_params_label,
+    fmt_count,
+    fmt_number,
+    fmt_range,
+    fmt_ratio,
+    fmt_value,
+    params_label,
     scale_for,
     spans_decades,
 )
@@ -196,14 +202,14 @@ def ratio_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
     _x_axis(fig, ba, sweep)
     ends = [v for r in rows if r.vs_baseline for v in (r.vs_baseline.ci_low, r.vs_baseline.ci_high)]
     log_y = spans_decades([*ends, 1.0])
-    y_title = f"ratio to {base} (variant / baseline median)"
-    if lower_better:
-        y_title += "; speed-up = 1/ratio"
+    # Kept short: a long title is clipped by the plot height. The note says how to read it.
+    y_title = f"ratio to {base}"
     fig.update_yaxes(type="log" if log_y else "linear", title={"text": _t(y_title)})
     _mark_crossovers(fig, ba, sweep, colors)
     ci = "the shaded band" if sweep.param is not None else "the error bars"
     side = "Below 1 the variant is faster" if lower_better else "Above 1 the variant is better"
-    note = f"Ratio of medians (variant / baseline); {ci} show its 95% CI. {side}."
+    speedup_note = " Speed-up = 1/ratio." if lower_better else ""
+    note = f"Ratio of medians (variant / baseline); {ci} show its 95% CI. {side}.{speedup_note}"
     return Chart("ratio", title, note, fig)
 
 
@@ -282,28 +288,19 @@ def distribution_chart(run: RunRecord, ba: BenchmarkAnalysis, metric: str,
     return Chart("distribution", title, f"Box plots with points: {what}.", fig)
 
 
-def _wall_s(run: RunRecord) -> dict[Case, float]:
-    walls: dict[Case, list[float]] = defaultdict(list)
-    for t in run.trials:
-        if t.ok:
-            walls[t.case].append(t.wall_s)
-    return {c: statistics.median(v) for c, v in walls.items()}
-
-
 def resources_chart(run: RunRecord, ba: BenchmarkAnalysis,
                     colors: dict[str, str]) -> Chart | None:
     rows = [r for r in measured_results(ba, ba.info.primary_metric) if r.summary is not None]
-    wall = _wall_s(run)
     panels: list[tuple[str, str, Callable[[CaseResult], float | None]]] = [
         ("user CPU (s)", "s", lambda r: r.user_s),
         ("system CPU (s)", "s", lambda r: r.sys_s),
         ("max RSS (MiB)", "MiB", lambda r: None if r.max_rss_kib is None else r.max_rss_kib / 1024),
-        ("trial wall time (s)", "s", lambda r: wall.get(r.case)),
+        ("trial wall time (s)", "s", lambda r: r.wall_s),
     ]
     if not any(get(r) is not None for _, _, get in panels for r in rows):
         return None
     fig = make_subplots(rows=2, cols=2, subplot_titles=[p[0] for p in panels],
-                        vertical_spacing=0.18, horizontal_spacing=0.1)
+                        vertical_spacing=0.3, horizontal_spacing=0.1)
     for i, (_, unit, get) in enumerate(panels):
         row, col = i // 2 + 1, i % 2 + 1
         values: list[float] = []

@@ -14,8 +14,8 @@ import json
 import re
 from typing import Any
 
-import plotly.io as pio  # type: ignore[import-untyped]  # no stubs, no py.typed
-import plotly.offline  # type: ignore[import-untyped]
+import plotly.io as pio
+import plotly.offline
 
 from bakeoff.analysis import Analysis, BenchmarkAnalysis
 from bakeoff.model import RunRecord
@@ -24,7 +24,11 @@ from bakeoff.report.colors import variant_colors
 from bakeoff.report.facts import flatten_facts, machine, run_rows
 from bakeoff.report.format import case_params_label
 from bakeoff.report.tables import (
-    case_columns, case_rows, failed_trials, failure_heading, failure_text,
+    case_columns,
+    case_rows,
+    failed_trials,
+    failure_heading,
+    failure_text,
 )
 from bakeoff.report.words import crossover_sentence, lower_is_better
 

@@ -13,7 +13,11 @@ from bakeoff.model import RunRecord
 from bakeoff.report.facts import flatten_facts, machine, run_rows
 from bakeoff.report.format import case_params_label
 from bakeoff.report.tables import (
-    case_columns, case_rows, failed_trials, failure_heading, failure_text,
+    case_columns,
+    case_rows,
+    failed_trials,
+    failure_heading,
+    failure_text,
 )
 from bakeoff.report.words import crossover_sentence, lower_is_better
 

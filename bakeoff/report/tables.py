@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from bakeoff.analysis import BenchmarkAnalysis, CaseResult
 from bakeoff.model import Case, ParamValue, RunRecord, Trial
 from bakeoff.report.format import (
-    MISSING, case_params_label, fmt_count, fmt_number, fmt_p, fmt_range, fmt_ratio, fmt_times,
+    MISSING,
+    case_params_label,
+    fmt_count,
+    fmt_number,
+    fmt_p,
+    fmt_range,
+    fmt_ratio,
+    fmt_times,
     fmt_value,
 )
 from bakeoff.report.words import Verdict, lower_is_better, speedup, verdict

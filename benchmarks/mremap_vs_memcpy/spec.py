@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import os
 
-from bakeoff.model import (Benchmark, Case, LegacyCsv, Metric, Param, ParamValue, Profile,
-                           RunContext, Variant, format_bytes)
+from bakeoff.model import (
+    Benchmark,
+    Case,
+    LegacyCsv,
+    Metric,
+    Param,
+    ParamValue,
+    Profile,
+    RunContext,
+    Variant,
+    format_bytes,
+)
 
 KIB, MIB = 1024, 1024 * 1024
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -65,7 +75,7 @@ BENCHMARK = Benchmark(
     profiles={
         "quick": Profile("quick", {"size": (4 * KIB, 256 * KIB, 16 * MIB)}, trials=5, samples=5,
                          warmup_samples=1, warmup_trials=0, timeout_s=60),
-        "default": Profile("default", {"size": ALL_SIZES}, trials=8, samples=5,
+        "default": Profile("default", {"size": ALL_SIZES}, trials=10, samples=8,
                            warmup_samples=1, warmup_trials=1, timeout_s=120),
         "full": Profile("full", {"size": ALL_SIZES}, trials=20, samples=20,
                         warmup_samples=2, warmup_trials=1, timeout_s=300),
