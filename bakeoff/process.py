@@ -68,16 +68,36 @@ class _Reader:
         self.stderr = (self.stderr + chunk)[-STDERR_TAIL_BYTES:]
 
 
+# A trial asked to stop (Ctrl-C, SIGTERM, timeout) gets SIGTERM first, so that it can remove
+# what it created (a tracing session, a cgroup, a probe); SIGKILL follows after the grace.
+STOP_GRACE_S = 5.0
+
+
 class ActiveChild:
     """The one child running now, so a signal handler can stop it."""
 
     pgid: int | None = None
     interrupted: bool = False
+    term_sent_at: float | None = None
+
+    @classmethod
+    def stop(cls) -> None:
+        """SIGTERM to the child's process group; run_program escalates to SIGKILL later."""
+        if cls.pgid is not None and cls.term_sent_at is None:
+            cls.term_sent_at = time.monotonic()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(cls.pgid, signal.SIGTERM)
 
     @classmethod
     def kill(cls) -> None:
+        """Called from the harness's signal handler: stop the trial, mark it interrupted."""
         cls.interrupted = True
-        if cls.pgid is not None:
+        cls.stop()
+
+    @classmethod
+    def escalate_if_overdue(cls) -> None:
+        if (cls.pgid is not None and cls.term_sent_at is not None
+                and time.monotonic() - cls.term_sent_at > STOP_GRACE_S):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(cls.pgid, signal.SIGKILL)
 
@@ -106,6 +126,7 @@ def run_program(
         return ProcessResult("failed", None, 0.0, reader.output, None, "",
                              f"cannot start {argv[0]}: {exc.strerror}")
     ActiveChild.pgid = proc.pid
+    ActiveChild.term_sent_at = None
     timed_out = False
     assert proc.stdout is not None and proc.stderr is not None
     with selectors.DefaultSelector() as sel:
@@ -113,19 +134,28 @@ def run_program(
         sel.register(proc.stderr, selectors.EVENT_READ, reader.stderr_chunk)
         open_streams = 2
         while open_streams:
-            remaining = start + timeout_s - time.monotonic()
-            if remaining <= 0:
+            if not timed_out and time.monotonic() >= start + timeout_s:
                 timed_out = True
-                os.killpg(proc.pid, signal.SIGKILL)
-                break
-            for key, _ in sel.select(timeout=min(remaining, 0.5)):
+                ActiveChild.stop()
+            ActiveChild.escalate_if_overdue()
+            for key, _ in sel.select(timeout=0.25):
                 chunk = os.read(key.fd, 65536)
                 if chunk:
                     key.data(chunk)
                 else:
                     sel.unregister(key.fileobj)
                     open_streams -= 1
-    _, wait_status, ru = os.wait4(proc.pid, 0)
+    # Both streams closed: the child is exiting, or closed them and lingers. Wait, still
+    # bounded by the timeout and the grace after a stop.
+    while True:
+        pid, wait_status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if not timed_out and time.monotonic() >= start + timeout_s:
+            timed_out = True
+            ActiveChild.stop()
+        ActiveChild.escalate_if_overdue()
+        time.sleep(0.002)
     # Popen must not wait for the pid again: it is reaped, and the number may be reused.
     proc.returncode = os.waitstatus_to_exitcode(wait_status)
     # Anything the child left in its group (a spawned helper) goes with it.

@@ -82,6 +82,7 @@ def test_failed_trials_are_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
            "BAKEOFF_BUILD_DIR": str(FIXTURES / "build")}
     out = tmp_path / "run"
     res = run_bakeoff("run", "flaky", "--profile", "quick", "--out", str(out), "--quiet",
+                      *[f"--variant={v}" for v in ("crash", "garbage", "hang", "nosamples")],
                       env=env)
     assert res.returncode == 1, res.stderr  # some trials failed: reported, not hidden
     assert "Traceback" not in res.stderr

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import FIXTURES, REPO
 
 
 def _scratch_dirs() -> set[str]:
@@ -58,3 +58,22 @@ def test_signal_mid_run_keeps_results_and_cleans_up(built: Path, tmp_path: Path,
     # No measured program outlives the harness.
     ps = subprocess.run(["pgrep", "-f", "mremap_bench"], capture_output=True, text=True)
     assert ps.stdout.strip() == ""
+
+
+def test_trial_gets_sigterm_to_clean_up_before_sigkill(tmp_path: Path) -> None:
+    """A trial holding a resource is asked to stop (SIGTERM) and given time to remove it."""
+    marker = tmp_path / "resource"
+    env = {**os.environ, "BAKEOFF_BENCHMARKS_DIR": str(FIXTURES / "rooms"),
+           "BAKEOFF_BUILD_DIR": str(FIXTURES / "build"), "FLAKY_MARKER": str(marker)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bakeoff", "run", "flaky", "--variant", "cleanup",
+         "--param", "n=1", "--out", str(tmp_path / "run"), "--quiet"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), "the trial never started"
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert not marker.exists(), "the trial was killed before it could clean up"
