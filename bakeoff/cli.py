@@ -11,6 +11,7 @@ import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any
@@ -159,8 +160,29 @@ def cmd_doctor() -> None:
         out_console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
 
 
+def _room_commands() -> dict[str, tuple[str, Callable[[list[str]], int]]]:
+    """Subcommands rooms add (Benchmark.commands): name -> (benchmark, function)."""
+    return {name: (bench.name, func) for bench in registry.discover().values()
+            for name, func in bench.commands.items()}
+
+
+def _list_room_commands(commands: dict[str, tuple[str, Callable[[list[str]], int]]]) -> None:
+    """Show room commands in --help; running them bypasses typer (see main)."""
+    for name, (bench, func) in commands.items():
+        summary = " ".join((func.__doc__ or "").strip().splitlines()[:1])
+        app.command(name, help=f"From {bench}: {summary}",
+                    context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+            lambda: None)
+
+
 def main() -> None:
     try:
+        commands = _room_commands()
+        if len(sys.argv) > 1 and sys.argv[1] in commands:
+            # A room's command parses its own arguments, untouched ("--" included), so that
+            # `bakeoff sample -- CMD --help` reaches CMD as typed.
+            sys.exit(commands[sys.argv[1]][1](sys.argv[2:]))
+        _list_room_commands(commands)
         code = app(prog_name="bakeoff", standalone_mode=False)
     except typer.TyperException as exc:
         # Typer's own parse errors (unknown option, bad type); it vendors click, and this is

@@ -123,6 +123,23 @@ class Metric:
     unit: str
     description: str
     lower_is_better: bool = True
+    # The report also shows this metric as % overhead over the baseline, (ratio - 1) x 100,
+    # with its CI: what a tracer or a sampler adds to the work it watches.
+    overhead_pct: bool = False
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A straight line fitted along a numeric param, per variant, with CIs of a and b.
+
+    What is fitted is the variant's difference to the baseline (median minus baseline median)
+    of `metric`: e.g. tracing overhead = a + b * duration, which says whether a tracer costs a
+    constant per call (b ~ 0) or a share of the work (a ~ 0).
+    """
+
+    metric: str
+    param: str
+    description: str
 
 
 @dataclass(frozen=True)
@@ -215,6 +232,14 @@ class Benchmark:
     session: Callable[[RunContext], AbstractContextManager[None]] | None = None
     # Per-trial argv; the default is the protocol's --variant/--param/--samples/--warmup.
     plan_trial: Callable[[Case, Profile, RunContext], TrialPlan] | None = None
+    # Besides ratio = 1 (where a variant starts to win), the ratios whose crossing along a
+    # sweep the report names, e.g. (1.05, 1.01): where an overhead falls under 5% and 1%.
+    crossover_ratios: tuple[float, ...] = ()
+    fits: tuple[Fit, ...] = ()
+    # Extra subcommands this room adds to the CLI (`bakeoff NAME ARGS...`): each gets the raw
+    # arguments after its name and returns an exit status. Errors it raises as UsageError
+    # are printed as one line, exit 2, like the harness's own.
+    commands: Mapping[str, Callable[[list[str]], int]] = field(default_factory=dict)
 
     @property
     def baseline(self) -> Variant:
@@ -255,9 +280,12 @@ class Benchmark:
             ],
             metrics=[
                 {"name": m.name, "unit": m.unit, "description": m.description,
-                 "lower_is_better": m.lower_is_better}
+                 "lower_is_better": m.lower_is_better, "overhead_pct": m.overhead_pct}
                 for m in self.metrics
             ],
+            crossover_ratios=list(self.crossover_ratios),
+            fits=[{"metric": f.metric, "param": f.param, "description": f.description}
+                  for f in self.fits],
             legacy_csv=(
                 {"filename": self.legacy_csv.filename, "columns": dict(self.legacy_csv.columns)}
                 if self.legacy_csv else None
@@ -280,6 +308,8 @@ class BenchmarkInfo:
     params: list[dict[str, Any]]
     metrics: list[dict[str, Any]]
     legacy_csv: dict[str, Any] | None = None
+    crossover_ratios: list[float] = field(default_factory=list)
+    fits: list[dict[str, Any]] = field(default_factory=list)
 
     def metric(self, name: str) -> dict[str, Any]:
         return next(m for m in self.metrics if m["name"] == name)

@@ -107,3 +107,15 @@ def test_failed_trials_are_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
     res = run_bakeoff("report", str(out), "--quiet", env=env)
     assert res.returncode == 0, res.stderr
     assert (out / "report.md").exists()
+
+
+def test_a_room_can_add_a_subcommand() -> None:
+    env = {"BAKEOFF_BENCHMARKS_DIR": str(FIXTURES / "rooms"),
+           "BAKEOFF_BUILD_DIR": str(FIXTURES / "build")}
+    res = run_bakeoff("--help", env=env)
+    assert "echo-args" in res.stdout and "From flaky: Print the arguments" in res.stdout
+    res = run_bakeoff("echo-args", "--", "ls", "--help", "-l", env=env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["--", "ls", "--help", "-l"]
+    assert run_bakeoff("echo-args", "fail", env=env).returncode == 3
+    assert_usage_error(run_bakeoff("echo-args", "--bad", env=env), "drop it")
