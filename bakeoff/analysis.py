@@ -7,6 +7,7 @@ The bootstrap is seeded from the run's seed: the same results.json gives the sam
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import groupby
 
@@ -15,6 +16,19 @@ import numpy as np
 from bakeoff import stats
 from bakeoff.model import BenchmarkInfo, Case, ParamValue, RunRecord, Skip, Trial
 
+MIN_TRIALS_FOR_VERDICT = 5
+
+
+@dataclass
+class Comparison:
+    """A non-baseline case against the baseline case with the same params."""
+
+    ratio: stats.Ratio  # median(variant) / median(baseline), 95% CI, rank-test p
+    p_holm: float  # the p-value after Holm correction across the variant's cells
+    shift: stats.Shift  # Hodges-Lehmann: variant - baseline, in the metric's unit
+    cliffs_delta: float
+    verdict: stats.Verdict  # faster / slower / same, at the run's threshold
+
 
 @dataclass
 class CaseResult:
@@ -22,15 +36,24 @@ class CaseResult:
     metric: str
     unit: str
     summary: stats.Summary | None  # None when no trial of the case succeeded
-    vs_baseline: stats.Ratio | None  # None for the baseline itself, or with no baseline data
+    comparison: Comparison | None  # None for the baseline itself, or with no baseline data
     n_failed: int
     failures: list[str]
+    outliers: stats.Outliers | None = None
     counters: dict[str, float] = field(default_factory=dict)  # median over ok trials
     # Median over ok trials of the measured process's user and system CPU and peak RSS.
     user_s: float | None = None
     sys_s: float | None = None
     max_rss_kib: float | None = None
     wall_s: float | None = None  # median wall time of one ok trial (the whole process)
+
+    @property
+    def vs_baseline(self) -> stats.Ratio | None:
+        return self.comparison.ratio if self.comparison else None
+
+    @property
+    def verdict(self) -> stats.Verdict | None:
+        return self.comparison.verdict if self.comparison else None
 
 
 @dataclass
@@ -43,11 +66,23 @@ class SweepCrossover:
 
 
 @dataclass
+class SweepFit:
+    variant: str
+    param: str
+    fixed: dict[str, ParamValue]
+    metric: str
+    description: str
+    fit: stats.LineFit
+
+
+@dataclass
 class BenchmarkAnalysis:
     info: BenchmarkInfo
     results: list[CaseResult]  # every case x every metric it reported
     crossovers: list[SweepCrossover]
     skips: list[Skip]
+    fits: list[SweepFit] = field(default_factory=list)
+    threshold: float = stats.DEFAULT_THRESHOLD
 
     def for_metric(self, metric: str) -> list[CaseResult]:
         return [r for r in self.results if r.metric == metric]
@@ -57,14 +92,25 @@ class BenchmarkAnalysis:
         seen = {r.metric for r in self.results}
         return [m["name"] for m in self.info.metrics if m["name"] in seen]
 
+    @property
+    def few_trials(self) -> bool:
+        """True when some measured case has fewer trials than a verdict needs."""
+        return any(r.summary is not None and r.summary.n_trials < MIN_TRIALS_FOR_VERDICT
+                   for r in self.results)
+
 
 @dataclass
 class Analysis:
     benchmarks: list[BenchmarkAnalysis]
+    warnings: list[str] = field(default_factory=list)
 
 
 def _median_or_none(values: list[float]) -> float | None:
     return float(np.median(values)) if values else None
+
+
+def _ok_samples(trials: list[Trial], metric: str) -> list[list[float]]:
+    return [t.samples[metric] for t in trials if t.ok and t.samples.get(metric)]
 
 
 def _case_results(
@@ -72,8 +118,10 @@ def _case_results(
     cases: list[Case],
     trials_by_case: dict[Case, list[Trial]],
     rng: np.random.Generator,
+    threshold: float,
 ) -> list[CaseResult]:
     results: list[CaseResult] = []
+    pending: list[tuple[CaseResult, stats.Ratio, stats.Shift, float]] = []
     for case in cases:
         trials = trials_by_case.get(case, [])
         ok = [t for t in trials if t.ok]
@@ -85,33 +133,51 @@ def _case_results(
         counters = {n: float(np.median([t.counters[n] for t in ok if n in t.counters]))
                     for n in counter_names}
         for metric in metric_names:
-            per_trial = [t.samples[metric] for t in ok if t.samples.get(metric)]
-            summary = stats.summarize(per_trial, rng) if per_trial else None
-            vs_baseline = None
-            if summary and case.variant != info.baseline:
-                base_case = Case(case.benchmark, info.baseline, case.params)
-                base = [t.samples[metric] for t in trials_by_case.get(base_case, [])
-                        if t.ok and t.samples.get(metric)]
-                if base:
-                    vs_baseline = stats.ratio_of_medians(per_trial, base, rng)
-            results.append(CaseResult(
+            per_trial = _ok_samples(trials, metric)
+            result = CaseResult(
                 case=case, metric=metric, unit=str(info.metric(metric)["unit"]),
-                summary=summary, vs_baseline=vs_baseline,
-                n_failed=len(trials) - len(ok), failures=failures, counters=counters,
+                summary=stats.summarize(per_trial, rng) if per_trial else None,
+                comparison=None, n_failed=len(trials) - len(ok), failures=failures,
+                outliers=stats.outliers(per_trial) if per_trial else None, counters=counters,
                 user_s=_median_or_none([t.rusage.user_s for t in ok if t.rusage]),
                 sys_s=_median_or_none([t.rusage.sys_s for t in ok if t.rusage]),
                 max_rss_kib=_median_or_none([float(t.rusage.max_rss_kib) for t in ok if t.rusage]),
                 wall_s=_median_or_none([t.wall_s for t in ok]),
-            ))
+            )
+            results.append(result)
+            if per_trial and case.variant != info.baseline:
+                base = _ok_samples(trials_by_case.get(Case(case.benchmark, info.baseline,
+                                                           case.params), []), metric)
+                if base:
+                    pending.append((result, stats.ratio_of_medians(per_trial, base, rng),
+                                    stats.hodges_lehmann(per_trial, base, rng),
+                                    stats.cliffs_delta(per_trial, base)))
+    _decide(info, pending, threshold)
     return results
 
 
-def _crossovers(info: BenchmarkInfo, results: list[CaseResult]) -> list[SweepCrossover]:
-    """For each numeric param, each variant, each setting of the other params: flips of 1."""
-    metric = info.primary_metric
-    lower_is_better = bool(info.metric(metric)["lower_is_better"])
-    rows = [r for r in results if r.metric == metric and r.vs_baseline is not None]
-    out: list[SweepCrossover] = []
+def _decide(
+    info: BenchmarkInfo,
+    pending: list[tuple[CaseResult, stats.Ratio, stats.Shift, float]],
+    threshold: float,
+) -> None:
+    """Verdicts with Holm correction over each variant's cells of each metric (its sweep)."""
+
+    def family(item: tuple[CaseResult, stats.Ratio, stats.Shift, float]) -> tuple[str, str]:
+        return item[0].case.variant, item[0].metric
+
+    for _, group in groupby(sorted(pending, key=family), key=family):
+        members = list(group)
+        adjusted = stats.holm([ratio.p_value for _, ratio, _, _ in members])
+        for (result, ratio, shift, delta), p_holm in zip(members, adjusted, strict=True):
+            lower = bool(info.metric(result.metric)["lower_is_better"])
+            result.comparison = Comparison(
+                ratio=ratio, p_holm=p_holm, shift=shift, cliffs_delta=delta,
+                verdict=stats.verdict(ratio, p_holm, lower, threshold))
+
+
+def _sweep_lines(info: BenchmarkInfo, rows: list[CaseResult]) -> Iterator[tuple[str, list[CaseResult]]]:
+    """For each numeric param: the lines of cases along it (one variant, others fixed)."""
     for p in info.params:
         name = p["name"]
         if not info.param_is_numeric(name):
@@ -123,30 +189,81 @@ def _crossovers(info: BenchmarkInfo, results: list[CaseResult]) -> list[SweepCro
 
         for _, group in groupby(sorted(rows, key=sweep_key), key=sweep_key):
             line = sorted(group, key=lambda r: float(r.case.param(name)))
-            if len(line) < 2:
-                continue
-            ratios = [r.vs_baseline for r in line if r.vs_baseline]
+            if len(line) >= 2:
+                yield name, line
+
+
+def _crossovers(info: BenchmarkInfo, results: list[CaseResult]) -> list[SweepCrossover]:
+    """Where each variant's ratio to the baseline crosses 1 (and the declared levels)."""
+    metric = info.primary_metric
+    lower_is_better = bool(info.metric(metric)["lower_is_better"])
+    rows = [r for r in results if r.metric == metric and r.vs_baseline is not None]
+    out: list[SweepCrossover] = []
+    levels = [1.0, *info.crossover_ratios]
+    for name, line in _sweep_lines(info, rows):
+        ratios = [r.vs_baseline for r in line if r.vs_baseline]
+        fixed = {k: v for k, v in line[0].case.params if k != name}
+        for level in levels:
             found = stats.find_crossovers(
                 [float(r.case.param(name)) for r in line],
                 [x.ratio for x in ratios], [x.ci_low for x in ratios], [x.ci_high for x in ratios],
-                lower_is_better=lower_is_better,
+                lower_is_better=lower_is_better, level=level,
             )
-            fixed = {k: v for k, v in line[0].case.params if k != name}
             out.extend(SweepCrossover(line[0].case.variant, name, fixed, metric, c) for c in found)
     return out
 
 
-def analyze(run: RunRecord) -> Analysis:
+def _fits(
+    info: BenchmarkInfo,
+    results: list[CaseResult],
+    trials_by_case: dict[Case, list[Trial]],
+    rng: np.random.Generator,
+) -> list[SweepFit]:
+    out: list[SweepFit] = []
+    for spec in info.fits:
+        metric, param = spec["metric"], spec["param"]
+        rows = [r for r in results if r.metric == metric and r.comparison is not None]
+        for name, line in _sweep_lines(info, rows):
+            if name != param:
+                continue
+            variant = [_ok_samples(trials_by_case[r.case], metric) for r in line]
+            base = [_ok_samples(trials_by_case[Case(r.case.benchmark, info.baseline,
+                                                    r.case.params)], metric) for r in line]
+            fit = stats.fit_difference_line([float(r.case.param(param)) for r in line],
+                                            variant, base, rng)
+            fixed = {k: v for k, v in line[0].case.params if k != param}
+            out.append(SweepFit(line[0].case.variant, param, fixed, metric,
+                                str(spec["description"]), fit))
+    return out
+
+
+def analyze(run: RunRecord, threshold: float = stats.DEFAULT_THRESHOLD) -> Analysis:
     rng = np.random.default_rng(run.seed)
     trials_by_case: dict[Case, list[Trial]] = defaultdict(list)
     for t in run.trials:
         trials_by_case[t.case].append(t)
     out: list[BenchmarkAnalysis] = []
+    warnings: list[str] = []
     for name, info in run.benchmarks.items():
         cases = [c for c in run.cases if c.benchmark == name]
-        results = _case_results(info, cases, trials_by_case, rng)
-        out.append(BenchmarkAnalysis(
+        results = _case_results(info, cases, trials_by_case, rng, threshold)
+        ba = BenchmarkAnalysis(
             info=info, results=results, crossovers=_crossovers(info, results),
             skips=[s for s in run.skips if s.case.benchmark == name],
-        ))
-    return Analysis(benchmarks=out)
+            fits=_fits(info, results, trials_by_case, rng), threshold=threshold,
+        )
+        if ba.few_trials:
+            warnings.append(
+                f"{name}: some cases have fewer than {MIN_TRIALS_FOR_VERDICT} trials; verdicts "
+                "need more to reach significance: use --trials 10 or more")
+        out.append(ba)
+    if run.stop_reason:
+        warnings.append(f"measuring stopped early: {run.stop_reason}")
+    if run.capped:
+        target = run.settings.target_ci
+        why = (f"before its median CI was within ±{target * 100:g}%" if target
+               else "before all its planned trials")
+        names = "; ".join(c.key for c in run.capped[:12])
+        more = f" and {len(run.capped) - 12} more" if len(run.capped) > 12 else ""
+        warnings.append(f"{len(run.capped)} case(s) hit the cap {why}: {names}{more}")
+    return Analysis(benchmarks=out, warnings=warnings)

@@ -19,21 +19,24 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from bakeoff import host as hostmod
 from bakeoff import registry, store
 from bakeoff.errors import Interrupted, UsageError
-from bakeoff.model import RunContext, RunRecord
-from bakeoff.plan import PROFILES, plan_run
-from bakeoff.runner import RunOptions, execute
+from bakeoff.model import RunContext, RunRecord, RunSettings
+from bakeoff.plan import PROFILES, plan_run, plans_from_record
+from bakeoff.runner import RunOptions, measure, new_run
 
 app = typer.Typer(
     help="Head-to-head benchmarks of Linux systems mechanisms, with honest statistics.",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
 )
 # Piped into a log, rich would wrap tables at 80 columns; the case table needs more.
-out_console = Console(width=None if Console().is_terminal else 160)
-err_console = Console(stderr=True)
+# markup=False: names, params, paths and error text come from outside, and '[...]' in them
+# must print as it is, not be taken for rich markup. Colour is given with style= instead.
+out_console = Console(width=None if Console().is_terminal else 160, markup=False)
+err_console = Console(stderr=True, markup=False)
 
 
 def _context(build_dir: Path, scratch: Path, caps: dict[str, hostmod.Capability],
@@ -47,7 +50,7 @@ def cmd_list() -> None:
     """List benchmarks, their variants, params and profiles, and whether this machine can run each."""
     caps = hostmod.capabilities()
     for bench in registry.discover().values():
-        out_console.print(f"[bold]{bench.name}[/bold] — {bench.title}", highlight=False)
+        out_console.print(Text(bench.name, style="bold") + Text(f" — {bench.title}"))
         out_console.print(f"  {bench.summary}", highlight=False)
         table = Table("variant", "runs here?", "what it is", box=None, pad_edge=False)
         for v in bench.variants:
@@ -86,34 +89,103 @@ def cmd_run(
     out: Annotated[Path | None, typer.Option(
         help="Results directory (default: results/<time>-<names>).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for the trial order and bootstrap.")] = None,
+    threshold: Annotated[float, typer.Option(
+        help="Smallest difference a verdict calls faster/slower, in %.")] = 2.0,
+    target_ci: Annotated[float | None, typer.Option(
+        help="Add rounds until every case's median CI half-width is within PCT % of it.")] = None,
+    max_trials: Annotated[int | None, typer.Option(
+        help="With --target-ci: at most this many trials per case (default 50).")] = None,
+    time_budget: Annotated[float | None, typer.Option(
+        help="Stop starting trials once this many seconds are used (one trial over, at most).")]
+        = None,
+    resume: Annotated[Path | None, typer.Option(
+        help="Finish an interrupted run in DIR, without repeating its finished trials.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only failures and the result.")] = False,
     pin: Annotated[bool, typer.Option(help="Pin the measured program to its own CPU.")] = True,
 ) -> None:
     """Run benchmarks and write results.json, samples.csv, report.html and report.md."""
     signal.signal(signal.SIGTERM, _sigterm_raises)
+    if resume is not None:
+        given = [flag for flag, value in (
+            ("NAMES", names), ("--profile", profile != "default"), ("--variant", variant),
+            ("--param", param), ("--trials", trials), ("--samples", samples), ("--out", out),
+            ("--seed", seed), ("--threshold", threshold != 2.0), ("--target-ci", target_ci),
+            ("--max-trials", max_trials), ("--time-budget", time_budget)) if value]
+        if given:
+            raise UsageError(f"--resume goes on as the run was started; drop {', '.join(given)}")
+        run, run_dir = _resume(resume, quiet)
+    else:
+        settings = _settings(threshold, target_ci, max_trials, time_budget, pin)
+        run, run_dir = _start(names or [], profile, variant or [], param or [], trials, samples,
+                              out, seed, settings, quiet)
+    _export(run, run_dir, quiet)
+    failed = [t for t in run.trials if not t.ok]
+    if failed:
+        err_console.print(Text(f"{len(failed)} trial(s) failed", style="red")
+                          + Text("; see the report"))
+        raise typer.Exit(1)
+
+
+def _settings(threshold: float, target_ci: float | None, max_trials: int | None,
+              time_budget: float | None, pin: bool) -> RunSettings:
+    if not 0 <= threshold < 100:
+        raise UsageError("--threshold is a percentage from 0 to 100, e.g. --threshold 2")
+    if target_ci is not None and not 0 < target_ci < 100:
+        raise UsageError("--target-ci is a percentage above 0, e.g. --target-ci 1")
+    if max_trials is not None and max_trials < 2:
+        raise UsageError("--max-trials must be at least 2")
+    if max_trials is not None and target_ci is None:
+        raise UsageError("--max-trials goes with --target-ci; for a fixed count use --trials")
+    if time_budget is not None and time_budget <= 0:
+        raise UsageError("--time-budget is a number of seconds above 0, e.g. --time-budget 300")
+    return RunSettings(threshold=threshold / 100,
+                       target_ci=None if target_ci is None else target_ci / 100,
+                       max_trials=max_trials, time_budget_s=time_budget, pin=pin)
+
+
+def _start(names: list[str], profile: str, variants: list[str], params: list[str],
+           trials: int | None, samples: int | None, out: Path | None, seed: int | None,
+           settings: RunSettings, quiet: bool) -> tuple[RunRecord, Path]:
     build_dir = registry.build_dir()
-    benches = registry.select(names or [])
+    benches = registry.select(names)
     caps = hostmod.capabilities()
     facts = hostmod.facts(build_dir)
     scratch = Path(tempfile.mkdtemp(prefix="bakeoff-"))  # mode 0700
     try:
         ctx = _context(build_dir, scratch, caps, facts)
-        plans = plan_run(benches, profile, variant or [], param or [], trials, samples, caps, ctx)
+        plans = plan_run(benches, profile, variants, params, trials, samples, caps, ctx)
         if not any(p.cases for p in plans):
             reasons = "; ".join(s.reason for p in plans for s in p.skips[:1])
             raise UsageError(f"nothing this machine can run ({reasons or 'no cases'}); "
                              "see bakeoff doctor")
         opts = RunOptions(out=out, results_root=registry.REPO_ROOT / "results",
-                          build_dir=build_dir, seed=seed, quiet=quiet, pin=pin,
-                          argv=["bakeoff", *sys.argv[1:]], profile=profile)
-        run, run_dir = execute(plans, opts, caps, facts, err_console, ctx)
+                          build_dir=build_dir, seed=seed, quiet=quiet,
+                          argv=["bakeoff", *sys.argv[1:]], profile=profile, settings=settings)
+        run, run_dir = new_run(plans, opts, facts, err_console)
+        measure(run, run_dir, plans, err_console, ctx, quiet)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    _export(run, run_dir, quiet)
-    failed = [t for t in run.trials if not t.ok]
-    if failed:
-        err_console.print(f"[red]{len(failed)} trial(s) failed[/red]; see the report", highlight=False)
-        raise typer.Exit(1)
+    return run, run_dir
+
+
+def _resume(run_dir: Path, quiet: bool) -> tuple[RunRecord, Path]:
+    run = store.load(run_dir)
+    if run.status == "complete":
+        raise UsageError(f"{run_dir}: this run is complete; nothing to resume "
+                         "(bakeoff report regenerates its reports)")
+    plans = plans_from_record(run, registry.discover())
+    build_dir = registry.build_dir()
+    caps = hostmod.capabilities()
+    scratch = Path(tempfile.mkdtemp(prefix="bakeoff-"))
+    try:
+        ctx = _context(build_dir, scratch, caps, run.host)
+        param_names = list(dict.fromkeys(p.name for pl in plans for p in pl.benchmark.params))
+        store.rewrite_samples_csv(run, run_dir, param_names)
+        run.status = "running"
+        measure(run, run_dir, plans, err_console, ctx, quiet)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return run, run_dir
 
 
 def _export(run: RunRecord, run_dir: Path, quiet: bool) -> None:
@@ -123,7 +195,7 @@ def _export(run: RunRecord, run_dir: Path, quiet: bool) -> None:
     from bakeoff.report import write_reports
     from bakeoff.report.terminal import print_summary
 
-    analysis = analyze(run)
+    analysis = analyze(run, threshold=run.settings.threshold)
     paths = [*write_reports(run, analysis, run_dir), *store.write_legacy_csvs(run, run_dir)]
     if not quiet:
         print_summary(run, analysis, out_console)
@@ -142,13 +214,53 @@ def cmd_report(
     _export(run, run_dir, quiet)
 
 
+@app.command("compare")
+def cmd_compare(
+    old: Annotated[Path, typer.Argument(help="Results directory before the change.")],
+    new: Annotated[Path, typer.Argument(help="Results directory after the change.")],
+    threshold: Annotated[float, typer.Option(
+        help="Smallest difference a verdict calls faster/slower, in %.")] = 2.0,
+    fail_on_regression: Annotated[float | None, typer.Option(
+        help="Exit 1 when a case's whole CI is more than PCT % slower.")] = None,
+    format: Annotated[str, typer.Option(help="text | md")] = "text",
+) -> None:
+    """Compare two runs case by case: ratio new/old with its CI and a verdict."""
+    if format not in ("text", "md"):
+        raise UsageError(f"--format '{format}' is unknown; use text or md")
+    if not 0 <= threshold < 100:
+        raise UsageError("--threshold is a percentage from 0 to 100, e.g. --threshold 2")
+    if fail_on_regression is not None and fail_on_regression < 0:
+        raise UsageError("--fail-on-regression is a percentage of 0 or more, e.g. 5")
+    before, after = store.load(old), store.load(new)
+    from bakeoff.compare import compare_runs  # scipy: imported only when comparing
+    from bakeoff.report.compare import print_comparison, render_comparison_markdown
+
+    cmp = compare_runs(before, after, threshold / 100)
+    if not cmp.changes:
+        raise UsageError(f"{old} and {new} share no measured case; compare runs of the same "
+                         "benchmarks and params")
+    if format == "md":
+        sys.stdout.write(render_comparison_markdown(cmp))
+    else:
+        print_comparison(cmp, out_console)
+    if fail_on_regression is not None:
+        worse = [c for c in cmp.changes if c.regressed_beyond(fail_on_regression / 100)]
+        for c in worse:
+            err_console.print(
+                f"regression: {c.case.key}: new/old = {c.ratio.ratio:.3f} "
+                f"(95% CI {c.ratio.ci_low:.3f}–{c.ratio.ci_high:.3f}), wholly beyond "
+                f"{fail_on_regression:g}% slower", highlight=False)
+        if worse:
+            raise typer.Exit(1)
+
+
 @app.command("doctor")
 def cmd_doctor() -> None:
     """What this machine can run, its facts, and what will make numbers noisy."""
     caps = hostmod.capabilities()
     table = Table("capability", "available", "detail", "fix")
     for c in caps.values():
-        table.add_row(c.name, "[green]yes[/green]" if c.available else "[red]no[/red]",
+        table.add_row(c.name, Text("yes", style="green") if c.available else Text("no", style="red"),
                       c.detail, c.fix if not c.available else "")
     out_console.print(table)
     facts = hostmod.facts(registry.build_dir())
@@ -157,7 +269,7 @@ def cmd_doctor() -> None:
         ft.add_row(k, str(v))
     out_console.print(ft)
     for w in hostmod.noise_warnings(facts):
-        out_console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+        out_console.print(Text("warning: ", style="yellow") + Text(w))
 
 
 def _room_commands() -> dict[str, tuple[str, Callable[[list[str]], int]]]:

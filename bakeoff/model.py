@@ -310,6 +310,9 @@ class BenchmarkInfo:
     legacy_csv: dict[str, Any] | None = None
     crossover_ratios: list[float] = field(default_factory=list)
     fits: list[dict[str, Any]] = field(default_factory=list)
+    # The profile as run (after --trials/--samples): trials, samples, warmup_samples,
+    # warmup_trials, timeout_s. --resume reads it.
+    profile: dict[str, Any] = field(default_factory=dict)
 
     def metric(self, name: str) -> dict[str, Any]:
         return next(m for m in self.metrics if m["name"] == name)
@@ -385,6 +388,23 @@ class RunRecord:
     cases: list[Case]
     skips: list[Skip]
     trials: list[Trial]
+    settings: RunSettings = field(default_factory=lambda: RunSettings())
+    # Why measuring stopped when it was not simply the planned trials being done, and the
+    # cases an adaptive run left above its CI target because a cap stopped them.
+    stop_reason: str | None = None
+    capped: list[Case] = field(default_factory=list)
 
     def trials_of(self, case: Case) -> Iterator[Trial]:
         return (t for t in self.trials if t.case == case)
+
+
+@dataclass
+class RunSettings:
+    """How the run was asked to measure; kept so --resume goes on exactly as started."""
+
+    threshold: float = 0.02  # the practical difference a verdict needs (2%)
+    target_ci: float | None = None  # adaptive: stop a case once its median CI half-width
+    # is within this fraction of the median
+    max_trials: int | None = None  # adaptive: per case, at most
+    time_budget_s: float | None = None  # the whole run, at most (one trial over, at worst)
+    pin: bool = True

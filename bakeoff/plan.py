@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from bakeoff.errors import UsageError
 from bakeoff.host import Capability
-from bakeoff.model import Benchmark, Case, ParamValue, Profile, RunContext, Skip
+from bakeoff.model import Benchmark, Case, ParamValue, Profile, RunContext, RunRecord, Skip
 
 PROFILES = ("quick", "default", "full")
 
@@ -145,4 +145,22 @@ def plan_run(
             continue  # the variants asked for belong to other benchmarks
         own = {k: v for k, v in overrides.items() if any(p.name == k for p in bench.params)}
         plans.append(plan_benchmark(bench, profile_name, mine, own, trials, samples, caps, ctx))
+    return plans
+
+
+def plans_from_record(run: RunRecord, known: Mapping[str, Benchmark]) -> list[BenchmarkPlan]:
+    """The plans of a recorded run, for --resume: its cases, skips and profile as run."""
+    plans = []
+    for name, info in run.benchmarks.items():
+        if name not in known:
+            raise UsageError(f"the run measured '{name}', which this bakeoff does not have; "
+                             "resume it with the bakeoff that started it")
+        if not info.profile:
+            raise UsageError(f"the run has no recorded profile for '{name}' (written by an "
+                             "older bakeoff); start a new run instead")
+        profile = Profile(name=run.profile, params={}, **info.profile)
+        plans.append(BenchmarkPlan(
+            benchmark=known[name], profile=profile,
+            cases=[c for c in run.cases if c.benchmark == name],
+            skips=[s for s in run.skips if s.case.benchmark == name]))
     return plans

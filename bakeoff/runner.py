@@ -1,8 +1,13 @@
 """Runs a plan: rounds of interleaved trials, each a subprocess, each saved as it finishes.
 
-Order: for each benchmark, warm-up rounds (discarded) then measured rounds; within a round
-every case runs once, in an order shuffled by the run's seed, so that drift of the machine
-(thermal, background work, page cache) hits every variant alike.
+Order: for each benchmark, warm-up rounds (discarded) then measured rounds; a round runs once
+every case that still needs a trial, in an order shuffled by the run's seed, so that drift of
+the machine (thermal, background work, page cache) hits every variant alike.
+
+A case needs trials until it has the profile's count; with --target-ci, until its median's CI
+is narrow enough or it reaches --max-trials. --time-budget stops the whole run before a trial
+that would not fit. The same loop finishes an interrupted run (--resume): what is recorded
+counts, so nothing measured is measured again.
 """
 
 from __future__ import annotations
@@ -11,12 +16,14 @@ import os
 import random
 import secrets
 import signal
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
+import numpy as np
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -26,13 +33,16 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 from bakeoff import host as hostmod
-from bakeoff import store
+from bakeoff import stats, store
 from bakeoff.errors import Interrupted, UsageError
-from bakeoff.model import Case, Profile, RunContext, RunRecord, Trial, TrialPlan
+from bakeoff.model import Case, Profile, RunContext, RunRecord, RunSettings, Trial, TrialPlan
 from bakeoff.plan import BenchmarkPlan
 from bakeoff.process import ActiveChild, ProcessResult, run_program
+
+DEFAULT_MAX_TRIALS = 50  # per case, when --target-ci is given without --max-trials
 
 
 @dataclass(frozen=True)
@@ -42,9 +52,9 @@ class RunOptions:
     build_dir: Path
     seed: int | None
     quiet: bool
-    pin: bool
     argv: list[str]
     profile: str
+    settings: RunSettings = field(default_factory=RunSettings)
 
 
 def default_plan_trial(program: Path, case: Case, profile: Profile) -> TrialPlan:
@@ -58,7 +68,7 @@ def default_plan_trial(program: Path, case: Case, profile: Profile) -> TrialPlan
 
 @contextmanager
 def _signals_stop_the_run() -> Iterator[list[int]]:
-    """SIGINT/SIGTERM kill the running trial and make the run stop after saving."""
+    """SIGINT/SIGTERM stop the running trial and make the run stop after saving."""
     received: list[int] = []
 
     def handler(signum: int, _frame: FrameType | None) -> None:
@@ -98,6 +108,12 @@ class _Progress:
             self.task = self.bar.add_task("starting", total=total)
             self.bar.start()
 
+    def grow(self, extra: int) -> None:
+        """An adaptive round adds trials nobody planned; the bar and ETA follow."""
+        self.total += extra
+        if self.bar:
+            self.bar.update(self.task, total=self.total)
+
     def starting(self, label: str) -> None:
         if self.bar:
             self.bar.update(self.task, description=label)
@@ -107,8 +123,7 @@ class _Progress:
         if self.bar:
             self.bar.advance(self.task)
         if result.status not in ("ok", "interrupted"):
-            self.console.print(f"[red]trial failed[/red] {label}: {result.error}", markup=True,
-                               highlight=False)
+            self.console.print(Text("trial failed ", style="red") + Text(f"{label}: {result.error}"))
         elif not self.fancy and not self.quiet and (self.done % 25 == 0 or self.done == self.total):
             print(f"  {self.done}/{self.total} trials", flush=True)
 
@@ -117,55 +132,90 @@ class _Progress:
             self.bar.stop()
 
 
-def _trial_label(case: Case, round_no: int, warmup: bool) -> str:
+def _trial_label(case: Case, round_no: int | None) -> str:
     params = " ".join(f"{k}={v}" for k, v in case.params)
-    kind = "warm-up" if warmup else f"round {round_no + 1}"
+    kind = "warm-up" if round_no is None else f"round {round_no + 1}"
     return f"{case.benchmark} {case.variant} {params} ({kind})"
 
 
-def execute(
+def new_run(
     plans: Sequence[BenchmarkPlan],
     opts: RunOptions,
-    caps: dict[str, hostmod.Capability],
     facts: dict[str, object],
     console: Console,
-    ctx: RunContext,
 ) -> tuple[RunRecord, Path]:
+    """Create the results directory and the run's record, saved before any trial runs."""
     run_dir = store.prepare_run_dir(
         opts.out, "-".join(p.benchmark.name for p in plans) or "empty", opts.results_root)
     seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31)
-    measured_cpu, harness_cpus = _cpu_split(opts.pin)
+    measured_cpu, harness_cpus = _cpu_split(opts.settings.pin)
     host = {**facts, "pinning": {"measured_cpu": measured_cpu,
                                  "harness_cpus": sorted(harness_cpus) if harness_cpus else None}}
+    infos = {}
+    for p in plans:
+        info = p.benchmark.info()
+        info.profile = {"trials": p.profile.trials, "samples": p.profile.samples,
+                        "warmup_samples": p.profile.warmup_samples,
+                        "warmup_trials": p.profile.warmup_trials, "timeout_s": p.profile.timeout_s}
+        infos[p.benchmark.name] = info
     run = RunRecord(
         schema_version=store.SCHEMA_VERSION, run_id=run_dir.name, status="running",
         started_at=store.utc_now(), finished_at=None, argv=opts.argv, profile=opts.profile,
-        seed=seed, host=host, warnings=hostmod.noise_warnings(host),
-        benchmarks={p.benchmark.name: p.benchmark.info() for p in plans},
+        seed=seed, host=host, warnings=hostmod.noise_warnings(host), benchmarks=infos,
         cases=[c for p in plans for c in p.cases], skips=[s for p in plans for s in p.skips],
-        trials=[],
+        trials=[], settings=opts.settings,
     )
     store.save(run, run_dir)
     if not opts.quiet:
         for w in run.warnings:
-            console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+            console.print(Text("warning: ", style="yellow") + Text(w))
+    return run, run_dir
+
+
+class _Budget:
+    """The whole run's time budget: a trial starts only if its expected length still fits."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.start = time.monotonic()
+
+    def allows(self, expected_s: float) -> bool:
+        if self.seconds is None:
+            return True
+        return time.monotonic() - self.start + expected_s <= self.seconds
+
+
+def measure(
+    run: RunRecord,
+    run_dir: Path,
+    plans: Sequence[BenchmarkPlan],
+    console: Console,
+    ctx: RunContext,
+    quiet: bool,
+) -> None:
+    """Run every trial the plans still need, saving after each; raises Interrupted."""
     param_names = list(dict.fromkeys(p.name for pl in plans for p in pl.benchmark.params))
     csv_out = store.SamplesCsv(run_dir / store.SAMPLES_CSV, param_names)
-    total = sum(len(p.cases) * (p.profile.trials + p.profile.warmup_trials) for p in plans)
-    progress = _Progress(total, opts.quiet, console)
+    done = {c: sum(1 for t in run.trials if t.case == c) for c in run.cases}
+    total = sum(max(0, p.profile.trials - done.get(c, 0)) + p.profile.warmup_trials
+                for p in plans for c in p.cases)
+    progress = _Progress(total, quiet, console)
+    measured_cpu, harness_cpus = _cpu_split(run.settings.pin)
+    budget = _Budget(run.settings.time_budget_s)
     old_affinity = os.sched_getaffinity(0)
     try:
         if harness_cpus:
             os.sched_setaffinity(0, harness_cpus)
         with _signals_stop_the_run() as received:
             for plan in plans:
-                _run_benchmark(plan, run, run_dir, csv_out, ctx, seed, measured_cpu, progress,
-                               received)
+                _Measurement(run, run_dir, plan, csv_out, ctx, measured_cpu, progress,
+                             received, budget).run()
         run.status = "complete"
     except Interrupted as exc:
         run.status = "interrupted"
         console.print(f"interrupted by signal {exc.signum}: the {len(run.trials)} trials "
-                      f"finished so far are kept in {run_dir}", highlight=False)
+                      f"finished so far are kept in {run_dir}; finish with: bakeoff run "
+                      f"--resume {run_dir}", highlight=False)
         raise
     except BaseException:
         run.status = "failed"
@@ -175,68 +225,123 @@ def execute(
         os.sched_setaffinity(0, old_affinity)
         run.finished_at = store.utc_now()
         store.save(run, run_dir)
-    return run, run_dir
 
 
-def _run_benchmark(
-    plan: BenchmarkPlan,
-    run: RunRecord,
-    run_dir: Path,
-    csv_out: store.SamplesCsv,
-    ctx: RunContext,
-    seed: int,
-    cpu: int | None,
-    progress: _Progress,
-    received: list[int],
-) -> None:
-    bench, profile = plan.benchmark, plan.profile
-    program = ctx.build_dir / bench.program
-    if plan.cases and not program.exists():
-        raise UsageError(f"{bench.name}: program {bench.program} is not built in "
-                         f"{ctx.build_dir}; run make build")
-    # One generator per benchmark, derived from the run seed, so adding a benchmark to a run
-    # does not reshuffle the order of another's trials.
-    order_rng = random.Random(f"{seed}:{bench.name}")
-    trial_index = {c: 0 for c in plan.cases}
-    with ExitStack() as stack:
-        if bench.session is not None and plan.cases:
-            stack.enter_context(bench.session(ctx))
-        rounds = profile.warmup_trials + profile.trials
-        for round_no in range(rounds):
-            warmup = round_no < profile.warmup_trials
-            order = list(plan.cases)
-            order_rng.shuffle(order)
-            for case in order:
-                if received:
-                    raise Interrupted(received[0])
-                label = _trial_label(case, round_no - profile.warmup_trials, warmup)
-                progress.starting(label)
-                trial_plan = (bench.plan_trial(case, profile, ctx) if bench.plan_trial
-                              else default_plan_trial(program, case, profile))
-                started = store.utc_now()
-                result = run_program(trial_plan.argv, trial_plan.env, profile.timeout_s, cpu)
-                progress.finished(label, result)
-                if received or result.status == "interrupted":
-                    # The trial in flight is incomplete: it is not recorded, so a resumed
-                    # run measures it again instead of keeping half a measurement.
-                    raise Interrupted(received[0] if received else signal.SIGINT)
-                if warmup:
-                    continue
-                trial = Trial(
-                    case=case, index=trial_index[case], round=round_no - profile.warmup_trials,
-                    status=result.status,  # type: ignore[arg-type]
-                    started_at=started, wall_s=result.wall_s, exit_code=result.exit_code,
-                    samples=result.output.samples if result.status == "ok" else {},
-                    counters=result.output.counters, meta=result.output.meta,
-                    rusage=result.rusage, error=result.error, stderr_tail=result.stderr_tail,
-                )
-                trial_index[case] += 1
-                run.trials.append(trial)
-                if trial.ok:
-                    csv_out.append(trial)
-                store.save(run, run_dir)
+class _Measurement:
+    """One benchmark's trials: warm-up rounds, then rounds until no case needs more."""
 
+    def __init__(self, run: RunRecord, run_dir: Path, plan: BenchmarkPlan,
+                 csv_out: store.SamplesCsv, ctx: RunContext, cpu: int | None,
+                 progress: _Progress, received: list[int], budget: _Budget) -> None:
+        self.record, self.run_dir, self.plan, self.csv_out = run, run_dir, plan, csv_out
+        self.ctx, self.cpu, self.progress, self.received = ctx, cpu, progress, received
+        self.budget = budget
+        self.program = ctx.build_dir / plan.benchmark.program
+        mine = [t for t in run.trials if t.case.benchmark == plan.benchmark.name]
+        self.count = {c: sum(1 for t in mine if t.case == c) for c in plan.cases}
+        self.walls: dict[Case, list[float]] = {c: [t.wall_s for t in mine if t.case == c]
+                                               for c in plan.cases}
+        self.round_no = max((t.round for t in mine), default=-1) + 1
+        # One generator per benchmark, derived from the run seed and the round reached, so
+        # adding a benchmark to a run does not reshuffle another's order, and a resumed run
+        # does not replay the order of the rounds it already ran.
+        self.order_rng = random.Random(f"{run.seed}:{plan.benchmark.name}:{self.round_no}")
+        self.settings = run.settings
+        self.max_trials = self.settings.max_trials or (
+            DEFAULT_MAX_TRIALS if self.settings.target_ci else plan.profile.trials)
+        self.ci_rng = np.random.default_rng(run.seed)
 
-def interrupted_exit_code(signum: int) -> int:
-    return 128 + signum
+    def run(self) -> None:
+        bench, profile = self.plan.benchmark, self.plan.profile
+        if not self.plan.cases:
+            return
+        if not self.program.exists():
+            raise UsageError(f"{bench.name}: program {bench.program} is not built in "
+                             f"{self.ctx.build_dir}; run make build")
+        with ExitStack() as stack:
+            if bench.session is not None:
+                stack.enter_context(bench.session(self.ctx))
+            for _ in range(profile.warmup_trials):
+                self._round(self.plan.cases, warmup=True)
+            while (todo := self._cases_needing_trials()):
+                if not self._round(todo, warmup=False):
+                    return
 
+    def _cases_needing_trials(self) -> list[Case]:
+        planned = self.plan.profile.trials
+        todo = [c for c in self.plan.cases if self.count[c] < min(planned, self.max_trials)]
+        if todo or self.settings.target_ci is None:
+            return todo
+        wide = [c for c in self.plan.cases if not self._ci_narrow_enough(c)]
+        capped = [c for c in wide if self.count[c] >= self.max_trials]
+        self.record.capped = [c for c in self.record.capped if c not in self.plan.cases] + capped
+        todo = [c for c in wide if self.count[c] < self.max_trials]
+        if todo:
+            self.progress.grow(len(todo))
+        return todo
+
+    def _ci_narrow_enough(self, case: Case) -> bool:
+        metric = self.plan.benchmark.primary_metric.name
+        per_trial = [t.samples[metric] for t in self.record.trials
+                     if t.case == case and t.ok and t.samples.get(metric)]
+        if len(per_trial) < 2:
+            return False
+        medians = stats.bootstrap_medians(per_trial, self.ci_rng, n_boot=500)
+        low, high = np.quantile(medians, [0.025, 0.975])
+        center = float(np.median(np.concatenate([np.asarray(p) for p in per_trial])))
+        target = self.settings.target_ci or 0.0
+        return center != 0 and (high - low) / 2 <= target * abs(center)
+
+    def _expected_wall(self, case: Case) -> float:
+        walls = self.walls.get(case) or [w for ws in self.walls.values() for w in ws]
+        return float(np.median(walls)) if walls else 0.0
+
+    def _round(self, cases: Sequence[Case], warmup: bool) -> bool:
+        """Run each case once, shuffled. False when the time budget stopped the run."""
+        order = list(cases)
+        self.order_rng.shuffle(order)
+        for case in order:
+            if self.received:
+                raise Interrupted(self.received[0])
+            if not self.budget.allows(self._expected_wall(case)):
+                self.record.stop_reason = (f"time budget of {self.settings.time_budget_s:g} s "
+                                        "reached")
+                short = [c for c in self.plan.cases
+                         if self.count[c] < min(self.plan.profile.trials, self.max_trials)]
+                self.record.capped += [c for c in short if c not in self.record.capped]
+                return False
+            self._trial(case, None if warmup else self.round_no)
+        if not warmup:
+            self.round_no += 1
+        return True
+
+    def _trial(self, case: Case, round_no: int | None) -> None:
+        bench, profile = self.plan.benchmark, self.plan.profile
+        label = _trial_label(case, round_no)
+        self.progress.starting(label)
+        trial_plan = (bench.plan_trial(case, profile, self.ctx) if bench.plan_trial
+                      else default_plan_trial(self.program, case, profile))
+        started = store.utc_now()
+        result = run_program(trial_plan.argv, trial_plan.env, profile.timeout_s, self.cpu)
+        self.progress.finished(label, result)
+        if self.received or result.status == "interrupted":
+            # The trial in flight is incomplete: it is not recorded, so a resumed run
+            # measures it again instead of keeping half a measurement.
+            raise Interrupted(self.received[0] if self.received else signal.SIGINT)
+        self.walls.setdefault(case, []).append(result.wall_s)
+        if round_no is None:
+            return
+        trial = Trial(
+            case=case, index=self.count[case], round=round_no,
+            status=result.status,  # type: ignore[arg-type]
+            started_at=started, wall_s=result.wall_s, exit_code=result.exit_code,
+            samples=result.output.samples if result.status == "ok" else {},
+            counters=result.output.counters, meta=result.output.meta,
+            rusage=result.rusage, error=result.error, stderr_tail=result.stderr_tail,
+        )
+        self.count[case] += 1
+        self.record.trials.append(trial)
+        # results.json first: it is the record. samples.csv is rebuilt from it on --resume.
+        store.save(self.record, self.run_dir)
+        if trial.ok:
+            self.csv_out.append(trial)

@@ -64,7 +64,7 @@ class Crossover:
     log(ratio) linearly in log(x) (in x when the axis includes values <= 0).
     'starts_winning': below low the variant loses, from high on it wins (for a metric where
     lower is better, ratio < 1 is a win); 'stops_winning' the other way round.
-    confident is True when the ratio CIs at both ends exclude 1.
+    confident is True when the ratio CIs at both ends exclude the level crossed.
     """
 
     low: float
@@ -72,6 +72,7 @@ class Crossover:
     estimate: float
     direction: Literal["starts_winning", "stops_winning"]
     confident: bool
+    level: float = 1.0  # the ratio crossed: 1, or e.g. 1.05 for "overhead under 5%"
 
 
 def _as_arrays(trials: Trials) -> list[FloatArray]:
@@ -177,8 +178,14 @@ def find_crossovers(
     ci_lows: Sequence[float],
     ci_highs: Sequence[float],
     lower_is_better: bool = True,
+    level: float = 1.0,
 ) -> list[Crossover]:
-    """Every place along a sorted numeric axis where the variant's win/lose state flips."""
+    """Every place along a sorted numeric axis where the ratio crosses `level`.
+
+    At level 1 that is where the variant starts or stops beating the baseline; at 1.05, where
+    its overhead over the baseline falls under (or rises over) 5%. 'Winning' at a level means
+    ratio < level for a metric where lower is better, ratio > level otherwise.
+    """
     if len(xs) != len(ratios) or len(xs) < 2:
         return []
     if any(b <= a for a, b in itertools.pairwise(xs)):
@@ -189,19 +196,19 @@ def find_crossovers(
         r0, r1 = ratios[i], ratios[i + 1]
         if not (r0 > 0 and r1 > 0):
             continue
-        win0 = r0 < 1 if lower_is_better else r0 > 1
-        win1 = r1 < 1 if lower_is_better else r1 > 1
+        win0 = r0 < level if lower_is_better else r0 > level
+        win1 = r1 < level if lower_is_better else r1 > level
         if win0 == win1:
             continue
         x0, x1 = xs[i], xs[i + 1]
-        l0, l1 = math.log(r0), math.log(r1)
+        l0, l1 = math.log(r0 / level), math.log(r1 / level)
         frac = 0.5 if l1 == l0 else -l0 / (l1 - l0)
         if log_x:
             est = math.exp(math.log(x0) + frac * (math.log(x1) - math.log(x0)))
         else:
             est = x0 + frac * (x1 - x0)
-        confident = not (ci_lows[i] <= 1 <= ci_highs[i]) and not (
-            ci_lows[i + 1] <= 1 <= ci_highs[i + 1]
+        confident = not (ci_lows[i] <= level <= ci_highs[i]) and not (
+            ci_lows[i + 1] <= level <= ci_highs[i + 1]
         )
         out.append(
             Crossover(
@@ -210,6 +217,174 @@ def find_crossovers(
                 estimate=float(est),
                 direction="starts_winning" if win1 else "stops_winning",
                 confident=confident,
+                level=level,
             )
         )
     return out
+
+
+# ---- effect sizes, outliers, multiple comparisons, verdicts ----------------------------
+
+
+@dataclass(frozen=True)
+class Shift:
+    """Hodges-Lehmann shift (variant - baseline) with a cluster-bootstrap CI, in the unit."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+
+
+def _hodges_lehmann(a: FloatArray, b: FloatArray) -> float:
+    return float(np.median(np.subtract.outer(a, b)))
+
+
+def hodges_lehmann(
+    variant: Trials, baseline: Trials, rng: np.random.Generator, n_boot: int = 1000
+) -> Shift:
+    """Median of all pairwise differences of per-trial medians, resampled by trials.
+
+    On per-trial medians, like the rank test, because trials are the independent units.
+    """
+    ma = np.array([np.median(t) for t in _as_arrays(variant)])
+    mb = np.array([np.median(t) for t in _as_arrays(baseline)])
+    if ma.size == 0 or mb.size == 0:
+        raise ValueError("no samples")
+    point = _hodges_lehmann(ma, mb)
+    if ma.size < 2 or mb.size < 2:
+        return Shift(point, point, point)
+    ia = rng.integers(0, ma.size, size=(n_boot, ma.size))
+    ib = rng.integers(0, mb.size, size=(n_boot, mb.size))
+    diffs = ma[ia][:, :, None] - mb[ib][:, None, :]
+    boots = np.median(diffs.reshape(n_boot, -1), axis=1)
+    lo, hi = _percentile_ci(boots)
+    return Shift(point, lo, hi)
+
+
+def cliffs_delta(variant: Trials, baseline: Trials) -> float:
+    """P(variant > baseline) - P(variant < baseline) over all pairs of pooled samples.
+
+    -1: every variant sample is below every baseline sample; 0: the two overlap evenly.
+    """
+    a = np.sort(np.concatenate(_as_arrays(variant)))
+    b = np.sort(np.concatenate(_as_arrays(baseline)))
+    if a.size == 0 or b.size == 0:
+        raise ValueError("no samples")
+    # For each a: how many b are below it, and how many above it.
+    below = np.searchsorted(b, a, side="left")
+    above = b.size - np.searchsorted(b, a, side="right")
+    return float((below.sum() - above.sum()) / (a.size * b.size))
+
+
+@dataclass(frozen=True)
+class Outliers:
+    """Counted and shown, never dropped: Tukey fences (1.5 IQR) and MAD (modified z > 3.5)."""
+
+    tukey_low: int
+    tukey_high: int
+    mad: int
+
+
+def outliers(trials: Trials) -> Outliers:
+    x = np.concatenate(_as_arrays(trials))
+    q1, q3 = np.quantile(x, [0.25, 0.75])
+    iqr = q3 - q1
+    median = np.median(x)
+    mad = np.median(np.abs(x - median))
+    # 0.6745 = Phi^-1(0.75): makes the MAD comparable to a standard deviation (Iglewicz and
+    # Hoaglin's modified z-score); with MAD 0 nothing can be flagged that way.
+    mad_flags = int(np.sum(0.6745 * np.abs(x - median) / mad > 3.5)) if mad > 0 else 0
+    return Outliers(
+        tukey_low=int(np.sum(x < q1 - 1.5 * iqr)),
+        tukey_high=int(np.sum(x > q3 + 1.5 * iqr)),
+        mad=mad_flags,
+    )
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (NaN stays NaN and does not count as a test)."""
+    idx = [i for i, p in enumerate(p_values) if not math.isnan(p)]
+    order = sorted(idx, key=lambda i: p_values[i])
+    m = len(order)
+    adjusted = [math.nan] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+Verdict = Literal["faster", "slower", "same"]
+
+ALPHA = 0.05
+DEFAULT_THRESHOLD = 0.02
+
+
+def verdict(
+    ratio: Ratio, p_adjusted: float, lower_is_better: bool, threshold: float = DEFAULT_THRESHOLD
+) -> Verdict:
+    """'faster'/'slower' only when the difference is both real and large enough to matter:
+    the Holm-adjusted rank-test p is below 5%, AND the whole 95% CI of the ratio lies beyond
+    the practical threshold (e.g. below 0.98 for 2%). Anything else is 'same': no difference
+    of that size was shown (which includes 'not enough trials to tell')."""
+    significant = not math.isnan(p_adjusted) and p_adjusted < ALPHA
+    if significant and ratio.ci_high < 1 - threshold:
+        return "faster" if lower_is_better else "slower"
+    if significant and ratio.ci_low > 1 + threshold:
+        return "slower" if lower_is_better else "faster"
+    return "same"
+
+
+# ---- straight-line fits along a param --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LineFit:
+    """y = a + b x by least squares over the points, CIs by cluster bootstrap."""
+
+    a: float
+    a_low: float
+    a_high: float
+    b: float
+    b_low: float
+    b_high: float
+    r2: float
+    n_points: int
+
+
+def _ols(x: FloatArray, y: FloatArray) -> tuple[float, float]:
+    b, a = np.polyfit(x, y, 1)
+    return float(a), float(b)
+
+
+def fit_difference_line(
+    xs: Sequence[float],
+    variant: Sequence[Trials],
+    baseline: Sequence[Trials],
+    rng: np.random.Generator,
+    n_boot: int = 1000,
+) -> LineFit:
+    """Fit median(variant) - median(baseline) = a + b x, one point per x.
+
+    Each replicate resamples the trials of every case and refits, so the CIs of a and b carry
+    the run-to-run spread of every point.
+    """
+    if len(xs) < 2:
+        raise ValueError("a line needs two points")
+    x = np.asarray(xs, dtype=np.float64)
+    y = np.array([np.median(np.concatenate(_as_arrays(v))) - np.median(np.concatenate(_as_arrays(b)))
+                  for v, b in zip(variant, baseline, strict=True)])
+    a, b = _ols(x, y)
+    residual = y - (a + b * x)
+    total = y - y.mean()
+    r2 = 1.0 - float(residual @ residual) / float(total @ total) if float(total @ total) else 1.0
+    boot_v = [bootstrap_medians(v, rng, n_boot) for v in variant]
+    boot_b = [bootstrap_medians(bb, rng, n_boot) for bb in baseline]
+    ys = np.stack([bv - bb for bv, bb in zip(boot_v, boot_b, strict=True)], axis=1)
+    # Closed-form OLS for every replicate at once (same x each time).
+    xc = x - x.mean()
+    slopes = (ys - ys.mean(axis=1, keepdims=True)) @ xc / float(xc @ xc)
+    intercepts = ys.mean(axis=1) - slopes * x.mean()
+    a_lo, a_hi = _percentile_ci(intercepts)
+    b_lo, b_hi = _percentile_ci(slopes)
+    return LineFit(a, a_lo, a_hi, b, b_lo, b_hi, r2, len(xs))

@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from bakeoff.errors import UsageError
-from bakeoff.model import BenchmarkInfo, Case, RunRecord, Rusage, Skip, Trial
+from bakeoff.model import BenchmarkInfo, Case, RunRecord, RunSettings, Rusage, Skip, Trial
 
 # Changelog of results.json:
 #   1 — first version: run metadata, host facts, benchmark infos, cases, skips, trials.
-SCHEMA_VERSION = 1
+#   2 — settings (threshold, target_ci, max_trials, time_budget_s, pin), stop_reason,
+#       capped; benchmark infos gain crossover_ratios, fits, profile. Version 1 still loads.
+SCHEMA_VERSION = 2
 
 RESULTS_JSON = "results.json"
 SAMPLES_CSV = "samples.csv"
@@ -33,7 +35,7 @@ def utc_stamp() -> str:
 
 
 def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def prepare_run_dir(out: Path | None, label: str, results_root: Path) -> Path:
@@ -93,6 +95,9 @@ def run_to_json(run: RunRecord) -> dict[str, Any]:
         "cases": [c.to_json() for c in run.cases],
         "skips": [{"case": s.case.to_json(), "reason": s.reason} for s in run.skips],
         "trials": [_trial_to_json(t) for t in run.trials],
+        "settings": vars(run.settings),
+        "stop_reason": run.stop_reason,
+        "capped": [c.to_json() for c in run.capped],
     }
 
 
@@ -147,6 +152,9 @@ def run_from_json(d: dict[str, Any]) -> RunRecord:
         cases=[Case.from_json(c) for c in d["cases"]],
         skips=[Skip(Case.from_json(s["case"]), str(s["reason"])) for s in d["skips"]],
         trials=[_trial_from_json(t) for t in d["trials"]],
+        settings=RunSettings(**d.get("settings", {})),
+        stop_reason=d.get("stop_reason"),
+        capped=[Case.from_json(c) for c in d.get("capped", [])],
     )
 
 
@@ -213,6 +221,16 @@ class SamplesCsv:
                     w.writerow([trial.case.benchmark, trial.case.variant,
                                 *(params.get(p, "") for p in self.param_names),
                                 trial.index, metric, repr(v)])
+
+
+def rewrite_samples_csv(run: RunRecord, run_dir: Path, param_names: list[str]) -> SamplesCsv:
+    """samples.csv anew from results.json: after a kill the two may differ by one trial."""
+    (run_dir / SAMPLES_CSV).unlink(missing_ok=True)
+    out = SamplesCsv(run_dir / SAMPLES_CSV, param_names)
+    for t in run.trials:
+        if t.ok:
+            out.append(t)
+    return out
 
 
 def write_legacy_csvs(run: RunRecord, run_dir: Path) -> list[Path]:

@@ -29,7 +29,7 @@ def test_results_directory_is_complete(quick_run: Path) -> None:
     for name in ("results.json", "samples.csv", "report.html", "report.md", "result.csv"):
         assert (quick_run / name).is_file(), name
     data = json.loads((quick_run / "results.json").read_text())
-    assert data["schema_version"] == 1 and data["status"] == "complete"
+    assert data["schema_version"] == 2 and data["status"] == "complete"
     assert data["host"]["kernel"] and data["host"]["cpu_model"]
     assert data["host"]["timer"]["timer_overhead_ns"] > 0
     variants = {t["case"]["variant"] for t in data["trials"]}

@@ -115,3 +115,80 @@ def test_no_crossover_when_always_winning_and_direction_for_higher_is_better() -
 def test_crossover_rejects_unsorted_axis() -> None:
     with pytest.raises(ValueError):
         stats.find_crossovers([2.0, 1.0], [2.0, 0.5], [1.0, 0.4], [3.0, 0.6])
+
+
+def test_holm_adjusts_in_step_down_order() -> None:
+    adjusted = stats.holm([0.01, 0.04, 0.03, math.nan])
+    # m = 3 real tests: 0.01*3, then max(0.03, 0.03*2), then max(0.06, 0.04*1).
+    assert adjusted[:3] == pytest.approx([0.03, 0.06, 0.06])
+    assert math.isnan(adjusted[3])
+
+
+def test_verdict_same_for_one_distribution_and_faster_for_a_10pct_shift() -> None:
+    rng = np.random.default_rng(2024)
+    draws = 100
+    same = faster = 0
+    for _ in range(draws):
+        # "Enough samples": 20 trials a side, each 10 samples, trial-to-trial spread ~5%.
+        base = _draw(rng, 100.0, trials=20, samples=10)
+        twin = _draw(rng, 100.0, trials=20, samples=10)
+        quick = _draw(rng, 90.0, trials=20, samples=10)
+        r_same = stats.ratio_of_medians(twin, base, rng, n_boot=400)
+        r_fast = stats.ratio_of_medians(quick, base, rng, n_boot=400)
+        p_same, p_fast = stats.holm([r_same.p_value]), stats.holm([r_fast.p_value])
+        same += stats.verdict(r_same, p_same[0], lower_is_better=True) == "same"
+        faster += stats.verdict(r_fast, p_fast[0], lower_is_better=True) == "faster"
+    assert same / draws >= 0.9, same
+    assert faster / draws >= 0.9, faster
+
+
+def test_verdict_needs_the_ci_beyond_the_threshold() -> None:
+    tiny = stats.Ratio(ratio=0.99, ci_low=0.985, ci_high=0.995, p_value=0.001)
+    assert stats.verdict(tiny, 0.001, lower_is_better=True, threshold=0.02) == "same"
+    assert stats.verdict(tiny, 0.001, lower_is_better=True, threshold=0.001) == "faster"
+    big = stats.Ratio(ratio=1.5, ci_low=1.4, ci_high=1.6, p_value=0.001)
+    assert stats.verdict(big, 0.001, lower_is_better=True) == "slower"
+    assert stats.verdict(big, 0.001, lower_is_better=False) == "faster"
+    assert stats.verdict(big, 0.2, lower_is_better=True) == "same"  # not significant
+
+
+def test_hodges_lehmann_and_cliffs_delta_on_known_shift() -> None:
+    rng = np.random.default_rng(5)
+    base = [[10.0 + i] for i in range(8)]
+    shifted = [[7.0 + i] for i in range(8)]
+    hl = stats.hodges_lehmann(shifted, base, rng)
+    assert hl.estimate == -3.0
+    assert hl.ci_low <= -3.0 <= hl.ci_high
+    assert stats.cliffs_delta([[1.0, 2.0]], [[3.0, 4.0]]) == -1.0
+    assert stats.cliffs_delta([[3.0, 4.0]], [[1.0, 2.0]]) == 1.0
+    assert stats.cliffs_delta([[1.0, 2.0]], [[1.0, 2.0]]) == 0.0
+
+
+def test_outliers_are_counted() -> None:
+    values = [[10.0, 10.5, 9.5, 10.2, 9.8, 10.1, 9.9, 10.0, 100.0, 0.0]]
+    o = stats.outliers(values)
+    assert (o.tukey_low, o.tukey_high) == (1, 1)
+    assert o.mad == 2
+
+
+def test_line_fit_recovers_known_intercept_and_slope() -> None:
+    rng = np.random.default_rng(9)
+    xs = [0.0, 50.0, 500.0, 1000.0, 5000.0]
+    # variant - baseline = 2000 + 3 x (ns), with noise.
+    base = [_draw(rng, 10_000.0, trials=8, samples=20) for _ in xs]
+    var = [[t + 2000.0 + 3.0 * x for t in _draw(rng, 10_000.0, trials=8, samples=20)] for x in xs]
+    fit = stats.fit_difference_line(xs, var, base, rng, n_boot=300)
+    assert fit.a_low <= 2000.0 <= fit.a_high
+    assert fit.b_low <= 3.0 <= fit.b_high
+    assert fit.r2 > 0.9 and fit.n_points == 5
+
+
+def test_crossover_at_an_overhead_level() -> None:
+    # Overhead shrinks as the traced function gets longer: ratio 2.0, 1.1, 1.02, 1.001.
+    xs = [0.0, 10.0, 100.0, 1000.0]
+    ratios = [2.0, 1.1, 1.02, 1.001]
+    found = stats.find_crossovers(xs, ratios, [r * 0.99 for r in ratios],
+                                  [r * 1.005 for r in ratios], level=1.05)
+    assert [(c.low, c.high, c.direction, c.level) for c in found] == [
+        (10.0, 100.0, "starts_winning", 1.05)]
+    assert 10.0 < found[0].estimate < 100.0

@@ -35,7 +35,7 @@ from bakeoff.report.format import (
 from bakeoff.report.tables import case_sort_key, measured_results
 from bakeoff.report.words import crossover_label, lower_is_better, speedup
 
-ChartKind = Literal["metric", "ratio", "distribution", "resources"]
+ChartKind = Literal["metric", "overhead", "ratio", "distribution", "resources"]
 MAX_POINTS = 5000  # per distribution chart: more makes the page slow and hides nothing extra
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 
@@ -197,6 +197,8 @@ def ratio_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
             text=hover, hovertemplate="%{text}<extra></extra>",
         ))
     fig.add_hline(y=1, line={"dash": "dash", "color": "#555555", "width": 1})
+    for level in ba.info.crossover_ratios:
+        fig.add_hline(y=level, line={"dash": "dot", "color": "#999999", "width": 1})
     title = _sweep_title(ba, sweep, f"{metric} ratio to {base}")
     _layout(fig, title)
     _x_axis(fig, ba, sweep)
@@ -211,6 +213,42 @@ def ratio_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
     speedup_note = " Speed-up = 1/ratio." if lower_better else ""
     note = f"Ratio of medians (variant / baseline); {ci} show its 95% CI. {side}.{speedup_note}"
     return Chart("ratio", title, note, fig)
+
+
+def overhead_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
+                   colors: dict[str, str]) -> Chart | None:
+    """(ratio - 1) x 100: what each variant adds over the baseline, in %, with its CI."""
+    rows = [r for r in sweep.results if r.vs_baseline is not None]
+    if not rows:
+        return None
+    base = ba.info.baseline
+    fig = go.Figure()
+    for variant, vrows in _by_variant(ba, rows).items():
+        rs = [r.vs_baseline for r in vrows if r.vs_baseline]
+        pct = [(q.ratio - 1) * 100 for q in rs]
+        fig.add_trace(go.Scatter(
+            x=[_x(ba, sweep, r.case) for r in vrows], y=pct, name=_t(variant),
+            mode="lines+markers" if sweep.param else "markers",
+            line={"color": colors.get(variant)}, marker={"color": colors.get(variant), "size": 8},
+            error_y={"type": "data", "symmetric": False,
+                     "array": [(q.ci_high - q.ratio) * 100 for q in rs],
+                     "arrayminus": [(q.ratio - q.ci_low) * 100 for q in rs]},
+            text=[_t(f"{variant}, {case_params_label(ba.info, r.case)}")
+                  + f"<br>overhead {p:+.2f}% (95% CI {(q.ci_low - 1) * 100:+.2f}% to "
+                  f"{(q.ci_high - 1) * 100:+.2f}%)" for r, q, p in zip(vrows, rs, pct, strict=True)],
+            hovertemplate="%{text}<extra></extra>",
+        ))
+    fig.add_hline(y=0, line={"dash": "dash", "color": "#555555", "width": 1})
+    for level in ba.info.crossover_ratios:
+        fig.add_hline(y=(level - 1) * 100, line={"dash": "dot", "color": "#999999", "width": 1},
+                      annotation_text=f"{(level - 1) * 100:g}%", annotation_position="right")
+    title = _sweep_title(ba, sweep, f"{metric} overhead over {base} (%)")
+    _layout(fig, title)
+    _x_axis(fig, ba, sweep)
+    fig.update_yaxes(title={"text": _t(f"% over {base}")})
+    note = ("(variant median / baseline median − 1) × 100; error bars are the 95% CI of the "
+            "ratio (bootstrap over trials).")
+    return Chart("overhead", title, note, fig)
 
 
 def _mark_crossovers(fig: go.Figure, ba: BenchmarkAnalysis, sweep: Sweep,
@@ -324,11 +362,17 @@ def resources_chart(run: RunRecord, ba: BenchmarkAnalysis,
 
 
 def benchmark_charts(run: RunRecord, ba: BenchmarkAnalysis, colors: dict[str, str]) -> list[Chart]:
-    """Charts in reading order: metric along each sweep, ratios, distributions, resources."""
-    metric = ba.info.primary_metric
-    lines = sweeps(ba, metric)
-    charts: list[Chart | None] = [metric_chart(ba, s, metric, colors) for s in lines]
-    charts += [ratio_chart(ba, s, metric, colors) for s in lines]
-    charts.append(distribution_chart(run, ba, metric, colors))
+    """Charts in reading order: for each metric its value along each sweep (and, where the
+    metric asks, its % overhead); then the primary metric's ratios, its distribution, and
+    resources."""
+    primary = ba.info.primary_metric
+    charts: list[Chart | None] = []
+    for metric in ba.metrics:
+        lines = sweeps(ba, metric)
+        charts += [metric_chart(ba, s, metric, colors) for s in lines]
+        if ba.info.metric(metric).get("overhead_pct"):
+            charts += [overhead_chart(ba, s, metric, colors) for s in lines]
+    charts += [ratio_chart(ba, s, primary, colors) for s in sweeps(ba, primary)]
+    charts.append(distribution_chart(run, ba, primary, colors))
     charts.append(resources_chart(run, ba, colors))
     return [c for c in charts if c is not None]

@@ -30,7 +30,7 @@ from bakeoff.report.tables import (
     failure_heading,
     failure_text,
 )
-from bakeoff.report.words import crossover_sentence, lower_is_better
+from bakeoff.report.words import crossover_sentence, fit_sentence, lower_is_better
 
 _CSS = """
 :root { --fg: #1d232a; --muted: #5f6b76; --line: #dde3e8; --warn-bg: #fff4d6;
@@ -166,6 +166,21 @@ def _crossovers(ba: BenchmarkAnalysis) -> str:
     return f"<ul>{items}</ul>"
 
 
+def _fits(ba: BenchmarkAnalysis) -> str:
+    if not ba.fits:
+        return ""
+    items = "".join(f"<li>{_e(fit_sentence(ba, sf))}</li>" for sf in ba.fits)
+    return f"<h3>Fitted lines</h3><ul>{items}</ul>"
+
+
+def _verdict_rule(ba: BenchmarkAnalysis) -> str:
+    return (f"Verdicts: <b>faster</b>/<b>slower</b> when the Mann-Whitney test on per-trial "
+            f"medians is significant after Holm correction across the variant's cells (p &lt; "
+            f"0.05) and the whole 95% CI of the ratio lies beyond ±{ba.threshold * 100:g}%; "
+            "otherwise <b>same</b> (no difference of that size shown). Outliers are counted, "
+            "never dropped.")
+
+
 def _skips_and_failures(run: RunRecord, ba: BenchmarkAnalysis) -> str:
     parts: list[str] = []
     if ba.skips:
@@ -221,14 +236,14 @@ def _benchmark(run: RunRecord, ba: BenchmarkAnalysis, index: int, figs: _Figures
         f"<p>Baseline: <b>{_e(info.baseline)}</b>. Primary metric: <b>{_e(metric['name'])}</b> "
         f"({_e(metric['unit'])}, {better} is better) — {_e(metric.get('description', ''))}. "
         "Ratios are variant median / baseline median.</p>"
-        f"<ul>{variants}</ul>"
-        f"<h3>Crossovers</h3>{_crossovers(ba)}"
+        f"<ul>{variants}</ul><p class=\"note\">{_verdict_rule(ba)}</p>"
+        f"<h3>Crossovers</h3>{_crossovers(ba)}{_fits(ba)}"
         f"{charts}{_case_tables(ba, colors)}{_skips_and_failures(run, ba)}</section>"
     )
 
 
-def _warnings(run: RunRecord) -> str:
-    items = [f"<li>{_e(w)}</li>" for w in run.warnings]
+def _warnings(run: RunRecord, analysis: Analysis) -> str:
+    items = [f"<li>{_e(w)}</li>" for w in [*run.warnings, *analysis.warnings]]
     if run.status != "complete":
         items.insert(0, f"<li>This run is <b>{_e(run.status)}</b>: the figures cover only the "
                         "trials recorded before it stopped.</li>")
@@ -251,7 +266,7 @@ def render_html(run: RunRecord, analysis: Analysis) -> str:
         f"<header><h1>bakeoff report</h1><p class=\"muted\">Run <code>{_e(run.run_id)}</code> "
         f"on <b>{_e(m.sentence())}</b>; profile {_e(run.profile)}, started "
         f"{_e(run.started_at)}. Every figure below is from this run.</p></header>"
-        f"{_warnings(run)}"
+        f"{_warnings(run, analysis)}"
         f'<nav><ul>{nav}<li><a href="#environment">Environment</a></li></ul></nav>'
         f"{sections}"
         '<section id="environment"><h2>Environment</h2><h3>Run</h3>'

@@ -19,7 +19,7 @@ from bakeoff.report.tables import (
     failure_heading,
     failure_text,
 )
-from bakeoff.report.words import crossover_sentence, lower_is_better
+from bakeoff.report.words import crossover_sentence, fit_sentence, lower_is_better
 
 _PUNCT = re.compile(r"([\\`*\[\]|<>~])")
 # '_' emphasises only at a word edge in GFM; escaping it inside 'lookup_batch' would make
@@ -95,6 +95,12 @@ def _benchmark(run: RunRecord, ba: BenchmarkAnalysis) -> list[str]:
     out += ([f"- {md_escape(crossover_sentence(ba, sc))}" for sc in ba.crossovers]
             or ["No crossover: along every swept param each variant stays on one side of the "
                 "baseline."])
+    if ba.fits:
+        out += ["", "### Fitted lines", ""]
+        out += [f"- {md_escape(fit_sentence(ba, sf))}" for sf in ba.fits]
+    out += ["", f"Verdicts: faster/slower when the Mann-Whitney test on per-trial medians is "
+            f"significant after Holm correction (p < 0.05) and the whole 95% CI of the ratio lies "
+            f"beyond ±{ba.threshold * 100:g}%; otherwise same."]
     out += _case_tables(ba)
     if ba.skips:
         out += ["", f"### Skipped cases ({len(ba.skips)})", ""]
@@ -117,7 +123,7 @@ def render_markdown(run: RunRecord, analysis: Analysis) -> str:
         f"{md_escape(run.profile)}, started {md_escape(run.started_at)}, status "
         f"{md_escape(run.status)}); they compare variants within it, not across machines.",
     ]
-    warnings = list(run.warnings)
+    warnings = [*run.warnings, *analysis.warnings]
     if run.status != "complete":
         warnings.insert(0, f"this run is {run.status}: the figures cover only the trials "
                            "recorded before it stopped")

@@ -50,7 +50,10 @@ def case_columns(ba: BenchmarkAnalysis, with_counters: bool) -> list[Column]:
         Column("ratio", f"ratio vs {ba.info.baseline} (95% CI)", True),
         Column("speedup", "speed-up", True),
         Column("verdict", "verdict", False),
-        Column("p", "Mann-Whitney p", True),
+        Column("p", "Mann-Whitney p (Holm)", True),
+        Column("shift", "Hodges-Lehmann shift (95% CI)", True),
+        Column("cliff", "Cliff's δ", True),
+        Column("outliers", "outliers (Tukey low/high, MAD)", True),
         Column("failed", "failed trials", True),
     ]
     if with_counters:
@@ -90,7 +93,7 @@ def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
     lower_better = lower_is_better(ba, metric)
     rows: list[CaseRow] = []
     for r in measured_results(ba, metric):
-        s, vs = r.summary, r.vs_baseline
+        s, vs, cmp = r.summary, r.vs_baseline, r.comparison
         is_base = r.case.variant == ba.info.baseline
         cells = {
             "variant": r.case.variant,
@@ -102,8 +105,14 @@ def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
             "p5_p95": f"{fmt_value(s.p5, r.unit)} / {fmt_value(s.p95, r.unit)}" if s else MISSING,
             "ratio": fmt_ratio(vs.ratio, vs.ci_low, vs.ci_high) if vs else MISSING,
             "speedup": MISSING,
-            "verdict": verdict(r, lower_better, ba.info.baseline),
-            "p": fmt_p(vs.p_value) if vs else MISSING,
+            "verdict": verdict(r, ba.info.baseline),
+            "p": f"{fmt_p(cmp.ratio.p_value)} ({fmt_p(cmp.p_holm)})" if cmp else MISSING,
+            "shift": (f"{fmt_value(cmp.shift.estimate, r.unit)} "
+                      f"({fmt_range(cmp.shift.ci_low, cmp.shift.ci_high, r.unit)})"
+                      if cmp else MISSING),
+            "cliff": f"{cmp.cliffs_delta:+.2f}" if cmp else MISSING,
+            "outliers": (f"{r.outliers.tukey_low}/{r.outliers.tukey_high}, {r.outliers.mad}"
+                         if r.outliers else MISSING),
             "failed": str(r.n_failed) + (" (all)" if r.n_failed and s is None else ""),
             "counters": _counters_text(r),
         }
@@ -112,7 +121,7 @@ def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
             cells["speedup"] = f"{fmt_times(point)} ({fmt_number(lo)}–{fmt_number(hi)})"
         elif not is_base and s is not None:
             cells["ratio"] = f"{MISSING} (no baseline data)"
-        rows.append(CaseRow(r, is_base, verdict(r, lower_better, ba.info.baseline), cells))
+        rows.append(CaseRow(r, is_base, verdict(r, ba.info.baseline), cells))
     return rows
 
 

@@ -13,7 +13,7 @@ from rich.text import Text
 from bakeoff.analysis import Analysis, BenchmarkAnalysis
 from bakeoff.model import RunRecord
 from bakeoff.report.tables import CaseRow, case_rows, failed_trials
-from bakeoff.report.words import crossover_sentence, lower_is_better
+from bakeoff.report.words import crossover_sentence, fit_sentence, lower_is_better
 
 _VERDICT_STYLE = {"faster": "green", "slower": "red", "same": "dim", "—": "", "n/a": "dim"}
 
@@ -58,6 +58,8 @@ def print_summary(run: RunRecord, analysis: Analysis, console: Console) -> None:
         console.print(_table(ba))
         for sc in ba.crossovers:
             console.print(Text("crossover: ") + Text(crossover_sentence(ba, sc), style="bold"))
+        for sf in ba.fits:
+            console.print(Text("fit: ") + Text(fit_sentence(ba, sf)))
         failed = len(failed_trials(run, ba))
         if ba.skips or failed:
             console.print(Text(
@@ -68,5 +70,5 @@ def print_summary(run: RunRecord, analysis: Analysis, console: Console) -> None:
     if run.status != "complete":
         console.print(Text(f"warning: this run is {run.status}; figures cover only the trials "
                            "recorded before it stopped", style="yellow"))
-    for w in run.warnings:
+    for w in [*run.warnings, *analysis.warnings]:
         console.print(Text(f"warning: {w}", style="yellow"))

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from bakeoff.analysis import BenchmarkAnalysis, CaseResult, SweepCrossover
-from bakeoff.report.format import param_estimate_label, params_label, swept_label
+from bakeoff.analysis import BenchmarkAnalysis, CaseResult, SweepCrossover, SweepFit
+from bakeoff.report.format import (
+    fmt_number,
+    fmt_range,
+    fmt_value,
+    param_estimate_label,
+    params_label,
+    swept_label,
+)
 from bakeoff.stats import Ratio
 
 Verdict = Literal["faster", "slower", "same", "—", "n/a"]
@@ -15,18 +22,11 @@ def lower_is_better(ba: BenchmarkAnalysis, metric: str) -> bool:
     return bool(ba.info.metric(metric).get("lower_is_better", True))
 
 
-def verdict(result: CaseResult, lower_better: bool, baseline: str) -> Verdict:
-    """From the ratio CI alone: a win only when the whole interval is on one side of 1."""
+def verdict(result: CaseResult, baseline: str) -> Verdict:
+    """The analysis's verdict (Holm-corrected test and the CI against the threshold)."""
     if result.case.variant == baseline:
         return "—"
-    r = result.vs_baseline
-    if r is None:
-        return "n/a"
-    if r.ci_high < 1:
-        return "faster" if lower_better else "slower"
-    if r.ci_low > 1:
-        return "slower" if lower_better else "faster"
-    return "same"
+    return result.verdict or "n/a"
 
 
 def speedup(r: Ratio, lower_better: bool) -> tuple[float, float, float]:
@@ -53,16 +53,29 @@ def _ratio_at(ba: BenchmarkAnalysis, sc: SweepCrossover, x: float) -> Ratio | No
 
 def _confidence(ba: BenchmarkAnalysis, sc: SweepCrossover) -> str:
     c = sc.crossover
+    level = f"{c.level:g}"
     if c.confident:
-        return "confident: CIs exclude 1 on both sides"
+        return f"confident: CIs exclude {level} on both sides"
     unsure = [
         swept_label(ba.info, sc.param, x)
         for x in (c.low, c.high)
-        if (r := _ratio_at(ba, sc, x)) is not None and r.ci_low <= 1 <= r.ci_high
+        if (r := _ratio_at(ba, sc, x)) is not None and r.ci_low <= c.level <= r.ci_high
     ]
     if len(unsure) == 1:
-        return f"tentative: the CI at {unsure[0]} includes 1"
-    return "tentative: the CIs include 1 on both sides"
+        return f"tentative: the CI at {unsure[0]} includes {level}"
+    return f"tentative: the CIs include {level} on both sides"
+
+
+def _what_crosses(ba: BenchmarkAnalysis, sc: SweepCrossover) -> str:
+    """'mremap starts winning over memcpy' at level 1; 'lttng's overhead over baseline falls
+    under 5%' at level 1.05 (a ratio of 1.05 is 5% more time than the baseline)."""
+    c, base = sc.crossover, ba.info.baseline
+    if c.level == 1.0:
+        verb = "starts winning" if c.direction == "starts_winning" else "stops winning"
+        return f"{sc.variant} {verb} over {base}"
+    pct = f"{abs(c.level - 1) * 100:g}%"
+    verb = "falls under" if c.direction == "starts_winning" else "rises over"
+    return f"{sc.variant}'s difference to {base} {verb} {pct} (ratio {c.level:g})"
 
 
 def crossover_sentence(ba: BenchmarkAnalysis, sc: SweepCrossover) -> str:
@@ -70,7 +83,6 @@ def crossover_sentence(ba: BenchmarkAnalysis, sc: SweepCrossover) -> str:
     CIs exclude 1 on both sides)'; names the param and the fixed ones when there are several.
     """
     info, c = ba.info, sc.crossover
-    verb = "starts winning" if c.direction == "starts_winning" else "stops winning"
     low, high = swept_label(info, sc.param, c.low), swept_label(info, sc.param, c.high)
     where = f"between {low} and {high}"
     if len(info.params) > 1:
@@ -78,7 +90,7 @@ def crossover_sentence(ba: BenchmarkAnalysis, sc: SweepCrossover) -> str:
     notes = [f"≈ {param_estimate_label(info, sc.param, c.estimate)}", _confidence(ba, sc)]
     if sc.fixed:
         notes.append(f"with {params_label(info, sc.fixed.items())}")
-    return f"{sc.variant} {verb} over {info.baseline} {where} ({'; '.join(notes)})"
+    return f"{_what_crosses(ba, sc)} {where} ({'; '.join(notes)})"
 
 
 def crossover_label(ba: BenchmarkAnalysis, sc: SweepCrossover) -> str:
@@ -87,4 +99,17 @@ def crossover_label(ba: BenchmarkAnalysis, sc: SweepCrossover) -> str:
     low, high = swept_label(info, sc.param, c.low), swept_label(info, sc.param, c.high)
     estimate = param_estimate_label(info, sc.param, c.estimate)
     prefix = "" if c.confident else "tentative "
-    return f"{prefix}crossover ≈ {estimate} (between {low} and {high})"
+    what = "crossover" if c.level == 1.0 else f"ratio {c.level:g}"
+    return f"{prefix}{what} ≈ {estimate} (between {low} and {high})"
+
+
+def fit_sentence(ba: BenchmarkAnalysis, sf: SweepFit) -> str:
+    """'lttng: overhead = a + b·duration_us: a = 1.2 µs (1.1–1.3 µs), b = 0.001 ns per µs …'"""
+    f, unit = sf.fit, str(ba.info.metric(sf.metric)["unit"])
+    param_unit = next((str(p["unit"]) for p in ba.info.params if p["name"] == sf.param), "")
+    per = f"{unit} per {param_unit or sf.param}"
+    fixed = f" with {params_label(ba.info, sf.fixed.items())}" if sf.fixed else ""
+    return (f"{sf.variant}{fixed}: {sf.description}: {sf.metric} − {ba.info.baseline} = a + b·"
+            f"{sf.param}; a = {fmt_value(f.a, unit)} ({fmt_range(f.a_low, f.a_high, unit)}), "
+            f"b = {fmt_number(f.b)} {per} ({fmt_number(f.b_low)}–{fmt_number(f.b_high)}), "
+            f"R² = {f.r2:.3f}, {f.n_points} points")

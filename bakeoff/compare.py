@@ -1,0 +1,84 @@
+"""Two runs side by side (before and after a kernel patch): per case, did it get slower?
+
+Cases match by benchmark, variant and params. The ratio is new median / old median with a
+cluster-bootstrap CI; verdicts use the rank test on per-trial medians, Holm-corrected across
+every matched case, and the CI against the practical threshold, as within a run.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from bakeoff import stats
+from bakeoff.model import BenchmarkInfo, Case, RunRecord
+
+
+@dataclass
+class CaseChange:
+    case: Case
+    info: BenchmarkInfo
+    metric: str
+    unit: str
+    old: stats.Summary
+    new: stats.Summary
+    ratio: stats.Ratio  # new / old
+    p_holm: float
+    verdict: stats.Verdict  # of new against old
+    lower_is_better: bool
+
+    def regressed_beyond(self, fraction: float) -> bool:
+        """The whole CI lies beyond `fraction` worse: a regression beyond doubt and size."""
+        if self.lower_is_better:
+            return self.ratio.ci_low > 1 + fraction
+        return self.ratio.ci_high < 1 - fraction
+
+
+@dataclass
+class Comparison:
+    old: RunRecord
+    new: RunRecord
+    changes: list[CaseChange]
+    only_old: list[Case]
+    only_new: list[Case]
+
+
+def _samples_by_case(run: RunRecord, metric_of: dict[str, str]) -> dict[Case, list[list[float]]]:
+    out: dict[Case, list[list[float]]] = defaultdict(list)
+    for t in run.trials:
+        metric = metric_of.get(t.case.benchmark)
+        if t.ok and metric and t.samples.get(metric):
+            out[t.case].append(t.samples[metric])
+    return out
+
+
+def compare_runs(old: RunRecord, new: RunRecord, threshold: float) -> Comparison:
+    """Compare the primary metric of every case measured in both runs."""
+    rng = np.random.default_rng(new.seed)
+    metric_of = {name: info.primary_metric for name, info in new.benchmarks.items()
+                 if name in old.benchmarks}
+    old_samples = _samples_by_case(old, metric_of)
+    new_samples = _samples_by_case(new, metric_of)
+    matched = [c for c in new_samples if c in old_samples]
+    pending = []
+    for case in sorted(matched, key=lambda c: c.key):
+        info = new.benchmarks[case.benchmark]
+        metric = metric_of[case.benchmark]
+        o, n = old_samples[case], new_samples[case]
+        pending.append((case, info, metric, stats.summarize(o, rng), stats.summarize(n, rng),
+                        stats.ratio_of_medians(n, o, rng)))
+    adjusted = stats.holm([p[-1].p_value for p in pending])
+    changes = []
+    for (case, info, metric, s_old, s_new, ratio), p_holm in zip(pending, adjusted, strict=True):
+        lower = bool(info.metric(metric)["lower_is_better"])
+        changes.append(CaseChange(
+            case=case, info=info, metric=metric, unit=str(info.metric(metric)["unit"]),
+            old=s_old, new=s_new, ratio=ratio, p_holm=p_holm,
+            verdict=stats.verdict(ratio, p_holm, lower, threshold), lower_is_better=lower))
+    return Comparison(
+        old=old, new=new, changes=changes,
+        only_old=sorted((c for c in old_samples if c not in new_samples), key=lambda c: c.key),
+        only_new=sorted((c for c in new_samples if c not in old_samples), key=lambda c: c.key),
+    )

@@ -1,0 +1,183 @@
+"""compare and its exit codes; adaptive runs, time budgets, and --resume after SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bakeoff import store
+from bakeoff.model import BenchmarkInfo, Case, Rusage, RunRecord, Trial
+from conftest import REPO, assert_usage_error, run_bakeoff
+
+INFO = BenchmarkInfo(
+    name="demo", title="Demo", summary="made-up results for compare", baseline="a",
+    variants=[{"name": "a", "description": ""}, {"name": "b", "description": ""}],
+    params=[{"name": "size", "kind": "bytes", "unit": "B", "description": ""}],
+    metrics=[{"name": "ns_per_op", "unit": "ns", "description": "", "lower_is_better": True}],
+)
+
+
+def _made_up_run(run_dir: Path, seed: int, slowdown: dict[tuple[str, int], float]) -> Path:
+    """A results directory with 10 trials x 10 samples per case, ~1% noise."""
+    rng = np.random.default_rng(seed)
+    cases, trials = [], []
+    for variant in ("a", "b"):
+        for size in (4096, 65536):
+            case = Case("demo", variant, (("size", size),))
+            cases.append(case)
+            center = 1000.0 * slowdown.get((variant, size), 1.0)
+            for i in range(10):
+                values = [float(v) for v in center * (1 + 0.01 * rng.standard_normal(10))]
+                trials.append(Trial(case, i, i, "ok", "2026-01-01T00:00:00+00:00", 0.1, 0,
+                                    {"ns_per_op": values}, {}, {}, Rusage(0.1, 0.0, 1000)))
+    run = RunRecord(store.SCHEMA_VERSION, run_dir.name, "complete", "2026-01-01T00:00:00+00:00",
+                    None, ["bakeoff"], "quick", seed, {"hostname": "h", "kernel": "6.18",
+                                                       "cpu_model": "cpu"},
+                    [], {"demo": INFO}, cases, [], trials)
+    run_dir.mkdir()
+    store.save(run, run_dir)
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def before_after(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("compare")
+    old = _made_up_run(root / "old", 1, {})
+    new = _made_up_run(root / "new", 2, {("b", 65536): 1.20})  # one case 20% slower
+    return old, new
+
+
+def test_compare_shows_every_case_with_a_verdict(before_after: tuple[Path, Path]) -> None:
+    old, new = before_after
+    res = run_bakeoff("compare", str(old), str(new))
+    assert res.returncode == 0, res.stderr
+    lines = [ln for ln in res.stdout.splitlines() if "64 KiB" in ln or "4 KiB" in ln]
+    assert len(lines) == 4
+    slower = [ln for ln in lines if "slower" in ln]
+    assert len(slower) == 1 and "64 KiB" in slower[0] and "+20." in slower[0]
+    assert sum("same" in ln for ln in lines) == 3
+
+
+def test_fail_on_regression_exit_codes(before_after: tuple[Path, Path]) -> None:
+    old, new = before_after
+    res = run_bakeoff("compare", str(old), str(new), "--fail-on-regression", "5")
+    assert res.returncode == 1
+    assert "regression: demo/b[size=65536]" in res.stderr
+    # 20% slower is not wholly beyond 50%: no failure.
+    assert run_bakeoff("compare", str(old), str(new), "--fail-on-regression", "50").returncode == 0
+    # The old run against itself: nothing regressed.
+    assert run_bakeoff("compare", str(old), str(old), "--fail-on-regression", "0").returncode == 0
+
+
+def test_compare_markdown(before_after: tuple[Path, Path]) -> None:
+    old, new = before_after
+    res = run_bakeoff("compare", str(old), str(new), "--format", "md")
+    assert res.returncode == 0, res.stderr
+    assert "| benchmark | variant | params | old median (95% CI) |" in res.stdout
+    assert "| demo | b | size=64 KiB |" in res.stdout and "| slower |" in res.stdout
+
+
+def test_compare_bad_input(before_after: tuple[Path, Path], tmp_path: Path) -> None:
+    old, _ = before_after
+    assert_usage_error(run_bakeoff("compare", str(old), str(old), "--format", "pdf"), "use text or md")
+    assert_usage_error(run_bakeoff("compare", str(old), str(tmp_path)), "has no results.json")
+    other = tmp_path / "other"
+    run = store.load(old)
+    run.cases = [Case("demo", c.variant, (("size", 1),)) for c in run.cases]
+    for t in run.trials:
+        t.case = Case("demo", t.case.variant, (("size", 1),))
+    other.mkdir()
+    store.save(run, other)
+    assert_usage_error(run_bakeoff("compare", str(old), str(other)), "share no measured case")
+
+
+def _load(out: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads((out / "results.json").read_text())
+
+
+def test_target_ci_adds_rounds_up_to_the_cap(built: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    # An impossible target: every case runs to the cap, and the report says so.
+    res = run_bakeoff("run", "mremap-vs-memcpy", "--variant", "mremap", "--param", "size=4KiB",
+                      "--trials", "2", "--target-ci", "0.0001", "--max-trials", "4", "--out",
+                      str(out), "--quiet")
+    assert res.returncode == 0, res.stderr
+    data = _load(out)
+    counts: dict[str, int] = {}
+    for t in data["trials"]:
+        counts[t["case"]["variant"]] = counts.get(t["case"]["variant"], 0) + 1
+    assert counts == {"memcpy": 4, "mremap": 4}
+    assert len(data["capped"]) == 2
+    assert "2 case(s) hit the cap before its median CI was within ±0.0001%" in (
+        out / "report.md").read_text()
+    # A loose target is met by the planned trials: no extra round.
+    out2 = tmp_path / "loose"
+    res = run_bakeoff("run", "mremap-vs-memcpy", "--variant", "mremap", "--param", "size=4KiB",
+                      "--trials", "3", "--target-ci", "50", "--out", str(out2), "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert len(_load(out2)["trials"]) == 6 and _load(out2)["capped"] == []
+
+
+def test_time_budget_is_never_exceeded_by_more_than_one_trial(built: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    budget = 4.0
+    res = run_bakeoff("run", "mremap-vs-memcpy", "--param", "size=16MiB", "--trials", "1000",
+                      "--time-budget", str(budget), "--out", str(out), "--quiet")
+    assert res.returncode == 0, res.stderr
+    data = _load(out)
+    assert data["stop_reason"] == f"time budget of {budget:g} s reached"
+    assert 0 < len(data["trials"]) < 5 * 1000
+    start = datetime.fromisoformat(data["started_at"])
+    longest = max(t["wall_s"] for t in data["trials"])
+    for t in data["trials"]:
+        began = (datetime.fromisoformat(t["started_at"]) - start).total_seconds()
+        # started_at of the run has 1 s resolution: allow it, and one trial's length.
+        assert began <= budget + 1.0, began
+    end = max((datetime.fromisoformat(t["started_at"]) - start).total_seconds() + t["wall_s"]
+              for t in data["trials"])
+    assert end <= budget + longest + 1.0
+
+
+def test_resume_after_sigkill_loses_and_repeats_nothing(built: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bakeoff", "run", "mremap-vs-memcpy", "--profile", "quick",
+         "--trials", "4", "--out", str(out), "--quiet", "--seed", "3"],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if len(_load(out)["trials"]) >= 10:
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = _load(out)
+    assert before["status"] == "running" and len(before["trials"]) >= 10
+    res = run_bakeoff("run", "--resume", str(out), "--quiet")
+    assert res.returncode == 0, res.stderr
+    after = _load(out)
+    assert after["status"] == "complete"
+    # What was measured before the kill is kept as it was.
+    assert after["trials"][: len(before["trials"])] == before["trials"]
+    per_case: dict[str, list[int]] = {}
+    for t in after["trials"]:
+        per_case.setdefault(json.dumps(t["case"], sort_keys=True), []).append(t["index"])
+    assert len(per_case) == 13  # 4 variants x 3 sizes + mremap-thp at 16 MiB
+    assert all(sorted(v) == [0, 1, 2, 3] for v in per_case.values()), per_case
+    rows = (out / "samples.csv").read_text().splitlines()[1:]
+    assert len(rows) == sum(len(t["samples"]["ns_per_op"]) for t in after["trials"])
+    assert (out / "report.html").exists()
+    assert_usage_error(run_bakeoff("run", "--resume", str(out)), "nothing to resume")
+    assert_usage_error(run_bakeoff("run", "--resume", str(out), "--trials", "3"), "drop --trials")
