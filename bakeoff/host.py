@@ -15,6 +15,7 @@ import shutil
 import socket
 import struct
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,6 +181,48 @@ def _timer_probe(build_dir: Path | None) -> dict[str, Any]:
     return {k: v for k, v in meta.items() if k != "type"} if isinstance(meta, dict) else {}
 
 
+def _turbo() -> str:
+    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
+    if no_turbo in ("0", "1"):
+        return "on" if no_turbo == "0" else "off"
+    boost = _read("/sys/devices/system/cpu/cpufreq/boost")
+    if boost in ("0", "1"):
+        return "on" if boost == "1" else "off"
+    return "not exposed"
+
+
+def _cpu_ticks() -> dict[int, tuple[str, int]]:
+    """pid -> (command, user+system clock ticks so far), for every process we can read."""
+    out: dict[int, tuple[str, int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        # comm is in parentheses and may hold spaces; the fields after it are fixed.
+        comm = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        out[int(stat.parent.name)] = (comm, int(fields[11]) + int(fields[12]))
+    return out
+
+
+def busy_processes(window_s: float = 0.25, threshold: float = 0.10) -> list[str]:
+    """Other processes using more than `threshold` of a CPU over a short window."""
+    first = _cpu_ticks()
+    time.sleep(window_s)
+    second = _cpu_ticks()
+    hz = os.sysconf("SC_CLK_TCK")
+    mine = {os.getpid(), os.getppid()}
+    busy = []
+    for pid, (comm, ticks) in second.items():
+        if pid in mine or pid not in first:
+            continue
+        share = (ticks - first[pid][1]) / hz / window_s
+        if share > threshold:
+            busy.append(f"{comm} (pid {pid}, {share * 100:.0f}% CPU)")
+    return sorted(busy)
+
+
 def facts(build_dir: Path | None = None) -> dict[str, Any]:
     """Machine facts recorded with every run. No absolute paths: results travel between hosts."""
     uname = os.uname()
@@ -200,6 +243,7 @@ def facts(build_dir: Path | None = None) -> dict[str, Any]:
         "clocksource": _read("/sys/devices/system/clocksource/clocksource0/current_clocksource", "unknown"),
         "thp": _bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled", "absent")),
         "governor": governor,
+        "turbo": _turbo(),
         "virtualisation": _virtualisation(),
         "container": _detect_virt("--container") or "none",
         "aslr": _read("/proc/sys/kernel/randomize_va_space", "unknown"),
@@ -210,6 +254,8 @@ def facts(build_dir: Path | None = None) -> dict[str, Any]:
         "page_size": os.sysconf("SC_PAGE_SIZE"),
         "python": platform.python_version(),
         "timer": _timer_probe(build_dir),
+        "perf_counters": _probe_perf_counters().available,
+        "busy_processes": busy_processes(),
     }
 
 
@@ -231,4 +277,26 @@ def noise_warnings(host: dict[str, Any]) -> list[str]:
                    "(cpupower frequency-set -g performance)")
     if cores < 2:
         out.append("one CPU: the measured program shares it with the harness")
+    if host.get("turbo") == "on":
+        out.append("turbo boost is on: the clock speed follows temperature and load "
+                   "(echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo)")
+    if host.get("smt_active") == "yes":
+        out.append("SMT is on: a sibling hyperthread shares the measured core's resources")
+    if host.get("thp") == "always":
+        out.append("THP is 'always': khugepaged may collapse pages during a trial "
+                   "(echo madvise > /sys/kernel/mm/transparent_hugepage/enabled)")
+    if host.get("aslr") not in ("0", None, "unknown"):
+        out.append("ASLR is on: every trial gets a different address layout; the spread "
+                   "across trials includes that (echo 0 > /proc/sys/kernel/randomize_va_space "
+                   "to remove it)")
+    if host.get("bpf_jit") == "0":
+        out.append("the BPF JIT is off: BPF programs run interpreted "
+                   "(echo 1 > /proc/sys/net/core/bpf_jit_enable)")
+    if host.get("perf_counters") is False:
+        out.append("no hardware perf counters: times come from clock_gettime/rdtsc, "
+                   "cycle counts are not available")
+    busy = host.get("busy_processes") or []
+    if busy:
+        out.append(f"other busy processes: {', '.join(busy[:5])}"
+                   + (f" and {len(busy) - 5} more" if len(busy) > 5 else ""))
     return out

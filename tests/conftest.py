@@ -42,3 +42,15 @@ def built() -> Path:
     if not prog.exists():
         subprocess.run(["make", "-C", str(REPO / "benchmarks")], check=True)
     return build_dir()
+
+
+@pytest.fixture(scope="session")
+def mremap_quick_run(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real `bakeoff run mremap-vs-memcpy --profile quick`, shared by the tests that
+    check its results directory and its report."""
+    out = tmp_path_factory.mktemp("mremap") / "run"
+    res = run_bakeoff("run", "mremap-vs-memcpy", "--profile", "quick", "--out", str(out),
+                      "--seed", "11")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"wrote {out}/report.html" in res.stdout
+    return out

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from bakeoff import store
-from bakeoff.model import BenchmarkInfo, Case, Rusage, RunRecord, Trial
+from bakeoff.model import BenchmarkInfo, Case, RunRecord, Rusage, Trial
 from conftest import REPO, assert_usage_error, run_bakeoff
 
 INFO = BenchmarkInfo(

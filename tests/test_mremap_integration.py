@@ -10,19 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IN_CI, run_bakeoff
+from conftest import IN_CI
 
 MIB = 1024 * 1024
 
 
 @pytest.fixture(scope="module")
-def quick_run(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("mremap") / "run"
-    res = run_bakeoff("run", "mremap-vs-memcpy", "--profile", "quick", "--out", str(out),
-                      "--seed", "11")
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert f"wrote {out}/report.html" in res.stdout
-    return out
+def quick_run(mremap_quick_run: Path) -> Path:
+    return mremap_quick_run
 
 
 def test_results_directory_is_complete(quick_run: Path) -> None:

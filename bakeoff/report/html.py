@@ -210,6 +210,9 @@ class _Figures:
         fig = json.loads(pio.to_json(chart.figure, validate=False))
         fig["config"] = {
             "displaylogo": False, "responsive": True,
+            # The report is offline and private: no button that uploads a chart anywhere.
+            "showSendToCloud": False, "showEditInChartStudio": False,
+            "modeBarButtonsToRemove": ["sendChartToCloud", "sendDataToCloud", "editInChartStudio"],
             "toImageButtonOptions": {"format": "png", "scale": 2,
                                      "filename": _slug(f"{bench}-{chart.kind}-{chart_id}")},
         }
