@@ -11,6 +11,7 @@ import csv
 import json
 import math
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -27,6 +28,8 @@ from bakeoff.model import BenchmarkInfo, Case, RunRecord, RunSettings, Rusage, S
 SCHEMA_VERSION = 2
 
 RESULTS_JSON = "results.json"
+# A run writes results.json after every trial: refuse to start with less room than this.
+MIN_FREE_BYTES = 64 * 1024**2
 SAMPLES_CSV = "samples.csv"
 
 
@@ -49,10 +52,14 @@ def prepare_run_dir(out: Path | None, label: str, results_root: Path) -> Path:
         target.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=target, prefix=".write-test-"):
             pass
+        free = shutil.disk_usage(target).free
     except OSError as exc:
         raise UsageError(
             f"--out {target}: cannot write there ({exc.strerror}); choose a writable directory"
         ) from None
+    if free < MIN_FREE_BYTES:
+        raise UsageError(f"--out {target}: only {free // 1024**2} MiB free; results need at "
+                         f"least {MIN_FREE_BYTES // 1024**2} MiB: free space or choose another disk")
     return target
 
 
@@ -176,7 +183,14 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def save(run: RunRecord, run_dir: Path) -> None:
-    write_atomic(run_dir / RESULTS_JSON, json.dumps(run_to_json(run), indent=1, allow_nan=False))
+    """Replace results.json whole. On a full disk the previous file stays as it was."""
+    try:
+        write_atomic(run_dir / RESULTS_JSON,
+                     json.dumps(run_to_json(run), indent=1, allow_nan=False))
+    except OSError as exc:
+        raise UsageError(f"cannot write {run_dir / RESULTS_JSON} ({exc.strerror}); the file "
+                         "keeps the trials saved before; free space, then bakeoff run "
+                         f"--resume {run_dir}") from None
 
 
 def load(run_dir: Path) -> RunRecord:
@@ -214,13 +228,19 @@ class SamplesCsv:
 
     def append(self, trial: Trial) -> None:
         params = dict(trial.case.params)
-        with self.path.open("a", newline="") as f:
-            w = csv.writer(f)
-            for metric, values in trial.samples.items():
-                for v in values:
-                    w.writerow([trial.case.benchmark, trial.case.variant,
-                                *(params.get(p, "") for p in self.param_names),
-                                trial.index, metric, repr(v)])
+        try:
+            with self.path.open("a", newline="") as f:
+                w = csv.writer(f)
+                for metric, values in trial.samples.items():
+                    for v in values:
+                        w.writerow([trial.case.benchmark, trial.case.variant,
+                                    *(params.get(p, "") for p in self.param_names),
+                                    trial.index, metric, repr(v)])
+        except OSError as exc:
+            # results.json (saved first) has the trial; --resume rebuilds this file from it.
+            raise UsageError(f"cannot write {self.path} ({exc.strerror}); results.json keeps "
+                             f"every trial: free space, then bakeoff run --resume "
+                             f"{self.path.parent}") from None
 
 
 def rewrite_samples_csv(run: RunRecord, run_dir: Path, param_names: list[str]) -> SamplesCsv:

@@ -1,0 +1,74 @@
+"""A results directory on a full disk: a clear error, and no half-written results.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 80 MiB tmpfs, mounted for the test and unmounted after."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=80m", "tmpfs", str(mnt)],
+                         capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        if IN_CI:
+            pytest.fail(f"cannot mount a tmpfs: {res.stderr.strip()}")
+        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _fill(disk: Path, leave_bytes: int) -> None:
+    free = shutil.disk_usage(disk).free
+    with (disk / "filler").open("wb") as f:
+        os.posix_fallocate(f.fileno(), 0, max(0, free - leave_bytes))
+
+
+def test_too_little_space_is_refused_before_measuring(built: Path, small_disk: Path) -> None:
+    _fill(small_disk, 8 * 1024**2)
+    out = small_disk / "run"
+    assert_usage_error(run_bakeoff("run", "mremap-vs-memcpy", "--profile", "quick", "--out",
+                                   str(out)), "MiB free")
+    assert not (out / "results.json").exists()
+
+
+def test_disk_filling_up_mid_run_keeps_the_last_good_results(built: Path,
+                                                            small_disk: Path) -> None:
+    out = small_disk / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bakeoff", "run", "mremap-vs-memcpy", "--profile", "quick",
+         "--trials", "30", "--out", str(out), "--quiet"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if len(json.loads((out / "results.json").read_text())["trials"]) >= 3:
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.02)
+    _fill(small_disk, 0)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err
+    lines = err.strip().splitlines()
+    assert "Traceback" not in err
+    assert "No space left on device" in lines[-1] and "--resume" in lines[-1]
+    # Whatever results.json holds is a whole file, with every trial it claims.
+    data = json.loads((out / "results.json").read_text())
+    assert len(data["trials"]) >= 3
+    assert not list(out.glob(".results.json.*.tmp"))
