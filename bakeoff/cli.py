@@ -23,7 +23,7 @@ from rich.text import Text
 
 from bakeoff import host as hostmod
 from bakeoff import registry, store
-from bakeoff.errors import Interrupted, UsageError
+from bakeoff.errors import Interrupted, UsageError, one_line
 from bakeoff.model import RunContext, RunRecord, RunSettings
 from bakeoff.plan import PROFILES, plan_run, plans_from_record
 from bakeoff.runner import RunOptions, measure, new_run
@@ -314,5 +314,5 @@ def main() -> None:
 
 
 def _fail(message: str) -> None:
-    print(f"bakeoff: error: {message}", file=sys.stderr)
+    print(f"bakeoff: error: {one_line(message)}", file=sys.stderr)
     sys.exit(2)
