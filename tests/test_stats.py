@@ -51,21 +51,21 @@ def test_bootstrap_ci_covers_the_true_median_in_most_draws() -> None:
     for _ in range(draws):
         s = stats.summarize(_draw(rng, true_median, trials=10, samples=10), rng, n_boot=500)
         covered += s.ci_low <= true_median <= s.ci_high
-    # A 95% percentile bootstrap with 10 clusters undercovers a little; well under 80%
-    # would mean the CI ignores the between-trial spread.
-    assert covered / draws >= 0.85, covered / draws
+    # A 95% percentile bootstrap with 10 clusters undercovers a little (~92% here); far
+    # under would mean the CI ignores the between-trial spread, ~100% that it is too wide.
+    assert 0.87 <= covered / draws <= 0.99, covered / draws
 
 
 def test_ratio_ci_covers_a_known_ratio() -> None:
     rng = np.random.default_rng(7)
-    draws = 150
+    draws = 200
     covered = 0
     for _ in range(draws):
         base = _draw(rng, 100.0, trials=10, samples=10)
         variant = _draw(rng, 80.0, trials=10, samples=10)
         r = stats.ratio_of_medians(variant, base, rng, n_boot=500)
         covered += r.ci_low <= 0.8 <= r.ci_high
-    assert covered / draws >= 0.85, covered / draws
+    assert 0.87 <= covered / draws <= 0.99, covered / draws
 
 
 def test_ratio_point_value_and_test() -> None:
