@@ -7,6 +7,7 @@ exit status 2, never a traceback.
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import sys
@@ -150,7 +151,7 @@ def _start(names: list[str], profile: str, variants: list[str], params: list[str
     benches = registry.select(names)
     caps = hostmod.capabilities()
     facts = hostmod.facts(build_dir)
-    scratch = Path(tempfile.mkdtemp(prefix="bakeoff-"))  # mode 0700
+    scratch = Path(tempfile.mkdtemp(prefix=f"bakeoff-{os.getpid()}-"))  # mode 0700
     try:
         ctx = _context(build_dir, scratch, caps, facts)
         plans = plan_run(benches, profile, variants, params, trials, samples, caps, ctx)
@@ -176,7 +177,7 @@ def _resume(run_dir: Path, quiet: bool) -> tuple[RunRecord, Path]:
     plans = plans_from_record(run, registry.discover())
     build_dir = registry.build_dir()
     caps = hostmod.capabilities()
-    scratch = Path(tempfile.mkdtemp(prefix="bakeoff-"))
+    scratch = Path(tempfile.mkdtemp(prefix=f"bakeoff-{os.getpid()}-"))
     try:
         ctx = _context(build_dir, scratch, caps, run.host)
         param_names = list(dict.fromkeys(p.name for pl in plans for p in pl.benchmark.params))
