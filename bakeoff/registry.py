@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 from bakeoff.errors import UsageError
@@ -29,6 +30,9 @@ def _load_spec(path: Path) -> Benchmark:
     if spec is None or spec.loader is None:
         raise RuntimeError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
+    # Registered before it runs, as a normal import would be: dataclasses and pickling look
+    # a class's module up in sys.modules.
+    sys.modules[module_name] = module
     spec.loader.exec_module(module)
     bench = getattr(module, "BENCHMARK", None)
     if not isinstance(bench, Benchmark):
