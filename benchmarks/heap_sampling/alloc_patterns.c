@@ -1,0 +1,410 @@
+/*
+ * alloc_patterns - the seed's allocation patterns (bench_alloc_patterns), timed, to run with or
+ * without a sampler preloaded. Arguments as the seed's, options anywhere:
+ *
+ *   alloc_patterns 1 <n> <min> <max>                          monotonic heap: n blocks, then
+ *                                                             95% freed, 5% leaked
+ *   alloc_patterns 2 <pool> <iterations> <min> <max> <churn%> steady-state pool: each
+ *                                                             iteration replaces churn% of it
+ *   alloc_patterns 3 <threads> <allocs_per_thread> <min> <max>
+ *                                                             multi-threaded churn with
+ *                                                             cross-thread frees (not in the
+ *                                                             seed: proves thread safety)
+ *   alloc_patterns 4 <slots> <rounds> <min> <max>             high address reuse: the same
+ *                                                             slots allocated and freed round
+ *                                                             after round
+ *   options: --samples N (default 1) --warmup N (default 0) --seed S (default 1)
+ *
+ * Sizes are uniform in [min, max], drawn from a PRNG with a fixed seed, so every run makes the
+ * same requests: across processes only the addresses (ASLR) and the sampler's own randomness
+ * change. Each sample is one whole run of the pattern; stdout gets one JSON line per sample,
+ * {"type":"sample","metric":"ns_per_alloc",...} (wall time of the run / allocations in it,
+ * the frees included), then counters with what the process did in total.
+ *
+ * This program makes no heap allocation but the pattern's own, so a sampler's exact counts
+ * must equal the counters printed here: its bookkeeping comes from mmap, and its output is
+ * written with write(2) instead of bench.h's emitters (which allocate a buffer per line).
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define MAX_ARGS 5
+#define MAX_THREADS 256
+#define THREAD_POOL 64 /* live blocks per thread in mode 3 */
+#define EXCHANGE 256   /* slots through which mode-3 threads hand blocks to each other */
+
+static const char *const usage =
+	"usage: alloc_patterns MODE ARGS... [--samples N] [--warmup N] [--seed S]\n"
+	"  1 <n> <min> <max>                           monotonic heap (95% freed, 5% leaked)\n"
+	"  2 <pool> <iterations> <min> <max> <churn%>  steady-state pool with random churn\n"
+	"  3 <threads> <allocs_per_thread> <min> <max> multi-threaded churn\n"
+	"  4 <slots> <rounds> <min> <max>              high address reuse\n";
+
+static const int nargs_of_mode[] = { 0, 3, 5, 4, 4 };
+
+struct run {
+	int mode;
+	uint64_t a[MAX_ARGS];
+	uint64_t samples, warmup, seed;
+	uint64_t min, max;
+};
+
+/* What the whole process did: a sampler's exact counts must match. */
+static struct {
+	uint64_t allocations, frees, requested_bytes, leaked_blocks;
+	uint64_t reused, reuse_candidates; /* mode 4: same slot, same address as last round */
+} did;
+
+/* ---- output without allocating ------------------------------------------------------------ */
+
+static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void out(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0 || n >= (int)sizeof(line))
+		bench_fatal("bug: output line too long");
+	for (const char *p = line; n > 0;) {
+		ssize_t w = write(STDOUT_FILENO, p, (size_t)n);
+		if (w <= 0)
+			bench_fatal_errno("failed to write to stdout");
+		p += w;
+		n -= (int)w;
+	}
+}
+
+/* Median cost of one bench_now_ns(), from a histogram (bench.h's version sorts with qsort,
+ * which allocates for arrays this large). */
+static double timer_overhead_ns(void)
+{
+	static uint32_t hist[1024];
+	const int pairs = 1001;
+
+	for (int i = 0; i < 100; i++)
+		(void)bench_now_ns();
+	for (int i = 0; i < pairs; i++) {
+		uint64_t t0 = bench_now_ns(), d = bench_now_ns() - t0;
+		hist[d < 1023 ? d : 1023]++;
+	}
+	for (int d = 0, seen = 0; d < 1024; d++)
+		if ((seen += (int)hist[d]) * 2 > pairs)
+			return d;
+	return 1023;
+}
+
+/* ---- arguments ---------------------------------------------------------------------------- */
+
+static uint64_t parse_u64(const char *s, const char *what)
+{
+	char *end;
+
+	if (s[0] < '0' || s[0] > '9')
+		bench_usage_error("%s '%s' is not a whole number\n%s", what, s, usage);
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (*end || errno)
+		bench_usage_error("%s '%s' is not a whole number", what, s);
+	return v;
+}
+
+static void parse(int argc, char **argv, struct run *r)
+{
+	int npos = 0;
+	uint64_t pos[1 + MAX_ARGS];
+
+	*r = (struct run){ .samples = 1, .warmup = 0, .seed = 1 };
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			out("%s", usage);
+			exit(0);
+		}
+		if (strncmp(argv[i], "--", 2) == 0) {
+			if (i + 1 >= argc)
+				bench_usage_error("%s needs a value", argv[i]);
+			uint64_t v = parse_u64(argv[i + 1], argv[i]);
+			if (strcmp(argv[i], "--samples") == 0 && v >= 1)
+				r->samples = v;
+			else if (strcmp(argv[i], "--warmup") == 0)
+				r->warmup = v;
+			else if (strcmp(argv[i], "--seed") == 0)
+				r->seed = v ? v : 1;
+			else
+				bench_usage_error("unknown option %s (or --samples 0); see --help",
+						  argv[i]);
+			i++;
+			continue;
+		}
+		if (npos == 1 + MAX_ARGS)
+			bench_usage_error("too many arguments; see --help");
+		pos[npos++] = parse_u64(argv[i], "argument");
+	}
+	if (npos == 0 || pos[0] < 1 || pos[0] > 4)
+		bench_usage_error("MODE must be 1, 2, 3 or 4; see --help");
+	r->mode = (int)pos[0];
+	if (npos - 1 != nargs_of_mode[r->mode])
+		bench_usage_error("mode %d takes %d arguments, got %d; see --help", r->mode,
+				  nargs_of_mode[r->mode], npos - 1);
+	memcpy(r->a, pos + 1, sizeof(uint64_t) * (size_t)(npos - 1));
+	int size_at = r->mode == 1 ? 1 : 2;
+	r->min = r->a[size_at];
+	r->max = r->a[size_at + 1];
+	if (r->min < 1 || r->max < r->min || r->max > ((uint64_t)1 << 30))
+		bench_usage_error("sizes must satisfy 1 <= min <= max <= 1 GiB (got %" PRIu64
+				  " %" PRIu64 ")", r->min, r->max);
+	if (r->a[0] < 1 || (r->mode != 1 && r->a[1] < 1))
+		bench_usage_error("counts must be at least 1");
+	if (r->mode == 2 && (r->a[4] < 1 || r->a[4] > 100))
+		bench_usage_error("churn%% must be 1..100 (got %" PRIu64 ")", r->a[4]);
+	if (r->mode == 3 && r->a[0] > MAX_THREADS)
+		bench_usage_error("at most %d threads", MAX_THREADS);
+}
+
+/* ---- the patterns ------------------------------------------------------------------------- */
+
+static uint64_t next_rand(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545f4914f6cdd1dULL;
+}
+
+static uint64_t draw_size(uint64_t *rng, const struct run *r)
+{
+	return r->min + next_rand(rng) % (r->max - r->min + 1);
+}
+
+/* Bookkeeping arrays come from mmap: they are not part of the pattern. */
+static void *map_array(size_t n, size_t elem)
+{
+	size_t bytes = n * elem > 0 ? n * elem : 1;
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		bench_fatal_errno("failed to map %zu bookkeeping entries", n);
+	return p;
+}
+
+static void *xmalloc(uint64_t size)
+{
+	void *p = malloc(size);
+
+	if (!p)
+		bench_fatal_errno("failed to allocate %" PRIu64 " bytes", size);
+	*(volatile char *)p = 1; /* used, so it cannot be optimised away; as a program would */
+	return p;
+}
+
+/* Each pattern returns the allocations it made (the divisor of the sample). */
+
+static uint64_t monotonic_heap(const struct run *r, uint64_t *rng, void **ptrs)
+{
+	uint64_t n = r->a[0];
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t size = draw_size(rng, r);
+		ptrs[i] = xmalloc(size);
+		did.requested_bytes += size;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		if (next_rand(rng) % 100 < 95) {
+			free(ptrs[i]);
+			did.frees++;
+		} else {
+			did.leaked_blocks++;
+		}
+	}
+	return n;
+}
+
+static uint64_t steady_pool(const struct run *r, uint64_t *rng, void **pool)
+{
+	uint64_t n = r->a[0], iterations = r->a[1], churn = n * r->a[4] / 100, made = 0;
+
+	for (uint64_t i = 0; i < n; i++, made++) {
+		uint64_t size = draw_size(rng, r);
+		pool[i] = xmalloc(size);
+		did.requested_bytes += size;
+	}
+	for (uint64_t it = 0; it < iterations; it++) {
+		for (uint64_t k = 0; k < churn; k++, made++) {
+			uint64_t j = next_rand(rng) % n, size = draw_size(rng, r);
+			free(pool[j]);
+			did.frees++;
+			pool[j] = xmalloc(size);
+			did.requested_bytes += size;
+		}
+	}
+	did.leaked_blocks += n; /* the steady state is what a live-heap profile is about */
+	return made;
+}
+
+static struct {
+	const struct run *r;
+	_Atomic int go;
+	_Atomic uint64_t requested;
+	void *_Atomic exchange[EXCHANGE];
+} churn;
+
+static void *churn_thread(void *arg)
+{
+	uint64_t rng = churn.r->seed * 0x9e3779b97f4a7c15ULL + (uintptr_t)arg + 1, requested = 0;
+	void *pool[THREAD_POOL] = { 0 };
+
+	while (!atomic_load_explicit(&churn.go, memory_order_acquire))
+		sched_yield();
+	for (uint64_t k = 0; k < churn.r->a[1]; k++) {
+		uint64_t j = next_rand(&rng) % THREAD_POOL, size = draw_size(&rng, churn.r);
+		if (pool[j] && next_rand(&rng) % 8 == 0) {
+			/* Hand the block to whichever thread next takes this slot; free what was
+			 * there: a block another thread allocated (and maybe sampled). */
+			void *theirs = atomic_exchange(&churn.exchange[next_rand(&rng) % EXCHANGE],
+						       pool[j]);
+			free(theirs);
+		} else {
+			free(pool[j]);
+		}
+		pool[j] = xmalloc(size);
+		requested += size;
+	}
+	for (int j = 0; j < THREAD_POOL; j++)
+		free(pool[j]);
+	atomic_fetch_add(&churn.requested, requested);
+	return NULL;
+}
+
+static uint64_t threaded_churn(const struct run *r, uint64_t *elapsed_ns)
+{
+	uint64_t threads = r->a[0];
+	pthread_t tid[MAX_THREADS];
+
+	churn.r = r;
+	atomic_store(&churn.go, 0);
+	atomic_store(&churn.requested, 0);
+	for (uint64_t t = 0; t < threads; t++) {
+		int err = pthread_create(&tid[t], NULL, churn_thread, (void *)(uintptr_t)t);
+		if (err) {
+			errno = err;
+			bench_fatal_errno("failed to create thread %" PRIu64, t);
+		}
+	}
+	uint64_t t0 = bench_now_ns();
+	atomic_store_explicit(&churn.go, 1, memory_order_release);
+	for (uint64_t t = 0; t < threads; t++)
+		pthread_join(tid[t], NULL);
+	*elapsed_ns = bench_now_ns() - t0;
+	for (int i = 0; i < EXCHANGE; i++)
+		free(atomic_exchange(&churn.exchange[i], NULL));
+	uint64_t made = threads * r->a[1];
+	did.requested_bytes += atomic_load(&churn.requested);
+	did.frees += made; /* every block is freed: by its thread, another, or main */
+	return made;
+}
+
+static uint64_t address_reuse(const struct run *r, const uint64_t *sizes, void **slot)
+{
+	uint64_t slots = r->a[0], rounds = r->a[1];
+
+	for (uint64_t round = 0; round < rounds; round++) {
+		for (uint64_t s = 0; s < slots; s++) {
+			void *prev = slot[s];
+			slot[s] = xmalloc(sizes[s]);
+			did.requested_bytes += sizes[s];
+			if (round > 0) {
+				did.reuse_candidates++;
+				did.reused += slot[s] == prev;
+			}
+		}
+		if (round + 1 == rounds)
+			break; /* the last round stays live */
+		for (uint64_t s = slots; s-- > 0;) { /* reverse: LIFO bins hand them back in order */
+			free(slot[s]);
+			did.frees++;
+		}
+	}
+	did.leaked_blocks += slots;
+	return slots * rounds;
+}
+
+/* ---- main --------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+	struct run r;
+	uint64_t rng;
+	void **ptrs = NULL;
+	uint64_t *sizes = NULL;
+
+	parse(argc, argv, &r);
+	rng = r.seed;
+	/* Freed memory stays mapped, so warm-up runs fault the heap in and measured runs time the
+	 * allocator, not page faults (~2 µs each here; MACHINE-NOTES). Same for every variant. */
+	mallopt(M_TRIM_THRESHOLD, INT32_MAX);
+	if (r.mode == 1 || r.mode == 2 || r.mode == 4)
+		ptrs = map_array(r.a[0], sizeof(void *));
+	if (r.mode == 4) {
+		sizes = map_array(r.a[0], sizeof(uint64_t));
+		for (uint64_t s = 0; s < r.a[0]; s++)
+			sizes[s] = draw_size(&rng, &r);
+	}
+	out("{\"type\":\"meta\",\"program\":\"alloc_patterns\",\"mode\":%d,\"timer\":\"%s\","
+	    "\"timer_overhead_ns\":%.1f,\"seed\":%" PRIu64 ",\"samples\":%" PRIu64
+	    ",\"warmup\":%" PRIu64 "}\n",
+	    r.mode, BENCH_TIMER_NAME, timer_overhead_ns(), r.seed, r.samples, r.warmup);
+
+	for (uint64_t i = 0; i < r.warmup + r.samples; i++) {
+		uint64_t made = 0, t0 = bench_now_ns(), elapsed = 0;
+		switch (r.mode) {
+		case 1:
+			made = monotonic_heap(&r, &rng, ptrs);
+			break;
+		case 2:
+			made = steady_pool(&r, &rng, ptrs);
+			break;
+		case 3:
+			made = threaded_churn(&r, &elapsed);
+			break;
+		case 4:
+			made = address_reuse(&r, sizes, ptrs);
+			break;
+		}
+		if (r.mode != 3) /* mode 3 times from the start signal to the last join */
+			elapsed = bench_now_ns() - t0;
+		did.allocations += made;
+		if (i >= r.warmup)
+			out("{\"type\":\"sample\",\"metric\":\"ns_per_alloc\",\"value\":%.6f}\n",
+			    (double)elapsed / (double)made);
+	}
+
+	out("{\"type\":\"counter\",\"name\":\"allocations\",\"value\":%" PRIu64 "}\n",
+	    did.allocations);
+	out("{\"type\":\"counter\",\"name\":\"frees\",\"value\":%" PRIu64 "}\n", did.frees);
+	out("{\"type\":\"counter\",\"name\":\"requested_bytes\",\"value\":%" PRIu64 "}\n",
+	    did.requested_bytes);
+	out("{\"type\":\"counter\",\"name\":\"leaked_blocks\",\"value\":%" PRIu64 "}\n",
+	    did.leaked_blocks);
+	if (r.mode == 4)
+		out("{\"type\":\"counter\",\"name\":\"address_reuse_pct\",\"value\":%.3f}\n",
+		    did.reuse_candidates ? 100.0 * (double)did.reused /
+						   (double)did.reuse_candidates
+					 : 0.0);
+	return 0;
+}
