@@ -148,7 +148,7 @@ def _case_results(
             if per_trial and case.variant != info.baseline:
                 base = _ok_samples(trials_by_case.get(Case(case.benchmark, info.baseline,
                                                            case.params), []), metric)
-                if base:
+                if base and float(np.median(np.concatenate(base))) != 0:
                     pending.append((result, stats.ratio_of_medians(per_trial, base, rng),
                                     stats.hodges_lehmann(per_trial, base, rng),
                                     stats.cliffs_delta(per_trial, base)))

@@ -206,6 +206,9 @@ class RunContext:
     scratch_dir: Path
     capabilities: Mapping[str, bool]
     host: Mapping[str, Any]
+    # The cases this benchmark will run (set when its trials start; empty while planning),
+    # so a session hook can start only what they need.
+    cases: tuple[Case, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,9 @@ class Benchmark:
     # sweep the report names, e.g. (1.05, 1.01): where an overhead falls under 5% and 1%.
     crossover_ratios: tuple[float, ...] = ()
     fits: tuple[Fit, ...] = ()
+    # Counters (one value per trial, e.g. a tracer daemon's peak RSS) the report charts per
+    # case as the median over trials, next to the metrics. Others still show in the tables.
+    counters: tuple[Metric, ...] = ()
     # Extra subcommands this room adds to the CLI (`bakeoff NAME ARGS...`): each gets the raw
     # arguments after its name and returns an exit status. Errors it raises as UsageError
     # are printed as one line, exit 2, like the harness's own.
@@ -284,6 +290,8 @@ class Benchmark:
                 for m in self.metrics
             ],
             crossover_ratios=list(self.crossover_ratios),
+            counters=[{"name": c.name, "unit": c.unit, "description": c.description,
+                       "lower_is_better": c.lower_is_better} for c in self.counters],
             fits=[{"metric": f.metric, "param": f.param, "description": f.description}
                   for f in self.fits],
             legacy_csv=(
@@ -313,6 +321,7 @@ class BenchmarkInfo:
     # The profile as run (after --trials/--samples): trials, samples, warmup_samples,
     # warmup_trials, timeout_s. --resume reads it.
     profile: dict[str, Any] = field(default_factory=dict)
+    counters: list[dict[str, Any]] = field(default_factory=list)
 
     def metric(self, name: str) -> dict[str, Any]:
         return next(m for m in self.metrics if m["name"] == name)

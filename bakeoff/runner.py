@@ -12,6 +12,7 @@ counts, so nothing measured is measured again.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import secrets
@@ -234,7 +235,8 @@ class _Measurement:
                  csv_out: store.SamplesCsv, ctx: RunContext, cpu: int | None,
                  progress: _Progress, received: list[int], budget: _Budget) -> None:
         self.record, self.run_dir, self.plan, self.csv_out = run, run_dir, plan, csv_out
-        self.ctx, self.cpu, self.progress, self.received = ctx, cpu, progress, received
+        self.ctx = dataclasses.replace(ctx, cases=tuple(plan.cases))
+        self.cpu, self.progress, self.received = cpu, progress, received
         self.budget = budget
         self.program = ctx.build_dir / plan.benchmark.program
         mine = [t for t in run.trials if t.case.benchmark == plan.benchmark.name]

@@ -153,8 +153,13 @@ def ratio_of_medians(
     v, b = _as_arrays(variant), _as_arrays(baseline)
     if not v or not b:
         raise ValueError("no samples")
-    point = float(np.median(np.concatenate(v)) / np.median(np.concatenate(b)))
-    boot = bootstrap_medians(v, rng, n_boot) / bootstrap_medians(b, rng, n_boot)
+    base_median = float(np.median(np.concatenate(b)))
+    if base_median == 0:
+        raise ValueError("the baseline's median is 0: no ratio to it")
+    point = float(np.median(np.concatenate(v)) / base_median)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # A replicate whose baseline median is 0 gives inf: the CI then says "unbounded".
+        boot = bootstrap_medians(v, rng, n_boot) / bootstrap_medians(b, rng, n_boot)
     lo, hi = _percentile_ci(boot)
     return Ratio(ratio=point, ci_low=lo, ci_high=hi, p_value=mann_whitney_p(v, b))
 

@@ -424,12 +424,12 @@ def test_other_params_split_the_charts_and_name_the_crossovers() -> None:
     titles = [f["layout"]["title"]["text"] for f in json.loads(m.group(1)).values()]
     # metric and ratio once per mode, then distribution; no rusage recorded, but wall time is.
     assert titles == [
-        "Throughput: ops (median, 95% CI) vs size at mode=rand",
-        "Throughput: ops (median, 95% CI) vs size at mode=seq",
-        "Throughput: ops ratio to base vs size at mode=rand",
-        "Throughput: ops ratio to base vs size at mode=seq",
-        "Throughput: distribution of ops per case",
-        "Throughput: resource usage per case",
+        "ops (median, 95% CI) vs size at mode=rand",
+        "ops (median, 95% CI) vs size at mode=seq",
+        "ops ratio to base vs size at mode=rand",
+        "ops ratio to base vs size at mode=seq",
+        "distribution of ops per case",
+        "resource usage per case",
     ]
     md = render_markdown(run, analysis)
     for mode in ("rand", "seq"):

@@ -192,3 +192,8 @@ def test_crossover_at_an_overhead_level() -> None:
     assert [(c.low, c.high, c.direction, c.level) for c in found] == [
         (10.0, 100.0, "starts_winning", 1.05)]
     assert 10.0 < found[0].estimate < 100.0
+
+
+def test_no_ratio_to_a_zero_baseline() -> None:
+    with pytest.raises(ValueError, match="median is 0"):
+        stats.ratio_of_medians([[1.0, 2.0]], [[0.0, 0.0]], np.random.default_rng(0))

@@ -35,7 +35,7 @@ from bakeoff.report.format import (
 from bakeoff.report.tables import case_sort_key, measured_results
 from bakeoff.report.words import crossover_label, lower_is_better, speedup
 
-ChartKind = Literal["metric", "overhead", "ratio", "distribution", "resources"]
+ChartKind = Literal["metric", "overhead", "ratio", "counter", "distribution", "resources"]
 MAX_POINTS = 5000  # per distribution chart: more makes the page slow and hides nothing extra
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 
@@ -99,7 +99,8 @@ def _x(ba: BenchmarkAnalysis, sweep: Sweep, case: Case) -> float | str:
 def _sweep_title(ba: BenchmarkAnalysis, sweep: Sweep, what: str) -> str:
     axis = f" vs {sweep.param}" if sweep.param else " per case"
     fixed = f" at {params_label(ba.info, sweep.fixed)}" if sweep.fixed else ""
-    return f"{ba.info.title}: {what}{axis}{fixed}"
+    # The benchmark's own title heads its section: repeating it made titles overflow.
+    return f"{what}{axis}{fixed}"
 
 
 def _x_axis(fig: go.Figure, ba: BenchmarkAnalysis, sweep: Sweep, **kw: Any) -> None:
@@ -245,10 +246,45 @@ def overhead_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
     title = _sweep_title(ba, sweep, f"{metric} overhead over {base} (%)")
     _layout(fig, title)
     _x_axis(fig, ba, sweep)
-    fig.update_yaxes(title={"text": _t(f"% over {base}")})
+    ends = [(v - 1) * 100 for r in rows if r.vs_baseline
+            for v in (r.vs_baseline.ci_low, r.vs_baseline.ci_high)]
+    # A log axis when every overhead is positive and they span decades (0.5% next to
+    # 100,000%); else linear, where 0 and negative values can be drawn.
+    log_y = all(e > 0 for e in ends) and spans_decades(ends)
+    fig.update_yaxes(type="log" if log_y else "linear", title={"text": _t(f"% over {base}")})
     note = ("(variant median / baseline median − 1) × 100; error bars are the 95% CI of the "
             "ratio (bootstrap over trials).")
     return Chart("overhead", title, note, fig)
+
+
+def counter_chart(ba: BenchmarkAnalysis, sweep: Sweep, counter: dict[str, Any],
+                  colors: dict[str, str]) -> Chart | None:
+    """A declared counter along a sweep: the median over each case's trials."""
+    name, unit = str(counter["name"]), str(counter["unit"])
+    rows = [r for r in sweep.results if name in r.counters]
+    if not rows:
+        return None
+    div, shown = scale_for(statistics.median(r.counters[name] for r in rows) or 1.0, unit)
+    fig = go.Figure()
+    for variant, vrows in _by_variant(ba, rows).items():
+        fig.add_trace(go.Scatter(
+            x=[_x(ba, sweep, r.case) for r in vrows], y=[r.counters[name] / div for r in vrows],
+            name=_t(variant), mode="lines+markers" if sweep.param else "markers",
+            line={"color": colors.get(variant)}, marker={"color": colors.get(variant), "size": 8},
+            text=[_t(f"{variant}, {case_params_label(ba.info, r.case)}")
+                  + f"<br>{_t(name)} {fmt_value(r.counters[name], unit)} (median over trials)"
+                  for r in vrows],
+            hovertemplate="%{text}<extra></extra>",
+        ))
+    title = _sweep_title(ba, sweep, f"{name} (median over trials)")
+    _layout(fig, title)
+    _x_axis(fig, ba, sweep)
+    values = [r.counters[name] for r in rows if r.counters[name] > 0]
+    better = "lower" if counter.get("lower_is_better", True) else "higher"
+    fig.update_yaxes(type="log" if values and spans_decades(values) else "linear",
+                     title={"text": _t(f"{name} ({shown}), {better} is better")})
+    return Chart("counter", title, str(counter.get("description", "")) or
+                 "Median over the case's successful trials.", fig)
 
 
 def _mark_crossovers(fig: go.Figure, ba: BenchmarkAnalysis, sweep: Sweep,
@@ -310,7 +346,7 @@ def distribution_chart(run: RunRecord, ba: BenchmarkAnalysis, metric: str,
             marker={"color": colors.get(variant), "size": 3, "opacity": 0.6},
             line={"color": colors.get(variant)}, offsetgroup=_t(variant),
         ))
-    title = f"{ba.info.title}: distribution of {metric} per case"
+    title = f"distribution of {metric} per case"
     _layout(fig, title)
     fig.update_layout(boxmode="group")
     order = [_t(case_params_label(ba.info, r.case)) for r in rows]
@@ -353,7 +389,7 @@ def resources_chart(run: RunRecord, ba: BenchmarkAnalysis,
                 hovertemplate="%{x}<br>%{text}<extra></extra>", textposition="none",
             ), row=row, col=col)
         fig.update_yaxes(type="log" if spans_decades(values) else "linear", row=row, col=col)
-    title = f"{ba.info.title}: resource usage per case"
+    title = "resource usage per case"
     _layout(fig, title, height=680)
     fig.update_layout(barmode="group")
     note = ("Median over successful trials of the measured process's CPU time and peak RSS "
@@ -373,6 +409,8 @@ def benchmark_charts(run: RunRecord, ba: BenchmarkAnalysis, colors: dict[str, st
         if ba.info.metric(metric).get("overhead_pct"):
             charts += [overhead_chart(ba, s, metric, colors) for s in lines]
     charts += [ratio_chart(ba, s, primary, colors) for s in sweeps(ba, primary)]
+    for counter in ba.info.counters:
+        charts += [counter_chart(ba, s, counter, colors) for s in sweeps(ba, primary)]
     charts.append(distribution_chart(run, ba, primary, colors))
     charts.append(resources_chart(run, ba, colors))
     return [c for c in charts if c is not None]

@@ -395,4 +395,14 @@ BENCHMARK = Benchmark(
             "tracer's cost per call, b ~ 0 says it does not grow with the work traced"),
     ),
     commands={"tracing-scenarios": _scenarios_command},
+    # The seed's resource chart: what the tracer itself costs, beside the app's figures.
+    counters=(
+        Metric("tracer_cpu_ms", "ms", "CPU time of the tracer during the trial (LTTng's "
+               "session and consumer daemons, the eBPF consumer, bpftrace)"),
+        Metric("tracer_rss_kib", "KiB", "peak RSS of the tracer (for LTTng: session + "
+               "consumer daemons)"),
+        Metric("trace_bytes", "B", "trace written to disk (deleted once counted)"),
+        Metric("events_dropped", "events", "events the tracer lost (a trial fails unless "
+               "captured + dropped = expected)"),
+    ),
 )
