@@ -1,0 +1,374 @@
+"""bpf-map-dump: read a whole BPF map per element, in batches, with an iterator program, or
+through mmap; in C (libbpf) and in Go (cilium/ebpf), as seed 003 did in Go only.
+
+How a trial meets its map: the run's session starts one loader (dump_loader) per (map type,
+entries) the first time a trial needs it, and keeps it for the whole run; each trial is one
+reader process that opens the map by ID (BAKEOFF_DUMP_MAP_ID). Filling a 4M-entry hash map
+takes seconds, so a loader per trial would spend most of the run filling. Every loader is
+stopped when the session ends (success, error, Ctrl-C, SIGTERM) and dies with the harness
+if the harness is killed (PR_SET_PDEATHSIG); the map dies with its loader. METHOD.md explains.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+
+from bakeoff.errors import Interrupted
+from bakeoff.model import (
+    Benchmark,
+    Case,
+    Metric,
+    Param,
+    ParamValue,
+    Profile,
+    RunContext,
+    TrialPlan,
+    Variant,
+    format_bytes,
+)
+
+ROOM = "bpf_map_dump"
+C_READER = f"{ROOM}/dump_reader"
+GO_READER = f"{ROOM}/dump-go"
+LOADER = f"{ROOM}/dump_loader"
+
+# The environment the programs read (dump.h, go/mapsource.go).
+ENV_PARENT_PID = "BAKEOFF_DUMP_PARENT_PID"
+ENV_MAP_ID = "BAKEOFF_DUMP_MAP_ID"
+ENV_FILL = "BAKEOFF_DUMP_FILL"
+
+MAX_ENTRIES = 1 << 28  # dump.h DUMP_MAX_ENTRIES: the kernel's hash bucket limit
+SEED_ENTRIES = 1024 * 1024 * 100  # the seed's "100M": max_entries 1024 * 1024 * 100
+MAX_BATCH = 65536
+LOADER_STOP_GRACE_S = 5.0
+
+GO_VARIANTS = ("go-iterate", "go-batch")
+
+
+def _map_type(value: ParamValue) -> str | None:
+    if value not in ("hash", "array"):
+        return "must be hash or array"
+    return None
+
+
+def _entries(value: ParamValue) -> str | None:
+    if not 1 <= int(value) <= MAX_ENTRIES:
+        return f"must be 1 to {MAX_ENTRIES} (2^28, the kernel's hash bucket limit)"
+    return None
+
+
+# ---- memory: what one (map type, entries) costs while a trial runs ---------------------------
+
+
+def map_bytes(kind: str, entries: int) -> int:
+    """The map's kernel memory, from the memlock figures measured here (METHOD.md): a
+    preallocated hash element is 64 B plus a 16 B bucket per power-of-two slot; an array
+    value slot is 8 B (value_size rounded up to 8), page-aligned for BPF_F_MMAPABLE."""
+    if kind == "hash":
+        return 64 * entries + 16 * (1 << max(0, entries - 1).bit_length())
+    return 8 * entries + 2 * 4096
+
+
+def bytes_needed(kind: str, entries: int) -> int:
+    """The map, the loader's fill input (keys and values, freed before it holds), and the
+    reader's output buffers (8 B per entry plus room for two 64Ki batches) and bitmap."""
+    reader = 8 * (entries + 2 * MAX_BATCH) + entries // 8 + 16 * 1024 * 1024
+    return map_bytes(kind, entries) + 8 * entries + reader
+
+
+def _mem_available_kib() -> int:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1])
+    return 0
+
+
+# ---- which cases run here ---------------------------------------------------------------------
+
+
+def _skip_case(case: Case, ctx: RunContext) -> str | None:
+    kind, entries = str(case.param("map")), int(case.param("entries"))
+    if case.variant == "mmap" and kind != "array":
+        return ("not applicable: only array maps can be created BPF_F_MMAPABLE and mmapped "
+                "(a hash map's elements are not one flat area)")
+    if case.variant in GO_VARIANTS and not (ctx.build_dir / GO_READER).exists():
+        return ("dump-go is not built: make found no Go toolchain (go on PATH or "
+                "/usr/local/go/bin/go); install Go >= 1.25 and run make")
+    need = bytes_needed(kind, entries)
+    available = int(ctx.host.get("mem_available_kib", 0)) * 1024
+    if available and need > available:
+        return (f"needs about {format_bytes(need)} of free memory (map ~"
+                f"{format_bytes(map_bytes(kind, entries))}, fill input and reader buffers "
+                f"~{format_bytes(need - map_bytes(kind, entries))}) and "
+                f"{format_bytes(available)} is available")
+    return None
+
+
+# ---- the session: one held map per (map type, entries) ------------------------------------------
+
+
+def fill_reps(entries: int) -> int:
+    """Fill-timing rounds per loader (each fills both ways, and a hash map is emptied between
+    fills): about 2 us per entry per round for a hash map, so fewer rounds for larger maps."""
+    if entries >= 16_000_000:
+        return 1
+    return max(2, min(5, 4_000_000 // entries))
+
+
+class _Loader:
+    """One held map. (Not a dataclass: the registry loads spec.py without entering it in
+    sys.modules, which dataclasses need to resolve string annotations.)"""
+
+    def __init__(self, proc: subprocess.Popen[bytes], map_id: int, fill: dict[str, float]) -> None:
+        self.proc = proc
+        self.map_id = map_id
+        self.fill = fill
+        self.last_used = time.monotonic()
+
+
+@contextlib.contextmanager
+def _signals_stop(proc: subprocess.Popen[bytes]) -> Iterator[list[int]]:
+    """While the harness waits for a loader to fill its map (up to minutes at 100M entries),
+    Ctrl-C or SIGTERM kills the loader so the wait ends now; the harness's own handler is
+    still called, so it knows the run was interrupted."""
+    received: list[int] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        previous = old[signum]
+        if callable(previous):
+            previous(signum, frame)
+
+    old: dict[int, signal.Handlers | Callable[[int, FrameType | None], object] | int | None] = {
+        s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in old:
+        signal.signal(s, handler)
+    try:
+        yield received
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=LOADER_STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    if proc.stdout:
+        proc.stdout.close()
+
+
+class _Loaders:
+    """The loaders of one run, started on first use, stopped when the session ends."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.held: dict[tuple[str, int], _Loader] = {}
+        self.failed: dict[tuple[str, int], str] = {}
+
+    def get(self, kind: str, entries: int) -> _Loader | str:
+        """The held map for (kind, entries), or why there is none."""
+        key = (kind, entries)
+        if key in self.failed:
+            return self.failed[key]
+        loader = self.held.get(key)
+        if loader is not None and loader.proc.poll() is not None:
+            del self.held[key]  # it died (e.g. the OOM killer): start another
+            loader = None
+        if loader is None:
+            got = self._start(kind, entries)
+            if isinstance(got, str):
+                self.failed[key] = got
+                return got
+            loader = self.held[key] = got
+        loader.last_used = time.monotonic()
+        return loader
+
+    def _make_room(self, need: int) -> str | None:
+        """Stops idle loaders, least recently used first, until `need` bytes are free."""
+        while _mem_available_kib() * 1024 < need and self.held:
+            key = min(self.held, key=lambda k: self.held[k].last_used)
+            _stop(self.held.pop(key).proc)
+            time.sleep(0.5)  # the kernel frees a map's memory in a deferred work item
+        available = _mem_available_kib() * 1024
+        if available and available < need:
+            return (f"needs about {format_bytes(need)} of free memory and "
+                    f"{format_bytes(available)} is available")
+        return None
+
+    def _start(self, kind: str, entries: int) -> _Loader | str:
+        need = bytes_needed(kind, entries)
+        problem = self._make_room(need)
+        if problem:
+            return problem
+        err_path = self.ctx.scratch_dir / f"loader-{kind}-{entries}.stderr"
+        argv = [str(self.ctx.build_dir / LOADER), "--variant", "hold", "--param", f"map={kind}",
+                "--param", f"entries={entries}", "--samples", str(fill_reps(entries)),
+                "--warmup", "0"]
+        with err_path.open("wb") as err:
+            # Its own session: a Ctrl-C at the terminal reaches the harness, which decides.
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=err, start_new_session=True,
+                                    env={**os.environ, ENV_PARENT_PID: str(os.getpid())})
+        assert proc.stdout is not None
+        fill: dict[str, float] = {}
+        map_id = None
+        with _signals_stop(proc) as received:
+            for raw in proc.stdout:
+                with contextlib.suppress(ValueError):
+                    line = json.loads(raw)
+                    if isinstance(line, dict) and line.get("type") == "counter":
+                        if line["name"] == "map_id":
+                            map_id = int(line["value"])
+                            break
+                        fill[str(line["name"])] = float(line["value"])
+        if received:
+            _stop(proc)
+            raise Interrupted(received[0])
+        if map_id is None:
+            _stop(proc)
+            lines = err_path.read_text(errors="replace").strip().splitlines()
+            why = lines[-1] if lines else f"exit status {proc.returncode}"
+            return f"the {kind} map of {entries} entries could not be loaded: {why}"
+        return _Loader(proc, map_id, fill)
+
+    def stop_all(self) -> None:
+        for loader in self.held.values():
+            _stop(loader.proc)
+        self.held.clear()
+
+
+_SESSION: _Loaders | None = None
+
+
+@contextlib.contextmanager
+def _session(ctx: RunContext) -> Iterator[None]:
+    global _SESSION
+    _SESSION = _Loaders(ctx)
+    try:
+        yield
+    finally:
+        _SESSION.stop_all()
+        _SESSION = None
+
+
+def _failing_plan(reason: str) -> TrialPlan:
+    """A trial that fails at once with the reason: the run records it and goes on."""
+    return TrialPlan(argv=[sys.executable, "-c", "import sys; sys.exit(sys.argv[1])", reason])
+
+
+def _plan_trial(case: Case, profile: Profile, ctx: RunContext) -> TrialPlan:
+    kind, entries = str(case.param("map")), int(case.param("entries"))
+    program = GO_READER if case.variant in GO_VARIANTS else C_READER
+    argv = [str(ctx.build_dir / program), "--variant", case.variant, "--param", f"map={kind}",
+            "--param", f"entries={entries}", "--samples", str(profile.samples),
+            "--warmup", str(profile.warmup_samples)]
+    env = {ENV_PARENT_PID: str(os.getpid())}
+    if _SESSION is None:  # no session: the reader starts (and stops) its own loader
+        return TrialPlan(argv=argv, env=env)
+    loader = _SESSION.get(kind, entries)
+    if isinstance(loader, str):
+        return _failing_plan(loader)
+    env[ENV_MAP_ID] = str(loader.map_id)
+    env[ENV_FILL] = ",".join(f"{k}={v!r}" for k, v in loader.fill.items() if math.isfinite(v))
+    return TrialPlan(argv=argv, env=env)
+
+
+# ---- the benchmark ------------------------------------------------------------------------------
+
+QUICK_ENTRIES = (100_000,)
+DEFAULT_ENTRIES = (1_000_000, 4_000_000)
+FULL_ENTRIES = (1_000_000, 4_000_000, 16_000_000, SEED_ENTRIES)
+
+BENCHMARK = Benchmark(
+    name="bpf-map-dump",
+    title="Dumping a whole BPF map: per element, in batches, by iterator, by mmap; C and Go",
+    summary=("Time to read every entry of a u32 -> u32 BPF map held by another process, "
+             "opened by ID: get_next_key + lookup_elem per entry (the baseline), "
+             "BPF_MAP_LOOKUP_BATCH at three batch sizes, a map_elem iterator program, mmap "
+             "of an array, and cilium/ebpf's Iterate and BatchLookup as the seed ran them. "
+             "Every dump is checked: each key exactly once, with its value."),
+    variants=(
+        Variant("iterate", "libbpf: BPF_MAP_GET_NEXT_KEY + BPF_MAP_LOOKUP_ELEM per entry "
+                "(2 bpf() calls per entry)", baseline=True, color="#7f7f7f"),
+        Variant("batch-256", "libbpf: BPF_MAP_LOOKUP_BATCH, 256 entries per call",
+                color="#9ecae1"),
+        Variant("batch-4096", "libbpf: BPF_MAP_LOOKUP_BATCH, 4096 entries per call (the "
+                "seed's chunk)", color="#4292c6"),
+        Variant("batch-65536", "libbpf: BPF_MAP_LOOKUP_BATCH, 65536 entries per call",
+                color="#08519c"),
+        Variant("bpf-iter", "a map_elem iterator program writing 8 B per entry to a "
+                "seq_file; read() from the iterator fd", color="#2ca02c"),
+        Variant("mmap", "memcpy of the values of a BPF_F_MMAPABLE array, mapped once: the "
+                "memory-bandwidth limit (array maps only)", color="#9467bd"),
+        Variant("go-iterate", "cilium/ebpf Map.Iterate, MapIterator.Next(&k, &v) (the "
+                "seed's normal/main.go)", color="#ff7f0e"),
+        Variant("go-batch", "cilium/ebpf Map.BatchLookup, 4096 per call, cursor advanced "
+                "(the seed's batch/main.go, fixed)", color="#d62728"),
+    ),
+    params=(
+        Param("map", "str", "BPF map type: hash (preallocated, as the seed) or array "
+              "(BPF_F_MMAPABLE)", check=_map_type),
+        Param("entries", "int", "entries in the map: keys 0..N-1, u32 values", unit="entries",
+              check=_entries),
+    ),
+    metrics=(
+        Metric("ns_per_entry", "ns", "time of one full dump divided by the number of entries"),
+        Metric("s_per_dump", "s", "time of one full dump of the map"),
+        Metric("entries_per_s", "entries/s", "entries read per second",
+               lower_is_better=False),
+        Metric("syscalls_per_dump", "calls", "system calls one dump makes (bpf(), and read() "
+               "and close() for bpf-iter), counted by the reader"),
+    ),
+    # The first dump in a process is 1.1-2.2x slower than the next ones (METHOD.md), so
+    # every profile discards one. Trials are processes, the unit of independence.
+    # Charted per case (median over trials). The fill figures come from the loader of each
+    # (map type, entries), so every variant's line shows the same values: read them along
+    # entries, not across variants.
+    counters=(
+        Metric("fill_elem_ns_per_entry", "ns", "loader: filling the map with one "
+               "BPF_MAP_UPDATE_ELEM per entry, per entry (median of its rounds)"),
+        Metric("fill_batch_ns_per_entry", "ns", "loader: filling the map with "
+               "BPF_MAP_UPDATE_BATCH, 4096 per call, per entry (median of its rounds)"),
+        Metric("reader_peak_rss_kib", "KiB", "the reader's own peak RSS (VmHWM): output "
+               "buffers of 8 B per entry, plus libbpf's BTF for bpf-iter, plus the mapped "
+               "array for mmap"),
+        Metric("go_alloc_bytes_per_entry", "B", "Go readers: TotalAlloc growth during the "
+               "measured dumps, per entry (the seed's run: 52 B)"),
+    ),
+    profiles={
+        "quick": Profile("quick", {"map": ("hash", "array"), "entries": QUICK_ENTRIES},
+                         trials=5, samples=3, warmup_samples=1, warmup_trials=0,
+                         timeout_s=60),
+        # ~4 min on an idle 2-core VM: a round of 30 cases dumps 26 s of map per sample.
+        "default": Profile("default", {"map": ("hash", "array"), "entries": DEFAULT_ENTRIES},
+                           trials=4, samples=1, warmup_samples=1, warmup_trials=0,
+                           timeout_s=300),
+        # Hours: one 100M-entry iterate dump takes ~100 s, go-iterate ~120 s.
+        "full": Profile("full", {"map": ("hash", "array"), "entries": FULL_ENTRIES},
+                        trials=5, samples=2, warmup_samples=1, warmup_trials=0,
+                        timeout_s=1800),
+    },
+    program=C_READER,
+    requires=("root", "bpf"),
+    skip_case=_skip_case,
+    session=_session,
+    plan_trial=_plan_trial,
+)
