@@ -9,6 +9,7 @@ harness decides what to stop and records what happened.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import selectors
 import signal
@@ -16,6 +17,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from bakeoff.model import Rusage
 from bakeoff.protocol import ProgramOutput, ProtocolError, parse_line
@@ -107,24 +109,54 @@ def _pin(cpu: int | None) -> None:
         os.sched_setaffinity(0, {cpu})
 
 
+def _launch_argv(launcher: Path, report_fd: int, cpu: int | None,
+                 argv: Sequence[str]) -> list[str]:
+    pin = ["--cpu", str(cpu)] if cpu is not None else []
+    return [str(launcher), "--report-fd", str(report_fd), *pin, "--", *argv]
+
+
+def _launcher_report(fd: int) -> tuple[int, Rusage] | None:
+    """The launcher's one JSON line: the trial's exit code and its own rusage."""
+    with os.fdopen(fd, "rb") as f:
+        raw = f.read()
+    try:
+        d = json.loads(raw)
+        return int(d["exit_code"]), Rusage(float(d["user_s"]), float(d["sys_s"]),
+                                           int(d["max_rss_kib"]))
+    except (ValueError, KeyError, TypeError):
+        return None  # the launcher was killed before it could report
+
+
 def run_program(
     argv: Sequence[str],
     env: Mapping[str, str],
     timeout_s: float,
     cpu: int | None = None,
+    launcher: Path | None = None,
 ) -> ProcessResult:
+    """Run one trial. With `launcher` (build/common/bakeoff-launch) the trial's rusage is
+    its own; without, its peak RSS includes the harness's, which a fork copies (see
+    benchmarks/common/launch.c)."""
     reader = _Reader()
     start = time.monotonic()
     ActiveChild.interrupted = False
+    report_r, report_w = os.pipe() if launcher else (-1, -1)
     try:
         proc = subprocess.Popen(
-            list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            _launch_argv(launcher, report_w, cpu, argv) if launcher else list(argv),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env={**os.environ, **env}, start_new_session=True,
-            preexec_fn=(lambda: _pin(cpu)) if cpu is not None else None,
+            pass_fds=(report_w,) if launcher else (),
+            preexec_fn=(lambda: _pin(cpu)) if cpu is not None and not launcher else None,
         )
     except OSError as exc:
+        for fd in (report_r, report_w):
+            if fd >= 0:
+                os.close(fd)
         return ProcessResult("failed", None, 0.0, reader.output, None, "",
                              f"cannot start {argv[0]}: {exc.strerror}")
+    if launcher:
+        os.close(report_w)
     ActiveChild.pgid = proc.pid
     ActiveChild.term_sent_at = None
     timed_out = False
@@ -166,9 +198,13 @@ def run_program(
     proc.stderr.close()
     reader.finish()
     wall = time.monotonic() - start
-    rusage = Rusage(user_s=ru.ru_utime, sys_s=ru.ru_stime, max_rss_kib=ru.ru_maxrss)
+    rusage: Rusage | None = Rusage(user_s=ru.ru_utime, sys_s=ru.ru_stime,
+                                   max_rss_kib=ru.ru_maxrss)
+    code: int | None = proc.returncode
+    if launcher:
+        report = _launcher_report(report_r)
+        code, rusage = report if report else (code, None)
     stderr_tail = reader.stderr.decode("utf-8", errors="replace")
-    code = proc.returncode
 
     def result(status: str, error: str | None) -> ProcessResult:
         return ProcessResult(status, code, wall, reader.output, rusage, stderr_tail, error)
@@ -179,7 +215,8 @@ def run_program(
     if timed_out:
         return result("timeout", f"no exit within {timeout_s:g} s; killed")
     if code != 0:
-        how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        how = (f"killed by signal {-code}" if code is not None and code < 0
+               else f"exit status {code}")
         return result("failed", f"{how}: {last_line}" if last_line else how)
     if reader.protocol_error:
         return result("failed", reader.protocol_error)

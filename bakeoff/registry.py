@@ -24,6 +24,15 @@ def build_dir() -> Path:
     return Path(os.environ.get("BAKEOFF_BUILD_DIR", REPO_ROOT / "build"))
 
 
+def launcher() -> Path | None:
+    """build/common/bakeoff-launch, which gives each trial's own rusage (see launch.c)."""
+    for build in (build_dir(), REPO_ROOT / "build"):
+        path = build / "common" / "bakeoff-launch"
+        if path.exists():
+            return path
+    return None
+
+
 def _load_spec(path: Path) -> Benchmark:
     module_name = f"bakeoff_benchmarks.{path.parent.name}"
     spec = importlib.util.spec_from_file_location(module_name, path)

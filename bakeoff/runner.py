@@ -37,7 +37,7 @@ from rich.progress import (
 from rich.text import Text
 
 from bakeoff import host as hostmod
-from bakeoff import stats, store
+from bakeoff import registry, stats, store
 from bakeoff.errors import Interrupted, UsageError
 from bakeoff.model import Case, Profile, RunContext, RunRecord, RunSettings, Trial, TrialPlan
 from bakeoff.plan import BenchmarkPlan
@@ -151,7 +151,9 @@ def new_run(
     seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31)
     measured_cpu, harness_cpus = _cpu_split(opts.settings.pin)
     host = {**facts, "pinning": {"measured_cpu": measured_cpu,
-                                 "harness_cpus": sorted(harness_cpus) if harness_cpus else None}}
+                                 "harness_cpus": sorted(harness_cpus) if harness_cpus else None},
+            "trial_rusage": ("the trial's own (bakeoff-launch)" if registry.launcher() else
+                             "includes the harness's copied memory: bakeoff-launch not built")}
     infos = {}
     for p in plans:
         info = p.benchmark.info()
@@ -239,6 +241,7 @@ class _Measurement:
         self.cpu, self.progress, self.received = cpu, progress, received
         self.budget = budget
         self.program = ctx.build_dir / plan.benchmark.program
+        self.launcher = registry.launcher()
         mine = [t for t in run.trials if t.case.benchmark == plan.benchmark.name]
         self.count = {c: sum(1 for t in mine if t.case == c) for c in plan.cases}
         self.walls: dict[Case, list[float]] = {c: [t.wall_s for t in mine if t.case == c]
@@ -324,7 +327,8 @@ class _Measurement:
         trial_plan = (bench.plan_trial(case, profile, self.ctx) if bench.plan_trial
                       else default_plan_trial(self.program, case, profile))
         started = store.utc_now()
-        result = run_program(trial_plan.argv, trial_plan.env, profile.timeout_s, self.cpu)
+        result = run_program(trial_plan.argv, trial_plan.env, profile.timeout_s, self.cpu,
+                             self.launcher)
         self.progress.finished(label, result)
         if self.received or result.status == "interrupted":
             # The trial in flight is incomplete: it is not recorded, so a resumed run

@@ -41,6 +41,12 @@ def test_results_directory_is_complete(quick_run: Path) -> None:
         assert len(t["samples"]["ns_per_op"]) == 5
         assert all(v > 0 for v in t["samples"]["ns_per_op"])
         assert t["rusage"]["max_rss_kib"] > 0
+    # Peak RSS is the trial's own: a 4 KiB copy needs a few MiB, not the harness's ~40 MiB
+    # that a fork straight from Python would carry into it (bakeoff-launch avoids that).
+    small = [t for t in data["trials"] if t["case"]["params"]["size"] == 4096]
+    assert all(t["rusage"]["max_rss_kib"] < 16 * 1024 for t in small), [
+        t["rusage"]["max_rss_kib"] for t in small]
+    assert data["host"]["trial_rusage"] == "the trial's own (bakeoff-launch)"
     thp = [t for t in data["trials"] if t["case"]["variant"] == "mremap-thp"]
     assert all(t["meta"]["thp"] == "verified" for t in thp)
 
