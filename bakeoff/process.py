@@ -112,7 +112,8 @@ def _pin(cpu: int | None) -> None:
 def _launch_argv(launcher: Path, report_fd: int, cpu: int | None,
                  argv: Sequence[str]) -> list[str]:
     pin = ["--cpu", str(cpu)] if cpu is not None else []
-    return [str(launcher), "--report-fd", str(report_fd), *pin, "--", *argv]
+    return [str(launcher), "--report-fd", str(report_fd), "--parent-pid", str(os.getpid()),
+            *pin, "--", *argv]
 
 
 def _launcher_report(fd: int) -> tuple[int, Rusage] | None:

@@ -280,7 +280,9 @@ def _plan_trial(case: Case, profile: Profile, ctx: RunContext) -> TrialPlan:
     argv = [str(ctx.build_dir / program), "--variant", case.variant, "--param", f"map={kind}",
             "--param", f"entries={entries}", "--samples", str(profile.samples),
             "--warmup", str(profile.warmup_samples)]
-    env = {ENV_PARENT_PID: str(os.getpid())}
+    # The reader's parent is bakeoff-launch (which dies with the harness), not this process:
+    # its PDEATHSIG follows the launcher, so no parent pid to check here.
+    env: dict[str, str] = {}
     if _SESSION is None:  # no session: the reader starts (and stops) its own loader
         return TrialPlan(argv=argv, env=env)
     loader = _SESSION.get(kind, entries)

@@ -1,7 +1,7 @@
 /*
  * bakeoff-launch - start one trial and report its own resource usage.
  *
- *     bakeoff-launch --report-fd FD [--cpu N] -- PROGRAM [ARGS...]
+ *     bakeoff-launch --report-fd FD [--cpu N] [--parent-pid PID] -- PROGRAM [ARGS...]
  *
  * Why it exists: Linux carries the peak RSS of the address space a process had before
  * execve() into its ru_maxrss, and a trial forked straight from the harness starts as a
@@ -13,6 +13,10 @@
  * (the harness signals the whole process group; the trial gets the signals with their
  * default actions restored). It writes one JSON line to FD and exits 0; the trial's exit
  * status is in that line. If exec fails, the child prints why and exits 127.
+ *
+ * With --parent-pid (the harness's pid) the launcher dies with the harness
+ * (PR_SET_PDEATHSIG): a trial that wants to go down with the run sets PDEATHSIG itself,
+ * and its parent is this launcher.
  */
 #include <errno.h>
 #include <sched.h>
@@ -20,13 +24,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: bakeoff-launch --report-fd FD [--cpu N] -- PROGRAM [ARGS...]\n");
+	fprintf(stderr, "usage: bakeoff-launch --report-fd FD [--cpu N] [--parent-pid PID] -- "
+			"PROGRAM [ARGS...]\n");
 	exit(2);
 }
 
@@ -42,13 +48,15 @@ static long parse_long(const char *text)
 
 int main(int argc, char **argv)
 {
-	long report_fd = -1, cpu = -1;
+	long report_fd = -1, cpu = -1, parent = -1;
 	int i = 1;
 	for (; i < argc; i++) {
 		if (!strcmp(argv[i], "--report-fd") && i + 1 < argc)
 			report_fd = parse_long(argv[++i]);
 		else if (!strcmp(argv[i], "--cpu") && i + 1 < argc)
 			cpu = parse_long(argv[++i]);
+		else if (!strcmp(argv[i], "--parent-pid") && i + 1 < argc)
+			parent = parse_long(argv[++i]);
 		else if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
@@ -58,6 +66,9 @@ int main(int argc, char **argv)
 	if (report_fd < 0 || i >= argc)
 		usage();
 
+	/* Die with the harness; if it is already gone, there is nobody to report to. */
+	if (parent > 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != (pid_t)parent))
+		return 1;
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 
@@ -68,7 +79,7 @@ int main(int argc, char **argv)
 	}
 	if (pid == 0) {
 		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
+		signal(SIGTERM, SIG_DFL); /* fork cleared PDEATHSIG: the trial chooses its own */
 		close((int)report_fd);
 		if (cpu >= 0) {
 			cpu_set_t set;
