@@ -1,4 +1,4 @@
-"""The command line: list, run, report, doctor.
+"""The command line: list, run, report, compare, doctor (and commands rooms add).
 
 Each handler reads as a pipeline (parse -> validate -> run -> analyse -> export). Every
 problem the user can fix surfaces as UsageError and is printed by main() as one line,

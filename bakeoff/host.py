@@ -129,6 +129,10 @@ PROBES: tuple[Callable[[], Capability], ...] = (
 )
 
 
+# What Variant.requires and Benchmark.requires may name.
+CAPABILITY_NAMES = ("root", "bpf", "uprobes", "lttng", "cgroup_memory", "thp", "perf_counters")
+
+
 def capabilities() -> dict[str, Capability]:
     return {c.name: c for c in (probe() for probe in PROBES)}
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from bakeoff.errors import UsageError
+from bakeoff.host import CAPABILITY_NAMES
 from bakeoff.model import Benchmark
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -55,6 +56,11 @@ def _check_declaration(bench: Benchmark, path: Path) -> None:
     baselines = [v.name for v in bench.variants if v.baseline]
     if len(baselines) != 1:
         raise RuntimeError(f"{path}: exactly one variant must be the baseline, got {baselines}")
+    for needs in (bench.requires, *(v.requires for v in bench.variants)):
+        unknown = set(needs) - set(CAPABILITY_NAMES)
+        if unknown:
+            raise RuntimeError(f"{path}: unknown capability {sorted(unknown)}; "
+                               f"known: {', '.join(CAPABILITY_NAMES)}")
     param_names = {p.name for p in bench.params}
     for profile in bench.profiles.values():
         if set(profile.params) != param_names:
