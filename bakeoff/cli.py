@@ -37,7 +37,8 @@ app = typer.Typer(
 # markup=False: names, params, paths and error text come from outside, and '[...]' in them
 # must print as it is, not be taken for rich markup. Colour is given with style= instead.
 out_console = Console(width=None if Console().is_terminal else 160, markup=False)
-err_console = Console(stderr=True, markup=False)
+err_console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 160,
+                      markup=False)
 
 
 def _context(build_dir: Path, scratch: Path, caps: dict[str, hostmod.Capability],
