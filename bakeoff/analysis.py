@@ -24,7 +24,7 @@ class Comparison:
     """A non-baseline case against the baseline case with the same params."""
 
     ratio: stats.Ratio  # median(variant) / median(baseline), 95% CI, rank-test p
-    p_holm: float  # the p-value after Holm correction across the variant's cells
+    p_holm: float  # the bootstrap p after Holm correction across the variant's cells
     shift: stats.Shift  # Hodges-Lehmann: variant - baseline, in the metric's unit
     cliffs_delta: float
     verdict: stats.Verdict  # faster / slower / same, at the run's threshold
@@ -168,7 +168,7 @@ def _decide(
 
     for _, group in groupby(sorted(pending, key=family), key=family):
         members = list(group)
-        adjusted = stats.holm([ratio.p_value for _, ratio, _, _ in members])
+        adjusted = stats.holm([ratio.p_boot for _, ratio, _, _ in members])
         for (result, ratio, shift, delta), p_holm in zip(members, adjusted, strict=True):
             lower = bool(info.metric(result.metric)["lower_is_better"])
             result.comparison = Comparison(

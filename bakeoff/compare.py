@@ -1,7 +1,7 @@
 """Two runs side by side (before and after a kernel patch): per case, did it get slower?
 
 Cases match by benchmark, variant and params. The ratio is new median / old median with a
-cluster-bootstrap CI; verdicts use the rank test on per-trial medians, Holm-corrected across
+cluster-bootstrap CI; verdicts use the bootstrap p of that ratio, Holm-corrected across
 every matched case, and the CI against the practical threshold, as within a run.
 """
 
@@ -69,7 +69,7 @@ def compare_runs(old: RunRecord, new: RunRecord, threshold: float) -> Comparison
         o, n = old_samples[case], new_samples[case]
         pending.append((case, info, metric, stats.summarize(o, rng), stats.summarize(n, rng),
                         stats.ratio_of_medians(n, o, rng)))
-    adjusted = stats.holm([p[-1].p_value for p in pending])
+    adjusted = stats.holm([p[-1].p_boot for p in pending])
     changes = []
     for (case, info, metric, s_old, s_new, ratio), p_holm in zip(pending, adjusted, strict=True):
         lower = bool(info.metric(metric)["lower_is_better"])

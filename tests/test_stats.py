@@ -135,7 +135,7 @@ def test_verdict_same_for_one_distribution_and_faster_for_a_10pct_shift() -> Non
         quick = _draw(rng, 90.0, trials=20, samples=10)
         r_same = stats.ratio_of_medians(twin, base, rng, n_boot=400)
         r_fast = stats.ratio_of_medians(quick, base, rng, n_boot=400)
-        p_same, p_fast = stats.holm([r_same.p_value]), stats.holm([r_fast.p_value])
+        p_same, p_fast = stats.holm([r_same.p_boot]), stats.holm([r_fast.p_boot])
         same += stats.verdict(r_same, p_same[0], lower_is_better=True) == "same"
         faster += stats.verdict(r_fast, p_fast[0], lower_is_better=True) == "faster"
     assert same / draws >= 0.9, same
@@ -197,3 +197,16 @@ def test_crossover_at_an_overhead_level() -> None:
 def test_no_ratio_to_a_zero_baseline() -> None:
     with pytest.raises(ValueError, match="median is 0"):
         stats.ratio_of_medians([[1.0, 2.0]], [[0.0, 0.0]], np.random.default_rng(0))
+
+
+def test_bootstrap_p_is_small_for_a_clear_difference_and_large_for_none() -> None:
+    rng = np.random.default_rng(12)
+    base = _draw(rng, 100.0, trials=5, samples=10)
+    # A clear 3x difference with 5 trials a side: small enough to survive Holm over 25 cells,
+    # which no rank test on 5 trials can (its smallest p is 2/252).
+    fast = _draw(rng, 33.0, trials=5, samples=10)
+    r = stats.ratio_of_medians(fast, base, rng)
+    assert r.p_boot * 25 < 0.05
+    assert r.p_value >= 2 / 252
+    twin = _draw(rng, 100.0, trials=5, samples=10)
+    assert stats.ratio_of_medians(twin, base, rng).p_boot > 0.05

@@ -30,7 +30,12 @@ from bakeoff.report.tables import (
     failure_heading,
     failure_text,
 )
-from bakeoff.report.words import crossover_sentence, fit_sentence, lower_is_better
+from bakeoff.report.words import (
+    crossover_sentence,
+    fit_sentence,
+    lower_is_better,
+    verdict_rule,
+)
 
 _CSS = """
 :root { --fg: #1d232a; --muted: #5f6b76; --line: #dde3e8; --warn-bg: #fff4d6;
@@ -174,11 +179,7 @@ def _fits(ba: BenchmarkAnalysis) -> str:
 
 
 def _verdict_rule(ba: BenchmarkAnalysis) -> str:
-    return (f"Verdicts: <b>faster</b>/<b>slower</b> when the Mann-Whitney test on per-trial "
-            f"medians is significant after Holm correction across the variant's cells (p &lt; "
-            f"0.05) and the whole 95% CI of the ratio lies beyond ±{ba.threshold * 100:g}%; "
-            "otherwise <b>same</b> (no difference of that size shown). Outliers are counted, "
-            "never dropped.")
+    return _e(verdict_rule(ba.threshold))
 
 
 def _skips_and_failures(run: RunRecord, ba: BenchmarkAnalysis) -> str:

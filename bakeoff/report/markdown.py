@@ -19,7 +19,12 @@ from bakeoff.report.tables import (
     failure_heading,
     failure_text,
 )
-from bakeoff.report.words import crossover_sentence, fit_sentence, lower_is_better
+from bakeoff.report.words import (
+    crossover_sentence,
+    fit_sentence,
+    lower_is_better,
+    verdict_rule,
+)
 
 _PUNCT = re.compile(r"([\\`*\[\]|<>~])")
 # '_' emphasises only at a word edge in GFM; escaping it inside 'lookup_batch' would make
@@ -98,9 +103,7 @@ def _benchmark(run: RunRecord, ba: BenchmarkAnalysis) -> list[str]:
     if ba.fits:
         out += ["", "### Fitted lines", ""]
         out += [f"- {md_escape(fit_sentence(ba, sf))}" for sf in ba.fits]
-    out += ["", f"Verdicts: faster/slower when the Mann-Whitney test on per-trial medians is "
-            f"significant after Holm correction (p < 0.05) and the whole 95% CI of the ratio lies "
-            f"beyond ±{ba.threshold * 100:g}%; otherwise same."]
+    out += ["", md_escape(verdict_rule(ba.threshold))]
     out += _case_tables(ba)
     if ba.skips:
         out += ["", f"### Skipped cases ({len(ba.skips)})", ""]

@@ -113,3 +113,12 @@ def fit_sentence(ba: BenchmarkAnalysis, sf: SweepFit) -> str:
             f"{sf.param}; a = {fmt_value(f.a, unit)} ({fmt_range(f.a_low, f.a_high, unit)}), "
             f"b = {fmt_number(f.b)} {per} ({fmt_number(f.b_low)}–{fmt_number(f.b_high)}), "
             f"R² = {f.r2:.3f}, {f.n_points} points")
+
+
+def verdict_rule(threshold: float) -> str:
+    """How a verdict is reached, said once under every case table."""
+    return (f"Verdicts: faster/slower when the ratio differs from 1 beyond doubt (its bootstrap "
+            f"p, Holm-corrected across the variant's cells, is below 0.05) and its whole 95% CI "
+            f"lies beyond ±{threshold * 100:g}%; otherwise same (no difference of that size "
+            "shown). The Mann-Whitney p on per-trial medians is shown beside it. Outliers are "
+            "counted, never dropped.")

@@ -359,9 +359,10 @@ BENCHMARK = Benchmark(
         "quick": Profile("quick", {"map": ("hash", "array"), "entries": QUICK_ENTRIES},
                          trials=5, samples=3, warmup_samples=1, warmup_trials=0,
                          timeout_s=60),
-        # ~4 min on an idle 2-core VM: a round of 30 cases dumps 26 s of map per sample.
+        # ~5 min on an idle 2-core VM: a round of 30 cases dumps 26 s of map per sample.
+        # 5 trials: the fewest with which a verdict can be reached (analysis warns below).
         "default": Profile("default", {"map": ("hash", "array"), "entries": DEFAULT_ENTRIES},
-                           trials=4, samples=1, warmup_samples=1, warmup_trials=0,
+                           trials=5, samples=1, warmup_samples=1, warmup_trials=0,
                            timeout_s=300),
         # Hours: one 100M-entry iterate dump takes ~100 s, go-iterate ~120 s.
         "full": Profile("full", {"map": ("hash", "array"), "entries": FULL_ENTRIES},
