@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -54,3 +56,19 @@ def mremap_quick_run(built: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"wrote {out}/report.html" in res.stdout
     return out
+
+
+def trials_on_disk(run_dir: Path) -> int:
+    """How many trials a (possibly running) run has saved; 0 before its results.json."""
+    try:
+        return len(json.loads((run_dir / "results.json").read_text())["trials"])
+    except (OSError, ValueError):
+        return 0
+
+
+def wait_for_trials(run_dir: Path, n: int, timeout_s: float = 120) -> None:
+    """Block until a running `bakeoff run` has saved n trials (to interrupt it mid-way)."""
+    deadline = time.monotonic() + timeout_s
+    while trials_on_disk(run_dir) < n:
+        assert time.monotonic() < deadline, f"the run saved fewer than {n} trials in {timeout_s} s"
+        time.sleep(0.02)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import IN_CI, REPO, assert_usage_error, build_dir, run_bakeoff
+from conftest import IN_CI, REPO, assert_usage_error, build_dir, run_bakeoff, trials_on_disk
 
 NAME = "cgroup-stat-read"
 ROOM = REPO / "benchmarks" / "cgroup_stat_read"
@@ -217,13 +217,6 @@ def test_bpf_iter_values_equal_memory_stat(programs: Path, charged_cgroup: Path,
 # ---- interrupted runs -------------------------------------------------------------------------
 
 
-def _trials_on_disk(results: Path) -> int:
-    try:
-        return len(json.loads(results.read_text())["trials"])
-    except (OSError, ValueError):
-        return 0
-
-
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_run_leaves_nothing(programs: Path, tmp_path: Path, signum: int) -> None:
     out = tmp_path / "run"
@@ -233,10 +226,10 @@ def test_interrupted_run_leaves_nothing(programs: Path, tmp_path: Path, signum: 
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     child = CONTROLLER[0] / f"bakeoff-{proc.pid}-target"  # type: ignore[index]
     deadline = time.monotonic() + 120
-    while (_trials_on_disk(out / "results.json") < 3 or not child.exists()) \
+    while (trials_on_disk(out) < 3 or not child.exists()) \
             and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert child.exists() and _trials_on_disk(out / "results.json") >= 3, "never got going"
+    assert child.exists() and trials_on_disk(out) >= 3, "never got going"
     os.kill(proc.pid, signum)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signum, err

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 
 from bakeoff import store
 from bakeoff.model import BenchmarkInfo, Case, RunRecord, Rusage, Trial
-from conftest import REPO, assert_usage_error, run_bakeoff
+from conftest import REPO, assert_usage_error, run_bakeoff, wait_for_trials
 
 INFO = BenchmarkInfo(
     name="demo", title="Demo", summary="made-up results for compare", baseline="a",
@@ -153,14 +152,7 @@ def test_resume_after_sigkill_loses_and_repeats_nothing(built: Path, tmp_path: P
         [sys.executable, "-m", "bakeoff", "run", "mremap-vs-memcpy", "--profile", "quick",
          "--trials", "4", "--out", str(out), "--quiet", "--seed", "3"],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if len(_load(out)["trials"]) >= 10:
-                break
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.02)
+    wait_for_trials(out, 10)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     before = _load(out)

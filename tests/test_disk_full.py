@@ -7,13 +7,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff
+from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff, wait_for_trials
 
 
 @pytest.fixture
@@ -54,14 +53,7 @@ def test_disk_filling_up_mid_run_keeps_the_last_good_results(built: Path,
         [sys.executable, "-m", "bakeoff", "run", "mremap-vs-memcpy", "--profile", "quick",
          "--trials", "30", "--out", str(out), "--quiet"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if len(json.loads((out / "results.json").read_text())["trials"]) >= 3:
-                break
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.02)
+    wait_for_trials(out, 3, timeout_s=60)
     _fill(small_disk, 0)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2, err

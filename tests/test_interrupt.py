@@ -13,18 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, wait_for_trials
 
 
 def _scratch_dirs() -> set[str]:
     return {p.name for p in Path(tempfile.gettempdir()).glob("bakeoff-*")}
-
-
-def _trials_on_disk(results: Path) -> int:
-    try:
-        return len(json.loads(results.read_text())["trials"])
-    except (OSError, ValueError):
-        return 0
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -36,10 +29,7 @@ def test_signal_mid_run_keeps_results_and_cleans_up(built: Path, tmp_path: Path,
         [sys.executable, "-m", "bakeoff", "run", "mremap-vs-memcpy", "--profile", "quick",
          "--trials", "50", "--out", str(out), "--quiet"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while _trials_on_disk(out / "results.json") < 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _trials_on_disk(out / "results.json") >= 3, "the run never got going"
+    wait_for_trials(out, 3)
     os.kill(proc.pid, signum)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signum, err
