@@ -11,6 +11,7 @@ import csv
 import json
 import math
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -169,16 +170,20 @@ def run_from_json(d: dict[str, Any]) -> RunRecord:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write to a temp file beside path, fsync it, then rename over path."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write via a temp file in the same directory, fsync, and rename it into place, so a
+    reader (or a crash, or a full disk) never sees half a file and the older one survives."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    # os.open with 0o666 lets the umask decide permissions, as a plain open() would
+    # (mkstemp's 0600 would keep results from the colleagues they are written for).
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

@@ -5,9 +5,6 @@ The renderers take (RunRecord, Analysis) and return text; only write_reports tou
 
 from __future__ import annotations
 
-import contextlib
-import os
-import secrets
 from pathlib import Path
 
 from bakeoff.analysis import Analysis
@@ -15,26 +12,9 @@ from bakeoff.errors import UsageError
 from bakeoff.model import RunRecord
 from bakeoff.report.html import render_html
 from bakeoff.report.markdown import render_markdown
+from bakeoff.store import write_atomic
 
-__all__ = ["render_html", "render_markdown", "write_atomic", "write_reports"]
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file in the same directory and rename it into place, so a reader (or
-    a crash) never sees half a report and an older report survives a failed rewrite."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    # os.open with 0o666 lets the umask decide permissions, as a plain open() would.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
+__all__ = ["render_html", "render_markdown", "write_reports"]
 
 
 def write_reports(run: RunRecord, analysis: Analysis, out_dir: Path) -> list[Path]:
