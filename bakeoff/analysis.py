@@ -6,6 +6,7 @@ The bootstrap is seeded from the run's seed: the same results.json gives the sam
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -134,11 +135,19 @@ def _case_results(
                     for n in counter_names}
         for metric in metric_names:
             per_trial = _ok_samples(trials, metric)
+            summary = stats.summarize(per_trial, rng) if per_trial else None
+            if summary is not None:
+                # n counts what was measured, also for trials kept as quantiles.
+                summary = dataclasses.replace(summary, n=sum(
+                    t.n_samples(metric) for t in ok if t.samples.get(metric)))
             result = CaseResult(
                 case=case, metric=metric, unit=str(info.metric(metric)["unit"]),
-                summary=stats.summarize(per_trial, rng) if per_trial else None,
+                summary=summary,
                 comparison=None, n_failed=len(trials) - len(ok), failures=failures,
-                outliers=stats.outliers(per_trial) if per_trial else None, counters=counters,
+                outliers=stats.outliers(per_trial, [
+                    t.n_samples(metric) / len(t.samples[metric])
+                    for t in ok if t.samples.get(metric)]) if per_trial else None,
+                counters=counters,
                 user_s=_median_or_none([t.rusage.user_s for t in ok if t.rusage]),
                 sys_s=_median_or_none([t.rusage.sys_s for t in ok if t.rusage]),
                 max_rss_kib=_median_or_none([float(t.rusage.max_rss_kib) for t in ok if t.rusage]),

@@ -7,6 +7,7 @@ exit status 2, never a traceback.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import signal
@@ -22,12 +23,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from bakeoff import cleanup, registry, store
 from bakeoff import host as hostmod
-from bakeoff import registry, store
 from bakeoff.errors import Interrupted, UsageError, one_line
 from bakeoff.model import RunContext, RunRecord, RunSettings
-from bakeoff.plan import PROFILES, plan_run, plans_from_record
-from bakeoff.runner import RunOptions, measure, new_run
+from bakeoff.plan import MAX_TRIALS, PROFILES, check_request, plan_run, plans_from_record
 
 app = typer.Typer(
     help="Head-to-head benchmarks of Linux systems mechanisms, with honest statistics.",
@@ -107,16 +107,20 @@ def cmd_run(
 ) -> None:
     """Run benchmarks and write results.json, samples.csv, report.html and report.md."""
     signal.signal(signal.SIGTERM, _sigterm_raises)
+    cleanup.mark_run()
     if resume is not None:
         given = [flag for flag, value in (
             ("NAMES", names), ("--profile", profile != "default"), ("--variant", variant),
             ("--param", param), ("--trials", trials), ("--samples", samples), ("--out", out),
             ("--seed", seed), ("--threshold", threshold != 2.0), ("--target-ci", target_ci),
-            ("--max-trials", max_trials), ("--time-budget", time_budget)) if value]
+            ("--max-trials", max_trials), ("--time-budget", time_budget))
+            if value is not None and value is not False]  # --trials 0 is given too
         if given:
             raise UsageError(f"--resume goes on as the run was started; drop {', '.join(given)}")
         run, run_dir = _resume(resume, quiet)
     else:
+        if seed is not None and seed < 0:
+            raise UsageError(f"--seed {seed}: a seed is a whole number of 0 or more, e.g. --seed 11")
         settings = _settings(threshold, target_ci, max_trials, time_budget, pin)
         run, run_dir = _start(names or [], profile, variant or [], param or [], trials, samples,
                               out, seed, settings, quiet)
@@ -135,10 +139,14 @@ def _settings(threshold: float, target_ci: float | None, max_trials: int | None,
     if target_ci is not None and not 0 < target_ci < 100:
         raise UsageError("--target-ci is a percentage above 0, e.g. --target-ci 1")
     if max_trials is not None and max_trials < 2:
-        raise UsageError("--max-trials must be at least 2")
+        raise UsageError("--max-trials must be at least 2, e.g. --max-trials 40")
+    if max_trials is not None and max_trials > MAX_TRIALS:
+        raise UsageError(f"--max-trials {max_trials} is too many; give at most {MAX_TRIALS:,}, "
+                         "e.g. --max-trials 40")
     if max_trials is not None and target_ci is None:
         raise UsageError("--max-trials goes with --target-ci; for a fixed count use --trials")
-    if time_budget is not None and time_budget <= 0:
+    # `not x > 0` refuses NaN too; an infinite budget is no budget: leave the option out.
+    if time_budget is not None and not (time_budget > 0 and math.isfinite(time_budget)):
         raise UsageError("--time-budget is a number of seconds above 0, e.g. --time-budget 300")
     return RunSettings(threshold=threshold / 100,
                        target_ci=None if target_ci is None else target_ci / 100,
@@ -150,6 +158,10 @@ def _start(names: list[str], profile: str, variants: list[str], params: list[str
            settings: RunSettings, quiet: bool) -> tuple[RunRecord, Path]:
     build_dir = registry.build_dir()
     benches = registry.select(names)
+    # Bad input answers at once: before the host is probed (a quarter second) and numpy loads.
+    check_request(benches, profile, variants, params, trials, samples)
+    from bakeoff.runner import RunOptions, measure, new_run
+
     caps = hostmod.capabilities()
     facts = hostmod.facts(build_dir)
     scratch = Path(tempfile.mkdtemp(prefix=f"bakeoff-{os.getpid()}-"))  # mode 0700
@@ -157,13 +169,19 @@ def _start(names: list[str], profile: str, variants: list[str], params: list[str
         ctx = _context(build_dir, scratch, caps, facts)
         plans = plan_run(benches, profile, variants, params, trials, samples, caps, ctx)
         if not any(p.cases for p in plans):
+            skips = [s.reason for p in plans for s in p.skips]
             reasons = "; ".join(s.reason for p in plans for s in p.skips[:1])
-            raise UsageError(f"nothing this machine can run ({reasons or 'no cases'}); "
-                             "see bakeoff doctor")
+            # Cases that apply nowhere want other params; cases this host lacks, the doctor.
+            fix = ("choose --param values that apply (see bakeoff list)"
+                   if skips and all(r.startswith("not applicable") for r in skips)
+                   else "see bakeoff doctor")
+            raise UsageError(f"nothing this machine can run ({reasons or 'no cases'}); {fix}")
         opts = RunOptions(out=out, results_root=registry.REPO_ROOT / "results",
                           build_dir=build_dir, seed=seed, quiet=quiet,
                           argv=["bakeoff", *sys.argv[1:]], profile=profile, settings=settings)
         run, run_dir = new_run(plans, opts, facts, err_console)
+        # After new_run: a bad --out is refused (exit 2) before anything is swept.
+        _sweep_dead_runs(quiet)
         measure(run, run_dir, plans, err_console, ctx, quiet)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -176,6 +194,9 @@ def _resume(run_dir: Path, quiet: bool) -> tuple[RunRecord, Path]:
         raise UsageError(f"{run_dir}: this run is complete; nothing to resume "
                          "(bakeoff report regenerates its reports)")
     plans = plans_from_record(run, registry.discover())
+    from bakeoff.runner import measure  # numpy: only once the input is good
+
+    _sweep_dead_runs(quiet)
     build_dir = registry.build_dir()
     caps = hostmod.capabilities()
     scratch = Path(tempfile.mkdtemp(prefix=f"bakeoff-{os.getpid()}-"))
@@ -184,10 +205,21 @@ def _resume(run_dir: Path, quiet: bool) -> tuple[RunRecord, Path]:
         param_names = list(dict.fromkeys(p.name for pl in plans for p in pl.benchmark.params))
         store.rewrite_samples_csv(run, run_dir, param_names)
         run.status = "running"
+        # One file again before going on: the journal then holds this session's trials only.
+        run.schema_version = store.SCHEMA_VERSION
+        store.finish(run, run_dir)
         measure(run, run_dir, plans, err_console, ctx, quiet)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return run, run_dir
+
+
+def _sweep_dead_runs(quiet: bool) -> None:
+    """Before measuring: what runs killed before they could clean up left (a cgroup, a
+    tracing daemon, a temp directory), removed, one note each (bakeoff/cleanup.py)."""
+    for line in cleanup.sweep(registry.discover().values()):
+        if not quiet:
+            err_console.print(Text("note: ", style="cyan") + Text(line), soft_wrap=True)
 
 
 def _export(run: RunRecord, run_dir: Path, quiet: bool) -> None:
@@ -231,7 +263,7 @@ def cmd_compare(
         raise UsageError(f"--format '{format}' is unknown; use text or md")
     if not 0 <= threshold < 100:
         raise UsageError("--threshold is a percentage from 0 to 100, e.g. --threshold 2")
-    if fail_on_regression is not None and fail_on_regression < 0:
+    if fail_on_regression is not None and not 0 <= fail_on_regression < math.inf:
         raise UsageError("--fail-on-regression is a percentage of 0 or more, e.g. 5")
     before, after = store.load(old), store.load(new)
     from bakeoff.compare import compare_runs  # scipy: imported only when comparing
@@ -257,8 +289,19 @@ def cmd_compare(
 
 
 @app.command("doctor")
-def cmd_doctor() -> None:
+def cmd_doctor(
+    clean: Annotated[bool, typer.Option(
+        "--cleanup", help="Only remove what killed runs left behind (cgroups, tracing "
+        "sessions and daemons, processes, temp directories) and say what.")] = False,
+) -> None:
     """What this machine can run, its facts, and what will make numbers noisy."""
+    if clean:
+        removed = cleanup.sweep(registry.discover().values())
+        for line in removed:
+            out_console.print(line, highlight=False, soft_wrap=True)
+        if not removed:
+            out_console.print("nothing to clean up")
+        return
     caps = hostmod.capabilities()
     table = Table("capability", "available", "detail", "fix")
     for c in caps.values():

@@ -8,6 +8,7 @@ Nothing here changes the machine.
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import platform
@@ -78,6 +79,13 @@ def _probe_perf_counters() -> Capability:
     if fd >= 0:
         os.close(fd)
         return Capability("perf_counters", True, "hardware cycle counter opens")
+    if err in (errno.EACCES, errno.EPERM):
+        # Refused, not absent: kernel.perf_event_paranoid keeps it from unprivileged users.
+        paranoid = _read("/proc/sys/kernel/perf_event_paranoid", "unknown")
+        return Capability("perf_counters", False,
+                          f"perf_event_open(cycles): {os.strerror(err)} "
+                          f"(uid {os.geteuid()}, perf_event_paranoid {paranoid})",
+                          "run as root, or sysctl kernel.perf_event_paranoid=1")
     return Capability("perf_counters", False, f"perf_event_open(cycles): {os.strerror(err)}",
                       "no PMU in this VM: time with clock_gettime or rdtsc instead")
 
@@ -98,8 +106,19 @@ def _probe_thp() -> Capability:
 
 def _probe_uprobes() -> Capability:
     for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
-        if Path(root, "uprobe_events").exists():
-            return Capability("uprobes", True, f"{root}/uprobe_events")
+        events = Path(root, "uprobe_events")
+        try:
+            events.stat()
+        except PermissionError:
+            # tracefs is mode 0700 for root: as another user it is there but closed.
+            return Capability("uprobes", False, f"{root} is not readable by uid {os.geteuid()}",
+                              "run as root (uprobes are created through tracefs)")
+        except OSError:
+            continue
+        if not os.access(events, os.W_OK):
+            return Capability("uprobes", False, f"{events} is not writable by uid "
+                              f"{os.geteuid()}", "run as root (uprobes are created through tracefs)")
+        return Capability("uprobes", True, str(events))
     return Capability("uprobes", False, "no uprobe_events in tracefs",
                       "mount -t tracefs nodev /sys/kernel/tracing (kernel needs CONFIG_UPROBE_EVENTS)")
 

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,18 +29,32 @@ _SIZE_SUFFIXES = {
     "k": 1024, "kb": 1024, "kib": 1024,
     "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
     "g": 1024**3, "gb": 1024**3, "gib": 1024**3,
+    "t": 1024**4, "tb": 1024**4, "tib": 1024**4,
 }
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+# ASCII digits only (\d would take any script's digits); whitespace, ASCII or not, is trimmed.
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+_INT_RE = re.compile(r"^\s*[-+]?[0-9]+\s*$")
+# More digits than any count or size can use (2^64 has 20); also keeps Python's own limit on
+# converting long digit strings (4300) out of the way.
+_MAX_DIGITS = 30
+
+
+def _shown(text: str) -> str:
+    """A value as an error quotes it: a 5000-character paste is cut, not echoed whole."""
+    return repr(text if len(text) <= 40 else text[:37] + "...")
 
 
 def parse_bytes(text: str) -> int:
-    """'4096', '4KiB', '16M', '1.5GiB' -> bytes. Binary units: 1 KiB = 1024 B."""
+    """'4096', '4KiB', '16M', '1.5GiB' -> bytes. Binary units: 1 KiB = 1024 B. Exact: no
+    float in between, so 2^53 + 1 stays itself and 400 nines are an error, not infinity."""
     m = _SIZE_RE.match(text)
     if not m or m.group(2).lower() not in _SIZE_SUFFIXES:
-        raise ValueError(f"'{text}' is not a size (use e.g. 4096, 4KiB, 16MiB)")
-    value = float(m.group(1)) * _SIZE_SUFFIXES[m.group(2).lower()]
-    if value != int(value):
-        raise ValueError(f"'{text}' is not a whole number of bytes")
+        raise ValueError(f"{_shown(text)} is not a size; use e.g. 4096, 4KiB, 16MiB")
+    if len(m.group(1)) > _MAX_DIGITS:
+        raise ValueError(f"{_shown(text)} is far too large a size; use e.g. 4096, 4KiB, 16MiB")
+    value = Fraction(m.group(1)) * _SIZE_SUFFIXES[m.group(2).lower()]
+    if value.denominator != 1:
+        raise ValueError(f"{_shown(text)} is not a whole number of bytes; use e.g. 1536 or 1.5KiB")
     return int(value)
 
 
@@ -70,11 +85,16 @@ class Param:
             if self.kind == "bytes":
                 value = parse_bytes(text)
             elif self.kind == "int":
+                if not _INT_RE.match(text) or len(text.strip()) > _MAX_DIGITS:
+                    raise ValueError(f"{_shown(text)} is not a whole number; give e.g. 100")
                 value = int(text.strip())
             elif self.kind == "float":
-                value = float(text.strip())
+                try:
+                    value = float(text.strip())
+                except ValueError:
+                    raise ValueError(f"{_shown(text)} is not a number; give e.g. 0.5") from None
                 if not math.isfinite(value):
-                    raise ValueError(f"'{text}' is not a finite number")
+                    raise ValueError(f"{_shown(text)} is not a finite number; give e.g. 0.5")
             else:
                 value = text.strip()
                 if not value:
@@ -88,7 +108,9 @@ class Param:
         if self.check is not None:
             problem = self.check(value)
             if problem:
-                raise UsageError(f"--param {self.name}={self.to_arg(value)}: {problem}")
+                arg = self.to_arg(value)
+                arg = arg if len(arg) <= 40 else arg[:37] + "..."
+                raise UsageError(f"--param {self.name}={arg}: {problem}")
 
     def to_arg(self, value: ParamValue) -> str:
         """How the program receives the value on its command line."""
@@ -233,6 +255,13 @@ class Benchmark:
     check_case: Callable[[Case, RunContext], str | None] | None = None
     # Run-wide set-up and tear-down (a tracing daemon, a cgroup); entered once per run.
     session: Callable[[RunContext], AbstractContextManager[None]] | None = None
+    # Removes what runs that died without cleaning up (SIGKILL) left of this room's things
+    # (a cgroup, a tracing session or daemon, a probe, a mount), found by the
+    # `bakeoff-<pid>-...` names they carry when that PID is gone; never a live run's, so
+    # two runs side by side stay safe. One line per thing removed. Called at the start of
+    # every run and by `bakeoff doctor --cleanup` (bakeoff/cleanup.py, which also stops the
+    # dead runs' processes and removes their $TMPDIR/bakeoff-<pid>-* before and after).
+    sweep: Callable[[], list[str]] | None = None
     # Per-trial argv; the default is the protocol's --variant/--param/--samples/--warmup.
     plan_trial: Callable[[Case, Profile, RunContext], TrialPlan] | None = None
     # Besides ratio = 1 (where a variant starts to win), the ratios whose crossing along a
@@ -334,6 +363,8 @@ class BenchmarkInfo:
         p = next(p for p in self.params if p["name"] == name)
         if p["kind"] == "bytes":
             return format_bytes(float(value))
+        if p["kind"] == "int" and isinstance(value, float) and value.is_integer():
+            value = int(value)  # a chart axis passes swept values as floats: '2 ops', not '2.0'
         return f"{value} {p['unit']}".strip()
 
     def param_is_numeric(self, name: str) -> bool:
@@ -361,12 +392,22 @@ class Trial:
     started_at: str
     wall_s: float
     exit_code: int | None
-    samples: dict[str, list[float]]  # metric -> values in the order measured
+    # metric -> values in the order measured; or, for a metric with more samples than
+    # stats.SKETCH_POINTS, that many evenly spaced quantiles of them (min, median and max
+    # exact), so a run's memory and results.json do not grow with samples per trial.
+    # samples.csv keeps every value.
+    samples: dict[str, list[float]]
     counters: dict[str, float]
     meta: dict[str, Any]
     rusage: Rusage | None
     error: str | None = None  # why it failed, with the program's stderr tail
     stderr_tail: str = ""
+    # metric -> how many samples were measured, for the metrics kept as quantiles.
+    sample_counts: dict[str, int] = field(default_factory=dict)
+
+    def n_samples(self, metric: str) -> int:
+        """Samples measured of one metric (not how many values are kept)."""
+        return self.sample_counts.get(metric, len(self.samples.get(metric, ())))
 
     @property
     def ok(self) -> bool:

@@ -111,6 +111,59 @@ def plan_benchmark(
     return BenchmarkPlan(bench, profile, cases, skips)
 
 
+# Beyond these a run would never end (--trials) or the programs refuse the count (--samples).
+MAX_TRIALS = 10_000
+MAX_SAMPLES = 100_000_000
+
+
+def _check_count(flag: str, value: int | None, example: int, most: int) -> None:
+    if value is None:
+        return
+    if value < 1:
+        raise UsageError(f"{flag} must be at least 1, e.g. {flag} {example}")
+    if value > most:
+        raise UsageError(f"{flag} {value} is too many; give at most {most:,}, e.g. {flag} {example}")
+
+
+Request = list[tuple[Benchmark, list[str], dict[str, list[str]]]]
+
+
+def check_request(
+    benches: Sequence[Benchmark],
+    profile_name: str,
+    variants: Sequence[str],
+    raw_params: Sequence[str],
+    trials: int | None,
+    samples: int | None,
+) -> Request:
+    """Every check that needs no host facts: names, counts, the syntax and the value of each
+    --param. Per benchmark that runs: the variants asked for and its own --param values."""
+    if profile_name not in PROFILES:
+        raise UsageError(f"--profile '{profile_name}' is unknown; use one of {', '.join(PROFILES)}")
+    _check_count("--trials", trials, 10, MAX_TRIALS)
+    _check_count("--samples", samples, 10, MAX_SAMPLES)
+    overrides = parse_param_overrides(raw_params)
+    for name in overrides:
+        if not any(p.name == name for b in benches for p in b.params):
+            known = sorted({p.name for b in benches for p in b.params})
+            raise UsageError(f"--param {name}: no selected benchmark has that param "
+                             f"(known: {', '.join(known)}); see bakeoff list")
+    for v in variants:
+        if not any(x.name == v for b in benches for x in b.variants):
+            known = sorted({x.name for b in benches for x in b.variants})
+            raise UsageError(f"--variant {v}: no selected benchmark has that variant "
+                             f"(known: {', '.join(known)}); see bakeoff list")
+    request: Request = []
+    for bench in benches:
+        mine = [v for v in variants if any(x.name == v for x in bench.variants)]
+        if variants and not mine:
+            continue  # the variants asked for belong to other benchmarks
+        own = {k: v for k, v in overrides.items() if any(p.name == k for p in bench.params)}
+        _param_values(bench, bench.profiles[profile_name], own)  # each value parsed and checked
+        request.append((bench, mine, own))
+    return request
+
+
 def plan_run(
     benches: Sequence[Benchmark],
     profile_name: str,
@@ -121,31 +174,9 @@ def plan_run(
     caps: Mapping[str, Capability],
     ctx: RunContext,
 ) -> list[BenchmarkPlan]:
-    if profile_name not in PROFILES:
-        raise UsageError(f"--profile '{profile_name}' is unknown; use one of {', '.join(PROFILES)}")
-    if trials is not None and trials < 1:
-        raise UsageError("--trials must be at least 1")
-    if samples is not None and samples < 1:
-        raise UsageError("--samples must be at least 1")
-    overrides = parse_param_overrides(raw_params)
-    for name in overrides:
-        if not any(p.name == name for b in benches for p in b.params):
-            known = sorted({p.name for b in benches for p in b.params})
-            raise UsageError(f"--param {name}: no selected benchmark has that param "
-                             f"(known: {', '.join(known)})")
-    for v in variants:
-        if not any(x.name == v for b in benches for x in b.variants):
-            known = sorted({x.name for b in benches for x in b.variants})
-            raise UsageError(f"--variant {v}: no selected benchmark has that variant "
-                             f"(known: {', '.join(known)})")
-    plans = []
-    for bench in benches:
-        mine = [v for v in variants if any(x.name == v for x in bench.variants)]
-        if variants and not mine:
-            continue  # the variants asked for belong to other benchmarks
-        own = {k: v for k, v in overrides.items() if any(p.name == k for p in bench.params)}
-        plans.append(plan_benchmark(bench, profile_name, mine, own, trials, samples, caps, ctx))
-    return plans
+    request = check_request(benches, profile_name, variants, raw_params, trials, samples)
+    return [plan_benchmark(bench, profile_name, mine, own, trials, samples, caps, ctx)
+            for bench, mine, own in request]
 
 
 def plans_from_record(run: RunRecord, known: Mapping[str, Benchmark]) -> list[BenchmarkPlan]:
@@ -158,9 +189,42 @@ def plans_from_record(run: RunRecord, known: Mapping[str, Benchmark]) -> list[Be
         if not info.profile:
             raise UsageError(f"the run has no recorded profile for '{name}' (written by an "
                              "older bakeoff); start a new run instead")
-        profile = Profile(name=run.profile, params={}, **info.profile)
+        profile = _recorded_profile(run.profile, name, info.profile)
+        for case in run.cases:
+            if case.benchmark == name:
+                _check_recorded_case(known[name], case)
         plans.append(BenchmarkPlan(
             benchmark=known[name], profile=profile,
             cases=[c for c in run.cases if c.benchmark == name],
             skips=[s for s in run.skips if s.case.benchmark == name]))
     return plans
+
+
+_PROFILE_FIELDS = {"trials": 1, "samples": 1, "warmup_samples": 0, "warmup_trials": 0,
+                   "timeout_s": 0}  # field -> least value
+
+
+def _recorded_profile(profile_name: str, bench: str, recorded: Mapping[str, object]) -> Profile:
+    """The profile a run recorded, checked: --resume goes on with exactly these counts."""
+    for key, value in recorded.items():
+        least = _PROFILE_FIELDS.get(key)
+        kind = float if key == "timeout_s" else int
+        if (least is None or isinstance(value, bool) or not isinstance(value, int | kind)
+                or not value >= least):  # `not >=` also refuses NaN
+            raise UsageError(f"the run's recorded profile of '{bench}' has a bad {key!r} "
+                             f"({value!r}); results.json was edited or damaged: start a new run")
+    missing = {"trials", "samples"} - set(recorded)
+    if missing:
+        raise UsageError(f"the run's recorded profile of '{bench}' has no {sorted(missing)[0]}; "
+                         "results.json was edited or damaged: start a new run")
+    return Profile(name=profile_name, params={}, **recorded)  # type: ignore[arg-type]
+
+
+def _check_recorded_case(bench: Benchmark, case: Case) -> None:
+    """A case this bakeoff's benchmark cannot run as recorded (a variant or param renamed
+    since) would fail every trial; say so before anything runs."""
+    variants = {v.name for v in bench.variants}
+    params = {p.name for p in bench.params}
+    if case.variant not in variants or {k for k, _ in case.params} != params:
+        raise UsageError(f"the run's case {case.key} is not one this bakeoff's {bench.name} "
+                         "has; resume it with the bakeoff that started it, or start a new run")

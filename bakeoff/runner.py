@@ -36,8 +36,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from bakeoff import cpus, registry, stats, store
 from bakeoff import host as hostmod
-from bakeoff import registry, stats, store
 from bakeoff.errors import Interrupted, UsageError
 from bakeoff.model import Case, Profile, RunContext, RunRecord, RunSettings, Trial, TrialPlan
 from bakeoff.plan import BenchmarkPlan
@@ -82,14 +82,6 @@ def _signals_stop_the_run() -> Iterator[list[int]]:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-
-
-def _cpu_split(pin: bool) -> tuple[int | None, set[int] | None]:
-    """Measured process on the last CPU, the harness on the rest, when there is a spare."""
-    cpus = sorted(os.sched_getaffinity(0))
-    if not pin or len(cpus) < 2:
-        return None, None
-    return cpus[-1], set(cpus[:-1])
 
 
 class _Progress:
@@ -149,10 +141,8 @@ def new_run(
     run_dir = store.prepare_run_dir(
         opts.out, "-".join(p.benchmark.name for p in plans) or "empty", opts.results_root)
     seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31)
-    measured_cpu, harness_cpus = _cpu_split(opts.settings.pin)
-    host = {**facts, "pinning": {"measured_cpu": measured_cpu,
-                                 "harness_cpus": sorted(harness_cpus) if harness_cpus else None},
-            "trial_rusage": ("the trial's own (bakeoff-launch)" if registry.launcher() else
+    # "pinning" is added when measuring starts and the run claims its CPU (bakeoff.cpus).
+    host = {**facts, "trial_rusage": ("the trial's own (bakeoff-launch)" if registry.launcher() else
                              "includes the harness's copied memory: bakeoff-launch not built")}
     infos = {}
     for p in plans:
@@ -203,16 +193,24 @@ def measure(
     total = sum(max(0, p.profile.trials - done.get(c, 0)) + p.profile.warmup_trials
                 for p in plans for c in p.cases)
     progress = _Progress(total, quiet, console)
-    measured_cpu, harness_cpus = _cpu_split(run.settings.pin)
+    cpu = cpus.claim(run.settings.pin)
+    run.host["pinning"] = {"measured_cpu": cpu.measured,
+                           "harness_cpus": sorted(cpu.harness) if cpu.harness else None}
+    if cpu.warning and cpu.warning not in run.warnings:
+        run.warnings.append(cpu.warning)
+        if not quiet:
+            console.print(Text("warning: ", style="yellow") + Text(cpu.warning))
     budget = _Budget(run.settings.time_budget_s)
     old_affinity = os.sched_getaffinity(0)
     try:
-        if harness_cpus:
-            os.sched_setaffinity(0, harness_cpus)
+        if cpu.harness:
+            os.sched_setaffinity(0, cpu.harness)
         with _signals_stop_the_run() as received:
             for plan in plans:
-                _Measurement(run, run_dir, plan, csv_out, ctx, measured_cpu, progress,
+                _Measurement(run, run_dir, plan, csv_out, ctx, cpu.measured, progress,
                              received, budget).run()
+            if received:  # after the last trial (in a session's tear-down): stop all the same
+                raise Interrupted(received[0])
         run.status = "complete"
     except Interrupted as exc:
         run.status = "interrupted"
@@ -225,9 +223,10 @@ def measure(
         raise
     finally:
         progress.stop()
+        cpu.release()
         os.sched_setaffinity(0, old_affinity)
         run.finished_at = store.utc_now()
-        store.save(run, run_dir)
+        store.finish(run, run_dir)
 
 
 class _Measurement:
@@ -336,18 +335,32 @@ class _Measurement:
             raise Interrupted(self.received[0] if self.received else signal.SIGINT)
         self.walls.setdefault(case, []).append(result.wall_s)
         if round_no is None:
+            if result.status != "ok":
+                # Not a measurement, so not a failed trial; but a case that cannot even warm
+                # up is news the report must carry.
+                self.record.warnings.append(f"a warm-up trial of {label} failed: {result.error}")
             return
+        ok = result.status == "ok"
+        measured = result.output.samples if ok else {}
+        kept: dict[str, list[float]] = {}
+        counts: dict[str, int] = {}
+        for metric, values in measured.items():
+            quantiles = stats.sketch(values)
+            kept[metric] = values.tolist() if quantiles is None else quantiles
+            if quantiles is not None:
+                counts[metric] = len(values)
         trial = Trial(
             case=case, index=self.count[case], round=round_no,
             status=result.status,  # type: ignore[arg-type]
             started_at=started, wall_s=result.wall_s, exit_code=result.exit_code,
-            samples=result.output.samples if result.status == "ok" else {},
-            counters=result.output.counters, meta=result.output.meta,
+            samples=kept, counters=result.output.counters, meta=result.output.meta,
             rusage=result.rusage, error=result.error, stderr_tail=result.stderr_tail,
+            sample_counts=counts,
         )
+        # Every sample to samples.csv first, then the trial to the journal: a kill between
+        # leaves CSV rows of a trial the record lacks, which --resume drops.
+        if ok:
+            self.csv_out.append(case, trial.index, measured)
+        store.append_trial(trial, self.run_dir)
         self.count[case] += 1
         self.record.trials.append(trial)
-        # results.json first: it is the record. samples.csv is rebuilt from it on --resume.
-        store.save(self.record, self.run_dir)
-        if trial.ok:
-            self.csv_out.append(trial)

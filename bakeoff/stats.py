@@ -21,6 +21,12 @@ N_BOOT = 2000
 # Bootstrap replicates are computed in chunks so memory stays bounded for big trials.
 _BOOT_CELLS_PER_CHUNK = 4_000_000
 
+# A trial with more samples of a metric than this keeps that many evenly spaced quantiles
+# of them instead (odd, so the median is one of them; min and max are the ends). Pooled
+# statistics then weight each such trial equally and place each quantile within half a
+# 1/(SKETCH_POINTS - 1) step of rank of the exact value.
+SKETCH_POINTS = 2049
+
 FloatArray = NDArray[np.float64]
 # Samples of one case, grouped by trial: a list of lists or of arrays.
 Trials = Sequence[Sequence[float]] | Sequence[FloatArray]
@@ -78,6 +84,15 @@ class Crossover:
     direction: Literal["starts_winning", "stops_winning"]
     confident: bool
     level: float = 1.0  # the ratio crossed: 1, or e.g. 1.05 for "overhead under 5%"
+
+
+def sketch(values: Sequence[float] | FloatArray) -> list[float] | None:
+    """SKETCH_POINTS evenly spaced quantiles of values, or None when there are not more
+    values than that (they are then kept as they are)."""
+    a = np.asarray(values, dtype=np.float64)
+    if a.size <= SKETCH_POINTS:
+        return None
+    return [float(q) for q in np.quantile(a, np.linspace(0.0, 1.0, SKETCH_POINTS))]
 
 
 def _as_arrays(trials: Trials) -> list[FloatArray]:
@@ -298,19 +313,25 @@ class Outliers:
     mad: int
 
 
-def outliers(trials: Trials) -> Outliers:
-    x = np.concatenate(_as_arrays(trials))
+def outliers(trials: Trials, represents: Sequence[float] | None = None) -> Outliers:
+    """represents[i]: how many measured samples each value of trial i stands for (1 when
+    kept whole; samples/SKETCH_POINTS for a trial kept as quantiles), so the counts are of
+    samples measured, not of values kept."""
+    arrays = _as_arrays(trials)
+    x = np.concatenate(arrays)
+    w = (np.ones(x.size) if represents is None else
+         np.concatenate([np.full(a.size, r) for a, r in zip(arrays, represents, strict=True)]))
     q1, q3 = np.quantile(x, [0.25, 0.75])
     iqr = q3 - q1
     median = np.median(x)
     mad = np.median(np.abs(x - median))
     # 0.6745 = Phi^-1(0.75): makes the MAD comparable to a standard deviation (Iglewicz and
     # Hoaglin's modified z-score); with MAD 0 nothing can be flagged that way.
-    mad_flags = int(np.sum(0.6745 * np.abs(x - median) / mad > 3.5)) if mad > 0 else 0
+    mad_flags = 0.6745 * np.abs(x - median) / mad > 3.5 if mad > 0 else np.zeros(x.size, bool)
     return Outliers(
-        tukey_low=int(np.sum(x < q1 - 1.5 * iqr)),
-        tukey_high=int(np.sum(x > q3 + 1.5 * iqr)),
-        mad=mad_flags,
+        tukey_low=round(float(np.sum(w[x < q1 - 1.5 * iqr]))),
+        tukey_high=round(float(np.sum(w[x > q3 + 1.5 * iqr]))),
+        mad=round(float(np.sum(w[mad_flags]))),
     )
 
 

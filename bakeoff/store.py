@@ -1,8 +1,16 @@
-"""The results directory: results.json, samples.csv and the legacy CSVs, written safely.
+"""The results directory: results.json, trials.jsonl, samples.csv and the legacy CSVs.
 
-results.json is rewritten after every trial by write-temp, fsync, rename, so a crash or a
-full disk leaves either the previous complete file or the new one, never half of one.
-samples.csv is appended row by row as trials finish.
+results.json is written whole when a run starts and when it stops (write-temp, fsync,
+rename: a crash or a full disk leaves the previous complete file or the new one, never half
+of one). In between, each finished trial is appended to the journal trials.jsonl as one
+line and fsynced, so saving costs the same for the thousandth trial as for the first and a
+SIGKILL loses at most the trial in flight. Loading merges the two; a torn last line (the
+kill landed mid-write) is ignored. When the run stops, results.json takes every trial and
+the journal is removed.
+
+samples.csv has every sample as measured (the record keeps quantiles of a trial with more
+than stats.SKETCH_POINTS samples). A trial's rows are appended before its journal line, so
+after a kill the CSV may hold rows of one unrecorded trial, which --resume drops.
 """
 
 from __future__ import annotations
@@ -14,22 +22,26 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bakeoff import schema
 from bakeoff.errors import UsageError
 from bakeoff.model import BenchmarkInfo, Case, RunRecord, RunSettings, Rusage, Skip, Trial
 
 # Changelog of results.json:
 #   1 — first version: run metadata, host facts, benchmark infos, cases, skips, trials.
 #   2 — settings (threshold, target_ci, max_trials, time_budget_s, pin), stop_reason,
-#       capped; benchmark infos gain crossover_ratios, fits, profile. Version 1 still loads.
-SCHEMA_VERSION = 2
+#       capped; benchmark infos gain crossover_ratios, fits, profile.
+#   3 — trials gain sample_counts (metrics kept as quantiles); a running or killed run's
+#       trials are in trials.jsonl beside it. Versions 1 and 2 still load.
+SCHEMA_VERSION = 3
 
 RESULTS_JSON = "results.json"
-# A run writes results.json after every trial: refuse to start with less room than this.
+TRIALS_JOURNAL = "trials.jsonl"
+# A run appends every trial to disk: refuse to start with less room than this.
 MIN_FREE_BYTES = 64 * 1024**2
 SAMPLES_CSV = "samples.csv"
 
@@ -49,6 +61,13 @@ def prepare_run_dir(out: Path | None, label: str, results_root: Path) -> Path:
         raise UsageError(f"--out {target}: exists and is not a directory; choose another path")
     if target.is_dir() and (target / RESULTS_JSON).exists():
         raise UsageError(f"--out {target}: already holds a run; choose an empty or new directory")
+    for part in (target, *target.parents):
+        # mkdir would say only "File exists" for these.
+        if part.is_symlink() and not part.exists():
+            raise UsageError(f"--out {target}: {part} is a symbolic link to "
+                             f"{os.readlink(part)}, which does not exist; choose another path")
+        if part != target and part.exists() and not part.is_dir():
+            raise UsageError(f"--out {target}: {part} is not a directory; choose another path")
     try:
         target.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=target, prefix=".write-test-"):
@@ -84,6 +103,7 @@ def _trial_to_json(t: Trial) -> dict[str, Any]:
             "max_rss_kib": t.rusage.max_rss_kib},
         "error": t.error,
         "stderr_tail": t.stderr_tail,
+        "sample_counts": t.sample_counts,
     }
 
 
@@ -135,16 +155,28 @@ def _trial_from_json(d: dict[str, Any]) -> Trial:
                                               int(ru["max_rss_kib"])),
         error=d.get("error"),
         stderr_tail=str(d.get("stderr_tail", "")),
+        sample_counts={str(m): _count(n, m) for m, n in d.get("sample_counts", {}).items()},
     )
+
+
+def _count(value: Any, metric: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"sample count of {metric}: {value!r} is not a positive integer")
+    return value
+
+
+class NewerSchema(ValueError):
+    pass
 
 
 def run_from_json(d: dict[str, Any]) -> RunRecord:
     version = d.get("schema_version")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise ValueError("no schema_version")
     if version > SCHEMA_VERSION:
-        raise ValueError(f"schema version {version} is newer than this bakeoff reads "
-                         f"({SCHEMA_VERSION}); upgrade bakeoff")
+        raise NewerSchema(f"schema version {version} is newer than this bakeoff reads "
+                          f"({SCHEMA_VERSION})")
+    schema.check_run(d)
     return RunRecord(
         schema_version=version,
         run_id=str(d["run_id"]),
@@ -188,14 +220,82 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def save(run: RunRecord, run_dir: Path) -> None:
-    """Replace results.json whole. On a full disk the previous file stays as it was."""
+    """Replace results.json whole, every trial in it. On a full disk the previous file
+    stays as it was (and the journal keeps the trials since)."""
     try:
         write_atomic(run_dir / RESULTS_JSON,
                      json.dumps(run_to_json(run), indent=1, allow_nan=False))
     except OSError as exc:
-        raise UsageError(f"cannot write {run_dir / RESULTS_JSON} ({exc.strerror}); the file "
-                         "keeps the trials saved before; free space, then bakeoff run "
+        raise UsageError(f"cannot write {run_dir / RESULTS_JSON} ({exc.strerror}); the "
+                         "trials measured so far are kept on disk; free space, then bakeoff "
+                         f"run --resume {run_dir}") from None
+
+
+def finish(run: RunRecord, run_dir: Path) -> None:
+    """The run stopped: results.json takes every trial, the journal goes. A crash between
+    the two is harmless: loading skips journal lines results.json already has."""
+    save(run, run_dir)
+    (run_dir / TRIALS_JOURNAL).unlink(missing_ok=True)
+
+
+def append_trial(trial: Trial, run_dir: Path) -> None:
+    """One line in the journal, fsynced before the next trial starts."""
+    line = json.dumps(_trial_to_json(trial), allow_nan=False, separators=(",", ":")) + "\n"
+    try:
+        fd = os.open(run_dir / TRIALS_JOURNAL, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise UsageError(f"cannot write {run_dir / TRIALS_JOURNAL} ({exc.strerror}); the "
+                         "trials before this one are kept; free space, then bakeoff run "
                          f"--resume {run_dir}") from None
+
+
+def _journal_trials(path: Path) -> list[Any]:
+    """The journal's trials. Only the last line may be torn (a kill mid-append), and then
+    only if the file does not end with a newline: that line is dropped, nothing else."""
+    if not path.is_file():
+        return []
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    torn = lines.pop() if lines else b""  # after the last newline: b"" unless torn
+    del torn
+    out = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line, parse_constant=_reject_constant))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{TRIALS_JOURNAL} line {lineno}: {exc}") from None
+    return out
+
+
+def load_json(run_dir: Path) -> dict[str, Any]:
+    """results.json as a dict, with the journal's trials merged in (each (case, index)
+    once). The plain-data form of load(), for tools that want the JSON."""
+    data = json.loads((run_dir / RESULTS_JSON).read_text(encoding="utf-8"),
+                      parse_constant=_reject_constant)
+    if not isinstance(data, dict):
+        raise ValueError("top level is not an object")
+    trials = data.get("trials")
+    if not isinstance(trials, list):
+        return data  # the shape check names what is wrong
+    seen = {_trial_key(t) for t in trials}
+    for t in _journal_trials(run_dir / TRIALS_JOURNAL):
+        if _trial_key(t) not in seen:
+            seen.add(_trial_key(t))
+            trials.append(t)
+    return data
+
+
+def _trial_key(t: Any) -> str:
+    if not isinstance(t, dict):
+        raise ValueError(f"a trial is {type(t).__name__}, not an object")
+    return json.dumps([t["case"], t["index"]], sort_keys=True)
 
 
 def load(run_dir: Path) -> RunRecord:
@@ -206,12 +306,13 @@ def load(run_dir: Path) -> RunRecord:
     if not path.is_file():
         raise UsageError(f"{run_dir}: has no {RESULTS_JSON}; give a directory written by bakeoff run")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
-        if not isinstance(data, dict):
-            raise ValueError("top level is not an object")
-        return run_from_json(data)
+        return run_from_json(load_json(run_dir))
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it ({exc.strerror}); check its permissions") from None
+    except NewerSchema as exc:
+        raise UsageError(f"{path}: {exc}; upgrade bakeoff to read it") from None
     except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
-        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+        what = f"{exc} is missing" if isinstance(exc, KeyError) else str(exc)
         raise UsageError(f"{path}: unreadable results ({what}); re-run bakeoff run to "
                          "produce it again") from None
 
@@ -228,65 +329,95 @@ class SamplesCsv:
         self.param_names = param_names
         if not path.exists():
             with path.open("w", newline="") as f:
-                csv.writer(f).writerow(
-                    ["benchmark", "variant", *param_names, "trial", "metric", "value"])
+                csv.writer(f).writerow(self.header())
 
-    def append(self, trial: Trial) -> None:
-        params = dict(trial.case.params)
+    def header(self) -> list[str]:
+        return ["benchmark", "variant", *self.param_names, "trial", "metric", "value"]
+
+    def row_key(self, case: Case, index: int) -> list[str]:
+        """The columns before metric and value, as the CSV holds them (text)."""
+        params = dict(case.params)
+        return [case.benchmark, case.variant, *(str(params.get(p, "")) for p in self.param_names),
+                str(index)]
+
+    def append(self, case: Case, index: int, samples: Mapping[str, Iterable[float]]) -> None:
+        key = self.row_key(case, index)
         try:
             with self.path.open("a", newline="") as f:
                 w = csv.writer(f)
-                for metric, values in trial.samples.items():
-                    for v in values:
-                        w.writerow([trial.case.benchmark, trial.case.variant,
-                                    *(params.get(p, "") for p in self.param_names),
-                                    trial.index, metric, repr(v)])
+                for metric, values in samples.items():
+                    w.writerows([*key, metric, repr(v)] for v in values)
         except OSError as exc:
-            # results.json (saved first) has the trial; --resume rebuilds this file from it.
-            raise UsageError(f"cannot write {self.path} ({exc.strerror}); results.json keeps "
-                             f"every trial: free space, then bakeoff run --resume "
+            raise UsageError(f"cannot write {self.path} ({exc.strerror}); the trials before "
+                             f"this one are kept: free space, then bakeoff run --resume "
                              f"{self.path.parent}") from None
 
 
 def rewrite_samples_csv(run: RunRecord, run_dir: Path, param_names: list[str]) -> SamplesCsv:
-    """samples.csv anew from results.json: after a kill the two may differ by one trial."""
-    (run_dir / SAMPLES_CSV).unlink(missing_ok=True)
-    out = SamplesCsv(run_dir / SAMPLES_CSV, param_names)
-    for t in run.trials:
-        if t.ok:
-            out.append(t)
-    return out
+    """Before a resumed run goes on: samples.csv keeps the rows of the recorded ok trials
+    (dropping those of a trial a kill left unrecorded), and regains the rows of recorded
+    trials it lacks where the record has their every sample (runs of schema 2 saved the
+    record first)."""
+    path = run_dir / SAMPLES_CSV
+    out = SamplesCsv(path.with_name(f".{SAMPLES_CSV}.{os.getpid()}.tmp"), param_names)
+    recorded = {tuple(out.row_key(t.case, t.index)): t for t in run.trials if t.ok}
+    present: set[tuple[str, ...]] = set()
+    width = len(out.header())
+    try:
+        with out.path.open("a", newline="") as dst:
+            w = csv.writer(dst)
+            if path.is_file():
+                with path.open(newline="") as src:
+                    rows = csv.reader(src)
+                    if next(rows, None) == out.header():
+                        for row in rows:
+                            key = tuple(row[:-2])
+                            if len(row) == width and key in recorded:
+                                present.add(key)
+                                w.writerow(row)
+            for key, t in recorded.items():
+                if key not in present and not t.sample_counts:
+                    for metric, values in t.samples.items():
+                        w.writerows([*key, metric, repr(v)] for v in values)
+        os.replace(out.path, path)
+    except OSError as exc:
+        out.path.unlink(missing_ok=True)
+        raise UsageError(f"cannot rewrite {path} ({exc.strerror}); free space or fix "
+                         "permissions, then resume again") from None
+    return SamplesCsv(path, param_names)
 
 
 def write_legacy_csvs(run: RunRecord, run_dir: Path) -> list[Path]:
-    """CSV files in the format of the tools bakeoff replaced, one row per sample."""
-    written = []
+    """CSV files in the format of the tools bakeoff replaced, one row per sample, streamed
+    from samples.csv (which has every sample)."""
+    written: list[Path] = []
+    if not (run_dir / SAMPLES_CSV).is_file():
+        return written  # a results directory copied without it: nothing to derive them from
     for name, info in run.benchmarks.items():
         spec = info.legacy_csv
         if not spec:
             continue
-        rows: list[list[Any]] = []
-        for t in run.trials:
-            if t.case.benchmark != name or not t.ok:
-                continue
-            # One row per sample of the first metric the columns ask for.
-            metric = next(src.split(":", 1)[1] for src in spec["columns"].values()
-                          if src.startswith("metric:"))
-            for v in t.samples.get(metric, []):
-                row: list[Any] = []
-                for src in spec["columns"].values():
-                    if src == "variant":
-                        row.append(t.case.variant)
-                    elif src.startswith("param:"):
-                        row.append(t.case.param(src.split(":", 1)[1]))
+        # One row per sample of the first metric the columns ask for.
+        metric = next(src.split(":", 1)[1] for src in spec["columns"].values()
+                      if src.startswith("metric:"))
+        path = run_dir / spec["filename"]
+        with (run_dir / SAMPLES_CSV).open(newline="") as src, path.open("w", newline="") as dst:
+            rows = csv.reader(src)
+            col = {c: i for i, c in enumerate(next(rows, []))}
+            w = csv.writer(dst)
+            w.writerow(list(spec["columns"].keys()))
+            for row in rows:
+                if row[col["benchmark"]] != name or row[col["metric"]] != metric:
+                    continue
+                out: list[Any] = []
+                for source in spec["columns"].values():
+                    if source == "variant":
+                        out.append(row[col["variant"]])
+                    elif source.startswith("param:"):
+                        out.append(row[col[source.split(":", 1)[1]]])
                     else:
                         # The replaced tools wrote whole numbers; their parsers expect that.
-                        row.append(round(v))
-                rows.append(row)
-        path = run_dir / spec["filename"]
-        with path.open("w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(list(spec["columns"].keys()))
-            w.writerows(rows)
+                        out.append(round(float(row[col["value"]])))
+                w.writerow(out)
         written.append(path)
     return written

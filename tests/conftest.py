@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from bakeoff import store
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -24,13 +26,17 @@ def run_bakeoff(*args: str, env: dict[str, str] | None = None,
     )
 
 
-def assert_usage_error(res: subprocess.CompletedProcess[str], needle: str) -> None:
-    """Exit 2, one line on stderr that names the problem, no traceback."""
+def assert_usage_error(res: subprocess.CompletedProcess[str], needle: str,
+                       fix: str | None = None) -> None:
+    """Exit 2, one line on stderr that names the problem, no traceback; given fix, the line
+    names the fix too (the house style: `what: problem; fix`)."""
     assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1, res.stderr
     assert "Traceback" not in res.stderr
     assert needle in lines[0], lines[0]
+    if fix is not None:
+        assert fix in lines[0], lines[0]
 
 
 def build_dir() -> Path:
@@ -58,11 +64,17 @@ def mremap_quick_run(built: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     return out
 
 
+def saved_results(run_dir: Path) -> dict[str, Any]:
+    """results.json as JSON with the trials a running or killed run has only in its journal
+    (trials.jsonl) merged in: what `bakeoff report` would read."""
+    return store.load_json(run_dir)
+
+
 def trials_on_disk(run_dir: Path) -> int:
     """How many trials a (possibly running) run has saved; 0 before its results.json."""
     try:
-        return len(json.loads((run_dir / "results.json").read_text())["trials"])
-    except (OSError, ValueError):
+        return len(saved_results(run_dir)["trials"])
+    except (OSError, ValueError, KeyError):
         return 0
 
 
@@ -72,3 +84,24 @@ def wait_for_trials(run_dir: Path, n: int, timeout_s: float = 120) -> None:
     while trials_on_disk(run_dir) < n:
         assert time.monotonic() < deadline, f"the run saved fewer than {n} trials in {timeout_s} s"
         time.sleep(0.02)
+
+
+def marked_env(marker: str) -> dict[str, str]:
+    """An environment whose every descendant process can be found again by marker, even
+    after it was reparented (other runs may be going on at once)."""
+    return {**os.environ, "BAKEOFF_TEST_MARKER": marker}
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Live processes started under marked_env(marker)."""
+    needle = f"BAKEOFF_TEST_MARKER={marker}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if needle in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(int(proc.name))
+        except OSError:
+            continue  # exited, or a kernel thread
+    return found

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff
+from conftest import trials_on_disk as conftest_trials_on_disk
 
 ROOM = REPO / "build" / "bpf_map_dump"
 QUICK_ENTRIES = 100_000
@@ -98,10 +99,7 @@ def wait_until_clean(before: set[int], timeout: float = 15.0) -> tuple[set[int],
 
 
 def trials_on_disk(results: Path) -> int:
-    try:
-        return len(json.loads(results.read_text())["trials"])
-    except (OSError, ValueError, KeyError):
-        return 0
+    return conftest_trials_on_disk(results.parent)
 
 
 # ---- the quick run ------------------------------------------------------------------------------

@@ -110,6 +110,20 @@ def test_failed_trials_are_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
     assert (out / "report.md").exists()
 
 
+def test_a_failed_warm_up_trial_is_reported(tmp_path: Path) -> None:
+    """Warm-up trials are not measurements, but one that fails must not pass in silence."""
+    env = {"BAKEOFF_BENCHMARKS_DIR": str(FIXTURES / "rooms"),
+           "BAKEOFF_BUILD_DIR": str(FIXTURES / "build")}
+    out = tmp_path / "run"
+    res = run_bakeoff("run", "flaky", "--profile", "full", "--variant", "crash", "--param", "n=1",
+                      "--out", str(out), "--quiet", env=env)
+    assert res.returncode == 1, res.stderr  # the measured trials of crash fail too
+    warnings = json.loads((out / "results.json").read_text())["warnings"]
+    warm = [w for w in warnings if w.startswith("a warm-up trial of flaky crash")]
+    assert len(warm) == 1 and "failed to frobnicate" in warm[0], warnings
+    assert "a warm-up trial of flaky crash" in (out / "report.md").read_text()
+
+
 def test_a_room_can_add_a_subcommand() -> None:
     env = {"BAKEOFF_BENCHMARKS_DIR": str(FIXTURES / "rooms"),
            "BAKEOFF_BUILD_DIR": str(FIXTURES / "build")}

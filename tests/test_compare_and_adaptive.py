@@ -15,7 +15,7 @@ import pytest
 
 from bakeoff import store
 from bakeoff.model import BenchmarkInfo, Case, RunRecord, Rusage, Trial
-from conftest import REPO, assert_usage_error, run_bakeoff, wait_for_trials
+from conftest import REPO, assert_usage_error, run_bakeoff, saved_results, wait_for_trials
 
 INFO = BenchmarkInfo(
     name="demo", title="Demo", summary="made-up results for compare", baseline="a",
@@ -100,7 +100,7 @@ def test_compare_bad_input(before_after: tuple[Path, Path], tmp_path: Path) -> N
 
 
 def _load(out: Path) -> dict:  # type: ignore[type-arg]
-    return json.loads((out / "results.json").read_text())
+    return saved_results(out)
 
 
 def test_target_ci_adds_rounds_up_to_the_cap(built: Path, tmp_path: Path) -> None:

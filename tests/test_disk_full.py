@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff, wait_for_trials
+from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff, saved_results, wait_for_trials
 
 
 @pytest.fixture
@@ -60,7 +60,9 @@ def test_disk_filling_up_mid_run_keeps_the_last_good_results(built: Path,
     lines = err.strip().splitlines()
     assert "Traceback" not in err
     assert "No space left on device" in lines[-1] and "--resume" in lines[-1]
-    # Whatever results.json holds is a whole file, with every trial it claims.
-    data = json.loads((out / "results.json").read_text())
+    # results.json is a whole file; with the journal it has every trial saved before.
+    json.loads((out / "results.json").read_text())
+    data = saved_results(out)
     assert len(data["trials"]) >= 3
+    assert all(t["status"] == "ok" for t in data["trials"])
     assert not list(out.glob(".results.json.*.tmp"))

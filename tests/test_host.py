@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from bakeoff import host
+import os
+
+from bakeoff import cpus, host
 from conftest import IN_CI
 
 
@@ -37,3 +39,25 @@ def test_noise_warnings_follow_the_facts() -> None:
                    "turbo boost is on", "SMT is on", "THP is 'always'", "ASLR is on",
                    "BPF JIT is off", "no hardware perf counters", "stress (pid 9, 99% CPU)"):
         assert needle in text, needle
+
+
+def test_concurrent_runs_claim_different_cpus_and_the_one_too_many_is_warned() -> None:
+    """Each run measures on a CPU no other run claims; when none is left it shares one
+    and says so. (Claims are flocks: a second open file in this process cannot take one.)"""
+    n_cpus = len(os.sched_getaffinity(0))
+    assert n_cpus >= 2, "this machine kind has 2 CPUs"
+    claims = [cpus.claim(pin=True) for _ in range(n_cpus + 1)]
+    try:
+        alone = [c for c in claims if c.warning is None]
+        assert len({c.measured for c in alone}) == len(alone)
+        for c in alone:
+            assert c.harness is not None and c.measured not in c.harness
+        assert claims[-1].warning is not None and "disturb each other" in claims[-1].warning
+    finally:
+        for c in claims:
+            c.release()
+    # Released: the next run gets the last CPU again (unless another run holds it now).
+    again = cpus.claim(pin=True)
+    again.release()
+    assert again.warning is None
+    assert cpus.claim(pin=False).measured is None

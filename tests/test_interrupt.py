@@ -13,22 +13,23 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO, wait_for_trials
+from conftest import FIXTURES, REPO, marked_env, marked_processes, wait_for_trials
 
 
-def _scratch_dirs() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("bakeoff-*")}
+def _scratch_dirs(pid: int) -> set[str]:
+    """The run's temp dirs: each carries its PID (other runs may be going on at once)."""
+    return {p.name for p in Path(tempfile.gettempdir()).glob(f"bakeoff-{pid}-*")}
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_signal_mid_run_keeps_results_and_cleans_up(built: Path, tmp_path: Path,
                                                     signum: int) -> None:
-    before = _scratch_dirs()
     out = tmp_path / "run"
     proc = subprocess.Popen(
         [sys.executable, "-m", "bakeoff", "run", "mremap-vs-memcpy", "--profile", "quick",
          "--trials", "50", "--out", str(out), "--quiet"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=marked_env(out.name + str(signum)))
     wait_for_trials(out, 3)
     os.kill(proc.pid, signum)
     _, err = proc.communicate(timeout=60)
@@ -44,10 +45,9 @@ def test_signal_mid_run_keeps_results_and_cleans_up(built: Path, tmp_path: Path,
     for t in data["trials"]:
         seen.setdefault(json.dumps(t["case"], sort_keys=True), []).append(t["index"])
     assert all(sorted(v) == list(range(len(v))) for v in seen.values())
-    assert _scratch_dirs() <= before, "a bakeoff temp dir was left behind"
+    assert not _scratch_dirs(proc.pid), "a bakeoff temp dir was left behind"
     # No measured program outlives the harness.
-    ps = subprocess.run(["pgrep", "-f", "mremap_bench"], capture_output=True, text=True)
-    assert ps.stdout.strip() == ""
+    assert marked_processes(out.name + str(signum)) == []
 
 
 def test_trial_gets_sigterm_to_clean_up_before_sigkill(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bakeoff import store
 from conftest import IN_CI
 
 MIB = 1024 * 1024
@@ -24,7 +25,8 @@ def test_results_directory_is_complete(quick_run: Path) -> None:
     for name in ("results.json", "samples.csv", "report.html", "report.md", "result.csv"):
         assert (quick_run / name).is_file(), name
     data = json.loads((quick_run / "results.json").read_text())
-    assert data["schema_version"] == 2 and data["status"] == "complete"
+    assert data["schema_version"] == store.SCHEMA_VERSION and data["status"] == "complete"
+    assert not (quick_run / store.TRIALS_JOURNAL).exists()  # folded into results.json
     assert data["host"]["kernel"] and data["host"]["cpu_model"]
     assert data["host"]["timer"]["timer_overhead_ns"] > 0
     variants = {t["case"]["variant"] for t in data["trials"]}

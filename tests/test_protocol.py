@@ -18,7 +18,7 @@ GOOD = """\
 def test_parses_meta_samples_and_counters() -> None:
     out = parse_output(GOOD)
     assert out.meta == {"timer": "clock_gettime(CLOCK_MONOTONIC_RAW)", "timer_overhead_ns": 18.5}
-    assert out.samples == {"ns_per_op": [7084.0, 7100.0]}
+    assert {m: list(v) for m, v in out.samples.items()} == {"ns_per_op": [7084.0, 7100.0]}
     assert out.counters == {"events_lost": 0.0}
 
 
@@ -45,3 +45,18 @@ def test_malformed_lines_name_the_line(line: str, needle: str) -> None:
         parse_output(GOOD + line + "\n")
     assert needle in str(err.value)
     assert "line 6" in str(err.value)
+
+
+@pytest.mark.parametrize("value", ["0", "-0", "7084.0", "-1.5e-3", "12E+4", "1e308", "5"])
+def test_fast_and_general_paths_agree(value: str) -> None:
+    """bench.c's exact sample line skips json.loads; the same value spaced differently
+    takes the general path. Both must read the same number."""
+    fast = parse_output(f'{{"type":"sample","metric":"m","value":{value}}}\n')
+    general = parse_output(f'{{ "type": "sample", "metric": "m", "value": {value} }}\n')
+    assert list(fast.samples["m"]) == list(general.samples["m"]) == [float(value)]
+
+
+@pytest.mark.parametrize("value", ["01", "1.", ".5", "1e", "+1", "0x10", "1_000"])
+def test_fast_path_is_no_more_lenient_than_json(value: str) -> None:
+    with pytest.raises(ProtocolError):
+        parse_output(f'{{"type":"sample","metric":"m","value":{value}}}\n')

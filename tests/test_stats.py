@@ -210,3 +210,28 @@ def test_bootstrap_p_is_small_for_a_clear_difference_and_large_for_none() -> Non
     assert r.p_value >= 2 / 252
     twin = _draw(rng, 100.0, trials=5, samples=10)
     assert stats.ratio_of_medians(twin, base, rng).p_boot > 0.05
+
+
+def test_trials_kept_as_quantiles_give_the_exact_statistics_within_their_rank_step() -> None:
+    """A trial with more than SKETCH_POINTS samples keeps that many quantiles: min, median,
+    max exact per trial, and pooled quantiles within one quantile step of rank."""
+    rng = np.random.default_rng(7)
+    trials = [rng.lognormal(5.0, 0.4, size=200_000) for _ in range(5)]
+    kept = [stats.sketch(t) for t in trials]
+    assert all(k is not None and len(k) == stats.SKETCH_POINTS for k in kept)
+    assert stats.sketch(trials[0][: stats.SKETCH_POINTS]) is None  # small trials stay whole
+    for t, k in zip(trials, kept, strict=True):
+        assert k is not None
+        assert (k[0], k[len(k) // 2], k[-1]) == (t.min(), float(np.median(t)), t.max())
+    exact = np.concatenate(trials)
+    approx = stats.summarize([k for k in kept if k is not None], np.random.default_rng(1))
+    step = 1.0 / (stats.SKETCH_POINTS - 1)
+    for q, value in ((0.5, approx.median), (0.05, approx.p5), (0.95, approx.p95)):
+        rank = float(np.mean(exact <= value))
+        assert abs(rank - q) <= step, (q, rank)
+    assert approx.mean == pytest.approx(exact.mean(), rel=0.01)  # the tails weigh a little more
+    # Outlier counts are of samples measured, not of quantiles kept.
+    whole = stats.outliers(trials)
+    counted = stats.outliers([k for k in kept if k is not None],
+                             [t.size / stats.SKETCH_POINTS for t in trials])
+    assert counted.tukey_high == pytest.approx(whole.tukey_high, rel=0.05)

@@ -47,16 +47,23 @@ def test_round_trip(tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".*.tmp"))  # the temp file was renamed, not left
 
 
+def _csv_of(run: RunRecord, run_dir: Path) -> store.SamplesCsv:
+    out = store.SamplesCsv(run_dir / store.SAMPLES_CSV, ["size"])
+    for t in run.trials:
+        if t.ok:
+            out.append(t.case, t.index, t.samples)
+    return out
+
+
 def test_legacy_csv_has_the_seed_columns(tmp_path: Path) -> None:
     run = make_run()
+    _csv_of(run, tmp_path)
     (path,) = store.write_legacy_csvs(run, tmp_path)
     assert path.read_text().splitlines() == ["size,method,ns", "4096,a,100", "4096,a,102"]
 
 
 def test_samples_csv_rows(tmp_path: Path) -> None:
-    run = make_run()
-    out = store.SamplesCsv(tmp_path / "samples.csv", ["size"])
-    out.append(run.trials[0])
+    _csv_of(make_run(), tmp_path)
     assert (tmp_path / "samples.csv").read_text().splitlines() == [
         "benchmark,variant,size,trial,metric,value",
         "demo,a,4096,0,ns_per_op,100.0",
@@ -64,13 +71,82 @@ def test_samples_csv_rows(tmp_path: Path) -> None:
     ]
 
 
+def _journaled(tmp_path: Path) -> RunRecord:
+    """A run as a SIGKILL leaves it: results.json from the start, trials in the journal."""
+    run = make_run()
+    run.status = "running"
+    trials, run.trials = run.trials, []
+    store.save(run, tmp_path)
+    for t in trials:
+        store.append_trial(t, tmp_path)
+    run.trials = trials
+    return run
+
+
+def test_journal_trials_load_with_the_record(tmp_path: Path) -> None:
+    run = _journaled(tmp_path)
+    assert json.loads((tmp_path / "results.json").read_text())["trials"] == []
+    assert store.load(tmp_path) == run
+    # A kill between results.json taking every trial and the journal's removal: each once.
+    store.save(run, tmp_path)
+    assert store.load(tmp_path) == run
+    store.finish(run, tmp_path)
+    assert not (tmp_path / store.TRIALS_JOURNAL).exists()
+    assert store.load(tmp_path) == run
+
+
+def test_torn_last_journal_line_is_dropped_and_a_torn_middle_is_an_error(tmp_path: Path) -> None:
+    run = _journaled(tmp_path)
+    journal = tmp_path / store.TRIALS_JOURNAL
+    whole = journal.read_bytes()
+    journal.write_bytes(whole + b'{"case": {"bench')  # killed mid-append
+    assert store.load(tmp_path).trials == run.trials
+    first, second = whole.split(b"\n")[:2]
+    journal.write_bytes(first[:40] + b"\n" + second + b"\n")
+    with pytest.raises(UsageError, match=r"trials\.jsonl line 1"):
+        store.load(tmp_path)
+
+
+def test_kept_quantiles_round_trip_with_their_count(tmp_path: Path) -> None:
+    run = make_run()
+    run.trials[0].samples["ns_per_op"] = [1.0, 2.0, 3.0]
+    run.trials[0].sample_counts = {"ns_per_op": 5_000_000}
+    store.save(run, tmp_path)
+    back = store.load(tmp_path)
+    assert back.trials[0].n_samples("ns_per_op") == 5_000_000
+    assert back.trials[1].n_samples("ns_per_op") == 0
+    assert make_run().trials[0].n_samples("ns_per_op") == 2
+
+
+def test_resume_rewrite_drops_unrecorded_rows_and_regains_missing_ones(tmp_path: Path) -> None:
+    run = make_run()
+    csv_out = _csv_of(run, tmp_path)
+    # A trial whose rows reached the CSV before the kill, but never the record.
+    csv_out.append(Case("demo", "a", (("size", 4096),)), 1, {"ns_per_op": [555.0]})
+    store.rewrite_samples_csv(run, tmp_path, ["size"])
+    rows = (tmp_path / "samples.csv").read_text().splitlines()
+    assert rows == ["benchmark,variant,size,trial,metric,value",
+                    "demo,a,4096,0,ns_per_op,100.0", "demo,a,4096,0,ns_per_op,101.5"]
+    # A schema-2 run saved the record first: rows missing from the CSV come back from it.
+    (tmp_path / "samples.csv").write_text(rows[0] + "\n")
+    store.rewrite_samples_csv(run, tmp_path, ["size"])
+    assert (tmp_path / "samples.csv").read_text().splitlines() == rows
+    assert not list(tmp_path.glob(".samples.csv.*"))
+
+
 @pytest.mark.parametrize(
     ("mutate", "needle"),
     [
-        (lambda d: d.pop("trials"), "missing field 'trials'"),
+        (lambda d: d.pop("trials"), "'trials' is missing"),
         (lambda d: d.update(schema_version=99), "newer than this bakeoff reads"),
         (lambda d: d.pop("schema_version"), "no schema_version"),
         (lambda d: d["trials"][0]["samples"].update(ns_per_op=["x"]), "not a finite number"),
+        (lambda d: d["trials"][0].update(sample_counts={"ns_per_op": -3}),
+         "trials[0].sample_counts.ns_per_op: -3 is not an integer >= 1"),
+        (lambda d: d["benchmarks"]["demo"].update(metrics=[]), "benchmarks.demo.metrics: is empty"),
+        (lambda d: d["cases"][0]["params"].update(size=[4096]), "is not a text or a finite number"),
+        (lambda d: d["benchmarks"]["demo"].update(baseline="zz"), "not one of its variants"),
+        (lambda d: d.update(seed=-1), "seed: -1 is not an integer >= 0"),
     ],
 )
 def test_bad_results_are_usage_errors(tmp_path: Path, mutate, needle: str) -> None:  # type: ignore[no-untyped-def]

@@ -325,8 +325,10 @@ def distribution_chart(run: RunRecord, ba: BenchmarkAnalysis, metric: str,
     total = sum(len(s) for r in rows for s in per_case.get(r.case, []))
     if not rows or total == 0:
         return None
+    measured = sum(r.summary.n for r in rows if r.summary)
     # All samples when they fit; else one point per trial (the unit the statistics resample).
-    use_all = total <= MAX_POINTS
+    # A trial kept as quantiles (more samples than stats.SKETCH_POINTS) is never drawn whole.
+    use_all = total <= MAX_POINTS and measured == total
     points = {r.case: [v for s in per_case.get(r.case, []) for v in s] if use_all
               else [statistics.median(s) for s in per_case.get(r.case, [])] for r in rows}
     n_points = sum(len(v) for v in points.values())
@@ -356,7 +358,7 @@ def distribution_chart(run: RunRecord, ba: BenchmarkAnalysis, metric: str,
     fig.update_yaxes(type="log" if spans_decades(all_y) else "linear",
                      title={"text": _t(f"{metric} ({shown})")})
     what = (f"all {fmt_count(total)} samples" if use_all else
-            f"per-trial medians ({fmt_count(total)} samples are too many to draw)")
+            f"per-trial medians ({fmt_count(measured)} samples are too many to draw)")
     if stride > 1:
         what += f", every {stride}th shown"
     return Chart("distribution", title, f"Box plots with points: {what}.", fig)

@@ -15,6 +15,7 @@ from bakeoff.model import RunRecord
 from bakeoff.report.tables import CaseRow, case_rows, failed_trials
 from bakeoff.report.words import crossover_sentence, fit_sentence, lower_is_better
 
+MAX_SKIP_REASONS = 5  # distinct skip reasons printed per benchmark; report.md has them all
 _VERDICT_STYLE = {"faster": "green", "slower": "red", "same": "dim", "—": "", "n/a": "dim"}
 
 
@@ -53,6 +54,20 @@ def _table(ba: BenchmarkAnalysis) -> Table:
     return table
 
 
+def _print_skip_reasons(ba: BenchmarkAnalysis, console: Console) -> None:
+    """Each distinct reason once, with how many cases it skipped: a user without root or BPF
+    reads here, not in a report, why a benchmark did not run and what fixes it."""
+    counts: dict[str, int] = {}
+    for s in ba.skips:
+        counts[s.reason] = counts.get(s.reason, 0) + 1
+    shown = list(counts.items())[:MAX_SKIP_REASONS]
+    for reason, n in shown:
+        console.print(Text(f"  skipped ({n}): ", style="yellow") + Text(reason))
+    if len(counts) > len(shown):
+        console.print(Text(f"  and {len(counts) - len(shown)} other reason(s): see report.md",
+                           style="yellow"))
+
+
 def print_summary(run: RunRecord, analysis: Analysis, console: Console) -> None:
     for ba in analysis.benchmarks:
         console.print(_table(ba))
@@ -66,6 +81,7 @@ def print_summary(run: RunRecord, analysis: Analysis, console: Console) -> None:
                 f"{len(ba.skips)} case(s) skipped, {failed} trial(s) failed: "
                 "see report.md or report.html for the reasons", style="yellow",
             ))
+        _print_skip_reasons(ba, console)
         console.print()
     if run.status != "complete":
         console.print(Text(f"warning: this run is {run.status}; figures cover only the trials "

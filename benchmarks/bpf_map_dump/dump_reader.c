@@ -585,6 +585,8 @@ int main(int argc, char **argv)
 	struct dump d;
 	struct verdict v;
 	uint64_t first_checksum = 0, retries = 0;
+	pid_t session_loader = 0;
+	int loader_fd;
 
 	bench_parse_args(argc, argv, &spec, &args);
 	const struct variant_info *vi = &variant_infos[args.variant_index];
@@ -598,6 +600,7 @@ int main(int argc, char **argv)
 	dump_raise_memlock();
 
 	find_map(&src, kind, entries);
+	loader_fd = src.own_loader ? -1 : dump_watch_loader(&session_loader);
 	st.map_fd = open_map(&src, kind, entries);
 	buffers_init(&buf, entries);
 	uint64_t *bitmap = calloc(((size_t)entries + 63) / 64, sizeof(uint64_t));
@@ -614,6 +617,7 @@ int main(int argc, char **argv)
 
 		verify(&d, entries, bitmap, &v);
 		require_complete(args.variant, &d, entries, &v);
+		dump_check_loader(loader_fd, session_loader);
 		if (i == 0)
 			first_checksum = v.checksum;
 		else if (v.checksum != first_checksum)

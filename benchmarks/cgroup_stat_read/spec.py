@@ -13,11 +13,13 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from bakeoff.cleanup import pid_alive
 from bakeoff.errors import UsageError
 from bakeoff.model import (
     Benchmark,
@@ -126,21 +128,23 @@ def check_target(value: ParamValue) -> str | None:
         return ("give child, root, or an absolute memory cgroup path "
                 "(e.g. /sys/fs/cgroup/memory/NAME); a path with ',' cannot be given, since "
                 "--param splits its values at ','")
+    controller = memory_controller()
+    # Every refusal names the fix: the targets that do work here.
+    fix = (f"; give child, root, or a memory cgroup directory under {controller[0]}"
+           if controller else "; this machine has no memory controller (see bakeoff doctor)")
     if not path.is_dir():
-        return f"{text} does not exist (or is not a directory)"
+        return f"{text} does not exist (or is not a directory){fix}"
     mount = _mount_of(path)
     if mount is None or mount.fstype not in CGROUP_MAGIC_TYPES:
-        return f"{text} is not a cgroup (not on a cgroup file system)"
+        return f"{text} is not a cgroup (not on a cgroup file system){fix}"
     stat = path / "memory.stat"
     if not stat.exists():
-        controller = memory_controller()
-        where = f"; the memory controller is at {controller[0]}" if controller else ""
-        return f"{text} is not a memory cgroup (it has no memory.stat){where}"
+        return f"{text} is not a memory cgroup (it has no memory.stat){fix}"
     try:
         with stat.open("rb") as f:
             f.read(1)
     except OSError as exc:
-        return f"{text} is not readable: {stat}: {exc.strerror}"
+        return f"{text} is not readable: {stat}: {exc.strerror}{fix}"
     return None
 
 
@@ -202,12 +206,16 @@ def skip_case(case: Case, ctx: RunContext) -> str | None:
             return ("not applicable: an iterator fd has no offset to pread at; held "
                     "re-creates the iterator fd per query instead")
         if not ctx.capabilities.get("bpf", False):
-            return "bpf-iter needs BPF (bpf() as root); see bakeoff doctor"
+            return "bpf-iter needs BPF (bpf() as root); fix: run as root, see bakeoff doctor"
         if content == "bpf-iter-flush" and not _kallsyms_has("cgroup_rstat_flush"):
             return FLUSH_UNAVAILABLE
     where = _target_dir(case)
     if where is None:
         return "no memory controller is mounted"
+    if str(case.param("target")) == "child" and not os.access(where, os.W_OK):
+        # The child is made with mkdir under the controller's root: only root may.
+        return (f"target=child needs root: it creates a memory cgroup under {where}, which "
+                f"uid {os.geteuid()} cannot write; fix: run as root, or --param target=root")
     if content == "ks" and not (where / "memory.stat.ks").exists():
         return ("this kernel has no memory.stat.ks (the out-of-tree patch that filters "
                 "memory.stat in the kernel)")
@@ -221,13 +229,7 @@ def skip_case(case: Case, ctx: RunContext) -> str | None:
 
 
 def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid)  # a zombie counts as gone: it can no longer clean up
 
 
 def _move_out(cgroup: Path) -> None:
@@ -253,23 +255,35 @@ def _rmdir(cgroup: Path) -> None:
     cgroup.rmdir()
 
 
-def sweep_leftovers() -> None:
+def sweep_leftovers() -> list[str]:
     """Remove what runs that died without cleaning up (SIGKILL) left: their child cgroups and
-    their trials' private bpffs mounts. Only those whose creating PID is gone."""
+    their trials' private bpffs mounts (which pin an iterator link, its program and map).
+    Only those whose creating PID is gone. One line per thing removed (Benchmark.sweep)."""
+    lines = []
     controller = memory_controller()
     if controller:
         for entry in controller[0].glob("bakeoff-*-target"):
             m = TARGET_NAME.match(entry.name)
             if m and not _pid_alive(int(m.group(1))):
                 _move_out(entry)
-                with contextlib.suppress(OSError):
+                try:
                     _rmdir(entry)
+                    lines.append(f"removed cgroup {entry} (its run, {m.group(1)}, is gone)")
+                except OSError as exc:
+                    lines.append(f"could not remove cgroup {entry}: {exc.strerror or exc}")
     for mount in _mounts():
         m = BPFFS_NAME.match(mount.point.name)
         if mount.fstype == "bpf" and m and not _pid_alive(int(m.group(1))):
             subprocess.run(["umount", "-l", str(mount.point)], check=False, capture_output=True)
             with contextlib.suppress(OSError):
                 mount.point.rmdir()
+            lines.append(f"unmounted and removed bpffs {mount.point} with the BPF iterator it "
+                         f"pinned (its trial, {m.group(1)}, is gone)")
+    return lines
+
+
+class ChargerFailed(Exception):
+    pass
 
 
 class ChildCgroup:
@@ -282,8 +296,14 @@ class ChildCgroup:
         self.enabled_memory_in: Path | None = None  # v2: a subtree_control we changed
 
     def ensure(self) -> Path:
+        """The child cgroup with a live charger in it. Made on first use; a charger that died
+        since (killed, OOM) is replaced, so that its death fails the trial it hit (cgstat
+        watches the charger) and not, silently, every trial after it on an empty cgroup."""
         if self.path is None:
             self._create()
+        elif self.charger is None or self.charger.poll() is not None:
+            self._stop_charger()
+            self._start_charger()
         assert self.path is not None
         return self.path
 
@@ -297,15 +317,29 @@ class ChildCgroup:
         path = root / f"bakeoff-{os.getpid()}-target"
         path.mkdir(mode=0o755)
         self.path = path
+        self._start_charger()
+
+    def _start_charger(self) -> None:
+        """Raises ChargerFailed (the trial fails with it, the run goes on)."""
+        assert self.path is not None
         charger = self.build_dir / CHARGER
         # Its own session: a Ctrl-C at the terminal reaches the harness, which removes it.
-        self.charger = subprocess.Popen([str(charger), str(path), str(CHARGE_MIB)],
+        self.charger = subprocess.Popen([str(charger), str(self.path), str(CHARGE_MIB)],
                                         stdout=subprocess.PIPE, start_new_session=True)
         assert self.charger.stdout is not None
         line = self.charger.stdout.readline()
         if line.strip() != b"ready":
-            raise RuntimeError(f"the memory charger for {path} did not start "
-                               f"(exit {self.charger.poll()})")
+            self._stop_charger()
+            raise ChargerFailed(f"the memory charger for {self.path} did not start")
+
+    def _stop_charger(self) -> None:
+        if self.charger is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self.charger.send_signal(signal.SIGKILL)
+            self.charger.wait()
+            if self.charger.stdout:
+                self.charger.stdout.close()
+            self.charger = None
 
     def _enable_memory(self, root: Path) -> None:
         control = root / "cgroup.subtree_control"
@@ -314,13 +348,7 @@ class ChildCgroup:
             self.enabled_memory_in = control
 
     def remove(self) -> None:
-        if self.charger is not None:
-            with contextlib.suppress(ProcessLookupError):
-                self.charger.send_signal(signal.SIGKILL)
-            self.charger.wait()
-            if self.charger.stdout:
-                self.charger.stdout.close()
-            self.charger = None
+        self._stop_charger()
         if self.path is not None:
             _move_out(self.path)
             _rmdir(self.path)
@@ -351,10 +379,18 @@ def session(ctx: RunContext) -> Iterator[None]:
 
 def plan_trial(case: Case, profile: Profile, ctx: RunContext) -> TrialPlan:
     target = str(case.param("target"))
+    env: dict[str, str] = {}
     if target == "child":
         if _CHILD is None:
             raise RuntimeError("target=child outside the benchmark's session")
-        target = str(_CHILD.ensure())
+        try:
+            target = str(_CHILD.ensure())
+        except ChargerFailed as exc:  # this trial fails with the reason; the run goes on
+            return TrialPlan(argv=[sys.executable, "-c", "import sys; sys.exit(sys.argv[1])",
+                                   str(exc)])
+        assert _CHILD.charger is not None
+        # cgstat fails the trial if the charger dies while it reads (the cgroup would empty).
+        env["BAKEOFF_CGSTAT_CHARGER_PID"] = str(_CHILD.charger.pid)
     table = CAT_READS if case.variant == "cat" else READS
     reads = max(table.get(profile.name, table["default"]), profile.samples)
     argv = [str(ctx.build_dir / PROGRAM), "--variant", case.variant,
@@ -363,7 +399,7 @@ def plan_trial(case: Case, profile: Profile, ctx: RunContext) -> TrialPlan:
             "--param", f"fields={case.param('fields')}",
             "--param", f"reads={reads}",
             "--samples", str(profile.samples), "--warmup", str(profile.warmup_samples)]
-    return TrialPlan(argv=argv)
+    return TrialPlan(argv=argv, env=env)
 
 
 # ---- the declaration ----------------------------------------------------------------------
@@ -434,5 +470,6 @@ BENCHMARK = Benchmark(
     requires=("cgroup_memory",),
     skip_case=skip_case,
     session=session,
+    sweep=sweep_leftovers,
     plan_trial=plan_trial,
 )

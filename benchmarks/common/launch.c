@@ -14,12 +14,16 @@
  * default actions restored). It writes one JSON line to FD and exits 0; the trial's exit
  * status is in that line. If exec fails, the child prints why and exits 127.
  *
- * With --parent-pid (the harness's pid) the launcher dies with the harness
- * (PR_SET_PDEATHSIG): a trial that wants to go down with the run sets PDEATHSIG itself,
- * and its parent is this launcher.
+ * With --parent-pid (the harness's pid) the launcher notices the harness's death
+ * (PR_SET_PDEATHSIG, SIGHUP) and treats it as the harness's own stop: SIGTERM to the trial's
+ * process group, so that the trial removes what it created (a tracing session, a temp
+ * directory, a pinned BPF object) as on Ctrl-C; SIGKILL to the group after STOP_GRACE_S;
+ * then it exits without a report (nobody is left to read it). A trial whose parent is this
+ * launcher may also set PDEATHSIG itself: it then fires when the launcher goes.
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +32,41 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* As bakeoff/process.py STOP_GRACE_S: how long a stopped trial has to clean up. */
+#define STOP_GRACE_S 5
+
+static volatile sig_atomic_t harness_gone;
+
+static void on_harness_death(int sig)
+{
+	(void)sig;
+	harness_gone = 1;
+}
+
+static void on_child(int sig)
+{
+	(void)sig; /* only wakes sigsuspend */
+}
+
+/* The trial's process group: the harness starts this launcher as a group leader. Run by
+ * hand from a shell it may not be one; then only the trial itself. */
+static void signal_trial(pid_t trial, int sig)
+{
+	if (getpgrp() == getpid())
+		kill(0, sig);
+	else
+		kill(trial, sig);
+}
+
+static pid_t trial_pid;
+
+static void on_grace_over(int sig)
+{
+	(void)sig;
+	signal_trial(trial_pid, SIGKILL);
+	_exit(1);
+}
 
 static void usage(void)
 {
@@ -66,8 +105,20 @@ int main(int argc, char **argv)
 	if (report_fd < 0 || i >= argc)
 		usage();
 
-	/* Die with the harness; if it is already gone, there is nobody to report to. */
-	if (parent > 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != (pid_t)parent))
+	/* Stop with the harness (see the top); if it is already gone, there is nobody to report
+	 * to. SIGHUP and SIGCHLD stay blocked except inside sigsuspend, so that neither can
+	 * slip in between a check and the wait. */
+	sigset_t wake, waiting;
+	sigemptyset(&wake);
+	sigaddset(&wake, SIGHUP);
+	sigaddset(&wake, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &wake, &waiting); /* waiting: the mask the trial inherits */
+	struct sigaction act = { .sa_handler = on_harness_death };
+	sigemptyset(&act.sa_mask);
+	sigaction(SIGHUP, &act, NULL);
+	act.sa_handler = on_child;
+	sigaction(SIGCHLD, &act, NULL);
+	if (parent > 0 && (prctl(PR_SET_PDEATHSIG, SIGHUP) || getppid() != (pid_t)parent))
 		return 1;
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
@@ -80,6 +131,9 @@ int main(int argc, char **argv)
 	if (pid == 0) {
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL); /* fork cleared PDEATHSIG: the trial chooses its own */
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &waiting, NULL);
 		close((int)report_fd);
 		if (cpu >= 0) {
 			cpu_set_t set;
@@ -95,14 +149,38 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cannot start %s: %s\n", argv[i], strerror(errno));
 		_exit(127);
 	}
+	trial_pid = pid;
+	sigdelset(&waiting, SIGHUP);
+	sigdelset(&waiting, SIGCHLD);
+	sigdelset(&waiting, SIGALRM);
 
 	int status;
 	struct rusage ru;
-	while (wait4(pid, &status, 0, &ru) < 0) {
-		if (errno != EINTR) {
+	bool stopping = false;
+	for (;;) {
+		pid_t got = wait4(pid, &status, WNOHANG, &ru);
+		if (got == pid)
+			break;
+		if (got < 0 && errno != EINTR) {
 			fprintf(stderr, "bakeoff-launch: failed to wait: %s\n", strerror(errno));
 			return 1;
 		}
+		if (harness_gone && !stopping) {
+			/* As the harness stops a trial on Ctrl-C: SIGTERM now, SIGKILL after the
+			 * grace (the launcher ignores the first and goes with the second). */
+			stopping = true;
+			signal(SIGALRM, on_grace_over);
+			alarm(STOP_GRACE_S);
+			signal_trial(pid, SIGTERM);
+		}
+		sigsuspend(&waiting);
+	}
+	if (harness_gone) {
+		/* The trial has cleaned up and exited; what it left in its group (a helper it
+		 * spawned) goes too, as the harness would do. No report: nobody reads it. */
+		alarm(0);
+		signal_trial(pid, SIGKILL);
+		return 1;
 	}
 	int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 	dprintf((int)report_fd,

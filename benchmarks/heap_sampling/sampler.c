@@ -16,7 +16,9 @@
  *   SAMPLER_TIMING              0 | 1 (default 0): time every decision
  *   SAMPLER_OUTPUT              file for the summary (default: one line on stderr); never
  *                               followed if it is a symbolic link; "%p" in it becomes the pid
- * A value that makes no sense falls back to the default with one warning on stderr.
+ * A value that makes no sense falls back to the default with one warning on stderr; so does
+ * an empty one (VAR= is more likely a shell variable that was never set than a choice).
+ * Only an unset variable means the default silently.
  *
  * Which process writes: the one started under the sampler (the "root": its parent does not
  * have this library mapped; exec keeps the pid and the role). Children it forks or executes
@@ -291,7 +293,7 @@ static enum scheme parse_scheme(void)
 {
 	const char *v = getenv("SAMPLER_SCHEME");
 
-	if (!v || !*v)
+	if (!v)
 		return SCHEME_NONE;
 	for (int s = 0; s < 4; s++)
 		if (strcmp(v, scheme_names[s]) == 0)
@@ -306,7 +308,7 @@ static uint64_t parse_mean(void)
 	const char *v = getenv("SAMPLER_POISSON_MEAN_BYTES");
 	char *end;
 
-	if (!v || !*v)
+	if (!v)
 		return DEFAULT_MEAN_BYTES;
 	errno = 0;
 	unsigned long long m = strtoull(v, &end, 10);
@@ -322,7 +324,7 @@ static bool parse_timing(void)
 {
 	const char *v = getenv("SAMPLER_TIMING");
 
-	if (!v || !*v || strcmp(v, "0") == 0)
+	if (!v || strcmp(v, "0") == 0)
 		return false;
 	if (strcmp(v, "1") == 0)
 		return true;

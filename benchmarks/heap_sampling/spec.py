@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bakeoff.cleanup import sweep_scratch
 from bakeoff.errors import UsageError
 from bakeoff.model import (
     Benchmark,
@@ -125,6 +126,10 @@ def _sampler_path() -> Path:
     path = registry.build_dir() / SAMPLER_SO
     if not path.is_file():
         raise UsageError(f"sample: {path} is not built; run make build")
+    if any(c in str(path) for c in " :\t"):
+        # ld.so splits LD_PRELOAD at spaces and colons, and has no quoting.
+        raise UsageError(f"sample: {path} has a space or colon, which LD_PRELOAD cannot "
+                         "carry; build bakeoff in a path without them")
     return path
 
 
@@ -229,6 +234,13 @@ def sample_command(argv: list[str]) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _sweep() -> list[str]:
+    """Temp directories of heap_bench ($TMPDIR/bakeoff-<pid>-heap-*: the sampler's summary)
+    and of `bakeoff sample` (bakeoff-<pid>-sample-*) whose process is gone. Both remove
+    their own on exit, SIGINT and SIGTERM (heap_bench also SIGHUP); SIGKILL leaves one."""
+    return [*sweep_scratch("bakeoff-*-heap-*"), *sweep_scratch("bakeoff-*-sample-*")]
+
+
 BENCHMARK = Benchmark(
     name="heap-sampling",
     title="Heap sampling: Poisson byte counter vs stateless address hash",
@@ -299,6 +311,7 @@ BENCHMARK = Benchmark(
                         timeout_s=1800),
     },
     program="heap_sampling/heap_bench",
+    sweep=_sweep,
     crossover_ratios=(1.05, 1.01),
     commands={"sample": sample_command},
 )

@@ -85,4 +85,7 @@ BENCHMARK = Benchmark(
                                         "ns": "metric:ns_per_op"}),
     skip_case=_thp_applies,
     check_case=_fits_in_memory,
+    # No session and no sweep: a trial makes nothing outside its own process (its mappings
+    # go with it); a killed run leaves only the harness's scratch directory, which
+    # bakeoff.cleanup sweeps.
 )

@@ -243,6 +243,13 @@ class Reaped:
     user_s: float
     sys_s: float
     max_rss_kib: int
+    signum: int | None = None  # the signal that killed it
+
+    def ended(self) -> str:
+        """'killed by SIGKILL' or 'exit status 1': how a tracer's process ended."""
+        if self.signum is not None:
+            return f"killed by {signal.Signals(self.signum).name}"
+        return f"exit status {self.status}"
 
 
 def signal_child(proc: subprocess.Popen[bytes], sig: int) -> None:
@@ -260,13 +267,14 @@ def reap(proc: subprocess.Popen[bytes], timeout: float) -> Reaped | None:
     while True:
         if proc.returncode is not None:  # reaped before; nothing more to learn
             code = proc.returncode
-            return Reaped(code if code >= 0 else 128 - code, 0.0, 0.0, 0)
+            return Reaped(code if code >= 0 else 128 - code, 0.0, 0.0, 0,
+                          -code if code < 0 else None)
         pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             code = os.waitstatus_to_exitcode(status)
             proc.returncode = code  # reaped: Popen must not wait for this pid again
             return Reaped(code if code >= 0 else 128 - code, ru.ru_utime, ru.ru_stime,
-                          ru.ru_maxrss)
+                          ru.ru_maxrss, -code if code < 0 else None)
         if time.monotonic() >= deadline:
             return None
         time.sleep(0.005)
@@ -410,6 +418,11 @@ class EbpfTracer(Tracer):
 
     def stop(self, expected: int) -> Recorded:
         assert self.proc is not None and self.proc.stdout is not None
+        gone = reap(self.proc, 0)
+        if gone is not None:  # it ended before it was told to: it died while the app ran
+            said = "" if gone.signum is not None else self._stderr_tail()
+            raise TrialError(f"eBPF tracer (bakeoff_tracer, pid {self.proc.pid}) died during "
+                             f"the trial: {gone.ended()}" + (f": {said}" if said else ""))
         signal_child(self.proc, signal.SIGINT)  # stop, drain, report, detach
         reaped = reap(self.proc, STOP_TIMEOUT_S)
         if reaped is None:
@@ -418,7 +431,7 @@ class EbpfTracer(Tracer):
         report = [o for o in _read_json_lines(self.proc.stdout.read().decode(errors="replace"))
                   if o.get("type") == "tracer_done"]
         if reaped.status != 0 or not report:
-            detail = self._stderr_tail() or f"exit status {reaped.status}"
+            detail = self._stderr_tail() or reaped.ended()
             raise TrialError(f"eBPF tracer failed: {detail}")
         done = report[0]
         if done["malformed"]:
@@ -531,10 +544,22 @@ class LttngDaemons:
         else:
             rundir = Path(os.environ.get("LTTNG_HOME", os.path.expanduser("~"))) / ".lttng"
         try:
-            pid = int((rundir / "lttng-sessiond.pid").read_text().strip())
+            # The first line: the daemon rewrites the file without truncating it, so one
+            # with a shorter PID than the killed one before it leaves that one's tail.
+            pid = int((rundir / "lttng-sessiond.pid").read_text().split("\n", 1)[0])
         except (OSError, ValueError):
             return None
-        return LttngDaemons(pid) if _comm(pid) == "lttng-sessiond" else None
+        found = LttngDaemons(pid)
+        return found if found.alive() else None
+
+    def alive(self) -> bool:
+        """Still running: a killed daemon may stay a zombie a while (PID 1 reaps it late
+        here), still named lttng-sessiond in /proc; its state says it is dead."""
+        try:
+            state = Path(f"/proc/{self.sessiond}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        return state not in ("Z", "X") and _comm(self.sessiond) == "lttng-sessiond"
 
     def pids(self) -> list[int]:
         return [self.sessiond, *_children(self.sessiond)]
@@ -604,7 +629,19 @@ class LttngTracer(Tracer):
 
     def lttng(self, *args: str, what: str) -> subprocess.CompletedProcess[str]:
         # -n: never spawn a session daemon; one left behind by a trial would outlive the run.
-        return run_command(["lttng", "-n", *args], what)
+        try:
+            return run_command(["lttng", "-n", *args], what)
+        except TrialError as exc:
+            self.require_daemon(f"; {exc}")
+            raise
+
+    def require_daemon(self, detail: str = "") -> None:
+        """The daemon this trial started with must still be the one running: a killed one
+        took the session, its buffers and their events with it (and a new one, started by
+        another run meanwhile, knows nothing of this trial)."""
+        if self.daemons is not None and not self.daemons.alive():
+            raise TrialError(f"lttng-sessiond (pid {self.daemons.sessiond}) died during the "
+                             f"trial{detail}")
 
     def start(self) -> None:
         for tool in ("lttng", "babeltrace2"):
@@ -667,6 +704,7 @@ class LttngTracer(Tracer):
 
     def stop(self, expected: int) -> Recorded:
         assert self.daemons is not None
+        self.require_daemon()
         self.lttng("stop", self.session, what="stop LTTng tracing")  # waits for the data
         sessiond_rss = _rss_kib(self.daemons.sessiond)
         consumerd_rss = sum(_rss_kib(p) for p in self.daemons.consumerds())
@@ -798,6 +836,11 @@ def run_trial(args: Args, workdir: Path, tracer: Tracer, place: Placement) -> No
     preexec = place.tracer_preexec() if wrapped[0] == "bpftrace" else None
     env = {"LD_LIBRARY_PATH": str(tracer.library.parent), **tracer.app_env()}
     proc, reaped, out, err = AppProcess.run(wrapped, env, preexec, tracer)
+    if wrapped[0] != str(LAUNCHER) and reaped.signum is not None:
+        # The tracer that ran the app (bpftrace) was killed: the app's status and what the
+        # tracer printed before (a start-up warning) would only mislead.
+        raise TrialError(f"{Path(wrapped[0]).name} (pid {proc.pid}) died during the trial: "
+                         f"{reaped.ended()}")
     app = parse_app_output(out, err)
     if reaped.status != 0:
         raise TrialError(f"{wrapped[0]} exited with status {reaped.status}: "

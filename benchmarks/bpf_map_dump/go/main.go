@@ -228,6 +228,7 @@ func main() {
 	catchStopSignals()
 
 	src := findMap(kind, entries)
+	loader := watchLoader(src)
 	m := openMap(src, kind, entries)
 	size := int(entries) + bufferSlack
 	keys, vals := make([]uint32, size), make([]uint32, size)
@@ -266,6 +267,7 @@ func main() {
 		}
 		v := verify(keys[:d.count], vals[:d.count], entries, bitmap)
 		requireComplete(a.variant, d.count, entries, v)
+		loader.check()
 		if i == 0 {
 			checksum = v.checksum
 		} else if v.checksum != checksum {

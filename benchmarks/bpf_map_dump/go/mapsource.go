@@ -15,12 +15,14 @@ import (
 	"syscall"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 const (
 	envParentPID = "BAKEOFF_DUMP_PARENT_PID"
 	envMapID     = "BAKEOFF_DUMP_MAP_ID"
 	envFill      = "BAKEOFF_DUMP_FILL"
+	envLoaderPID = "BAKEOFF_DUMP_LOADER_PID"
 	mapName      = "bakeoff_dump"
 )
 
@@ -111,6 +113,45 @@ func (s *mapSource) stop() {
 	_ = s.loader.Process.Signal(syscall.SIGTERM)
 	_ = s.loader.Wait()
 	s.loader = nil
+}
+
+// loaderWatch is dump.h's dump_watch_loader: a pidfd on the session's loader, so that a
+// reader whose loader dies mid-trial fails the trial (its own fd keeps the map readable).
+type loaderWatch struct {
+	pid int
+	fd  int // -1: nothing to watch (no session loader, or our own)
+}
+
+func watchLoader(src *mapSource) loaderWatch {
+	env := os.Getenv(envLoaderPID)
+	if src.ownLoader || env == "" {
+		return loaderWatch{fd: -1}
+	}
+	pid, err := strconv.Atoi(env)
+	if err != nil || pid <= 0 {
+		usageError("%s=%s is not a PID", envLoaderPID, env)
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		fatal("the map loader (pid %d) exited before the trial started", pid)
+	}
+	if err != nil {
+		fatal("failed to watch the map loader (pid %d): %v", pid, err)
+	}
+	return loaderWatch{pid: pid, fd: fd}
+}
+
+// check fails the trial if the loader has exited (one poll, no wait; not timed).
+func (w loaderWatch) check() {
+	if w.fd < 0 {
+		return
+	}
+	fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}
+	if n, _ := unix.Poll(fds, 0); n > 0 {
+		fatal("the map loader (pid %d) exited during the trial: its map was still read "+
+			"through this reader's fd, but the trial does not count; the session starts a "+
+			"new loader for the next trial", w.pid)
+	}
 }
 
 // openMap opens the map by ID and checks it is still the loader's: name, type, shape, flags.

@@ -1,0 +1,724 @@
+"""Fault injection: SIGINT, SIGTERM and SIGKILL sent to `bakeoff run --profile quick` of each
+benchmark at seeded random moments (start-up, session set-up, mid-trial, between trials,
+while saving, while writing reports), 7 of each per benchmark. After each signal:
+
+- nothing the run made is left: no cgroup, LTTng session, uprobe, BPF program/map/link,
+  bpffs mount, process (a trial, a tracer, a loader, a daemon bakeoff started) or temp
+  directory. After SIGKILL, what was left must be gone once `bakeoff doctor --cleanup` or
+  the next run (the resume) has swept, and the sweep must name what it removed;
+- the results directory loads (or, killed before it had one, holds no results.json), and
+  every trial saved before the signal is in it, unchanged;
+- `bakeoff run --resume` finishes the run (exit 0): every case has trials 0..n-1, each
+  once, and the trials saved before are unchanged.
+
+Each benchmark runs a small grid, so that one cycle (start, signal, check, resume) takes a
+few seconds. An uninterrupted run of the grid is timed first (it, too, must leave nothing);
+each delay is a seeded random fraction of its start-up-to-last-trial window (plus a quarter
+of what follows). BAKEOFF_FI_SEED (default below) seeds random.Random; a failure message
+names the seed, the benchmark, the cycle and the delay, so that it can be replayed (with
+the machine's timing as the one thing a replay cannot repeat). BAKEOFF_FI_PER_SIGNAL sets
+the count per signal. The summary printed per benchmark says where the signals landed and
+what the sweeps removed.
+
+Things are attributed to this test's runs, not to others on the same machine: processes by a
+marker in their environment, names (bakeoff-<pid>-...) by the PID of a run of ours or a PID
+that is gone, temp directories by a TMPDIR of our own. What belongs to someone else's live
+process is not ours and is left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from bakeoff import store
+from conftest import IN_CI, REPO
+
+SEED = int(os.environ.get("BAKEOFF_FI_SEED", "20261122"))
+PER_SIGNAL = int(os.environ.get("BAKEOFF_FI_PER_SIGNAL", "7"))
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+MARKER = "BAKEOFF_FI_MARKER"
+RUN_TIMEOUT_S = 180
+OWNED = re.compile(r"bakeoff-(\d+)-")
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A benchmark's quick profile cut to a few cases, so that a cycle takes seconds."""
+
+    name: str
+    args: tuple[str, ...]
+    needs: tuple[str, ...] = ()  # tools without which the benchmark cannot run here
+    # Run in a mount namespace of its own with empty /run/lttng and /run/lock: its runs then
+    # start (and must stop) their own LTTng session daemon even if one runs on the machine
+    # already, and no other run shares it.
+    private_run: bool = False
+
+
+GRIDS = (
+    Grid("mremap-vs-memcpy", ("--variant", "mremap", "--param", "size=16MiB", "--trials", "4",
+                              "--samples", "10")),
+    # tracer up and down in every trial: LTTng (a session daemon bakeoff starts), libbpf
+    # uprobes, bpftrace (its own process), and the baseline.
+    Grid("tracing-overhead", ("--variant", "lttng", "--variant", "ebpf-force", "--variant",
+                              "bpftrace", "--param", "duration_us=0", "--param", "calls=1000",
+                              "--trials", "1", "--samples", "2"),
+         needs=("lttng", "lttng-sessiond", "babeltrace2", "bpftrace", "unshare", "nsenter"),
+         private_run=True),
+    # two loaders holding maps for the run; C readers, one with an iterator program.
+    Grid("bpf-map-dump", ("--variant", "bpf-iter", "--param", "entries=100000", "--trials",
+                          "2")),
+    # the sampler's runs (a temp directory per trial) beside the baseline.
+    Grid("heap-sampling", ("--variant", "poisson", "--param", "workload=micro-64,mode1",
+                           "--param", "scale=0.001", "--trials", "2")),
+    # the child cgroup with its charger, and the BPF iterator pinned in a private bpffs.
+    Grid("cgroup-stat-read", ("--variant", "reopen", "--param", "content=legacy-parse,bpf-iter",
+                              "--param", "fields=3", "--trials", "3")),
+)
+
+
+# ---- what is on the machine -------------------------------------------------------------
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    stat = _read(Path(f"/proc/{pid}/stat"))
+    return bool(stat) and stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def _marked(token: str) -> dict[int, str]:
+    """Live processes started by our runs (they inherit the marker): pid -> command."""
+    needle = f"{MARKER}={token}".encode()
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if needle not in (proc / "environ").read_bytes().split(b"\0"):
+                continue
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if _alive(int(proc.name)):
+            found[int(proc.name)] = cmd.strip()[:160]
+    return found
+
+
+def _bpf_ids() -> set[str]:
+    ids = set()
+    for kind in ("prog", "map", "link"):
+        res = subprocess.run(["bpftool", "-j", kind, "show"], capture_output=True, text=True,
+                             check=False)
+        with contextlib.suppress(ValueError):
+            ids |= {f"bpf {kind} {o['id']}" for o in json.loads(res.stdout or "[]")}
+    return ids
+
+
+def _bpf_holders() -> dict[str, set[int]]:
+    """'bpf prog 12' -> the processes holding an fd to it (from /proc/*/fdinfo)."""
+    holders: dict[str, set[int]] = {}
+    keys = {"prog_id": "prog", "map_id": "map", "link_id": "link"}
+    for fdinfo in Path("/proc").glob("[0-9]*/fdinfo/*"):
+        text = _read(fdinfo)
+        for line in text.splitlines():
+            key, _, value = line.partition(":")
+            if key in keys and value.strip().isdigit():
+                holders.setdefault(f"bpf {keys[key]} {value.strip()}", set()).add(
+                    int(fdinfo.parent.parent.name))
+    return holders
+
+
+def _lttng_sessions(prefix: list[str]) -> set[str]:
+    if shutil.which("lttng") is None:
+        return set()
+    res = subprocess.run([*prefix, "lttng", "-n", "--mi", "xml", "list"], capture_output=True,
+                         text=True, check=False, stdin=subprocess.DEVNULL)
+    if res.returncode != 0:
+        return set()
+    ns = {"mi": "https://lttng.org/xml/ns/lttng-mi"}
+    with contextlib.suppress(ET.ParseError):
+        return {f"lttng session {n.text}" for n in
+                ET.fromstring(res.stdout).iterfind(".//mi:session/mi:name", ns)}
+    return set()
+
+
+def _cgroups() -> set[str]:
+    found = set()
+    for line in _read(Path("/proc/self/mounts")).splitlines():
+        fields = line.split()
+        if len(fields) > 2 and fields[2] in ("cgroup", "cgroup2"):
+            found |= {f"cgroup {p}" for p in Path(fields[1]).glob("bakeoff-*")}
+    return found
+
+
+def _uprobes() -> set[str]:
+    for tracefs in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        text = _read(Path(tracefs) / "uprobe_events")
+        if text:
+            return {f"uprobe {line}" for line in text.splitlines() if line.strip()}
+    return set()
+
+
+def _bpffs_mounts(mounts: Path) -> set[str]:
+    return {f"bpffs {line.split()[1]}" for line in _read(mounts).splitlines()
+            if len(line.split()) > 2 and line.split()[2] == "bpf" and "bakeoff-" in line}
+
+
+def _temp_entries(tmpdir: Path) -> set[str]:
+    found = {f"temp {p}" for p in Path("/tmp").glob("bakeoff-*")}
+    found |= {f"temp {p}" for p in tmpdir.iterdir()}
+    return found
+
+
+@dataclass
+class Ours:
+    """What tells our runs' things from others': the marker, our runs' PIDs, our TMPDIR;
+    and how to run a command where our runs run (nsenter into a private mount namespace)."""
+
+    token: str
+    tmpdir: Path
+    pids: set[int] = field(default_factory=set)
+    prefix: list[str] = field(default_factory=list)
+
+    @property
+    def mounts(self) -> Path:
+        """The mount table our runs see (nsenter --target=PID: that process's)."""
+        target = [a.split("=", 1)[1] for a in self.prefix if a.startswith("--target=")]
+        return Path(f"/proc/{target[0]}/mounts" if target else "/proc/self/mounts")
+
+    def snapshot(self) -> set[str]:
+        """Everything a run may leave, as one string each."""
+        return (_cgroups() | _lttng_sessions(self.prefix) | _uprobes() | _bpf_ids()
+                | _bpffs_mounts(self.mounts) | _temp_entries(self.tmpdir)
+                | {f"process {pid} {cmd}" for pid, cmd in _marked(self.token).items()})
+
+    def leaks(self, baseline: set[str]) -> list[str]:
+        """What is new since baseline and not someone else's (a live process's of theirs).
+        New things are looked at twice, a moment apart: someone else's come and go."""
+        new = self.snapshot() - baseline
+        if not new:
+            return []
+        holders = _bpf_holders() if any(x.startswith("bpf ") for x in new) else {}
+        mine = set(_marked(self.token))
+        left = []
+        for item in sorted(new):
+            if item.startswith("process "):
+                left.append(item)
+            elif item.startswith("bpf "):
+                held = holders.get(item, set())
+                if not held or held & mine:  # pinned or attached with no holder, or ours
+                    left.append(item)
+            elif str(self.tmpdir) in item:
+                left.append(item)
+            else:  # ours carry the PID of a run of ours or of one of its trials (gone now)
+                owners = [int(p) for p in OWNED.findall(item)]
+                if any(p in self.pids or not _alive(p) for p in owners):
+                    left.append(item)
+        if left:  # still there a moment later? (a foreign trial's tmp dir may be going)
+            time.sleep(0.5)
+            again = self.snapshot()
+            left = [x for x in left if x in again]
+        return left
+
+
+# ---- one injection ---------------------------------------------------------------------------
+
+
+def _saved(run_dir: Path) -> dict[tuple[str, int], str] | None:
+    """The trials on disk (results.json and its journal), each as JSON; None before the run
+    wrote results.json."""
+    if not (run_dir / store.RESULTS_JSON).exists():
+        return None
+    run = store.load(run_dir)
+    trials = store.run_to_json(run)["trials"]
+    return {(json.dumps(t["case"], sort_keys=True), int(t["index"])): json.dumps(t, sort_keys=True)
+            for t in trials}
+
+
+def _planned(run_dir: Path) -> int:
+    run = store.load(run_dir)
+    return sum(int(run.benchmarks[c.benchmark].profile["trials"]) for c in run.cases)
+
+
+def _bakeoff(args: list[str], ours: Ours, timeout: float = RUN_TIMEOUT_S
+             ) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.Popen([*ours.prefix, sys.executable, "-m", "bakeoff", *args], cwd=REPO,
+                            env=_env(ours), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    ours.pids.add(proc.pid)
+    out, err = proc.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _env(ours: Ours) -> dict[str, str]:
+    return {**os.environ, MARKER: ours.token, "TMPDIR": str(ours.tmpdir), "COLUMNS": "200"}
+
+
+PHASES = ("before results.json", "before the first trial", "between or during trials",
+          "after the last trial", "after exit")
+
+
+@dataclass
+class Tally:
+    phases: dict[str, Counter[str]] = field(default_factory=dict)
+    swept: dict[str, Counter[str]] = field(default_factory=dict)  # by whom -> kind -> n
+    notes: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, str] = field(default_factory=dict)  # kind -> the first such line
+    seconds: float = 0.0
+
+    def count_swept(self, lines: list[str], by: str) -> None:
+        for line in lines:
+            if line != "nothing to clean up":
+                self.swept.setdefault(by, Counter())[_kind(line)] += 1
+                self.examples.setdefault(_kind(line), line)
+
+    def landed(self, signum: int) -> int:
+        return sum(n for p, n in self.phases.get(signal.Signals(signum).name, Counter()).items()
+                   if p != "after exit")
+
+
+def _check_clean(ours: Ours, baseline: set[str], where: str) -> None:
+    left = ours.leaks(baseline)
+    assert not left, f"{where}: left behind:\n  " + "\n  ".join(left)
+
+
+def inject(grid: Grid, signum: int, delay: float, cycle: int, out: Path, ours: Ours,
+           baseline: set[str], tally: Tally, doctor: bool) -> None:
+    """One cycle: start the run, signal it after delay, check, resume. After SIGKILL, what
+    was left is removed by `bakeoff doctor --cleanup` (doctor=True, or when there is nothing
+    to resume) or by the sweep at the start of the resumed run itself."""
+    sig = signal.Signals(signum).name
+    where = (f"BAKEOFF_FI_SEED={SEED} {grid.name} cycle {cycle}: {sig} after {delay:.2f} s")
+    # nsenter (--mount only) execs bakeoff in place: the signal goes to the harness itself.
+    proc = subprocess.Popen(
+        [*ours.prefix, sys.executable, "-m", "bakeoff", "run", grid.name, "--profile", "quick",
+         *grid.args, "--out", str(out), "--seed", str(cycle), "--quiet"],
+        cwd=REPO, env=_env(ours), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ours.pids.add(proc.pid)
+    deadline = time.monotonic() + delay
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.005)
+    # What is on disk now is what the signal must not lose.
+    before = _saved(out)
+    exited = proc.poll() is not None
+    if not exited:
+        os.kill(proc.pid, signum)
+    _, err = proc.communicate(timeout=RUN_TIMEOUT_S)
+    if exited:
+        phase = "after exit"
+    elif before is None:
+        phase = "before results.json"
+    elif not before:
+        phase = "before the first trial"
+    elif len(before) < _planned(out):
+        phase = "between or during trials"
+    else:
+        phase = "after the last trial"
+    tally.phases.setdefault(sig, Counter())[phase] += 1
+    where += f" ({phase})"
+
+    after = _saved(out)
+    complete = after is not None and store.load(out).status == "complete"
+    resumable = after is not None and not complete
+    if exited:
+        assert proc.returncode == 0, f"{where}: the run failed by itself: {err[-2000:]}"
+    elif signum == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL, f"{where}: exit {proc.returncode}: {err}"
+    elif before is None and proc.returncode == 1 and "Fatal Python error" in err:
+        # SIGINT while the interpreter itself initialises: Python's own fatal error, before
+        # any of bakeoff ran (nothing made, which the checks below confirm).
+        tally.notes["ended in Python's initialisation"] += 1
+    else:
+        # 128 + signal from bakeoff's handlers; or killed by the signal itself, which a shell
+        # reports as the same status: Python's default action before bakeoff's handlers are
+        # in place or after the interpreter reset them on exit, and CPython re-raising a
+        # KeyboardInterrupt that bakeoff caught, when it came during certain imports.
+        assert proc.returncode in (128 + signum, -signum), (
+            f"{where}: exit {proc.returncode}: {err[-2000:]}")
+        if proc.returncode == -signum:
+            tally.notes[f"killed by the {sig} itself (status {128 + signum} in a shell)"] += 1
+        if before is not None:  # in start-up a KeyboardInterrupt in an import prints one
+            assert "Traceback" not in err, f"{where}: {err[-3000:]}"
+
+    left: list[str] = []
+    scratch: list[str] = []
+    if signum == signal.SIGKILL:
+        left = sorted(ours.snapshot() - baseline)
+        if left:
+            tally.notes["SIGKILL left something"] += 1
+        # The harness's scratch directory stays (nobody else sweeps our TMPDIR): the sweep
+        # that removes it must say so.
+        scratch = [x.removeprefix("temp ") for x in left
+                   if x.startswith(f"temp {ours.tmpdir}/bakeoff-{proc.pid}-")]
+        if doctor or not resumable:
+            res = _bakeoff(["doctor", "--cleanup"], ours)
+            assert res.returncode == 0, f"{where}: doctor --cleanup: {res.stdout}{res.stderr}"
+            removed = [ln for ln in res.stdout.splitlines() if ln.strip()]
+            tally.count_swept(removed, "doctor --cleanup")
+            assert all(any(d in ln for ln in removed) for d in scratch), (
+                f"{where}: doctor --cleanup did not name {scratch}: {removed}")
+            _check_clean(ours, baseline, f"{where}, after doctor --cleanup (it said: "
+                         f"{removed}; left at the kill: {left})")
+    else:
+        _check_clean(ours, baseline, where)
+    stale = sorted(p.name for p in out.glob(".*.tmp"))
+    if stale:  # a write_atomic temp file of the killed run (not results.json itself)
+        tally.notes["temp file left in the results directory"] += 1
+
+    # The results directory: loads, keeps every trial saved before the signal, unchanged.
+    if after is None:
+        assert before is None, f"{where}: results.json disappeared"
+        assert not list(out.glob("results.json*")), f"{where}: {list(out.iterdir())}"
+        return
+    saved = before or {}
+    lost = [k for k in saved if after.get(k) != saved[k]]
+    assert not lost, f"{where}: trials saved before the signal lost or changed: {lost}"
+    if not resumable:  # the signal came as the run was writing its reports
+        res = _bakeoff(["report", str(out), "--quiet"], ours)
+        assert res.returncode == 0, f"{where}: bakeoff report: {res.stderr}"
+        return
+
+    # Not --quiet: the run's sweep says what it removed, one note each, on stderr.
+    res = _bakeoff(["run", "--resume", str(out)], ours)
+    assert res.returncode == 0, f"{where}: --resume exit {res.returncode}: {res.stderr[-3000:]}"
+    notes = [ln.removeprefix("note: ") for ln in res.stderr.splitlines()
+             if ln.startswith("note: ")]
+    if signum == signal.SIGKILL and not doctor:
+        tally.count_swept(notes, "the next run")
+        assert all(any(d in ln for ln in notes) for d in scratch), (
+            f"{where}: the resumed run did not note removing {scratch}: {res.stderr}")
+    _check_clean(ours, baseline, f"{where}, after --resume (left at the kill: {left})")
+    run = store.load(out)
+    assert run.status == "complete", f"{where}: after --resume: {run.status}"
+    final = _saved(out)
+    assert final is not None
+    changed = [k for k in after if final.get(k) != after[k]]
+    assert not changed, f"{where}: --resume changed or dropped trials it had: {changed}"
+    for case in run.cases:
+        n = int(run.benchmarks[case.benchmark].profile["trials"])
+        indices = sorted(t.index for t in run.trials if t.case == case)
+        assert indices == list(range(n)), f"{where}: {case.key}: trial indices {indices}"
+
+
+def _kind(line: str) -> str:
+    """A line of doctor --cleanup -> what it removed ('cgroup', 'temp dir', ...), for the
+    summary. Lines are '[benchmark: ]what was done'."""
+    text = line.split(": ", 1)[1] if re.match(r"^[a-z][\w-]*: ", line) else line
+    for start, kind in (("stopped process", "process"), ("stopped lttng-sessiond", "sessiond"),
+                        ("removed cgroup", "cgroup"), ("unmounted", "bpffs"),
+                        ("destroyed LTTng", "LTTng session"), ("removed uprobe", "uprobe"),
+                        ("stopped", "tracer"), ("removed /", "temp dir"),
+                        ("could not", "failure")):
+        if text.startswith(start):
+            return kind
+    return text[:40]
+
+
+# ---- the tests ---------------------------------------------------------------------------------
+
+
+def _missing(grid: Grid) -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (cgroups, BPF, uprobes, a tracing daemon)"
+    for tool in ("bpftool", *grid.needs):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    return None
+
+
+@contextlib.contextmanager
+def _private_run_dirs() -> Iterator[list[str]]:
+    """A mount namespace with empty /run/lttng and /run/lock, held by a sleeping process;
+    yields the command prefix that runs a command in it."""
+    holder = subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+         "mkdir -p /run/lttng /run/lock && mount -t tmpfs tmpfs /run/lttng && "
+         "mount -t tmpfs tmpfs /run/lock && echo ready && exec sleep 3600"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        yield ["nsenter", f"--target={holder.pid}", "--mount", "--"]
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.fixture
+def ours(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ours]:
+    grid: Grid = request.node.callspec.params["grid"]
+    if (missing := _missing(grid)) is not None:
+        if IN_CI:  # this machine kind has all of it: a skip would hide a broken set-up
+            pytest.fail(f"{grid.name}: {missing}")
+        pytest.skip(missing)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    with contextlib.ExitStack() as stack:
+        prefix = stack.enter_context(_private_run_dirs()) if grid.private_run else []
+        o = Ours(token=uuid.uuid4().hex, tmpdir=tmpdir, prefix=prefix)
+        yield o
+        # Whatever a failed cycle left: stopped and swept, so the next test starts clean.
+        _bakeoff(["doctor", "--cleanup"], o)
+        _kill_marked(o.token)
+
+
+@pytest.mark.parametrize("grid", GRIDS, ids=[g.name for g in GRIDS])
+@dataclass(frozen=True)
+class Timing:
+    """When an uninterrupted run of the grid wrote results.json, saved its last trial and
+    exited, in seconds from its start: the window the signals are drawn from."""
+
+    results_s: float
+    last_trial_s: float
+    exit_s: float
+
+    @property
+    def window_s(self) -> float:
+        """Start-up to the last trial, and the first quarter of what follows (the sessions'
+        tear-down, the final save, the start of the reports)."""
+        return self.last_trial_s + 0.25 * (self.exit_s - self.last_trial_s)
+
+
+def calibrate(grid: Grid, out: Path, ours: Ours, baseline: set[str]) -> Timing:
+    """One whole run, timed; it must succeed and leave nothing, like any run."""
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [*ours.prefix, sys.executable, "-m", "bakeoff", "run", grid.name, "--profile", "quick",
+         *grid.args, "--out", str(out), "--seed", "0", "--quiet"],
+        cwd=REPO, env=_env(ours), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ours.pids.add(proc.pid)
+    results_s = last_s = None
+    while proc.poll() is None:
+        now = time.monotonic() - start
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            saved = _saved(out)
+            if saved is not None and results_s is None:
+                results_s = now
+            if saved and last_s is None and len(saved) == _planned(out):
+                last_s = now
+        time.sleep(0.01)
+    exit_s = time.monotonic() - start
+    _, err = proc.communicate()
+    assert proc.returncode == 0, f"{grid.name}: an uninterrupted run failed: {err[-3000:]}"
+    _check_clean(ours, baseline, f"{grid.name}: after an uninterrupted run")
+    return Timing(results_s or exit_s, last_s or exit_s, exit_s)
+
+
+@pytest.mark.parametrize("grid", GRIDS, ids=[g.name for g in GRIDS])
+def test_signals_at_random_moments(grid: Grid, built: Path, ours: Ours, tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    rng = random.Random(f"{SEED}:{grid.name}")
+    baseline = ours.snapshot()
+    tally = Tally()
+    start = time.monotonic()
+    timing = calibrate(grid, tmp_path / "calibration", ours, baseline)
+    plan = [s for s in SIGNALS for _ in range(PER_SIGNAL)]
+    rng.shuffle(plan)
+    cycle = 0
+    while plan:
+        signum = plan.pop(0)
+        cycle += 1
+        assert cycle <= 2 * PER_SIGNAL * len(SIGNALS), (
+            f"BAKEOFF_FI_SEED={SEED} {grid.name}: too many runs ended before their signal")
+        # A fraction of the window, from the seed: replayed, it lands at the same point of
+        # a run that takes as long as it did here (see the timing in the summary).
+        delay = rng.uniform(0, 1) * timing.window_s
+        landed = tally.landed(signum)
+        inject(grid, signum, delay, cycle, tmp_path / f"run-{cycle}", ours, baseline, tally,
+               doctor=rng.random() < 0.5)
+        if tally.landed(signum) == landed:
+            plan.append(signum)  # the run had ended: this one does not count, send another
+    tally.seconds = time.monotonic() - start
+    for signum in SIGNALS:
+        assert tally.landed(signum) >= PER_SIGNAL
+    with capsys.disabled():
+        print(f"\n{grid.name}: {cycle} runs in {tally.seconds:.0f} s (seed {SEED}); a whole "
+              f"run: results.json at {timing.results_s:.1f} s, last trial at "
+              f"{timing.last_trial_s:.1f} s, exit at {timing.exit_s:.1f} s")
+        for sig, phases in tally.phases.items():
+            print(f"  {sig:8} " + ", ".join(f"{p}: {phases[p]}" for p in PHASES if phases[p]))
+        for by, kinds in tally.swept.items():
+            print(f"  removed after SIGKILL by {by}: "
+                  + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()))
+        for kind, line in tally.examples.items():
+            print(f"  e.g. {kind}: {line}")
+        for note, n in tally.notes.items():
+            print(f"  {note}: {n}")
+
+
+# ---- the sweep itself: only what dead runs left --------------------------------------------
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def _memory_cgroup_root() -> Path | None:
+    for line in _read(Path("/proc/self/mounts")).splitlines():
+        fields = line.split()
+        if fields[2] == "cgroup" and "memory" in fields[3].split(","):
+            return Path(fields[1])
+    for line in _read(Path("/proc/self/mounts")).splitlines():
+        fields = line.split()
+        if fields[2] == "cgroup2" and "memory" in _read(Path(fields[1], "cgroup.controllers")):
+            return Path(fields[1])
+    return None
+
+
+def test_sweep_removes_what_dead_runs_left_and_nothing_of_live_ones(tmp_path: Path) -> None:
+    """Fake leftovers of every kind the sweeps know, half of a dead run (a PID that is gone),
+    half of a live one (a process that runs): doctor --cleanup removes the first half, says
+    so line by line, and leaves the second; the next time there is nothing of ours to say."""
+    missing = [t for t in ("lttng", "lttng-sessiond", "unshare", "nsenter", "mount")
+               if shutil.which(t) is None]
+    cgroot = _memory_cgroup_root()
+    if os.geteuid() != 0 or missing or cgroot is None:
+        why = f"needs root, a memory cgroup and {', '.join(missing) or 'lttng'}"
+        if IN_CI:
+            pytest.fail(why)
+        pytest.skip(why)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    token = uuid.uuid4().hex
+    dead = _dead_pid()
+    live = subprocess.Popen(["sleep", "600"])  # stands for a run that is going on
+    events = Path("/sys/kernel/tracing/uprobe_events")
+    made: dict[str, list[str]] = {"dead": [], "live": []}
+    procs: list[subprocess.Popen[bytes]] = [live]
+    with contextlib.ExitStack() as stack:
+        prefix = stack.enter_context(_private_run_dirs())
+        ours = Ours(token=token, tmpdir=tmpdir, prefix=prefix)
+        stack.callback(_kill_marked, token)  # the daemon, if a check failed before it went
+        stack.callback(_kill_all, procs)
+        for who, pid in (("dead", dead), ("live", live.pid)):
+            scratch = tmpdir / f"bakeoff-{pid}-scratch"
+            (scratch / "lib").mkdir(parents=True)
+            (scratch / "lib" / "libtraced.so").write_bytes(os.urandom(8192))
+            heap = tmpdir / f"bakeoff-{pid}-heap-abc123"
+            heap.mkdir()
+            (heap / "summary.json").write_text("{}")
+            cgroup = cgroot / f"bakeoff-{pid}-target"
+            cgroup.mkdir()
+            stack.callback(_rmdir, cgroup)
+            bpffs = Path(f"/tmp/bakeoff-{pid}-bpffs-{token[:6]}")
+            bpffs.mkdir()
+            subprocess.run([*prefix, "mount", "-t", "bpf", "bpf", str(bpffs)], check=True)
+            stack.callback(_unmount, prefix, bpffs)
+            probe = f"bakeoff_fi_{token[:8]}/{who}"
+            _append(events, f"p:{probe} {scratch}/lib/libtraced.so:0x10\n")
+            stack.callback(_remove_probe, events, probe)
+            child = subprocess.Popen(["sleep", "600"], env={**os.environ, MARKER: token,
+                                                            "BAKEOFF_RUN_PID": str(pid)})
+            procs.append(child)
+            made[who] += [scratch.name, heap.name, cgroup.name, bpffs.name, probe,
+                          f"process {child.pid}"]
+        # A session daemon bakeoff started (recorded in its lock file), with a session of each.
+        env = {**os.environ, MARKER: token}
+        subprocess.run([*prefix, "lttng-sessiond", "--daemonize", "--no-kernel"], env=env,
+                       check=True, capture_output=True)
+        sessiond = _wait_for_sessiond(token)
+        subprocess.run([*prefix, "sh", "-c", f"echo {sessiond} > "
+                        "/run/lock/bakeoff-lttng-sessiond-0.lock"], check=True)
+        for who, pid in (("dead", dead), ("live", live.pid)):
+            name = f"bakeoff-{pid}-{dead}"
+            subprocess.run([*prefix, "lttng", "-n", "create", name, "--snapshot"], check=True,
+                           capture_output=True)
+            made[who].append(name)
+        # The live run holds the daemon (a shared lock, as its session hook does).
+        holder = subprocess.Popen(
+            [*prefix, "flock", "--shared", "--no-fork", "/run/lock/bakeoff-lttng-sessiond-0.lock",
+             "sleep", "600"])
+        procs.append(holder)
+        time.sleep(0.3)
+
+        res = _bakeoff(["doctor", "--cleanup"], ours)
+        assert res.returncode == 0, res.stdout + res.stderr
+        said = res.stdout
+        for thing in made["dead"]:
+            assert thing in said, f"{thing} is not in doctor --cleanup's output:\n{said}"
+        for thing in made["live"]:
+            assert thing not in said, f"a live run's {thing} was touched:\n{said}"
+        left = ours.snapshot() | {f"uprobe {ln}" for ln in _read(events).splitlines()}
+        for thing in made["dead"]:
+            assert not any(thing in x for x in left), f"{thing} is still there"
+        for thing in made["live"]:
+            if not thing.startswith("process"):
+                assert any(thing in x for x in left), f"the live run's {thing} is gone"
+        assert _alive(sessiond), "the daemon in use was stopped"
+        # The live run ends (without cleaning up): now the daemon is nobody's, and goes.
+        holder.kill()
+        holder.wait()
+        res = _bakeoff(["doctor", "--cleanup"], ours)
+        assert f"stopped lttng-sessiond {sessiond}" in res.stdout, res.stdout
+        assert not _alive(sessiond)
+
+
+def _kill_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+def _kill_marked(token: str) -> None:
+    for pid in _marked(token):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _rmdir(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.rmdir()
+
+
+def _unmount(prefix: list[str], path: Path) -> None:
+    subprocess.run([*prefix, "umount", "-l", str(path)], capture_output=True, check=False)
+    _rmdir(path)
+
+
+def _wait_for_sessiond(token: str) -> int:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for pid, cmd in _marked(token).items():
+            ppid = _read(Path(f"/proc/{pid}/stat")).rsplit(")", 1)[-1].split()[1:2]
+            if cmd.startswith("lttng-sessiond") and ppid == ["1"]:  # the daemon, not its child
+                return pid
+        time.sleep(0.05)
+    raise AssertionError("lttng-sessiond did not start")
+
+
+def _append(path: Path, text: str) -> None:
+    """O_APPEND without Python's seek to the end, which tracefs refuses."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _remove_probe(events: Path, name: str) -> None:
+    if name in _read(events):
+        with contextlib.suppress(OSError):
+            _append(events, f"-:{name}\n")

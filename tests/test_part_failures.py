@@ -1,0 +1,216 @@
+"""A tracer or loader dying mid-trial fails that trial, never the harness.
+
+Each test starts a real `bakeoff run` on a small grid, waits (by polling the run's own
+processes) until a trial is in its measured part, and SIGKILLs one part the trial depends
+on: the LTTng session daemon, the eBPF tracer, bpftrace, bpf-map-dump's map loader,
+cgroup-stat-read's memory charger. Then: the harness exits 1 (README: some trials failed)
+without a traceback; exactly that trial is recorded failed, its error naming what died; the
+same variant has ok trials after it (the room started a new daemon, loader or charger, or
+the next trial started its own tracer); both reports show the failure; and nothing of the
+run is left (processes, sessions, uprobes, BPF objects, cgroups, temp directories).
+
+The session daemon test runs the harness in a private mount namespace (its own /run/lttng,
+/dev/shm, /run/lock): it gets a root session daemon of its own, which the test may kill
+without touching one that anything else on the machine uses.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from live_runs import MEMCG, PRIVATE_LTTNG, LiveRun, Proc, Tick, follow, leftovers, watch
+
+from conftest import IN_CI, REPO
+
+BUILD = REPO / "build"
+PROGRAMS = ("tracing_overhead/tracing_trial", "tracing_overhead/bakeoff_tracer",
+            "bpf_map_dump/dump_reader", "bpf_map_dump/dump_loader", "cgroup_stat_read/cgstat",
+            "cgroup_stat_read/cgstat_charger", "common/bakeoff-launch")
+CHARGE_MIB = 64  # cgroup_stat_read/spec.py CHARGE_MIB
+
+
+def _machine_can() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (BPF, uprobes, the root LTTng daemon, cgroups, mount namespaces)"
+    for tool in ("lttng", "lttng-sessiond", "babeltrace2", "bpftrace", "bpftool", "unshare"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    if not MEMCG.is_dir():
+        return f"no cgroup v1 memory controller at {MEMCG}"
+    return None
+
+
+_why_not = _machine_can()
+if _why_not and not IN_CI:  # in CI this machine kind has all of it: a skip would hide a failure
+    pytest.skip(_why_not, allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def built() -> Path:
+    if not all((BUILD / p).exists() for p in PROGRAMS):
+        subprocess.run(["make", "-C", str(REPO / "benchmarks")], check=True, capture_output=True)
+    return BUILD
+
+
+# ---- what is running ----------------------------------------------------------------------
+
+
+def _named(procs: list[Proc], comm: str) -> list[Proc]:
+    return [p for p in procs if p.comm == comm]
+
+
+def _lttng_app(procs: list[Proc]) -> bool:
+    """An app of an lttng trial: traced_app with the LTTng build of the library preloaded."""
+    return any("libbakeoff_traced_lttng.so" in e for p in _named(procs, "traced_app")
+               for e in p.env if e.startswith("LD_PRELOAD="))
+
+
+def _sessiond(procs: list[Proc]) -> Proc | None:
+    """The session daemon itself, not its run-as child (which carries the same name)."""
+    daemons = _named(procs, "lttng-sessiond")
+    pids = {p.pid for p in daemons}
+    return next((p for p in daemons if p.ppid not in pids), None)
+
+
+def _with(comm: str) -> Callable[[list[Proc]], bool]:
+    return lambda procs: bool(_named(procs, comm))
+
+
+def _first(comm: str) -> Callable[[list[Proc]], Proc | None]:
+    return lambda procs: next(iter(_named(procs, comm)), None)
+
+
+def _cat_trial(procs: list[Proc]) -> bool:
+    return any(p.argv[p.argv.index("--variant") + 1] == "cat" for p in _named(procs, "cgstat")
+               if "--variant" in p.argv[:-1])
+
+
+@dataclass(frozen=True)
+class Scenario:
+    args: list[str]
+    variant: str  # the variant of the trial that is hit
+    in_trial: Callable[[list[Proc]], bool]  # a trial of that variant is measuring now
+    victim: Callable[[list[Proc]], Proc | None]
+    delay_s: float  # from in_trial to the kill: into the measured part
+    error: str  # what the failed trial's error says
+    private_lttng: bool = False
+
+
+# calls=20000 of 100 µs: the app of a tracing trial runs 2 s.
+_TRACING = ["tracing-overhead", "--profile", "quick", "--param", "duration_us=100",
+            "--param", "calls=20000", "--trials", "2", "--samples", "3", "--seed", "3"]
+
+SCENARIOS = {
+    "lttng-sessiond": Scenario(
+        [*_TRACING, "--variant", "lttng"], "lttng", _lttng_app, _sessiond, 0.5,
+        "lttng-sessiond (pid {pid}) died during the trial", private_lttng=True),
+    "bakeoff_tracer": Scenario(
+        [*_TRACING, "--variant", "ebpf-force"], "ebpf-force",
+        lambda ps: bool(_named(ps, "traced_app") and _named(ps, "bakeoff_tracer")),
+        _first("bakeoff_tracer"), 0.5,
+        "eBPF tracer (bakeoff_tracer, pid {pid}) died during the trial: killed by SIGKILL"),
+    "bpftrace": Scenario(
+        [*_TRACING, "--variant", "bpftrace"], "bpftrace",
+        lambda ps: bool(_named(ps, "traced_app") and _named(ps, "bpftrace")),
+        _first("bpftrace"), 0.5, "bpftrace (pid {pid}) died during the trial: killed by SIGKILL"),
+    # A dump of 200k hash entries one by one takes ~0.3 s; a trial does 6.
+    "dump_loader": Scenario(
+        ["bpf-map-dump", "--profile", "quick", "--variant", "iterate", "--param", "map=hash",
+         "--param", "entries=200000", "--trials", "3", "--samples", "5"], "iterate",
+        _with("dump_reader"), _first("dump_loader"), 0.2,
+        "the map loader (pid {pid}) exited during the trial"),
+    # A cat trial spawns 200 cats (~0.25 s); the charger is killed as soon as one is seen.
+    "cgstat_charger": Scenario(
+        ["cgroup-stat-read", "--profile", "quick", "--variant", "cat", "--param",
+         "content=legacy", "--param", "fields=all", "--param", "target=child", "--trials", "2",
+         "--samples", "5", "--seed", "3"], "cat", _cat_trial, _first("cgstat_charger"), 0.0,
+        "the memory charger of the target cgroup (pid {pid}) exited during the trial"),
+}
+
+
+def _target_usage(run: LiveRun) -> int:
+    try:
+        return int((MEMCG / f"bakeoff-{run.pid}-target" / "memory.usage_in_bytes").read_text())
+    except (OSError, ValueError):
+        return 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("part", list(SCENARIOS))
+def test_a_part_dying_mid_trial_fails_that_trial_only(built: Path, tmp_path: Path,
+                                                      part: str) -> None:
+    sc = SCENARIOS[part]
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    run = LiveRun(tmp_path / "run", sc.args, tmpdir=tmpdir,
+                  wrap=PRIVATE_LTTNG if sc.private_lttng else ()).start()
+    try:
+        now = watch([run], lambda m: sc.in_trial(m[run.tag]) and sc.victim(m[run.tag]) is not None,
+                    timeout=120, with_bpf=True)
+        time.sleep(sc.delay_s)
+        victim = sc.victim(now[run.tag])
+        assert victim is not None and victim.comm == part, now
+        os.kill(victim.pid, signal.SIGKILL)
+        # The target cgroup's charge while a later trial reads it beside a new charger.
+        usage_after: list[int] = []
+
+        def after_kill(tick: Tick) -> None:
+            procs = tick.procs[run.tag]
+            if _named(procs, "cgstat") and any(p.pid != victim.pid
+                                               for p in _named(procs, "cgstat_charger")):
+                usage_after.append(_target_usage(run))
+
+        follow([run], after_kill, timeout=240, every=0.02)
+    finally:
+        if run.running() and run.proc is not None:
+            run.proc.kill()
+            run.wait()
+
+    # The harness: a run with a failed trial, reported as such, no traceback.
+    assert run.proc is not None and run.proc.returncode == 1, run.transcript()
+    assert "Traceback" not in run.stderr, run.stderr
+    error = sc.error.format(pid=victim.pid)
+    said = " ".join(run.stderr.split())  # the console wraps long lines
+    assert "1 trial(s) failed" in said and error in said, run.stderr
+    data = run.results()
+    assert data["status"] == "complete"
+
+    # Exactly the trial that was hit failed, saying what died; the variant ran ok after it.
+    trials = run.trials()
+    bad = [i for i, t in enumerate(trials) if t["status"] != "ok"]
+    assert len(bad) == 1, [(t["case"]["variant"], t["status"], t["error"]) for t in trials]
+    failed = trials[bad[0]]
+    assert failed["case"]["variant"] == sc.variant and failed["status"] == "failed"
+    assert error in failed["error"], failed["error"]
+    later = [t for t in trials[bad[0] + 1:] if t["case"]["variant"] == sc.variant]
+    assert later and all(t["status"] == "ok" for t in later), later
+
+    # What the room did so that the later trials measured what they should.
+    replacements = [p for p in run.seen.values()
+                    if p.comm == victim.comm and p.pid != victim.pid and p.ppid != victim.pid]
+    if part in ("lttng-sessiond", "dump_loader", "cgstat_charger"):
+        assert replacements, f"no new {victim.comm} was started after the kill"
+    if part == "dump_loader":  # read from the new loader's map, not the dead one's
+        assert all(t["meta"]["map_id"] != failed["meta"]["map_id"] for t in later)
+    if part == "cgstat_charger":  # the cgroup was charged again for them
+        assert usage_after and min(usage_after) >= CHARGE_MIB << 20, usage_after
+    for t in later:  # a tracer after the kill counted every event (the driver's own check)
+        c = t["counters"]
+        if "events_expected" in c:
+            assert c["events_captured"] + c["events_dropped"] == c["events_expected"] > 0, c
+
+    # The reports show the failure.
+    md = (run.out / "report.md").read_text()
+    html = (run.out / "report.html").read_text()
+    assert "Failed trials (1)" in md and error in md, md[-3000:]
+    assert error in html
+
+    assert leftovers(run) == []
