@@ -577,7 +577,9 @@ def _uid_processes(uid: int) -> set[int]:
         except OSError:
             continue
         m = re.search(r"^Uid:\s+(\d+)", text, re.M)
-        if m and int(m.group(1)) == uid:
+        # A zombie has exited: it waits for PID 1 (slow to reap in this sandbox), holds nothing.
+        zombie = re.search(r"^State:\s+Z", text, re.M)
+        if m and int(m.group(1)) == uid and not zombie:
             pids.add(int(status.parent.name))
     return pids
 

@@ -47,8 +47,17 @@ def room() -> Path:
 
 
 def _sessiond_pids() -> set[int]:
+    """Live session daemons. A zombie one has exited and waits for PID 1 to reap it (this
+    sandbox's init can take seconds): nothing is left running."""
     res = subprocess.run(["pgrep", "-x", "lttng-sessiond"], capture_output=True, text=True)
-    return {int(p) for p in res.stdout.split()}
+    return {int(p) for p in res.stdout.split() if not _zombie(int(p))}
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True  # gone already
 
 
 def _ours_running() -> list[str]:
