@@ -17,8 +17,6 @@ collision.
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import subprocess
 import time
 from collections import defaultdict
@@ -39,28 +37,16 @@ from live_runs import (
     memcgs,
     owned_names,
     shared_lttng_namespace,
+    skip_unless_root_tools,
     tmp_names,
 )
 
-from conftest import IN_CI, REPO
+from conftest import REPO
 
 BUILD = REPO / "build"
 
 
-def _machine_can() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (BPF, uprobes, the root LTTng daemon, cgroups)"
-    for tool in ("lttng", "lttng-sessiond", "babeltrace2", "bpftrace", "bpftool"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    if not MEMCG.is_dir():
-        return f"no cgroup v1 memory controller at {MEMCG}"
-    return None
-
-
-_why_not = _machine_can()
-if _why_not and not IN_CI:  # in CI this machine kind has all of it: a skip would hide a failure
-    pytest.skip(_why_not, allow_module_level=True)
+skip_unless_root_tools("lttng", "lttng-sessiond", "babeltrace2", "bpftrace", "bpftool")
 
 
 @pytest.fixture(scope="module")

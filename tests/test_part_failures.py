@@ -17,7 +17,6 @@ without touching one that anything else on the machine uses.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -26,9 +25,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from live_runs import MEMCG, PRIVATE_LTTNG, LiveRun, Proc, Tick, follow, leftovers, watch
+from live_runs import (
+    MEMCG,
+    PRIVATE_LTTNG,
+    LiveRun,
+    Proc,
+    Tick,
+    follow,
+    leftovers,
+    skip_unless_root_tools,
+    watch,
+)
 
-from conftest import IN_CI, REPO
+from conftest import REPO
 
 BUILD = REPO / "build"
 PROGRAMS = ("tracing_overhead/tracing_trial", "tracing_overhead/bakeoff_tracer",
@@ -37,20 +46,8 @@ PROGRAMS = ("tracing_overhead/tracing_trial", "tracing_overhead/bakeoff_tracer",
 CHARGE_MIB = 64  # cgroup_stat_read/spec.py CHARGE_MIB
 
 
-def _machine_can() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (BPF, uprobes, the root LTTng daemon, cgroups, mount namespaces)"
-    for tool in ("lttng", "lttng-sessiond", "babeltrace2", "bpftrace", "bpftool", "unshare"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    if not MEMCG.is_dir():
-        return f"no cgroup v1 memory controller at {MEMCG}"
-    return None
-
-
-_why_not = _machine_can()
-if _why_not and not IN_CI:  # in CI this machine kind has all of it: a skip would hide a failure
-    pytest.skip(_why_not, allow_module_level=True)
+skip_unless_root_tools("lttng", "lttng-sessiond", "babeltrace2", "bpftrace", "bpftool",
+                       "unshare")
 
 
 @pytest.fixture(scope="module")
