@@ -14,10 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -43,7 +41,9 @@
  * reader reports as its own counters so that every trial carries the fill comparison. */
 #define DUMP_ENV_FILL "BAKEOFF_DUMP_FILL"
 /* Set with DUMP_ENV_MAP_ID: the PID of the loader holding that map. A reader whose loader
- * dies while it reads fails the trial (dump_watch_loader), though its own fd keeps the map. */
+ * dies while it reads fails the trial (bench_watch_env), though its own fd keeps the map: the
+ * machine was not the one the trial meant to measure (the OOM killer at work, or someone
+ * killing bakeoff's processes), and the session starts another loader for the next one. */
 #define DUMP_ENV_LOADER_PID "BAKEOFF_DUMP_LOADER_PID"
 
 enum dump_map_kind { DUMP_HASH, DUMP_ARRAY };
@@ -116,48 +116,6 @@ static inline void dump_die_with_parent(void)
 		bench_fatal_errno("failed to set PR_SET_PDEATHSIG");
 	if (want && *want && (pid_t)strtol(want, NULL, 10) != getppid())
 		bench_fatal("parent %s exited before this process started; exiting", want);
-}
-
-/*
- * The session's loader, watched by a reader: a pidfd on DUMP_ENV_LOADER_PID (-1 when unset).
- * If the loader dies mid-trial (killed, OOM), the reader's own fd keeps the map and its dumps
- * still verify, but the machine was not the one the trial meant to measure (the OOM killer
- * at work, or someone killing bakeoff's processes): the trial fails, naming what died, and
- * the session starts another loader for the next one. A pidfd is readable once the process
- * has exited, zombie or reaped, so the check cannot miss an exit nor take another process
- * that reused the PID for it (the harness reaps its loaders only between trials).
- */
-static inline int dump_watch_loader(pid_t *pid)
-{
-	const char *env = getenv(DUMP_ENV_LOADER_PID);
-	char *end;
-	long v;
-	int fd;
-
-	*pid = 0;
-	if (!env || !*env)
-		return -1;
-	v = strtol(env, &end, 10);
-	if (*end || v <= 0)
-		bench_usage_error("%s=%s is not a PID", DUMP_ENV_LOADER_PID, env);
-	*pid = (pid_t)v;
-	fd = (int)syscall(SYS_pidfd_open, *pid, 0);
-	if (fd < 0 && errno == ESRCH)
-		bench_fatal("the map loader (pid %d) exited before the trial started", (int)*pid);
-	if (fd < 0)
-		bench_fatal_errno("failed to watch the map loader (pid %d)", (int)*pid);
-	return fd;
-}
-
-/* Fails the trial if the watched loader has exited. Not timed: one poll() with no wait. */
-static inline void dump_check_loader(int pidfd, pid_t pid)
-{
-	struct pollfd p = { .fd = pidfd, .events = POLLIN };
-
-	if (pidfd >= 0 && poll(&p, 1, 0) > 0)
-		bench_fatal("the map loader (pid %d) exited during the trial: its map was still "
-			    "read through this reader's fd, but the trial does not count; the "
-			    "session starts a new loader for the next trial", (int)pid);
 }
 
 /*

@@ -585,8 +585,7 @@ int main(int argc, char **argv)
 	struct dump d;
 	struct verdict v;
 	uint64_t first_checksum = 0, retries = 0;
-	pid_t session_loader = 0;
-	int loader_fd;
+	struct bench_watch loader = { .fd = -1 };
 
 	bench_parse_args(argc, argv, &spec, &args);
 	const struct variant_info *vi = &variant_infos[args.variant_index];
@@ -600,7 +599,8 @@ int main(int argc, char **argv)
 	dump_raise_memlock();
 
 	find_map(&src, kind, entries);
-	loader_fd = src.own_loader ? -1 : dump_watch_loader(&session_loader);
+	if (!src.own_loader)
+		loader = bench_watch_env(DUMP_ENV_LOADER_PID, "the map loader");
 	st.map_fd = open_map(&src, kind, entries);
 	buffers_init(&buf, entries);
 	uint64_t *bitmap = calloc(((size_t)entries + 63) / 64, sizeof(uint64_t));
@@ -617,7 +617,9 @@ int main(int argc, char **argv)
 
 		verify(&d, entries, bitmap, &v);
 		require_complete(args.variant, &d, entries, &v);
-		dump_check_loader(loader_fd, session_loader);
+		bench_watch_check(&loader, "its map was still read through this reader's fd, but "
+				  "the trial does not count; the session starts a new loader for "
+				  "the next trial");
 		if (i == 0)
 			first_checksum = v.checksum;
 		else if (v.checksum != first_checksum)

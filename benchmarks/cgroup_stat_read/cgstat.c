@@ -17,13 +17,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -134,48 +132,18 @@ static void install_stop_handlers(void)
 
 /* ---- the charger: the process that gives bakeoff's child cgroup its memory --------------- */
 
-/* Set by the session for target=child: the PID of cgstat_charger in the target cgroup. */
+/* Set by the session for target=child: the PID of cgstat_charger in the target cgroup. If
+ * it dies mid-trial (killed, OOM), the kernel uncharges its memory and the queries go on
+ * reading a cgroup that holds nothing: shorter numbers, other counters, not the case asked
+ * for, so the trial fails (bench_watch_check after each sample, outside the timed part). */
 #define ENV_CHARGER_PID "BAKEOFF_CGSTAT_CHARGER_PID"
 
-static int charger_fd = -1;
-static pid_t charger_pid;
+static struct bench_watch charger = { .fd = -1 };
 
-/*
- * If the charger dies mid-trial (killed, OOM), the kernel uncharges its memory and the
- * queries go on reading a cgroup that holds nothing: shorter numbers, other counters, not
- * the case asked for. A pidfd is readable once the process has exited (zombie or reaped), so
- * no exit is missed and no process that reused the PID is taken for it.
- */
-static void watch_charger(void)
-{
-	const char *env = getenv(ENV_CHARGER_PID);
-	char *end;
-	long v;
-
-	if (!env || !*env)
-		return;
-	v = strtol(env, &end, 10);
-	if (*end || v <= 0)
-		bench_usage_error("%s=%s is not a PID", ENV_CHARGER_PID, env);
-	charger_pid = (pid_t)v;
-	charger_fd = (int)syscall(SYS_pidfd_open, charger_pid, 0);
-	if (charger_fd < 0 && errno == ESRCH)
-		bench_fatal("the memory charger of the target cgroup (pid %d) exited before the "
-			    "trial started", (int)charger_pid);
-	if (charger_fd < 0)
-		bench_fatal_errno("failed to watch the memory charger (pid %d)", (int)charger_pid);
-}
-
-/* Not timed: one poll() with no wait, after each sample. */
 static void check_charger(void)
 {
-	struct pollfd p = { .fd = charger_fd, .events = POLLIN };
-
-	if (charger_fd >= 0 && poll(&p, 1, 0) > 0)
-		bench_fatal("the memory charger of the target cgroup (pid %d) exited during the "
-			    "trial: its memory was uncharged mid-measurement, so the trial does not "
-			    "count; the session starts a new charger for the next trial",
-			    (int)charger_pid);
+	bench_watch_check(&charger, "its memory was uncharged mid-measurement, so the trial does "
+			  "not count; the session starts a new charger for the next trial");
 }
 
 /* ---- one query ---------------------------------------------------------------------------- */
@@ -630,7 +598,7 @@ int main(int argc, char **argv)
 	if (src.variant == V_CAT && !resolve_in_path("cat", src.cat_path, sizeof(src.cat_path)))
 		bench_unmet("cat is not on PATH");
 	install_stop_handlers();
-	watch_charger();
+	charger = bench_watch_env(ENV_CHARGER_PID, "the memory charger of the target cgroup");
 
 	memset(&r, 0, sizeof(r));
 	r.cap = FILE_BUF_BYTES;

@@ -6,10 +6,12 @@
 
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -681,4 +683,35 @@ double bench_param_double(const struct bench_args *args, const char *name)
 		bench_usage_error("--param %s=%s is not a finite number (e.g. %s=1.5)", name, v,
 				  name);
 	return out;
+}
+
+/* ---- a process the trial depends on ------------------------------------------------------ */
+
+struct bench_watch bench_watch_env(const char *env_name, const char *what)
+{
+	struct bench_watch w = { .fd = -1, .pid = 0, .what = what };
+	const char *env = getenv(env_name);
+	char *end;
+	long v;
+
+	if (!env || !*env)
+		return w;
+	v = strtol(env, &end, 10);
+	if (*end || v <= 0)
+		bench_usage_error("%s=%s is not a PID", env_name, env);
+	w.pid = (int)v;
+	w.fd = (int)syscall(SYS_pidfd_open, (pid_t)w.pid, 0);
+	if (w.fd < 0 && errno == ESRCH)
+		bench_fatal("%s (pid %d) exited before the trial started", what, w.pid);
+	if (w.fd < 0)
+		bench_fatal_errno("failed to watch %s (pid %d)", what, w.pid);
+	return w;
+}
+
+void bench_watch_check(const struct bench_watch *w, const char *why)
+{
+	struct pollfd p = { .fd = w->fd, .events = POLLIN };
+
+	if (w->fd >= 0 && poll(&p, 1, 0) > 0)
+		bench_fatal("%s (pid %d) exited during the trial: %s", w->what, w->pid, why);
 }

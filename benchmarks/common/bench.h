@@ -175,6 +175,27 @@ void bench_emit_counter(const char *name, double value);
  * not measurements: emitting one prints an error naming the key and exits 1.
  */
 
+/* ---- a process the trial depends on ------------------------------------------------------ */
+
+/*
+ * A helper a session keeps alive for the trials (a map loader, a cgroup's memory charger),
+ * named by its PID in an environment variable. If it dies mid-trial the numbers no longer
+ * describe the case asked for, so the trial must fail, naming it. A pidfd is readable once
+ * the process has exited (zombie or reaped), so no exit is missed and no process that reused
+ * the PID is taken for it.
+ */
+struct bench_watch {
+	int fd; /* -1: nothing to watch (the variable is unset) */
+	int pid;
+	const char *what; /* e.g. "the map loader" */
+};
+
+/* Watch the PID in env_name; usage error if it is not a PID, fatal if it is gone already. */
+struct bench_watch bench_watch_env(const char *env_name, const char *what);
+/* Fatal if the watched process has exited: "<what> (pid N) exited during the trial: <why>".
+ * One poll() with no wait: call it between timed sections, never inside one. */
+void bench_watch_check(const struct bench_watch *w, const char *why);
+
 /* ---- errors: one line on stderr, "prog: ..." --------------------------------------------- */
 
 /* A failure while measuring: exit 1. Use "failed to <step>" wording. */

@@ -115,7 +115,7 @@ func (s *mapSource) stop() {
 	s.loader = nil
 }
 
-// loaderWatch is dump.h's dump_watch_loader: a pidfd on the session's loader, so that a
+// loaderWatch is bench.h's bench_watch_env for the map loader: a pidfd on the session's loader, so that a
 // reader whose loader dies mid-trial fails the trial (its own fd keeps the map readable).
 type loaderWatch struct {
 	pid int
