@@ -260,9 +260,7 @@ def _journal_trials(path: Path) -> list[Any]:
     if not path.is_file():
         return []
     raw = path.read_bytes()
-    lines = raw.split(b"\n")
-    torn = lines.pop() if lines else b""  # after the last newline: b"" unless torn
-    del torn
+    lines = raw.split(b"\n")[:-1]  # what follows the last newline is b"", or a torn line
     out = []
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
