@@ -81,7 +81,12 @@ def _is_int(v: Any) -> bool:
 
 
 def _is_number(v: Any) -> bool:
-    return (_is_int(v) or isinstance(v, float)) and math.isfinite(v)
+    if not (_is_int(v) or isinstance(v, float)):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an integer beyond any float (10**400): no measurement is that
+        return False
 
 
 def check(value: Any, shape: Any, where: str = "") -> None:
