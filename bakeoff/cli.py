@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from bakeoff import cleanup, registry, store
+from bakeoff import cleanup, lazy, registry, store
 from bakeoff import host as hostmod
 from bakeoff.errors import Interrupted, UsageError, one_line
 from bakeoff.model import RunContext, RunRecord, RunSettings
@@ -160,7 +160,8 @@ def _start(names: list[str], profile: str, variants: list[str], params: list[str
     benches = registry.select(names)
     # Bad input answers at once: before the host is probed (a quarter second) and numpy loads.
     check_request(benches, profile, variants, params, trials, samples)
-    from bakeoff.runner import RunOptions, measure, new_run
+    with lazy.signals_held():
+        from bakeoff.runner import RunOptions, measure, new_run
 
     caps = hostmod.capabilities()
     facts = hostmod.facts(build_dir)
@@ -194,7 +195,8 @@ def _resume(run_dir: Path, quiet: bool) -> tuple[RunRecord, Path]:
         raise UsageError(f"{run_dir}: this run is complete; nothing to resume "
                          "(bakeoff report regenerates its reports)")
     plans = plans_from_record(run, registry.discover())
-    from bakeoff.runner import measure  # numpy: only once the input is good
+    with lazy.signals_held():
+        from bakeoff.runner import measure  # numpy: only once the input is good
 
     _sweep_dead_runs(quiet)
     build_dir = registry.build_dir()
@@ -223,11 +225,11 @@ def _sweep_dead_runs(quiet: bool) -> None:
 
 
 def _export(run: RunRecord, run_dir: Path, quiet: bool) -> None:
-    # Imported here: scipy and plotly take seconds to import, and list, doctor, --help and
-    # every bad-input error should answer at once.
-    from bakeoff.analysis import analyze
-    from bakeoff.report import write_reports
-    from bakeoff.report.terminal import print_summary
+    # Imported here, with interrupts held while they load (bakeoff/lazy.py says why).
+    with lazy.signals_held():
+        from bakeoff.analysis import analyze
+        from bakeoff.report import write_reports
+        from bakeoff.report.terminal import print_summary
 
     analysis = analyze(run, threshold=run.settings.threshold)
     paths = [*write_reports(run, analysis, run_dir), *store.write_legacy_csvs(run, run_dir)]
@@ -266,8 +268,9 @@ def cmd_compare(
     if fail_on_regression is not None and not 0 <= fail_on_regression < math.inf:
         raise UsageError("--fail-on-regression is a percentage of 0 or more, e.g. 5")
     before, after = store.load(old), store.load(new)
-    from bakeoff.compare import compare_runs  # scipy: imported only when comparing
-    from bakeoff.report.compare import print_comparison, render_comparison_markdown
+    with lazy.signals_held():  # imported only when comparing (bakeoff/lazy.py says why)
+        from bakeoff.compare import compare_runs
+        from bakeoff.report.compare import print_comparison, render_comparison_markdown
 
     cmp = compare_runs(before, after, threshold / 100)
     if not cmp.changes:

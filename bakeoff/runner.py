@@ -190,8 +190,10 @@ def measure(
     param_names = list(dict.fromkeys(p.name for pl in plans for p in pl.benchmark.params))
     csv_out = store.SamplesCsv(run_dir / store.SAMPLES_CSV, param_names)
     done = {c: sum(1 for t in run.trials if t.case == c) for c in run.cases}
-    total = sum(max(0, p.profile.trials - done.get(c, 0)) + p.profile.warmup_trials
-                for p in plans for c in p.cases)
+    total = 0
+    for p in plans:
+        left = sum(max(0, p.profile.trials - done.get(c, 0)) for c in p.cases)
+        total += left + (p.profile.warmup_trials * len(p.cases) if left else 0)  # see run()
     progress = _Progress(total, quiet, console)
     cpu = cpus.claim(run.settings.pin)
     run.host["pinning"] = {"measured_cpu": cpu.measured,
@@ -262,14 +264,20 @@ class _Measurement:
         if not self.program.exists():
             raise UsageError(f"{bench.name}: program {bench.program} is not built in "
                              f"{self.ctx.build_dir}; run make build")
+        todo = self._cases_needing_trials()
+        if not todo:
+            # A resumed run that had measured everything (a signal came in the session's
+            # tear-down): no session to set up, no warm-up to spend.
+            return
         with ExitStack() as stack:
             if bench.session is not None:
                 stack.enter_context(bench.session(self.ctx))
             for _ in range(profile.warmup_trials):
                 self._round(self.plan.cases, warmup=True)
-            while (todo := self._cases_needing_trials()):
+            while todo:
                 if not self._round(todo, warmup=False):
                     return
+                todo = self._cases_needing_trials()
 
     def _cases_needing_trials(self) -> list[Case]:
         planned = self.plan.profile.trials

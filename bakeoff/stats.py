@@ -16,6 +16,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from bakeoff import lazy
+
 CONFIDENCE = 0.95
 N_BOOT = 2000
 # Bootstrap replicates are computed in chunks so memory stays bounded for big trials.
@@ -195,9 +197,9 @@ def mann_whitney_p(a: Trials, b: Trials) -> float:
         return math.nan
     if len(set(ma)) == 1 and set(ma) == set(mb):
         return 1.0
-    from scipy.stats import mannwhitneyu  # imported late: scipy.stats takes ~2 s to import
+    scipy_stats = lazy.load("scipy.stats")  # ~2 s to load: only when a p-value is wanted
 
-    return float(mannwhitneyu(ma, mb, alternative="two-sided").pvalue)
+    return float(scipy_stats.mannwhitneyu(ma, mb, alternative="two-sided").pvalue)
 
 
 def find_crossovers(

@@ -67,3 +67,91 @@ def test_trial_gets_sigterm_to_clean_up_before_sigkill(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert not marker.exists(), "the trial was killed before it could clean up"
+
+
+def test_an_interrupt_while_a_compiled_module_loads_waits_until_it_has_loaded() -> None:
+    """bakeoff/lazy.py: a SIGINT that comes while scipy.stats initialises is held, then raised
+    as KeyboardInterrupt once it has loaded; not turned into 'ImportError: initialization
+    failed' inside the extension, as CI once saw."""
+    script = (
+        "import os, signal\n"
+        "from bakeoff import lazy\n"
+        "try:\n"
+        "    with lazy.signals_held():\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        import scipy.stats\n"
+        "        print('loaded', flush=True)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('then interrupted', flush=True)\n"
+        "print('still held:', sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])))\n")
+    res = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["loaded", "then interrupted", "still held: []"]
+
+
+def test_ctrl_c_at_any_moment_of_a_report_ends_it_cleanly(mremap_quick_run: Path,
+                                                          tmp_path: Path) -> None:
+    """`bakeoff report` loads numpy, scipy and plotly, analyses and writes; a SIGINT at any
+    moment of that ends it with status 130 (or 0, once it is done) and no traceback."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    for name in ("results.json", "samples.csv"):
+        (run_dir / name).write_bytes((mremap_quick_run / name).read_bytes())
+    argv = [sys.executable, "-m", "bakeoff", "report", str(run_dir), "--quiet"]
+    started = time.monotonic()
+    whole = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert whole.returncode == 0, whole.stderr
+    took = time.monotonic() - started
+    moments = [0.15 + i * (took - 0.15) / 11 for i in range(12)]  # start-up to the last write
+    endings = []
+    for delay in moments:
+        proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=300)
+        where = f"SIGINT {delay:.2f} s into a {took:.2f} s report"
+        if proc.returncode == 1 and "Fatal Python error" in err:
+            endings.append("in the interpreter's own start-up")  # before any of bakeoff ran
+            continue
+        assert proc.returncode in (0, 130), f"{where}: exit {proc.returncode}: {err[-2000:]}"
+        assert "Traceback" not in err, f"{where}: {err[-2000:]}"
+        endings.append("interrupted" if proc.returncode == 130 else "finished")
+    assert endings.count("interrupted") >= 6, endings  # most landed while it worked
+    # An interrupted report leaves the one from the uninterrupted run whole, or none half-written.
+    report = run_dir / "report.html"
+    assert report.read_text().rstrip().endswith("</html>")
+
+
+def test_resuming_a_run_stopped_after_its_last_trial_sets_nothing_up(tmp_path: Path) -> None:
+    """A SIGINT in the session's tear-down, after the last trial, leaves an interrupted run
+    with every trial done. --resume then completes it without starting the room's session
+    again (a tracing daemon, a cgroup) or spending warm-up trials."""
+    log = tmp_path / "session.log"
+    out = tmp_path / "run"
+    env = {**os.environ, "BAKEOFF_BENCHMARKS_DIR": str(FIXTURES / "rooms"),
+           "BAKEOFF_BUILD_DIR": str(FIXTURES / "build"), "FLAKY_SESSION_LOG": str(log)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bakeoff", "run", "flaky", "--variant", "good", "--profile",
+         "full", "--out", str(out), "--quiet"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while "down" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline and proc.poll() is None, "the session never ended"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    stopped = json.loads((out / "results.json").read_text())
+    assert stopped["status"] == "interrupted"
+    assert len(stopped["trials"]) == 4  # 2 cases x 2 trials: all of them
+
+    res = subprocess.run([sys.executable, "-m", "bakeoff", "run", "--resume", str(out),
+                          "--quiet"], cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert log.read_text().split() == ["up", "down"]  # no second session
+    resumed = json.loads((out / "results.json").read_text())
+    assert resumed["status"] == "complete"
+    assert resumed["trials"] == stopped["trials"]
