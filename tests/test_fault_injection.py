@@ -352,8 +352,8 @@ def inject(grid: Grid, signum: int, delay: float, cycle: int, out: Path, ours: O
         tally.notes["ended in Python's initialisation"] += 1
     else:
         # 128 + signal from bakeoff's handlers; or killed by the signal itself, which a shell
-        # reports as the same status: a SIGTERM before bakeoff's handler is in place, or a
-        # signal after the interpreter reset the handlers on exit.
+        # reports as the same status: a signal before Python (SIGINT) or bakeoff (SIGTERM)
+        # has a handler for it, or after the interpreter reset the handlers on exit.
         assert proc.returncode in (128 + signum, -signum), (
             f"{where}: exit {proc.returncode}: {err[-2000:]}")
         if proc.returncode == -signum:
