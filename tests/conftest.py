@@ -86,6 +86,15 @@ def wait_for_trials(run_dir: Path, n: int, timeout_s: float = 120) -> None:
         time.sleep(0.02)
 
 
+def cgroup_without_memory() -> Path:
+    """A mounted cgroup hierarchy with no memory controller: a wrong --param cgroup=."""
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        _, point, fstype, *_ = line.split()
+        if fstype in ("cgroup", "cgroup2") and not Path(point, "memory.stat").exists():
+            return Path(point)
+    pytest.fail("no cgroup hierarchy without the memory controller to test with")
+
+
 def marked_env(marker: str) -> dict[str, str]:
     """An environment whose every descendant process can be found again by marker, even
     after it was reparented (other runs may be going on at once)."""

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from conftest import assert_usage_error, build_dir, run_bakeoff
+from conftest import assert_usage_error, build_dir, cgroup_without_memory, run_bakeoff
 
 MREMAP = "mremap-vs-memcpy"
 TRACING = "tracing-overhead"
@@ -156,16 +156,8 @@ class Places:
             (self.root / "a-file").write_text("keep me\n")
             return str(self.root / "a-file")
         if key == "non-memory-cgroup":
-            return str(_cgroup_without_memory())
+            return str(cgroup_without_memory())
         raise AssertionError(f"unknown place {key}:{name}")
-
-
-def _cgroup_without_memory() -> Path:
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        _, point, fstype, *_ = line.split()
-        if fstype in ("cgroup", "cgroup2") and not Path(point, "memory.stat").exists():
-            return Path(point)
-    pytest.fail("no cgroup hierarchy without the memory controller to test with")
 
 
 @pytest.fixture(scope="module")

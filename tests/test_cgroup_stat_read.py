@@ -17,7 +17,15 @@ from typing import Any
 
 import pytest
 
-from conftest import IN_CI, REPO, assert_usage_error, build_dir, run_bakeoff, trials_on_disk
+from conftest import (
+    IN_CI,
+    REPO,
+    assert_usage_error,
+    build_dir,
+    cgroup_without_memory,
+    run_bakeoff,
+    trials_on_disk,
+)
 
 NAME = "cgroup-stat-read"
 ROOM = REPO / "benchmarks" / "cgroup_stat_read"
@@ -244,14 +252,6 @@ def test_interrupted_run_leaves_nothing(programs: Path, tmp_path: Path, signum: 
 # ---- bad input ----------------------------------------------------------------------------
 
 
-def _cgroup_without_memory() -> Path:
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        _, point, fstype, *_ = line.split()
-        if fstype in ("cgroup", "cgroup2") and not Path(point, "memory.stat").exists():
-            return Path(point)
-    pytest.fail("no cgroup hierarchy without the memory controller to test with")
-
-
 @pytest.mark.parametrize(
     ("target", "needle"),
     [
@@ -263,7 +263,7 @@ def _cgroup_without_memory() -> Path:
 )
 def test_bad_target_is_one_line(programs: Path, target: str, needle: str) -> None:
     if target == "NOMEM":
-        target = str(_cgroup_without_memory())
+        target = str(cgroup_without_memory())
     res = run_bakeoff("run", NAME, "--profile", "quick", "--param", f"target={target}")
     assert_usage_error(res, needle)
     # The program says the same by hand.
