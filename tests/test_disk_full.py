@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff, saved_results, wait_for_trials
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 @pytest.fixture
@@ -33,9 +36,24 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 def _fill(disk: Path, leave_bytes: int) -> None:
-    free = shutil.disk_usage(disk).free
+    """Allocate all but leave_bytes of the disk's free space (to within a page).
+
+    A run may be writing to the disk meanwhile, so the free space read can already be gone
+    when the allocation happens (CI saw ENOSPC here): on ENOSPC, ask for half as much and
+    go on until less than a page is left to take."""
+    size = 0
     with (disk / "filler").open("wb") as f:
-        os.posix_fallocate(f.fileno(), 0, max(0, free - leave_bytes))
+        want = shutil.disk_usage(disk).free - leave_bytes
+        while want >= PAGE:
+            try:
+                os.posix_fallocate(f.fileno(), size, want)
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+                want //= 2
+                continue
+            size += want
+            want = shutil.disk_usage(disk).free - leave_bytes
 
 
 def test_too_little_space_is_refused_before_measuring(built: Path, small_disk: Path) -> None:
