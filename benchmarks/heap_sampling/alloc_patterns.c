@@ -14,6 +14,11 @@
  *                                                             slots allocated and freed round
  *                                                             after round
  *   options: --samples N (default 1) --warmup N (default 0) --seed S (default 1)
+ *            --paired F: under libbakeoff_sampler with SAMPLER_REFERENCE set, each sample is
+ *            a pair of runs with the same requests, one under the sampler's scheme
+ *            (ns_per_alloc) and one under its reference scheme (ref_ns_per_alloc), switched
+ *            in this process; F = 1: the reference goes first in the first pair; the order
+ *            alternates from pair to pair, so a drift hits both sides alike
  *
  * Sizes are uniform in [min, max], drawn from a PRNG with a fixed seed, so every run makes the
  * same requests: across processes only the addresses (ASLR) and the sampler's own randomness
@@ -27,6 +32,7 @@
  */
 #include "bench.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
@@ -58,6 +64,7 @@ struct run {
 	uint64_t a[MAX_ARGS];
 	uint64_t samples, warmup, seed;
 	uint64_t min, max;
+	int paired; /* -1: not paired; else which side goes first in the first pair */
 };
 
 /* What the whole process did: a sampler's exact counts must match. */
@@ -127,7 +134,7 @@ static void parse(int argc, char **argv, struct run *r)
 	int npos = 0;
 	uint64_t pos[1 + MAX_ARGS];
 
-	*r = (struct run){ .samples = 1, .warmup = 0, .seed = 1 };
+	*r = (struct run){ .samples = 1, .warmup = 0, .seed = 1, .paired = -1 };
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			out("%s", usage);
@@ -143,6 +150,8 @@ static void parse(int argc, char **argv, struct run *r)
 				r->warmup = v;
 			else if (strcmp(argv[i], "--seed") == 0)
 				r->seed = v ? v : 1;
+			else if (strcmp(argv[i], "--paired") == 0 && v <= 1)
+				r->paired = (int)v;
 			else
 				bench_usage_error("unknown option %s (or --samples 0); see --help",
 						  argv[i]);
@@ -370,7 +379,25 @@ int main(int argc, char **argv)
 	    ",\"warmup\":%" PRIu64 "}\n",
 	    r.mode, BENCH_TIMER_NAME, timer_overhead_ns(), r.seed, r.samples, r.warmup);
 
-	for (uint64_t i = 0; i < r.warmup + r.samples; i++) {
+	/* Paired: the sampler's switch between its scheme and its reference (same library, same
+	 * process, same heap), so the difference of a pair is the scheme's cost alone. */
+	void (*use_reference)(int) = NULL;
+	if (r.paired >= 0) {
+		*(void **)&use_reference = dlsym(RTLD_DEFAULT, "bakeoff_sampler_use_reference");
+		if (!use_reference)
+			bench_usage_error("--paired needs libbakeoff_sampler preloaded with "
+					  "SAMPLER_REFERENCE set");
+	}
+	uint64_t runs = (r.warmup + r.samples) * (r.paired >= 0 ? 2 : 1);
+	for (uint64_t i = 0; i < runs; i++) {
+		bool reference = false;
+		if (r.paired >= 0) {
+			uint64_t pair = i / 2;
+			/* ABBA...: the first side of pair k alternates with k */
+			reference = ((i % 2) ^ (pair % 2) ^ (uint64_t)r.paired) != 0;
+			use_reference(reference);
+			rng = r.seed * 0x9e3779b97f4a7c15ULL + pair + 1; /* same requests in a pair */
+		}
 		uint64_t made = 0, t0 = bench_now_ns(), elapsed = 0;
 		switch (r.mode) {
 		case 1:
@@ -389,10 +416,13 @@ int main(int argc, char **argv)
 		if (r.mode != 3) /* mode 3 times from the start signal to the last join */
 			elapsed = bench_now_ns() - t0;
 		did.allocations += made;
-		if (i >= r.warmup)
-			out("{\"type\":\"sample\",\"metric\":\"ns_per_alloc\",\"value\":%.6f}\n",
+		if (i / (r.paired >= 0 ? 2 : 1) >= r.warmup)
+			out("{\"type\":\"sample\",\"metric\":\"%s\",\"value\":%.6f}\n",
+			    reference ? "ref_ns_per_alloc" : "ns_per_alloc",
 			    (double)elapsed / (double)made);
 	}
+	if (use_reference)
+		use_reference(0);
 
 	out("{\"type\":\"counter\",\"name\":\"allocations\",\"value\":%" PRIu64 "}\n",
 	    did.allocations);

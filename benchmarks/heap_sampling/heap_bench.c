@@ -44,20 +44,25 @@
 
 #include "sampler_schemes.h"
 
-enum variant { V_NO_PRELOAD, V_NONE, V_POISSON, V_HASH, V_COMBINED };
+enum variant { V_NO_PRELOAD, V_NONE, V_POISSON, V_POISSON_TAGGED, V_HASH, V_HASH_EQUAL_P };
 
 /* Same order as enum variant. */
 static const struct bench_variant variants[] = {
 	{ "no-preload", "baseline: the workload alone (micro: the loop with an empty decision)" },
-	{ "none", "sampler preloaded with SAMPLER_SCHEME=NONE: forwarding and exact counting" },
+	{ "none", "sampler preloaded with SAMPLER_SCHEME=NONE: forwarding only (paired with "
+		  "itself: the A/A check of added_ns_per_alloc)" },
 	{ "poisson", "SAMPLER_SCHEME=POISSON: byte counter with exponential gaps, live table" },
+	{ "poisson-tagged", "SAMPLER_SCHEME=POISSON_TAGGED: the same decisions, samples tagged "
+			    "in a block header instead of a live table" },
 	{ "stateless-hash", "SAMPLER_SCHEME=STATELESS_HASH: hash(address) < threshold(size)" },
-	{ "combined", "SAMPLER_SCHEME=COMBINED: both schemes on the same allocation stream" },
+	{ "hash-equal-p", "the hash with its mean raised so that it samples as many blocks as "
+			  "Poisson does" },
 	{ NULL, NULL },
 };
 
 static const struct bench_param params[] = {
-	{ "workload", true, NULL, "micro-64 | micro-4096 | mode1 | mode2 | mode3 | mode4" },
+	{ "workload", true, NULL,
+	  "micro-64 | micro-1024 | micro-4096 | mode1 | mode2 | mode3 | mode4" },
 	{ "mean", false, "4096", "mean bytes between samples (SAMPLER_POISSON_MEAN_BYTES)" },
 	{ "scale", false, "1", "modes: fraction of the seed's allocation count (1 = the seed's)" },
 	{ NULL, false, NULL, NULL },
@@ -70,33 +75,40 @@ static const struct bench_spec spec = {
 	params,
 };
 
-/* The schemes as the sampler names them; EMPTY is the micro-benchmark's no-preload. */
-enum scheme { S_EMPTY, S_NONE, S_POISSON, S_HASH };
-static const char *const env_scheme[] = { NULL, "NONE", "POISSON", "STATELESS_HASH",
-					  "COMBINED" };
+/* The schemes the micro-benchmark runs; EMPTY is its no-preload. */
+enum scheme { S_EMPTY, S_NONE, S_POISSON, S_TAGGED, S_HASH };
+/* SAMPLER_SCHEME of each variant, in enum variant order. */
+static const char *const env_scheme[] = { NULL, "NONE", "POISSON", "POISSON_TAGGED",
+					  "STATELESS_HASH", "STATELESS_HASH" };
 
 static struct bench_args args;
 static enum variant variant;
 static uint64_t mean;
 
-static int cmp_double(const void *a, const void *b)
+/*
+ * The equal-sample-rate hash: hash p = min(1, u/m_h), Poisson p = 1 - exp(-u/m). For blocks of
+ * one size u, m_h = u / (1 - exp(-u/m)) gives the same p exactly (the hash then samples as
+ * often as Poisson, not 36% more at u = m). For a mix of sizes no single m_h matches every u;
+ * m_h = E[u] / E[1 - exp(-u/m)] matches the expected number of samples.
+ */
+static uint64_t equal_p_hash_mean_one(uint64_t u)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
+	return (uint64_t)llround((double)u / -expm1(-(double)u / (double)mean));
 }
 
-static double median(const double *v, size_t n)
+/* The workloads' requested sizes are uniform in [lo, hi]; glibc's usable size of a request r
+ * is its chunk (r + 8 rounded up to 16, at least 32) less the 8-byte header. */
+static uint64_t equal_p_hash_mean_uniform(uint64_t lo, uint64_t hi)
 {
-	double *c = malloc(n * sizeof(double));
+	double sum_u = 0, sum_p = 0;
 
-	if (!c)
-		bench_fatal_errno("failed to allocate %zu values", n);
-	memcpy(c, v, n * sizeof(double));
-	qsort(c, n, sizeof(double), cmp_double);
-	double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2.0;
-	free(c);
-	return m;
+	for (uint64_t r = lo; r <= hi; r++) {
+		uint64_t chunk = (r + 8 + 15) / 16 * 16;
+		double u = (double)((chunk < 32 ? 32 : chunk) - 8);
+		sum_u += u;
+		sum_p += -expm1(-u / (double)mean);
+	}
+	return (uint64_t)llround(sum_u / sum_p);
 }
 
 /* ==== the decision micro-benchmark ========================================================== */
@@ -104,17 +116,30 @@ static double median(const double *v, size_t n)
 #define MICRO_K_MIN 4096
 #define MICRO_K_MAX 65536
 
+/*
+ * Three kinds of batch per scheme (METHOD.md, "The decision micro-benchmark"):
+ * - FULL: what the sampler runs: the test, and on a sample the per-sample work;
+ * - TEST: the decrement or the hash test alone; on a sample only a count (Poisson re-arms its
+ *   counter by adding the mean: no log, no weight, no table);
+ * - WORK: the per-sample work alone, once per decision: Poisson's next gap (a log), its weight
+ *   (an expm1) and the table insert, and on the free path the table delete (tagged: a tag
+ *   store and clear); the hash's weight on both paths.
+ */
+enum batch_kind { B_FULL, B_TEST, B_WORK };
+
 struct micro {
 	uintptr_t *addr; /* the stream: k heap-like addresses of blocks of `size` */
+	uint8_t *tag;    /* POISSON_TAGGED: the tag bit of each block (its header, modelled) */
 	size_t k;
 	uint64_t size;
 	double mean;
+	int64_t mean_i;
 	struct hash_params hp;
 	struct poisson_state ps;
 	struct live_table *live;
 	/* What the decisions produce, so none of them is dead code. */
-	uint64_t samples[4];
-	double est_total[4], est_live[4];
+	uint64_t samples;
+	double est_total, est_live;
 };
 
 static struct live_table micro_live;
@@ -122,13 +147,15 @@ static struct live_table micro_live;
 /* noinline with an empty asm: one call per decision, as in the sampler where every decision
  * sits in its own malloc() call; the compiler can neither delete the loop nor vectorise the
  * hashes of consecutive addresses, which a real allocation stream never allows. */
-static __attribute__((noinline)) void decide_empty(struct micro *m, uintptr_t a)
+static __attribute__((noinline)) void decide_empty(struct micro *m, size_t i)
 {
-	__asm__ __volatile__("" : : "r"(m), "r"(a) : "memory");
+	__asm__ __volatile__("" : : "r"(m), "r"(i) : "memory");
 }
 
-static __attribute__((noinline)) void decide_malloc(struct micro *m, enum scheme s, uintptr_t a)
+static __attribute__((noinline)) void decide_malloc(struct micro *m, enum scheme s,
+						    enum batch_kind b, size_t i)
 {
+	uintptr_t a = m->addr[i];
 	uint64_t u = m->size;
 	double w;
 
@@ -137,28 +164,45 @@ static __attribute__((noinline)) void decide_malloc(struct micro *m, enum scheme
 	case S_NONE:
 		break;
 	case S_POISSON:
-		if (likely(!poisson_sampled(&m->ps, u, m->mean)))
+	case S_TAGGED:
+		if (b == B_TEST) {
+			m->ps.until -= (int64_t)u;
+			if (unlikely(m->ps.until < 0)) {
+				m->ps.until += m->mean_i;
+				m->samples++;
+			}
 			break;
+		}
+		if (b == B_FULL && likely(!poisson_sampled(&m->ps, u, m->mean)))
+			break;
+		if (b == B_WORK)
+			m->ps.until = poisson_gap(&m->ps, m->mean);
 		w = poisson_weighted_bytes(u, m->mean);
-		m->samples[s]++;
-		m->est_total[s] += w;
-		if (live_insert(m->live, a, u))
-			m->est_live[s] += w;
+		m->samples++;
+		m->est_total += w;
+		if (s == S_TAGGED)
+			m->tag[i] = 1, m->est_live += w;
+		else if (live_insert(m->live, a, u))
+			m->est_live += w;
 		break;
 	case S_HASH:
-		if (likely(!hash_sampled(a, u, &m->hp)))
+		if (b != B_WORK && likely(!hash_sampled(a, u, &m->hp)))
+			break;
+		m->samples++;
+		if (b == B_TEST)
 			break;
 		w = hash_weighted_bytes(u, &m->hp);
-		m->samples[s]++;
-		m->est_total[s] += w;
-		m->est_live[s] += w;
+		m->est_total += w;
+		m->est_live += w;
 		break;
 	}
 	__asm__ __volatile__("" : : "r"(m) : "memory");
 }
 
-static __attribute__((noinline)) void decide_free(struct micro *m, enum scheme s, uintptr_t a)
+static __attribute__((noinline)) void decide_free(struct micro *m, enum scheme s,
+						  enum batch_kind b, size_t i)
 {
+	uintptr_t a = m->addr[i];
 	uint64_t u = m->size, found;
 
 	switch (s) {
@@ -166,14 +210,34 @@ static __attribute__((noinline)) void decide_free(struct micro *m, enum scheme s
 	case S_NONE:
 		break;
 	case S_POISSON:
+		if (b == B_TEST) { /* the counting filter every free consults first */
+			_Atomic uint32_t *f = live_filter(m->live, mix64(a));
+			if (f && atomic_load_explicit(f, memory_order_relaxed))
+				m->samples++;
+			break;
+		}
 		if (likely(!live_remove(m->live, a, &found)))
 			break;
-		m->est_live[s] -= poisson_weighted_bytes(found, m->mean);
+		m->est_live -= poisson_weighted_bytes(found, m->mean);
+		break;
+	case S_TAGGED:
+		if (likely(!m->tag[i]))
+			break;
+		if (b == B_TEST) {
+			m->samples++;
+			break;
+		}
+		m->tag[i] = 0;
+		m->est_live -= poisson_weighted_bytes(u, m->mean);
 		break;
 	case S_HASH:
-		if (likely(!hash_sampled(a, u, &m->hp)))
+		if (b != B_WORK && likely(!hash_sampled(a, u, &m->hp)))
 			break;
-		m->est_live[s] -= hash_weighted_bytes(u, &m->hp);
+		if (b == B_TEST) {
+			m->samples++;
+			break;
+		}
+		m->est_live -= hash_weighted_bytes(u, &m->hp);
 		break;
 	}
 	__asm__ __volatile__("" : : "r"(m) : "memory");
@@ -183,21 +247,36 @@ struct batch_time {
 	uint64_t ns, ticks;
 };
 
-static struct batch_time micro_batch(struct micro *m, enum scheme s, bool free_path)
+static struct batch_time micro_batch(struct micro *m, enum scheme s, enum batch_kind b,
+				     bool free_path)
 {
 	uint64_t n0 = bench_now_ns(), t0 = tsc_start();
 
 	if (s == S_EMPTY)
 		for (size_t i = 0; i < m->k; i++)
-			decide_empty(m, m->addr[i]);
+			decide_empty(m, i);
 	else if (free_path)
 		for (size_t i = 0; i < m->k; i++)
-			decide_free(m, s, m->addr[i]);
+			decide_free(m, s, b, i);
 	else
 		for (size_t i = 0; i < m->k; i++)
-			decide_malloc(m, s, m->addr[i]);
+			decide_malloc(m, s, b, i);
 	uint64_t t1 = tsc_stop(), n1 = bench_now_ns();
 	return (struct batch_time){ n1 - n0, t1 - t0 };
+}
+
+/* A malloc-path batch and the free-path batch over the same blocks: one allocation's worth. */
+struct pair_time {
+	struct batch_time malloc, free;
+};
+
+static struct pair_time micro_pair(struct micro *m, enum scheme s, enum batch_kind b)
+{
+	struct pair_time t;
+
+	t.malloc = micro_batch(m, s, b, false);
+	t.free = micro_batch(m, s, b, true);
+	return t;
 }
 
 /*
@@ -214,123 +293,114 @@ static void micro_stream(struct micro *m)
 	if (chunk < 32)
 		chunk = 32;
 	m->addr = calloc(m->k, sizeof(uintptr_t));
-	if (!m->addr)
+	m->tag = calloc(m->k, 1);
+	if (!m->addr || !m->tag)
 		bench_fatal_errno("failed to allocate the address stream");
 	for (size_t i = 0; i < m->k; i++)
 		m->addr[i] = base + i * chunk;
 }
 
-/* The schemes a variant runs, and the NONE reference it is compared with (if any). */
-static size_t micro_schemes(enum scheme *out)
+/* The scheme a variant runs (EMPTY for no-preload, NONE for none). */
+static enum scheme variant_scheme(void)
 {
 	switch (variant) {
 	case V_NO_PRELOAD:
-		out[0] = S_EMPTY;
-		return 1;
+		return S_EMPTY;
 	case V_NONE:
-		out[0] = S_NONE;
-		return 1;
+		return S_NONE;
 	case V_POISSON:
-		out[0] = S_POISSON;
-		return 1;
+		return S_POISSON;
+	case V_POISSON_TAGGED:
+		return S_TAGGED;
 	case V_HASH:
-		out[0] = S_HASH;
-		return 1;
-	case V_COMBINED:
-		out[0] = S_POISSON;
-		out[1] = S_HASH;
-		return 2;
+	case V_HASH_EQUAL_P:
+		return S_HASH;
 	}
-	return 0;
+	return S_EMPTY;
 }
 
 /* k decisions per batch: long enough that the timer is < 0.1% of it (bench.h), short enough
  * that the stream stays a realistic working set. */
-static size_t micro_batch_size(struct micro *m, const enum scheme *schemes, size_t n)
+static size_t micro_batch_size(struct micro *m, enum scheme s)
 {
 	m->k = MICRO_K_MIN;
-	micro_batch(m, schemes[0], false); /* warm the code, the table and the stream */
-	micro_batch(m, schemes[0], true);
-	struct batch_time a = micro_batch(m, schemes[0], false);
-	struct batch_time b = micro_batch(m, schemes[0], true);
-	double per_op = (double)(a.ns + b.ns) / (2.0 * (double)m->k) * (double)n;
+	micro_pair(m, s, B_FULL); /* warm the code, the table and the stream */
+	struct pair_time t = micro_pair(m, s, B_FULL);
+	double per_op = (double)(t.malloc.ns + t.free.ns) / (double)m->k;
 	uint64_t k = bench_batch_size(per_op);
 	return k < MICRO_K_MIN ? MICRO_K_MIN : k > MICRO_K_MAX ? MICRO_K_MAX : k;
 }
 
 static void run_micro(uint64_t size)
 {
-	enum scheme schemes[2];
-	size_t nschemes = micro_schemes(schemes);
-	bool paired = variant >= V_POISSON;
-	struct micro m = { .size = size, .mean = (double)mean, .hp = hash_params_make(mean),
-			   .live = &micro_live };
+	enum scheme s = variant_scheme();
+	bool sampling = s == S_POISSON || s == S_TAGGED || s == S_HASH;
+	bool paired = variant != V_NO_PRELOAD; /* none is paired with itself: the A/A check */
+	uint64_t hash_mean = variant == V_HASH_EQUAL_P ? equal_p_hash_mean_one(size) : mean;
+	struct micro m = { .size = size, .mean = (double)mean, .mean_i = (int64_t)mean,
+			   .hp = hash_params_make(hash_mean), .live = &micro_live };
 
 	live_init(&micro_live);
 	poisson_seed(&m.ps, tsc_start() ^ (uint64_t)getpid(), m.mean);
 	m.k = MICRO_K_MAX;
 	micro_stream(&m);
-	m.k = micro_batch_size(&m, schemes, nschemes);
+	m.k = micro_batch_size(&m, s);
 
 	bench_meta_begin();
 	bench_meta_str("variant", args.variant);
-	bench_meta_str("workload", size == 64 ? "micro-64" : "micro-4096");
+	bench_meta_str("workload", bench_param(&args, "workload"));
 	bench_meta_num("mean", (double)mean);
+	bench_meta_num("hash_mean", (double)hash_mean);
 	bench_meta_num("batch", (double)m.k);
 	bench_meta_str("timing", "batches: k malloc-path decisions, then k free-path decisions, "
 				 "each between one pair of timer reads (no floor subtracted)");
 	bench_meta_num("timer_floor_ticks", (double)tsc_floor_ticks(20001));
 	bench_meta_end();
 
-	uint64_t total = args.warmup + args.samples;
-	double *mine = calloc(total, sizeof(double)), *ref = calloc(total, sizeof(double));
-	if (!mine || !ref)
-		bench_fatal_errno("failed to allocate sample arrays");
+	uint64_t total = args.warmup + args.samples, decisions = 0, samples_full = 0;
 	for (uint64_t i = 0; i < total; i++) {
-		struct batch_time path[2][2] = { 0 }; /* [scheme][malloc, free] */
-		struct batch_time none[2] = { 0 };
 		bool ref_first = i % 2; /* alternate, so drift hits both alike */
+		struct pair_time none = { 0 }, full, test = { 0 }, work = { 0 };
 
 		if (paired && ref_first)
-			none[0] = micro_batch(&m, S_NONE, false), none[1] = micro_batch(&m, S_NONE, true);
-		for (size_t s = 0; s < nschemes; s++) {
-			path[s][0] = micro_batch(&m, schemes[s], false);
-			path[s][1] = micro_batch(&m, schemes[s], true);
-		}
+			none = micro_pair(&m, S_NONE, B_FULL);
+		uint64_t before = m.samples;
+		full = micro_pair(&m, s, B_FULL);
+		uint64_t sampled = m.samples - before;
 		if (paired && !ref_first)
-			none[0] = micro_batch(&m, S_NONE, false), none[1] = micro_batch(&m, S_NONE, true);
-
-		double k = (double)m.k, ns[2] = { 0, 0 }, ticks[2] = { 0, 0 };
-		for (size_t s = 0; s < nschemes; s++)
-			for (int p = 0; p < 2; p++)
-				ns[p] += (double)path[s][p].ns, ticks[p] += (double)path[s][p].ticks;
-		mine[i] = (ns[0] + ns[1]) / k;
-		ref[i] = (double)(none[0].ns + none[1].ns) / k;
+			none = micro_pair(&m, S_NONE, B_FULL);
+		if (sampling) {
+			test = micro_pair(&m, s, B_TEST);
+			work = micro_pair(&m, s, B_WORK);
+		}
 		if (i < args.warmup)
 			continue;
-		bench_emit_sample("ns_per_alloc", mine[i]);
-		bench_emit_sample("ns_per_decision_malloc", ns[0] / k);
-		bench_emit_sample("ns_per_decision_free", ns[1] / k);
-		bench_emit_sample("ticks_per_decision_malloc", ticks[0] / k);
-		bench_emit_sample("ticks_per_decision_free", ticks[1] / k);
-		if (variant == V_COMBINED)
-			bench_emit_sample("poisson_over_hash",
-					  (double)(path[0][0].ticks + path[0][1].ticks) /
-						  (double)(path[1][0].ticks + path[1][1].ticks));
+		double k = (double)m.k;
+		double full_ns = (double)(full.malloc.ns + full.free.ns) / k;
+		decisions += m.k;
+		samples_full += sampled;
+		bench_emit_sample("ns_per_alloc", full_ns);
+		if (paired)
+			bench_emit_sample("added_ns_per_alloc",
+					  full_ns - (double)(none.malloc.ns + none.free.ns) / k);
+		bench_emit_sample("ticks_per_decision_malloc", (double)full.malloc.ticks / k);
+		bench_emit_sample("ticks_per_decision_free", (double)full.free.ticks / k);
+		if (sampling) {
+			bench_emit_sample("ticks_per_test",
+					  (double)(test.malloc.ticks + test.free.ticks) / k);
+			bench_emit_sample("ticks_per_sample_work",
+					  (double)(work.malloc.ticks + work.free.ticks) / k);
+		}
 	}
-	if (paired)
-		bench_emit_sample("overhead_vs_none_ns",
-				  median(mine + args.warmup, args.samples) -
-					  median(ref + args.warmup, args.samples));
-	for (size_t s = 0; s < nschemes; s++) {
-		const char *name = schemes[s] == S_POISSON ? "poisson_samples" : schemes[s] == S_HASH
-				   ? "hash_samples" : "samples";
-		bench_emit_counter(name, (double)m.samples[schemes[s]]);
+	if (sampling) {
+		bench_emit_counter("sampled_pct", 100.0 * (double)samples_full / (double)decisions);
+		bench_emit_counter("hash_mean_bytes", (double)hash_mean);
+		/* 0: u >= m, the hash test returns at its first compare and never hashes. */
+		bench_emit_counter("hash_hashes", size < hash_mean ? 1 : 0);
 	}
-	bench_emit_counter("decisions_per_sample", 2.0 * (double)m.k * (double)nschemes);
-	free(mine);
-	free(ref);
+	bench_emit_counter("decisions_per_sample", 2.0 * (double)m.k);
 	free(m.addr);
+	free(m.tag);
 }
 
 /* ==== the driver for the allocation patterns =============================================== */
@@ -473,8 +543,8 @@ static void workload_args(int mode, double scale, struct workload_args *w)
 
 /* What one child printed, and the sampler's summary if it wrote one. */
 struct child_out {
-	double *samples;
-	size_t nsamples;
+	double *samples, *ref_samples; /* ns_per_alloc; ref_ns_per_alloc of a paired run */
+	size_t nsamples, nref;
 	double allocations, frees, requested_bytes, address_reuse_pct;
 	char *summary; /* NULL without preload */
 };
@@ -525,20 +595,22 @@ static double json_required(const char *json, const char *key, const char *what)
 	return v;
 }
 
-static void parse_child_stdout(char *text, struct child_out *out)
+static void parse_child_stdout(char *text, struct child_out *out, uint64_t expected)
 {
-	size_t cap = 16;
+	size_t cap = expected;
 
-	out->samples = malloc(cap * sizeof(double));
-	if (!out->samples)
+	out->samples = calloc(cap, sizeof(double));
+	out->ref_samples = calloc(cap, sizeof(double));
+	if (!out->samples || !out->ref_samples)
 		bench_fatal_errno("failed to allocate samples");
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
 		double v, value;
 		if (strstr(line, "\"type\":\"sample\"") && json_number(line, "value", &v)) {
-			if (out->nsamples == cap &&
-			    !(out->samples = realloc(out->samples, (cap *= 2) * sizeof(double))))
-				bench_fatal_errno("failed to grow samples");
-			out->samples[out->nsamples++] = v;
+			bool ref = strstr(line, "\"metric\":\"ref_ns_per_alloc\"") != NULL;
+			size_t *n = ref ? &out->nref : &out->nsamples;
+			if (*n == cap)
+				bench_fatal("failed to read alloc_patterns: more samples than asked for");
+			(ref ? out->ref_samples : out->samples)[(*n)++] = v;
 		} else if (strstr(line, "\"type\":\"counter\"") && json_number(line, "value", &value)) {
 			if (strstr(line, "\"name\":\"allocations\""))
 				out->allocations = value;
@@ -550,9 +622,9 @@ static void parse_child_stdout(char *text, struct child_out *out)
 				out->address_reuse_pct = value;
 		}
 	}
-	if (out->nsamples != args.samples)
+	if (out->nsamples != expected || (out->nref != 0 && out->nref != expected))
 		bench_fatal("failed to get %" PRIu64 " samples from alloc_patterns (got %zu)",
-			    args.samples, out->nsamples);
+			    expected, out->nsamples);
 }
 
 static char *read_summary(void)
@@ -576,15 +648,26 @@ static const char *preload_path(void)
 	return path;
 }
 
+/* How a child runs: which scheme (NULL: no preload) and with what settings. */
+struct child_cfg {
+	const char *scheme;
+	const char *reference; /* SAMPLER_REFERENCE: the paired side of a cost run, or NULL */
+	int paired_first;      /* alloc_patterns --paired: 0 variant first, 1 reference first */
+	bool count;  /* SAMPLER_COUNT: exact counting, for the error figures */
+	bool header; /* SAMPLER_HEADER: the tagged layout (its reference needs the same) */
+	uint64_t hash_mean;
+	uint64_t samples, warmup; /* of alloc_patterns: runs of the pattern in the process */
+};
+
 /* Our environment without anything that could change what the child measures. */
-static char **child_env(const char *scheme, bool timing)
+static char **child_env(const struct child_cfg *c)
 {
 	extern char **environ;
 	size_t n = 0;
 
 	while (environ[n])
 		n++;
-	char **env = calloc(n + 8, sizeof(char *));
+	char **env = calloc(n + 10, sizeof(char *));
 	size_t k = 0;
 	if (!env)
 		bench_fatal_errno("failed to allocate the environment");
@@ -592,27 +675,29 @@ static char **child_env(const char *scheme, bool timing)
 		if (strncmp(environ[i], "SAMPLER_", 8) && strncmp(environ[i], "LD_PRELOAD=", 11) &&
 		    strncmp(environ[i], "MALLOC_", 7) && strncmp(environ[i], "GLIBC_TUNABLES=", 15))
 			env[k++] = environ[i];
-	if (scheme) {
-		char *v[5];
+	if (c->scheme) {
+		char *v[8];
 		if (asprintf(&v[0], "LD_PRELOAD=%s", preload_path()) < 0 ||
-		    asprintf(&v[1], "SAMPLER_SCHEME=%s", scheme) < 0 ||
+		    asprintf(&v[1], "SAMPLER_SCHEME=%s", c->scheme) < 0 ||
 		    asprintf(&v[2], "SAMPLER_POISSON_MEAN_BYTES=%" PRIu64, mean) < 0 ||
-		    asprintf(&v[3], "SAMPLER_TIMING=%d", timing) < 0 ||
-		    asprintf(&v[4], "SAMPLER_OUTPUT=%s", summary_path) < 0)
+		    asprintf(&v[3], "SAMPLER_HASH_MEAN_BYTES=%" PRIu64, c->hash_mean) < 0 ||
+		    asprintf(&v[4], "SAMPLER_COUNT=%d", c->count) < 0 ||
+		    asprintf(&v[5], "SAMPLER_HEADER=%d", c->header) < 0 ||
+		    asprintf(&v[6], "SAMPLER_OUTPUT=%s", summary_path) < 0 ||
+		    asprintf(&v[7], "SAMPLER_REFERENCE=%s", c->reference ? c->reference : c->scheme) < 0)
 			bench_fatal_errno("failed to build the environment");
-		for (int i = 0; i < 5; i++)
+		for (int i = 0; i < 8; i++)
 			env[k++] = v[i];
 	}
 	env[k] = NULL;
 	return env;
 }
 
-/* Runs alloc_patterns under `scheme` (NULL: no preload) and collects what it printed. */
-static struct child_out run_workload(const struct workload_args *w, const char *scheme,
-				     bool timing)
+/* Runs alloc_patterns as c says and collects what it printed. */
+static struct child_out run_workload(const struct workload_args *w, const struct child_cfg *c)
 {
 	static char program[PATH_MAX];
-	char samples[32], warmup[32];
+	char samples[32], warmup[32], first[8];
 	char *argv[24];
 	int argc = 0, fds[2];
 
@@ -621,14 +706,19 @@ static struct child_out run_workload(const struct workload_args *w, const char *
 	argv[argc++] = program;
 	for (int i = 0; w->argv[i]; i++)
 		argv[argc++] = w->argv[i];
-	snprintf(samples, sizeof(samples), "%" PRIu64, args.samples);
-	snprintf(warmup, sizeof(warmup), "%" PRIu64, args.warmup);
+	snprintf(samples, sizeof(samples), "%" PRIu64, c->samples);
+	snprintf(warmup, sizeof(warmup), "%" PRIu64, c->warmup);
 	argv[argc++] = "--samples";
 	argv[argc++] = samples;
 	argv[argc++] = "--warmup";
 	argv[argc++] = warmup;
+	if (c->reference) {
+		snprintf(first, sizeof(first), "%d", c->paired_first);
+		argv[argc++] = "--paired";
+		argv[argc++] = first;
+	}
 	argv[argc] = NULL;
-	char **env = child_env(scheme, timing);
+	char **env = child_env(c);
 
 	if (pipe2(fds, O_CLOEXEC) != 0)
 		bench_fatal_errno("failed to create a pipe");
@@ -663,14 +753,14 @@ static struct child_out run_workload(const struct workload_args *w, const char *
 	free(env);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		bench_fatal("failed to run alloc_patterns %s under %s: %s %d", w->text,
-			    scheme ? scheme : "no preload",
+			    c->scheme ? c->scheme : "no preload",
 			    WIFEXITED(status) ? "exit status" : "signal",
 			    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 
 	struct child_out out = { 0 };
-	parse_child_stdout(text, &out);
+	parse_child_stdout(text, &out, c->samples);
 	free(text);
-	if (scheme)
+	if (c->scheme)
 		out.summary = read_summary();
 	return out;
 }
@@ -678,6 +768,7 @@ static struct child_out run_workload(const struct workload_args *w, const char *
 static void free_child(struct child_out *c)
 {
 	free(c->samples);
+	free(c->ref_samples);
 	free(c->summary);
 }
 
@@ -691,20 +782,26 @@ static void check_counts(const struct child_out *c)
 		bench_fatal("failed to count: the sampler saw %.0f allocations and %.0f frees, the "
 			    "workload made %.0f and %.0f",
 			    seen, freed, c->allocations, c->frees);
-	bench_emit_counter("true_allocations", seen);
-	bench_emit_counter("untracked_allocations", seen - c->allocations);
-	bench_emit_counter("true_allocated_bytes",
-			   json_required(c->summary, "allocated_bytes", "the summary"));
-	bench_emit_counter("true_live_bytes", json_required(c->summary, "live_bytes", "the summary"));
 }
 
 /* A live estimate is only worth a relative error when the heap holds many mean gaps. */
 #define LIVE_MIN_MEANS 64
+/* Independent processes per trial for the error figures: each one estimate of one run. */
+#define ACCURACY_RUNS 8
 
-static void emit_accuracy(const struct child_out *c, const char *prefix)
+/* Sums over a trial's accuracy runs, emitted as means (counters). */
+struct accuracy_sums {
+	double samples, sampled_pct, independent, bound_total, untracked, true_total, true_live;
+};
+
+/* One accuracy process: its errors as samples (one value per process), the rest summed. */
+static void add_accuracy(const struct child_out *c, const char *prefix, uint64_t m_eff,
+			 struct accuracy_sums *sum)
 {
-	char key[64], metric[64];
+	char key[64];
 	double v, live = json_required(c->summary, "live_bytes", "the summary");
+	double total = json_required(c->summary, "allocated_bytes", "the summary");
+	double allocations = json_required(c->summary, "allocations", "the summary");
 
 	snprintf(key, sizeof(key), "%s_total_error_pct", prefix);
 	if (json_number(c->summary, key, &v))
@@ -713,78 +810,37 @@ static void emit_accuracy(const struct child_out *c, const char *prefix)
 	if (json_number(c->summary, key, &v) && live >= LIVE_MIN_MEANS * (double)mean)
 		bench_emit_sample(key, v);
 	snprintf(key, sizeof(key), "%s_samples", prefix);
-	bench_emit_counter(key, json_required(c->summary, key, "the summary"));
-	snprintf(metric, sizeof(metric), "%s_sampled_pct", prefix);
-	bench_emit_counter(metric, 100.0 * json_required(c->summary, key, "the summary") /
-					   json_required(c->summary, "allocations", "the summary"));
+	double samples = json_required(c->summary, key, "the summary");
+	snprintf(key, sizeof(key), "%s_independent_decisions", prefix);
+	sum->samples += samples;
+	sum->sampled_pct += 100.0 * samples / allocations;
+	sum->independent += json_required(c->summary, key, "the summary");
+	/* 1 sigma of the total's relative error if decisions are independent: sqrt(m / T). */
+	sum->bound_total += 100.0 * sqrt((double)m_eff / total);
+	sum->untracked += allocations - c->allocations;
+	sum->true_total += total;
+	sum->true_live += live;
 	if (strcmp(prefix, "poisson") == 0 &&
 	    json_required(c->summary, "poisson_live_table_insert_failures", "the summary") > 0)
 		bench_fatal("failed to track every Poisson sample: the live table could not grow");
 }
 
-/* Net ticks per decision of one scheme and path from a timed summary (0 if none). */
-static double decision_ticks(const char *summary, const char *scheme, const char *path,
-			     double *decisions)
+static void emit_accuracy_counters(const char *prefix, const struct accuracy_sums *s)
 {
 	char key[80];
-	double v = 0;
+	double n = ACCURACY_RUNS;
 
-	snprintf(key, sizeof(key), "%s_%s_decisions", scheme, path);
-	*decisions = json_required(summary, key, "the timed summary");
-	snprintf(key, sizeof(key), "%s_%s_ticks_per_decision", scheme, path);
-	if (*decisions > 0)
-		v = json_required(summary, key, "the timed summary");
-	return v;
-}
-
-static void emit_decision_costs(const char *summary)
-{
-	const char *schemes[2];
-	int n = 0;
-	double ghz = json_required(summary, "tsc_ghz", "the timed summary");
-	double floor_ticks = json_required(summary, "timer_floor_ticks", "the timed summary");
-
-	bench_emit_counter("tsc_ghz", ghz);
-	bench_emit_counter("timer_floor_ticks", floor_ticks);
-	if (variant == V_NONE) {
-		/* An empty decision: after the floor is subtracted this should be ~0 ticks. */
-		double d;
-		bench_emit_counter("floor_check_malloc_ticks",
-				   decision_ticks(summary, "none", "malloc", &d));
-		bench_emit_counter("floor_check_free_ticks",
-				   decision_ticks(summary, "none", "free", &d));
-		return;
-	}
-	if (variant == V_POISSON || variant == V_COMBINED)
-		schemes[n++] = "poisson";
-	if (variant == V_HASH || variant == V_COMBINED)
-		schemes[n++] = "hash";
-	double per_path[2] = { 0, 0 }, total[2] = { 0, 0 };
-	static const char *const paths[2] = { "malloc", "free" };
-	for (int s = 0; s < n; s++) {
-		for (int p = 0; p < 2; p++) {
-			double d, t = decision_ticks(summary, schemes[s], paths[p], &d);
-			char key[64];
-			snprintf(key, sizeof(key), "%s_%s_ticks", schemes[s], paths[p]);
-			bench_emit_counter(key, t);
-			per_path[p] += t;
-			total[s] += t * d;
-		}
-	}
-	bench_emit_sample("ticks_per_decision_malloc", per_path[0]);
-	bench_emit_sample("ticks_per_decision_free", per_path[1]);
-	bench_emit_sample("ns_per_decision_malloc", per_path[0] / ghz);
-	bench_emit_sample("ns_per_decision_free", per_path[1] / ghz);
-	if (variant == V_COMBINED) {
-		double hash_per = total[1] / (json_required(summary, "allocations", "summary") +
-					      json_required(summary, "frees", "summary"));
-		/* A hash decision costs about the timer floor: a ratio over a difference that
-		 * small would be noise. */
-		if (hash_per >= 1.0)
-			bench_emit_sample("poisson_over_hash", total[0] / total[1]);
-		else
-			bench_emit_counter("poisson_over_hash_below_resolution", 1);
-	}
+#define EMIT(what, value) (snprintf(key, sizeof(key), "%s_%s", prefix, what), \
+			   bench_emit_counter(key, (value) / n))
+	EMIT("samples", s->samples);
+	EMIT("sampled_pct", s->sampled_pct);
+	EMIT("independent_decisions", s->independent);
+	EMIT("total_error_sigma_bound_pct", s->bound_total);
+#undef EMIT
+	bench_emit_counter("untracked_allocations", s->untracked / n);
+	bench_emit_counter("true_allocated_bytes", s->true_total / n);
+	bench_emit_counter("true_live_bytes", s->true_live / n);
+	bench_emit_counter("accuracy_processes", n);
 }
 
 static void run_pattern(int mode, double scale)
@@ -794,54 +850,65 @@ static void run_pattern(int mode, double scale)
 	workload_args(mode, scale, &w);
 	install_stop_handlers();
 	make_tmp_dir();
-	/* Which of the two untimed runs goes first: chosen per trial, recorded. */
-	bool none_first = mix64(tsc_start() ^ (uint64_t)getpid()) & 1;
-	bool paired = variant >= V_POISSON;
-	const char *scheme = env_scheme[variant];
+	int ref_first = (int)(mix64(tsc_start() ^ (uint64_t)getpid()) & 1);
+	bool paired = variant != V_NO_PRELOAD; /* none is paired with itself: the A/A check */
+	bool sampling = variant >= V_POISSON;
+	bool tagged = variant == V_POISSON_TAGGED;
+	uint64_t hash_mean = variant == V_HASH_EQUAL_P ? equal_p_hash_mean_uniform(64, 4096) : mean;
+	/*
+	 * The cost run: one process, each sample a pair of runs of the pattern with the same
+	 * requests, one under the variant's scheme and one under NONE, switched inside the process
+	 * (same library, same heap, same ASLR): what the scheme adds and nothing else. It counts
+	 * nothing (SAMPLER_COUNT=0), so each side pays only what its scheme needs; the tagged
+	 * variant's NONE has the same header layout, so only the tagging differs.
+	 */
+	struct child_cfg cost = { env_scheme[variant], paired ? "NONE" : NULL, ref_first, false,
+				  tagged, hash_mean, args.samples, args.warmup };
+	/* The accuracy runs: fresh processes, each one estimate of one run of the pattern. */
+	struct child_cfg acc = { env_scheme[variant], NULL, 0, true, tagged, hash_mean, 1, 0 };
 
 	bench_meta_begin();
 	bench_meta_str("variant", args.variant);
 	bench_meta_str("workload", bench_param(&args, "workload"));
 	bench_meta_num("mean", (double)mean);
+	bench_meta_num("hash_mean", (double)hash_mean);
 	bench_meta_num("scale", scale);
 	bench_meta_str("workload_args", w.text);
 	if (paired)
-		bench_meta_str("paired_order", none_first ? "none,variant" : "variant,none");
-	if (scheme)
+		bench_meta_str("paired_order", ref_first ? "none first, then alternating"
+							 : "variant first, then alternating");
+	if (sampling)
+		bench_meta_num("accuracy_processes", ACCURACY_RUNS);
+	if (cost.scheme)
 		bench_meta_str("preload", preload_path());
 	bench_meta_end();
 
-	struct child_out ref = { 0 }, mine;
-	if (paired && none_first)
-		ref = run_workload(&w, "NONE", false);
-	mine = run_workload(&w, scheme, false);
-	if (paired && !none_first)
-		ref = run_workload(&w, "NONE", false);
-
-	for (size_t i = 0; i < mine.nsamples; i++)
-		bench_emit_sample("ns_per_alloc", mine.samples[i]);
-	bench_emit_counter("allocations", mine.allocations);
-	bench_emit_counter("frees", mine.frees);
+	struct child_out run = run_workload(&w, &cost);
+	for (size_t i = 0; i < run.nsamples; i++) {
+		bench_emit_sample("ns_per_alloc", run.samples[i]);
+		if (paired)
+			bench_emit_sample("added_ns_per_alloc", run.samples[i] - run.ref_samples[i]);
+	}
+	bench_emit_counter("allocations", run.allocations);
+	bench_emit_counter("frees", run.frees);
 	if (mode == 4)
-		bench_emit_counter("address_reuse_pct", mine.address_reuse_pct);
-	if (paired) {
-		double m = median(mine.samples, mine.nsamples), r = median(ref.samples, ref.nsamples);
-		bench_emit_sample("overhead_vs_none_ns", m - r);
-		bench_emit_counter("overhead_vs_none_pct", (m / r - 1.0) * 100.0);
+		bench_emit_counter("address_reuse_pct", run.address_reuse_pct);
+	free_child(&run);
+	if (sampling) {
+		const char *prefix = variant == V_HASH || variant == V_HASH_EQUAL_P ? "hash"
+										   : "poisson";
+		struct accuracy_sums sums = { 0 };
+		for (int r = 0; r < ACCURACY_RUNS; r++) {
+			struct child_out run = run_workload(&w, &acc);
+			check_counts(&run);
+			add_accuracy(&run, prefix, strcmp(prefix, "hash") == 0 ? hash_mean : mean,
+				     &sums);
+			free_child(&run);
+		}
+		emit_accuracy_counters(prefix, &sums);
+		if (strcmp(prefix, "hash") == 0)
+			bench_emit_counter("hash_mean_bytes", (double)hash_mean);
 	}
-	if (scheme)
-		check_counts(&mine);
-	if (variant == V_POISSON || variant == V_COMBINED)
-		emit_accuracy(&mine, "poisson");
-	if (variant == V_HASH || variant == V_COMBINED)
-		emit_accuracy(&mine, "hash");
-	if (scheme) {
-		struct child_out timed = run_workload(&w, scheme, true);
-		emit_decision_costs(timed.summary);
-		free_child(&timed);
-	}
-	free_child(&mine);
-	free_child(&ref);
 	remove_tmp_dir();
 }
 
@@ -860,13 +927,15 @@ int main(int argc, char **argv)
 
 	if (strcmp(workload, "micro-64") == 0)
 		run_micro(64);
+	else if (strcmp(workload, "micro-1024") == 0)
+		run_micro(1024);
 	else if (strcmp(workload, "micro-4096") == 0)
 		run_micro(4096);
 	else if (strncmp(workload, "mode", 4) == 0 && workload[4] >= '1' && workload[4] <= '4' &&
 		 workload[5] == '\0')
 		run_pattern(workload[4] - '0', scale);
 	else
-		bench_usage_error("--param workload=%s: use micro-64, micro-4096, mode1, mode2, mode3 "
-				  "or mode4", workload);
+		bench_usage_error("--param workload=%s: use micro-64, micro-1024, micro-4096, mode1, "
+				  "mode2, mode3 or mode4", workload);
 	return 0;
 }

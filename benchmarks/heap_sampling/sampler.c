@@ -11,9 +11,20 @@
  * values, and with SAMPLER_TIMING=1 the cost of each decision in TSC ticks and ns.
  *
  * Environment (read once, at the first call):
- *   SAMPLER_SCHEME              POISSON | STATELESS_HASH | COMBINED | NONE (default NONE)
+ *   SAMPLER_SCHEME              POISSON | POISSON_TAGGED | STATELESS_HASH | COMBINED | NONE
+ *                               (default NONE)
  *   SAMPLER_POISSON_MEAN_BYTES  mean bytes between samples, both schemes (default 4096)
+ *   SAMPLER_HASH_MEAN_BYTES     the hash's own mean, if it differs (default: the one above);
+ *                               set to give both schemes the same sample rate
  *   SAMPLER_TIMING              0 | 1 (default 0): time every decision
+ *   SAMPLER_COUNT               1 | 0 (default 1): count exactly (true bytes, calls, distinct
+ *                               hash decisions) for the error figures. 0: only what the scheme
+ *                               needs, so that a cost run times the scheme, not our counting
+ *   SAMPLER_HEADER              0 | 1 (default 0; always 1 for POISSON_TAGGED): 16 bytes in
+ *                               front of every block, where a tag bit can live
+ *   SAMPLER_REFERENCE           a second scheme (e.g. NONE) the program may switch to and back
+ *                               with bakeoff_sampler_use_reference(1/0): a cost run pairs the
+ *                               scheme with its reference inside one process
  *   SAMPLER_OUTPUT              file for the summary (default: one line on stderr); never
  *                               followed if it is a symbolic link; "%p" in it becomes the pid
  * A value that makes no sense falls back to the default with one warning on stderr; so does
@@ -80,11 +91,16 @@ static size_t (*real_usable_size)(void *);
 /* ---- configuration ----------------------------------------------------------------------- */
 
 static struct {
-	enum scheme { SCHEME_NONE, SCHEME_POISSON, SCHEME_HASH, SCHEME_COMBINED } scheme;
+	enum scheme { SCHEME_NONE, SCHEME_POISSON, SCHEME_HASH, SCHEME_COMBINED,
+		      SCHEME_POISSON_TAGGED } scheme;
 	uint64_t mean;
 	double mean_d;
+	uint64_t hash_mean;
 	struct hash_params hp;
 	bool timing;
+	enum scheme main_scheme, reference; /* SAMPLER_REFERENCE, or the main scheme */
+	bool count;  /* exact counting for the error figures (SAMPLER_COUNT) */
+	bool header; /* the header layout (SAMPLER_HEADER, or POISSON_TAGGED) */
 	bool root;         /* this process writes the summary */
 	bool per_pid;      /* SAMPLER_OUTPUT contains %p: every process writes its own */
 	char output[PATH_MAX]; /* absolute, or "" for stderr */
@@ -92,7 +108,9 @@ static struct {
 	uint64_t tsc0, ns0; /* for the TSC rate */
 } cfg;
 
-static const char *const scheme_names[] = { "NONE", "POISSON", "STATELESS_HASH", "COMBINED" };
+static const char *const scheme_names[] = { "NONE", "POISSON", "STATELESS_HASH", "COMBINED",
+					    "POISSON_TAGGED" };
+#define N_SCHEME_NAMES 5
 
 /* ---- statistics: one slot per thread ----------------------------------------------------- */
 
@@ -166,6 +184,9 @@ struct thread_state {
 static THREAD_LOCAL struct thread_state ts;
 
 static struct live_table live;
+/* Accuracy runs of the hash: the distinct (address, size) pairs it sampled. Repeats of one
+ * pair are one decision repeated, so this count, not the samples, is its effective n. */
+static struct live_table hash_seen;
 
 enum { INIT_NOT_STARTED, INIT_RUNNING, INIT_READY };
 static _Atomic int init_state;
@@ -289,47 +310,49 @@ static void warn_config(const char *fmt, ...)
 	say("warning: %s", msg);
 }
 
-static enum scheme parse_scheme(void)
+static enum scheme parse_scheme(const char *name, enum scheme fallback)
 {
-	const char *v = getenv("SAMPLER_SCHEME");
+	const char *v = getenv(name);
 
 	if (!v)
-		return SCHEME_NONE;
-	for (int s = 0; s < 4; s++)
+		return fallback;
+	for (int s = 0; s < N_SCHEME_NAMES; s++)
 		if (strcmp(v, scheme_names[s]) == 0)
 			return (enum scheme)s;
-	warn_config("SAMPLER_SCHEME='%.64s' is not one of POISSON, STATELESS_HASH, COMBINED, NONE; "
-		    "using NONE (no sampling)", v);
-	return SCHEME_NONE;
+	warn_config("%s='%.64s' is not one of POISSON, POISSON_TAGGED, STATELESS_HASH, COMBINED, "
+		    "NONE; using %s", name, v, scheme_names[fallback]);
+	return fallback;
 }
 
-static uint64_t parse_mean(void)
+static uint64_t parse_mean(const char *name, uint64_t fallback)
 {
-	const char *v = getenv("SAMPLER_POISSON_MEAN_BYTES");
+	const char *v = getenv(name);
 	char *end;
 
 	if (!v)
-		return DEFAULT_MEAN_BYTES;
+		return fallback;
 	errno = 0;
 	unsigned long long m = strtoull(v, &end, 10);
 	if (v[0] < '0' || v[0] > '9' || *end || errno || m == 0 || m > MAX_MEAN_BYTES) {
-		warn_config("SAMPLER_POISSON_MEAN_BYTES='%.64s' is not a whole number of bytes from 1 "
-			    "to 2^40; using %d", v, DEFAULT_MEAN_BYTES);
-		return DEFAULT_MEAN_BYTES;
+		warn_config("%s='%.64s' is not a whole number of bytes from 1 to 2^40; using %llu",
+			    name, v, (unsigned long long)fallback);
+		return fallback;
 	}
 	return m;
 }
 
-static bool parse_timing(void)
+static bool parse_flag(const char *name, bool fallback)
 {
-	const char *v = getenv("SAMPLER_TIMING");
+	const char *v = getenv(name);
 
-	if (!v || strcmp(v, "0") == 0)
+	if (!v)
+		return fallback;
+	if (strcmp(v, "0") == 0)
 		return false;
 	if (strcmp(v, "1") == 0)
 		return true;
-	warn_config("SAMPLER_TIMING='%.64s' is not 0 or 1; using 0 (no timing)", v);
-	return false;
+	warn_config("%s='%.64s' is not 0 or 1; using %d", name, v, fallback);
+	return fallback;
 }
 
 /* SAMPLER_OUTPUT made absolute now: the program may chdir before it exits. */
@@ -390,11 +413,16 @@ static void read_config(void)
 
 	cfg.per_pid = out && strstr(out, "%p");
 	cfg.root = !parent_is_sampled();
-	cfg.scheme = parse_scheme();
-	cfg.mean = parse_mean();
+	cfg.scheme = cfg.main_scheme = parse_scheme("SAMPLER_SCHEME", SCHEME_NONE);
+	cfg.reference = parse_scheme("SAMPLER_REFERENCE", cfg.scheme);
+	cfg.mean = parse_mean("SAMPLER_POISSON_MEAN_BYTES", DEFAULT_MEAN_BYTES);
 	cfg.mean_d = (double)cfg.mean;
-	cfg.hp = hash_params_make(cfg.mean);
-	cfg.timing = parse_timing();
+	cfg.hash_mean = parse_mean("SAMPLER_HASH_MEAN_BYTES", cfg.mean);
+	cfg.hp = hash_params_make(cfg.hash_mean);
+	cfg.timing = parse_flag("SAMPLER_TIMING", false);
+	cfg.count = parse_flag("SAMPLER_COUNT", true);
+	cfg.header = parse_flag("SAMPLER_HEADER", false) || cfg.scheme == SCHEME_POISSON_TAGGED ||
+		     cfg.reference == SCHEME_POISSON_TAGGED;
 	parse_output();
 }
 
@@ -462,18 +490,21 @@ static inline struct thread_stats *my_stats(void)
 static void fork_prepare(void)
 {
 	live_lock_all(&live);
+	live_lock_all(&hash_seen);
 	spin_lock(&slots_lock);
 }
 
 static void fork_parent(void)
 {
 	spin_unlock(&slots_lock);
+	live_unlock_all(&hash_seen);
 	live_unlock_all(&live);
 }
 
 static void fork_child(void)
 {
 	spin_unlock(&slots_lock);
+	live_unlock_all(&hash_seen);
 	live_unlock_all(&live);
 	/* The child would otherwise draw the same gaps as the parent. */
 	ts.poisson.ready = false;
@@ -518,8 +549,13 @@ static void initialize(void)
 	resolve_real_functions();
 	ts.guard++;
 	read_config();
-	if (cfg.scheme == SCHEME_POISSON || cfg.scheme == SCHEME_COMBINED)
-		live_init(&live);
+	for (int i = 0; i < 2; i++) {
+		enum scheme s = i ? cfg.reference : cfg.main_scheme;
+		if ((s == SCHEME_POISSON || s == SCHEME_COMBINED) && !live.filter)
+			live_init(&live);
+		if (cfg.count && (s == SCHEME_HASH || s == SCHEME_COMBINED) && !hash_seen.filter)
+			live_init(&hash_seen);
+	}
 	if (cfg.timing) {
 		cfg.floor_ticks = tsc_floor_ticks(TSC_FLOOR_PAIRS);
 		cfg.tsc0 = tsc_start();
@@ -556,6 +592,61 @@ static inline bool ready(void)
 {
 	return likely(atomic_load_explicit(&init_state, memory_order_acquire) == INIT_READY) ||
 	       become_ready();
+}
+
+/* ---- the header layout: where an allocator-integrated sampler keeps its tag -------------- */
+
+/*
+ * tcmalloc does not look a freed pointer up in a table of samples: the allocation is marked
+ * as sampled in the allocator's own metadata, which its free() reads anyway (docs/sampling.md;
+ * the span of a sampled object is flagged). An interposer has no such metadata, so with
+ * SAMPLER_HEADER=1 every block gets 16 bytes in front of it: a check word (which proves that
+ * the header is ours) and an info word (offset to the real block << 8 | flags). POISSON_TAGGED
+ * sets HDR_SAMPLED there; its free() tests that bit in the line it reads for the check anyway.
+ * The cost of the layout itself (16 more bytes, the header writes) is paid by every scheme run
+ * with it, so its reference is NONE with SAMPLER_HEADER=1. Blocks our own set-up allocates (the
+ * guard passes them straight through) have no header: the check word tells them apart.
+ */
+#define HDR_BYTES 16
+#define HDR_MAGIC 0x5a3c9e1bd7f2a468ull
+#define HDR_SAMPLED 1u
+
+struct block_header {
+	uint64_t check; /* HDR_MAGIC ^ user address while the block is live */
+	uint64_t info;  /* offset from the real block << 8 | flags */
+};
+
+static inline struct block_header *header_of(void *p)
+{
+	return (struct block_header *)p - 1;
+}
+
+static inline void *header_wrap(void *base, size_t offset)
+{
+	if (unlikely(base == NULL))
+		return NULL;
+	void *p = (char *)base + offset;
+	*header_of(p) = (struct block_header){ HDR_MAGIC ^ (uintptr_t)p, (uint64_t)offset << 8 };
+	return p;
+}
+
+/* Reading 16 bytes before any pointer malloc returned is safe: glibc's chunk header is there. */
+static inline bool header_owned(void *p)
+{
+	return cfg.header && header_of(p)->check == (HDR_MAGIC ^ (uintptr_t)p);
+}
+
+static inline void *header_base(void *p)
+{
+	return (char *)p - (header_of(p)->info >> 8);
+}
+
+/* The usable size of a block as the program sees it. */
+static inline uint64_t block_usable(void *p)
+{
+	if (cfg.header && header_owned(p))
+		return real_usable_size(header_base(p)) - (header_of(p)->info >> 8);
+	return real_usable_size(p);
 }
 
 /* ---- the decisions ----------------------------------------------------------------------- */
@@ -629,11 +720,33 @@ static inline uint64_t poisson_free(struct thread_stats *st, uintptr_t a)
 	return u;
 }
 
+/* Tagged: the sample is marked in the block's header, not inserted in a table. */
+static inline void poisson_tagged_malloc(struct thread_stats *st, void *p, uint64_t u)
+{
+	if (unlikely(!ts.poisson.ready))
+		poisson_seed(&ts.poisson, thread_seed(), cfg.mean_d);
+	if (likely(!poisson_sampled(&ts.poisson, u, cfg.mean_d)))
+		return;
+	header_of(p)->info |= HDR_SAMPLED;
+	sample_taken(st, S_POISSON, u, poisson_weighted_bytes(u, cfg.mean_d), true);
+}
+
+/* A tagged block's size is read only for a sampled one (the weight to take off). */
+static inline void poisson_tagged_free(struct thread_stats *st, void *p)
+{
+	if (likely(!(header_of(p)->info & HDR_SAMPLED)))
+		return;
+	cadd(st, SC(S_POISSON, SC_SAMPLED_FREES), 1);
+	dadd(st, SD(S_POISSON, D_EST_LIVE), -poisson_weighted_bytes(block_usable(p), cfg.mean_d));
+}
+
 static inline void hash_malloc(struct thread_stats *st, uintptr_t a, uint64_t u)
 {
 	if (likely(!hash_sampled(a, u, &cfg.hp)))
 		return;
 	sample_taken(st, S_HASH, u, hash_weighted_bytes(u, &cfg.hp), true);
+	if (cfg.count) /* accuracy runs only: the effective n of the hash's estimate */
+		live_insert(&hash_seen, (uintptr_t)(mix64(a ^ mix64(u)) | 1), u);
 }
 
 static inline bool hash_free(struct thread_stats *st, uintptr_t a, uint64_t u)
@@ -649,13 +762,16 @@ static inline void record_alloc(void *p, size_t requested, enum call call)
 {
 	struct thread_stats *st = my_stats();
 	uintptr_t a = (uintptr_t)p;
-	/* Both schemes decide on the usable size; the exact accounting needs it too. */
-	uint64_t u = real_usable_size(p);
+	/* Every scheme decides on the usable size, and the exact accounting needs it; NONE in a
+	 * cost run (SAMPLER_COUNT=0) does not, so variant - NONE includes this call. */
+	uint64_t u = cfg.count || cfg.scheme != SCHEME_NONE ? block_usable(p) : 0;
 
-	cadd(st, C_CALLS + call, 1);
-	cadd(st, C_ALLOCATIONS, 1);
-	cadd(st, C_REQUESTED_BYTES, requested);
-	cadd(st, C_ALLOCATED_BYTES, u);
+	if (cfg.count) {
+		cadd(st, C_CALLS + call, 1);
+		cadd(st, C_ALLOCATIONS, 1);
+		cadd(st, C_REQUESTED_BYTES, requested);
+		cadd(st, C_ALLOCATED_BYTES, u);
+	}
 	switch (cfg.scheme) {
 	case SCHEME_NONE:
 		DECIDE(st, S_NONE, PATH_MALLOC, (void)0);
@@ -669,6 +785,9 @@ static inline void record_alloc(void *p, size_t requested, enum call call)
 	case SCHEME_COMBINED:
 		DECIDE(st, S_POISSON, PATH_MALLOC, poisson_malloc(st, a, u));
 		DECIDE(st, S_HASH, PATH_MALLOC, hash_malloc(st, a, u));
+		break;
+	case SCHEME_POISSON_TAGGED:
+		DECIDE(st, S_POISSON, PATH_MALLOC, poisson_tagged_malloc(st, p, u));
 		break;
 	}
 }
@@ -685,11 +804,16 @@ static inline struct freed record_free(void *p, enum call call)
 {
 	struct thread_stats *st = my_stats();
 	uintptr_t a = (uintptr_t)p;
-	struct freed f = { .u = real_usable_size(p) };
+	/* Only the hash needs the size on free (it recomputes its decision); Poisson gets it from
+	 * its table or its tag, NONE needs nothing unless it counts. */
+	bool size_needed = cfg.count || cfg.scheme == SCHEME_HASH || cfg.scheme == SCHEME_COMBINED;
+	struct freed f = { .u = size_needed ? block_usable(p) : 0 };
 
-	cadd(st, C_CALLS + call, call == CALL_FREE);
-	cadd(st, C_FREES, 1);
-	cadd(st, C_FREED_BYTES, f.u);
+	if (cfg.count) {
+		cadd(st, C_CALLS + call, call == CALL_FREE);
+		cadd(st, C_FREES, 1);
+		cadd(st, C_FREED_BYTES, f.u);
+	}
 	switch (cfg.scheme) {
 	case SCHEME_NONE:
 		DECIDE(st, S_NONE, PATH_FREE, (void)0);
@@ -703,6 +827,9 @@ static inline struct freed record_free(void *p, enum call call)
 	case SCHEME_COMBINED:
 		DECIDE(st, S_POISSON, PATH_FREE, f.poisson_u = poisson_free(st, a));
 		DECIDE(st, S_HASH, PATH_FREE, f.hash = hash_free(st, a, f.u));
+		break;
+	case SCHEME_POISSON_TAGGED:
+		DECIDE(st, S_POISSON, PATH_FREE, poisson_tagged_free(st, p));
 		break;
 	}
 	return f;
@@ -729,12 +856,23 @@ static void undo_free(void *p, const struct freed *f)
 
 /* ---- the interposed functions ------------------------------------------------------------ */
 
+/* n + extra, or SIZE_MAX (which malloc refuses) when that overflows. */
+static inline size_t plus(size_t n, size_t extra)
+{
+	size_t total;
+
+	return __builtin_add_overflow(n, extra, &total) ? SIZE_MAX : total;
+}
+
 EXPORT void *malloc(size_t n)
 {
 	if (unlikely(!ready()))
 		return bootstrap_alloc(n, 16);
-	void *p = real_malloc(n);
-	if (likely(p != NULL) && likely(!ts.guard))
+	if (unlikely(ts.guard))
+		return real_malloc(n);
+	void *p = cfg.header ? header_wrap(real_malloc(plus(n, HDR_BYTES)), HDR_BYTES)
+			     : real_malloc(n);
+	if (likely(p != NULL))
 		record_alloc(p, n, CALL_MALLOC);
 	return p;
 }
@@ -745,9 +883,32 @@ EXPORT void free(void *p)
 		return; /* bootstrap blocks were never libc's */
 	if (unlikely(!ready()))
 		return;
+	if (cfg.header && !ts.guard) {
+		if (unlikely(!header_owned(p))) {
+			real_free(p); /* passed through uncounted when it was allocated */
+			return;
+		}
+		record_free(p, CALL_FREE);
+		void *base = header_base(p);
+		header_of(p)->check = 0; /* a stale check word must never vouch for another block */
+		real_free(base);
+		return;
+	}
 	if (likely(!ts.guard))
 		record_free(p, CALL_FREE);
 	real_free(p);
+}
+
+/* The header layout for aligned blocks: the header sits just below the aligned address. */
+static void *header_aligned(size_t align, size_t n)
+{
+	size_t a = align < HDR_BYTES ? HDR_BYTES : align;
+
+	if (a & (a - 1)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return header_wrap(real_memalign(a, plus(n, a)), a);
 }
 
 EXPORT void *calloc(size_t n, size_t size)
@@ -760,8 +921,20 @@ EXPORT void *calloc(size_t n, size_t size)
 		}
 		return bootstrap_alloc(total, 16);
 	}
-	void *p = real_calloc(n, size);
-	if (likely(p != NULL) && likely(!ts.guard))
+	if (unlikely(ts.guard))
+		return real_calloc(n, size);
+	void *p;
+	if (cfg.header) {
+		size_t total;
+		if (__builtin_mul_overflow(n, size, &total)) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		p = header_wrap(real_calloc(1, plus(total, HDR_BYTES)), HDR_BYTES);
+	} else {
+		p = real_calloc(n, size);
+	}
+	if (likely(p != NULL))
 		record_alloc(p, n * size, CALL_CALLOC);
 	return p;
 }
@@ -781,6 +954,8 @@ EXPORT void *realloc(void *old, size_t n)
 	if (old == NULL) {
 		if (unlikely(!ready()))
 			return bootstrap_alloc(n, 16);
+		if (cfg.header && !ts.guard)
+			return malloc(n);
 		void *p = real_realloc(NULL, n);
 		if (likely(p != NULL) && likely(!ts.guard))
 			record_alloc(p, n, CALL_REALLOC);
@@ -790,6 +965,18 @@ EXPORT void *realloc(void *old, size_t n)
 		return realloc_bootstrap(old, n);
 	if (unlikely(!ready()) || unlikely(ts.guard))
 		return real_realloc(old, n);
+	if (cfg.header && header_owned(old)) {
+		/* Move to a new block: simple, and the old one is untouched if that fails. */
+		uint64_t have = block_usable(old);
+		void *p = malloc(n);
+		if (p) {
+			memcpy(p, old, have < n ? have : n);
+			free(old);
+		}
+		return p;
+	}
+	if (cfg.header)
+		return real_realloc(old, n); /* a block that passed through uncounted */
 	struct freed f = record_free(old, CALL_REALLOC);
 	void *p = real_realloc(old, n);
 	if (p)
@@ -819,6 +1006,16 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		*out = p;
 		return 0;
 	}
+	if (cfg.header && !ts.guard) {
+		if (align % sizeof(void *) || (align & (align - 1)))
+			return EINVAL;
+		void *p = header_aligned(align, n);
+		if (!p)
+			return ENOMEM;
+		*out = p;
+		record_alloc(p, n, CALL_ALIGNED);
+		return 0;
+	}
 	int err = real_posix_memalign(out, align, n);
 	if (err == 0 && likely(!ts.guard))
 		record_alloc(*out, n, CALL_ALIGNED);
@@ -836,6 +1033,8 @@ EXPORT void *aligned_alloc(size_t align, size_t n)
 {
 	if (unlikely(!ready()))
 		return bootstrap_alloc(n, align);
+	if (cfg.header && !ts.guard)
+		return aligned_result(header_aligned(align, n), n);
 	return aligned_result(real_aligned_alloc(align, n), n);
 }
 
@@ -843,6 +1042,8 @@ EXPORT void *memalign(size_t align, size_t n)
 {
 	if (unlikely(!ready()))
 		return bootstrap_alloc(n, align);
+	if (cfg.header && !ts.guard)
+		return aligned_result(header_aligned(align, n), n);
 	return aligned_result(real_memalign(align, n), n);
 }
 
@@ -850,6 +1051,8 @@ EXPORT void *valloc(size_t n)
 {
 	if (unlikely(!ready()))
 		return bootstrap_alloc(n, 4096);
+	if (cfg.header && !ts.guard)
+		return aligned_result(header_aligned(4096, n), n);
 	return aligned_result(real_valloc(n), n);
 }
 
@@ -857,6 +1060,8 @@ EXPORT void *pvalloc(size_t n)
 {
 	if (unlikely(!ready()))
 		return bootstrap_alloc(n, 4096);
+	if (cfg.header && !ts.guard)
+		return aligned_result(header_aligned(4096, (plus(n, 4095) / 4096) * 4096), n);
 	return aligned_result(real_pvalloc(n), n);
 }
 
@@ -868,7 +1073,20 @@ EXPORT size_t malloc_usable_size(void *p)
 		return bootstrap_size(p);
 	if (unlikely(!ready()))
 		return 0;
-	return real_usable_size(p);
+	return block_usable(p);
+}
+
+/*
+ * A cost run's switch (SAMPLER_REFERENCE): between runs of a workload, never while another
+ * thread allocates. The estimates of such a run mean nothing (a block sampled under one scheme
+ * may be freed under the other): it is for timing only, with SAMPLER_COUNT=0.
+ */
+EXPORT void bakeoff_sampler_use_reference(int on)
+{
+	if (!ready())
+		return;
+	cfg.scheme = on ? cfg.reference : cfg.main_scheme;
+	atomic_thread_fence(memory_order_release); /* threads started later see it */
 }
 
 /* ---- the summary ------------------------------------------------------------------------- */
@@ -938,6 +1156,10 @@ static void json_scheme_estimates(struct json *j, const struct stats_sum *t, enu
 	if (true_live)
 		json_num(j, KEY("live_error_pct"), (est_live - (double)true_live) /
 							   (double)true_live * 100.0);
+	/* Independent decisions behind the estimate: every Poisson sample is a fresh draw; the
+	 * hash's repeats of one (address, size) pair are one decision (counted when SAMPLER_COUNT). */
+	json_u64(j, KEY("independent_decisions"),
+		 s == S_HASH ? live_count(&hash_seen) : t->c[SC(s, SC_SAMPLES)]);
 	if (s == S_POISSON) {
 		json_u64(j, KEY("live_table_entries"), live_count(&live));
 		json_u64(j, KEY("live_table_insert_failures"), atomic_load(&live.insert_failures));
@@ -989,7 +1211,10 @@ static void build_summary(struct json *j)
 	json_raw(j, "{\"sampler\":\"libbakeoff_sampler\",\"format\":1,\"pid\":%d,\"scheme\":\"%s\"",
 		 (int)getpid(), scheme_names[cfg.scheme]);
 	json_u64(j, "mean_bytes", cfg.mean);
+	json_u64(j, "hash_mean_bytes", cfg.hash_mean);
 	json_u64(j, "timing", cfg.timing);
+	json_u64(j, "count", cfg.count);
+	json_u64(j, "header", cfg.header);
 	json_u64(j, "allocations", t.c[C_ALLOCATIONS]);
 	json_u64(j, "frees", t.c[C_FREES]);
 	json_u64(j, "requested_bytes", t.c[C_REQUESTED_BYTES]);
@@ -1002,7 +1227,10 @@ static void build_summary(struct json *j)
 		snprintf(key, sizeof(key), "%s_calls", call_names[c]);
 		json_u64(j, key, t.c[C_CALLS + c]);
 	}
-	if (cfg.scheme == SCHEME_POISSON || cfg.scheme == SCHEME_COMBINED)
+	if (!cfg.count) /* a cost run: the true values are unknown, so are the errors */
+		live_bytes = t.c[C_ALLOCATED_BYTES] = 0;
+	if (cfg.scheme == SCHEME_POISSON || cfg.scheme == SCHEME_COMBINED ||
+	    cfg.scheme == SCHEME_POISSON_TAGGED)
 		json_scheme_estimates(j, &t, S_POISSON, t.c[C_ALLOCATED_BYTES], live_bytes);
 	if (cfg.scheme == SCHEME_HASH || cfg.scheme == SCHEME_COMBINED)
 		json_scheme_estimates(j, &t, S_HASH, t.c[C_ALLOCATED_BYTES], live_bytes);
@@ -1018,7 +1246,8 @@ static void build_summary(struct json *j)
 		json_u64(j, "outlier_ticks_threshold", TICKS_OUTLIER);
 		if (cfg.scheme == SCHEME_NONE)
 			json_scheme_timing(j, &t, S_NONE, ghz);
-		if (cfg.scheme == SCHEME_POISSON || cfg.scheme == SCHEME_COMBINED)
+		if (cfg.scheme == SCHEME_POISSON || cfg.scheme == SCHEME_COMBINED ||
+		    cfg.scheme == SCHEME_POISSON_TAGGED)
 			json_scheme_timing(j, &t, S_POISSON, ghz);
 		if (cfg.scheme == SCHEME_HASH || cfg.scheme == SCHEME_COMBINED)
 			json_scheme_timing(j, &t, S_HASH, ghz);
