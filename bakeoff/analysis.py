@@ -41,6 +41,9 @@ class CaseResult:
     n_failed: int
     failures: list[str]
     outliers: stats.Outliers | None = None
+    # A signed metric (closer to zero is better): summary and comparison are of |value|;
+    # this is the bias and RMS of the signed values.
+    signed: stats.SignedError | None = None
     counters: dict[str, float] = field(default_factory=dict)  # median over ok trials
     # Median over ok trials of the measured process's user and system CPU and peak RSS.
     user_s: float | None = None
@@ -114,6 +117,14 @@ def _ok_samples(trials: list[Trial], metric: str) -> list[list[float]]:
     return [t.samples[metric] for t in trials if t.ok and t.samples.get(metric)]
 
 
+def _compared_samples(info: BenchmarkInfo, trials: list[Trial], metric: str) -> list[list[float]]:
+    """What statistics and verdicts rank: the values, or |values| of a signed metric."""
+    per_trial = _ok_samples(trials, metric)
+    if info.is_signed(metric):
+        return [[abs(v) for v in t] for t in per_trial]
+    return per_trial
+
+
 def _case_results(
     info: BenchmarkInfo,
     cases: list[Case],
@@ -134,7 +145,8 @@ def _case_results(
         counters = {n: float(np.median([t.counters[n] for t in ok if n in t.counters]))
                     for n in counter_names}
         for metric in metric_names:
-            per_trial = _ok_samples(trials, metric)
+            per_trial = _compared_samples(info, trials, metric)
+            signed_values = _ok_samples(trials, metric) if info.is_signed(metric) else []
             summary = stats.summarize(per_trial, rng) if per_trial else None
             if summary is not None:
                 # n counts what was measured, also for trials kept as quantiles.
@@ -148,6 +160,7 @@ def _case_results(
                     t.n_samples(metric) / len(t.samples[metric])
                     for t in ok if t.samples.get(metric)]) if per_trial else None,
                 counters=counters,
+                signed=stats.signed_error(signed_values, rng) if signed_values else None,
                 user_s=_median_or_none([t.rusage.user_s for t in ok if t.rusage]),
                 sys_s=_median_or_none([t.rusage.sys_s for t in ok if t.rusage]),
                 max_rss_kib=_median_or_none([float(t.rusage.max_rss_kib) for t in ok if t.rusage]),
@@ -155,8 +168,8 @@ def _case_results(
             )
             results.append(result)
             if per_trial and case.variant != info.baseline:
-                base = _ok_samples(trials_by_case.get(Case(case.benchmark, info.baseline,
-                                                           case.params), []), metric)
+                base = _compared_samples(info, trials_by_case.get(
+                    Case(case.benchmark, info.baseline, case.params), []), metric)
                 if base and float(np.median(np.concatenate(base))) != 0:
                     pending.append((result, stats.ratio_of_medians(per_trial, base, rng),
                                     stats.hodges_lehmann(per_trial, base, rng),
@@ -235,9 +248,10 @@ def _fits(
         for name, line in _sweep_lines(info, rows):
             if name != param:
                 continue
-            variant = [_ok_samples(trials_by_case[r.case], metric) for r in line]
-            base = [_ok_samples(trials_by_case[Case(r.case.benchmark, info.baseline,
-                                                    r.case.params)], metric) for r in line]
+            variant = [_compared_samples(info, trials_by_case[r.case], metric) for r in line]
+            base = [_compared_samples(info, trials_by_case[Case(r.case.benchmark, info.baseline,
+                                                                r.case.params)], metric)
+                    for r in line]
             fit = stats.fit_difference_line([float(r.case.param(param)) for r in line],
                                             variant, base, rng)
             fixed = {k: v for k, v in line[0].case.params if k != param}

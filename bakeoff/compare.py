@@ -28,6 +28,7 @@ class CaseChange:
     p_holm: float
     verdict: stats.Verdict  # of new against old
     lower_is_better: bool
+    signed: bool = False  # old and new are summaries of |value|
 
     def regressed_beyond(self, fraction: float) -> bool:
         """The whole CI lies beyond `fraction` worse: a regression beyond doubt and size."""
@@ -45,12 +46,16 @@ class Comparison:
     only_new: list[Case]
 
 
-def _samples_by_case(run: RunRecord, metric_of: dict[str, str]) -> dict[Case, list[list[float]]]:
+def _samples_by_case(run: RunRecord, metric_of: dict[str, str],
+                     signed: set[str]) -> dict[Case, list[list[float]]]:
+    """Per case, the samples compared: |value| for a signed metric (closer to zero is better;
+    `signed`: the benchmarks whose compared metric is, as the new run declares it)."""
     out: dict[Case, list[list[float]]] = defaultdict(list)
     for t in run.trials:
         metric = metric_of.get(t.case.benchmark)
         if t.ok and metric and t.samples.get(metric):
-            out[t.case].append(t.samples[metric])
+            out[t.case].append([abs(v) for v in t.samples[metric]]
+                               if t.case.benchmark in signed else t.samples[metric])
     return out
 
 
@@ -59,8 +64,10 @@ def compare_runs(old: RunRecord, new: RunRecord, threshold: float) -> Comparison
     rng = np.random.default_rng(new.seed)
     metric_of = {name: info.primary_metric for name, info in new.benchmarks.items()
                  if name in old.benchmarks}
-    old_samples = _samples_by_case(old, metric_of)
-    new_samples = _samples_by_case(new, metric_of)
+    signed = {name for name, metric in metric_of.items()
+              if new.benchmarks[name].is_signed(metric)}
+    old_samples = _samples_by_case(old, metric_of, signed)
+    new_samples = _samples_by_case(new, metric_of, signed)
     matched = [c for c in new_samples if c in old_samples]
     pending = []
     for case in sorted(matched, key=lambda c: c.key):
@@ -76,7 +83,8 @@ def compare_runs(old: RunRecord, new: RunRecord, threshold: float) -> Comparison
         changes.append(CaseChange(
             case=case, info=info, metric=metric, unit=str(info.metric(metric)["unit"]),
             old=s_old, new=s_new, ratio=ratio, p_holm=p_holm,
-            verdict=stats.verdict(ratio, p_holm, lower, threshold), lower_is_better=lower))
+            verdict=stats.verdict(ratio, p_holm, lower, threshold), lower_is_better=lower,
+            signed=info.is_signed(metric)))
     return Comparison(
         old=old, new=new, changes=changes,
         only_old=sorted((c for c in old_samples if c not in new_samples), key=lambda c: c.key),

@@ -148,6 +148,15 @@ class Metric:
     # The report also shows this metric as % overhead over the baseline, (ratio - 1) x 100,
     # with its CI: what a tracer or a sampler adds to the work it watches.
     overhead_pct: bool = False
+    # Closer to zero is better (a signed estimation error): medians, CIs, quantiles, ratios,
+    # verdicts, charts and `bakeoff compare` use |value|, so -50% never ranks above +1%;
+    # the report adds the bias (mean signed value) and the RMS, each with its CI.
+    signed: bool = False
+
+    def __post_init__(self) -> None:
+        if self.signed and not self.lower_is_better:
+            raise ValueError(f"metric {self.name}: a signed metric is better closer to zero; "
+                             "drop lower_is_better=False")
 
 
 @dataclass(frozen=True)
@@ -315,7 +324,8 @@ class Benchmark:
             ],
             metrics=[
                 {"name": m.name, "unit": m.unit, "description": m.description,
-                 "lower_is_better": m.lower_is_better, "overhead_pct": m.overhead_pct}
+                 "lower_is_better": m.lower_is_better, "overhead_pct": m.overhead_pct,
+                 **({"signed": True} if m.signed else {})}
                 for m in self.metrics
             ],
             crossover_ratios=list(self.crossover_ratios),
@@ -354,6 +364,10 @@ class BenchmarkInfo:
 
     def metric(self, name: str) -> dict[str, Any]:
         return next(m for m in self.metrics if m["name"] == name)
+
+    def is_signed(self, metric: str) -> bool:
+        """Closer to zero is better: compared and ranked by |value| (Metric.signed)."""
+        return bool(self.metric(metric).get("signed", False))
 
     @property
     def primary_metric(self) -> str:

@@ -48,7 +48,7 @@ BENCHMARK_INFO = {
     "variants": NonEmpty({"name": str}),
     "params": [{"name": str, "kind": ("int", "float", "bytes", "str"), "unit?": str}],
     "metrics": NonEmpty({"name": str, "unit": str, "lower_is_better": bool,
-                         "overhead_pct?": bool}),
+                         "overhead_pct?": bool, "signed?": bool}),
     "legacy_csv?": Optional({"filename": str, "columns": Map(str)}),
     "crossover_ratios?": [float],
     "fits?": [{"metric": str, "param": str, "description": str}],

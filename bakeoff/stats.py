@@ -20,6 +20,9 @@ from bakeoff import lazy
 
 CONFIDENCE = 0.95
 N_BOOT = 2000
+# Fewer pooled values than this cannot place a p5 or p95 (each is then an interpolation
+# between the two most extreme values): reports flag such quantiles instead of showing them.
+MIN_VALUES_FOR_TAIL_QUANTILES = 20
 # Bootstrap replicates are computed in chunks so memory stays bounded for big trials.
 _BOOT_CELLS_PER_CHUNK = 4_000_000
 
@@ -50,6 +53,19 @@ class Summary:
     p95: float
     ci_low: float  # 95% CI of the median, cluster bootstrap over trials
     ci_high: float
+
+
+@dataclass(frozen=True)
+class SignedError:
+    """A metric whose sign is a direction and whose size is the badness (an estimation error):
+    its bias and its typical size, each with a 95% CI by cluster bootstrap over trials."""
+
+    bias: float  # mean of the signed values
+    bias_ci_low: float
+    bias_ci_high: float
+    rms: float  # root mean square: the size of the error, bias included
+    rms_ci_low: float
+    rms_ci_high: float
 
 
 @dataclass(frozen=True)
@@ -131,6 +147,29 @@ def bootstrap_medians(
         pooled = matrix[picks].reshape(stop - start, n_trials * width)
         medians[start:stop] = np.nanmedian(pooled, axis=1)
     return medians
+
+
+def signed_error(trials: Trials, rng: np.random.Generator, n_boot: int = N_BOOT) -> SignedError:
+    """Bias (mean) and RMS of signed values, resampling whole trials as bootstrap_medians does."""
+    arrays = _as_arrays(trials)
+    if not arrays:
+        raise ValueError("no samples")
+    pooled = np.concatenate(arrays)
+    matrix = _padded(arrays)
+    n_trials, width = matrix.shape
+    per_chunk = max(1, _BOOT_CELLS_PER_CHUNK // (n_trials * width))
+    means, rms = np.empty(n_boot), np.empty(n_boot)
+    for start in range(0, n_boot, per_chunk):
+        stop = min(n_boot, start + per_chunk)
+        picks = rng.integers(0, n_trials, size=(stop - start, n_trials))
+        rows = matrix[picks].reshape(stop - start, n_trials * width)
+        means[start:stop] = np.nanmean(rows, axis=1)
+        rms[start:stop] = np.sqrt(np.nanmean(rows * rows, axis=1))
+    b_lo, b_hi = _percentile_ci(means)
+    r_lo, r_hi = _percentile_ci(rms)
+    return SignedError(bias=float(np.mean(pooled)), bias_ci_low=b_lo, bias_ci_high=b_hi,
+                       rms=float(np.sqrt(np.mean(pooled * pooled))), rms_ci_low=r_lo,
+                       rms_ci_high=r_hi)
 
 
 def _percentile_ci(replicates: FloatArray, confidence: float = CONFIDENCE) -> tuple[float, float]:

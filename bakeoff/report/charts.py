@@ -148,13 +148,15 @@ def metric_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
                   for r, s in zip(rows, ss, strict=True)],
             hovertemplate="%{text}<extra></extra>",
         ))
-    title = _sweep_title(ba, sweep, f"{metric} (median, 95% CI)")
+    shown_metric = f"|{metric}|" if ba.info.is_signed(metric) else metric
+    title = _sweep_title(ba, sweep, f"{shown_metric} (median, 95% CI)")
     _layout(fig, title)
     _x_axis(fig, ba, sweep)
     ends = [v for r in sweep.results if r.summary for v in (r.summary.ci_low, r.summary.ci_high)]
-    better = "lower" if lower_is_better(ba, metric) else "higher"
+    better = "closer to zero" if ba.info.is_signed(metric) else (
+        "lower" if lower_is_better(ba, metric) else "higher")
     fig.update_yaxes(type="log" if spans_decades(ends) else "linear",
-                     title={"text": _t(f"{metric} ({shown}), {better} is better")})
+                     title={"text": _t(f"{shown_metric} ({shown}), {better} is better")})
     note = "Median of all samples per case; error bars are the 95% CI (bootstrap over trials)."
     return Chart("metric", title, note, fig)
 

@@ -17,10 +17,13 @@ HEADERS = ["benchmark", "variant", "params", "old median (95% CI)", "new median 
 
 
 def _cells(c: CaseChange) -> list[str]:
+    of = "|value| " if c.signed else ""  # a signed metric is compared by its size
     return [
         c.case.benchmark, c.case.variant, case_params_label(c.info, c.case),
-        f"{fmt_value(c.old.median, c.unit)} ({fmt_range(c.old.ci_low, c.old.ci_high, c.unit)})",
-        f"{fmt_value(c.new.median, c.unit)} ({fmt_range(c.new.ci_low, c.new.ci_high, c.unit)})",
+        f"{of}{fmt_value(c.old.median, c.unit)} "
+        f"({fmt_range(c.old.ci_low, c.old.ci_high, c.unit)})",
+        f"{of}{fmt_value(c.new.median, c.unit)} "
+        f"({fmt_range(c.new.ci_low, c.new.ci_high, c.unit)})",
         fmt_ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high),
         f"{(c.ratio.ratio - 1) * 100:+.1f}%", c.verdict, fmt_p(c.p_holm),
     ]

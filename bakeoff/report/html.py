@@ -31,9 +31,9 @@ from bakeoff.report.tables import (
     failure_text,
 )
 from bakeoff.report.words import (
+    better_phrase,
     crossover_sentence,
     fit_sentence,
-    lower_is_better,
     verdict_rule,
 )
 
@@ -143,9 +143,10 @@ def _case_tables(ba: BenchmarkAnalysis, colors: dict[str, str]) -> str:
         rows = case_rows(ba, metric)
         if not rows:
             continue
-        cols = case_columns(ba, with_counters=any(r.cells["counters"] for r in rows))
+        cols = case_columns(ba, with_counters=any(r.cells["counters"] for r in rows),
+                            signed=ba.info.is_signed(metric))
         unit = str(ba.info.metric(metric)["unit"])
-        better = "lower" if lower_is_better(ba, metric) else "higher"
+        better = better_phrase(ba, metric)
         body: list[list[tuple[str, str]]] = []
         for r in rows:
             cells: list[tuple[str, str]] = []
@@ -158,7 +159,7 @@ def _case_tables(ba: BenchmarkAnalysis, colors: dict[str, str]) -> str:
                 else:
                     cells.append((_e(r.cells[c.key]), "num" if c.numeric else ""))
             body.append(cells)
-        parts.append(f"<h3>Cases: {_e(metric)} ({_e(unit)}, {better} is better)</h3>")
+        parts.append(f"<h3>Cases: {_e(metric)} ({_e(unit)}, {_e(better)})</h3>")
         parts.append(_table([(c.header, c.numeric) for c in cols], body))
     return "".join(parts)
 
@@ -227,7 +228,7 @@ def _benchmark(run: RunRecord, ba: BenchmarkAnalysis, index: int, figs: _Figures
     info = ba.info
     colors = variant_colors(info)
     metric = info.metric(info.primary_metric)
-    better = "lower" if metric.get("lower_is_better", True) else "higher"
+    better = better_phrase(ba, str(metric["name"]))
     variants = "".join(
         f"<li>{_variant_cell(name, colors.get(name, '#000'), name == info.baseline)}: "
         f"{_e(v.get('description', ''))}</li>"
@@ -238,7 +239,7 @@ def _benchmark(run: RunRecord, ba: BenchmarkAnalysis, index: int, figs: _Figures
         f'<section id="bench-{index}"><h2>{_e(info.title)} <span class="muted mono">'
         f"{_e(info.name)}</span></h2><p>{_e(info.summary)}</p>"
         f"<p>Baseline: <b>{_e(info.baseline)}</b>. Primary metric: <b>{_e(metric['name'])}</b> "
-        f"({_e(metric['unit'])}, {better} is better) — {_e(metric.get('description', ''))}. "
+        f"({_e(metric['unit'])}, {_e(better)}) — {_e(metric.get('description', ''))}. "
         "Ratios are variant median / baseline median.</p>"
         f"<ul>{variants}</ul><p class=\"note\">{_verdict_rule(ba)}</p>"
         f"<h3>Crossovers</h3>{_crossovers(ba)}{_fits(ba)}"

@@ -20,9 +20,9 @@ from bakeoff.report.tables import (
     failure_text,
 )
 from bakeoff.report.words import (
+    better_phrase,
     crossover_sentence,
     fit_sentence,
-    lower_is_better,
     verdict_rule,
 )
 
@@ -72,15 +72,16 @@ def _case_tables(ba: BenchmarkAnalysis) -> list[str]:
         rows = case_rows(ba, metric)
         if not rows:
             continue
-        cols = case_columns(ba, with_counters=any(r.cells["counters"] for r in rows))
+        cols = case_columns(ba, with_counters=any(r.cells["counters"] for r in rows),
+                            signed=ba.info.is_signed(metric))
         unit = str(ba.info.metric(metric)["unit"])
-        better = "lower" if lower_is_better(ba, metric) else "higher"
+        better = better_phrase(ba, metric)
         body = [
             [r.cells[c.key] + (" (baseline)" if c.key == "variant" and r.is_baseline else "")
              for c in cols]
             for r in rows
         ]
-        out += ["", f"### Cases: {md_escape(metric)} ({md_escape(unit)}, {better} is better)", ""]
+        out += ["", f"### Cases: {md_escape(metric)} ({md_escape(unit)}, {md_escape(better)})", ""]
         out += _table([(c.header, c.numeric) for c in cols], body)
     return out
 
@@ -88,12 +89,12 @@ def _case_tables(ba: BenchmarkAnalysis) -> list[str]:
 def _benchmark(run: RunRecord, ba: BenchmarkAnalysis) -> list[str]:
     info = ba.info
     metric = info.metric(info.primary_metric)
-    better = "lower" if metric.get("lower_is_better", True) else "higher"
+    better = better_phrase(ba, info.primary_metric)
     out = [
         "", f"## {md_escape(info.title)} ({md_escape(info.name)})", "", md_escape(info.summary), "",
         f"Baseline: **{md_escape(info.baseline)}**. "
         f"Primary metric: **{md_escape(metric['name'])}** "
-        f"({md_escape(str(metric['unit']))}, {better} is better). "
+        f"({md_escape(str(metric['unit']))}, {md_escape(better)}). "
         "Ratios are variant median / baseline median; CIs are 95% (bootstrap over trials).",
         "", "### Crossovers", "",
     ]

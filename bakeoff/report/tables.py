@@ -22,6 +22,7 @@ from bakeoff.report.format import (
     fmt_value,
 )
 from bakeoff.report.words import Verdict, lower_is_better, speedup, verdict
+from bakeoff.stats import MIN_VALUES_FOR_TAIL_QUANTILES, Summary
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,8 @@ class CaseRow:
     cells: dict[str, str]
 
 
-def case_columns(ba: BenchmarkAnalysis, with_counters: bool) -> list[Column]:
+def case_columns(ba: BenchmarkAnalysis, with_counters: bool, signed: bool = False) -> list[Column]:
+    """signed: the metric is closer-to-zero-is-better; its bias and RMS get columns."""
     cols = [
         Column("variant", "variant", False),
         Column("params", "params", False),
@@ -47,6 +49,8 @@ def case_columns(ba: BenchmarkAnalysis, with_counters: bool) -> list[Column]:
         Column("median", "median", True),
         Column("ci", "95% CI", True),
         Column("p5_p95", "p5 / p95", True),
+        *([Column("bias", "bias: mean signed (95% CI)", True),
+           Column("rms", "RMS (95% CI)", True)] if signed else []),
         Column("ratio", f"ratio vs {ba.info.baseline} (95% CI)", True),
         Column("speedup", "speed-up", True),
         Column("verdict", "verdict", False),
@@ -85,6 +89,13 @@ def measured_results(ba: BenchmarkAnalysis, metric: str) -> list[CaseResult]:
     return sorted(rows, key=lambda r: case_sort_key(ba, r.case))
 
 
+def tail_quantiles(s: Summary, unit: str) -> str:
+    """p5 / p95, or why not: from fewer than 20 values they are the extremes, interpolated."""
+    if s.n < MIN_VALUES_FOR_TAIL_QUANTILES:
+        return f"{MISSING} (n = {s.n} < {MIN_VALUES_FOR_TAIL_QUANTILES})"
+    return f"{fmt_value(s.p5, unit)} / {fmt_value(s.p95, unit)}"
+
+
 def _counters_text(r: CaseResult) -> str:
     return ", ".join(f"{k}={fmt_number(v)}" for k, v in sorted(r.counters.items()))
 
@@ -102,7 +113,13 @@ def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
             "median": fmt_value(s.median, r.unit) if s else (
                 MISSING if r.n_failed else f"{MISSING} (not run)"),
             "ci": fmt_range(s.ci_low, s.ci_high, r.unit) if s else MISSING,
-            "p5_p95": f"{fmt_value(s.p5, r.unit)} / {fmt_value(s.p95, r.unit)}" if s else MISSING,
+            "p5_p95": tail_quantiles(s, r.unit) if s else MISSING,
+            "bias": (f"{fmt_value(r.signed.bias, r.unit)} ("
+                     f"{fmt_range(r.signed.bias_ci_low, r.signed.bias_ci_high, r.unit)})"
+                     if r.signed else MISSING),
+            "rms": (f"{fmt_value(r.signed.rms, r.unit)} ("
+                    f"{fmt_range(r.signed.rms_ci_low, r.signed.rms_ci_high, r.unit)})"
+                    if r.signed else MISSING),
             "ratio": fmt_ratio(vs.ratio, vs.ci_low, vs.ci_high) if vs else MISSING,
             "speedup": MISSING,
             "verdict": verdict(r, ba.info.baseline),

@@ -13,7 +13,7 @@ from rich.text import Text
 from bakeoff.analysis import Analysis, BenchmarkAnalysis
 from bakeoff.model import RunRecord
 from bakeoff.report.tables import CaseRow, case_rows, failed_trials
-from bakeoff.report.words import crossover_sentence, fit_sentence, lower_is_better
+from bakeoff.report.words import better_phrase, crossover_sentence, fit_sentence
 
 MAX_SKIP_REASONS = 5  # distinct skip reasons printed per benchmark; report.md has them all
 _VERDICT_STYLE = {"faster": "green", "slower": "red", "same": "dim", "—": "", "n/a": "dim"}
@@ -29,9 +29,9 @@ def _table(ba: BenchmarkAnalysis) -> Table:
     info = ba.info
     metric = info.primary_metric
     unit = str(info.metric(metric)["unit"])
-    better = "lower" if lower_is_better(ba, metric) else "higher"
+    better = better_phrase(ba, metric)
     table = Table(
-        title=Text(f"{info.title} — {metric} ({unit}, {better} is better)"),
+        title=Text(f"{info.title} — {metric} ({unit}, {better})"),
         caption=Text(f"baseline: {info.baseline}; ratio = variant median / baseline median"),
         title_justify="left", caption_justify="left",
     )

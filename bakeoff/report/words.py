@@ -22,6 +22,13 @@ def lower_is_better(ba: BenchmarkAnalysis, metric: str) -> bool:
     return bool(ba.info.metric(metric).get("lower_is_better", True))
 
 
+def better_phrase(ba: BenchmarkAnalysis, metric: str) -> str:
+    """'lower is better', 'higher is better', or for a signed metric what its figures are of."""
+    if ba.info.is_signed(metric):
+        return "closer to zero is better: median, CI, p5/p95, ratio and verdict of |value|"
+    return "lower is better" if lower_is_better(ba, metric) else "higher is better"
+
+
 def verdict(result: CaseResult, baseline: str) -> Verdict:
     """The analysis's verdict (Holm-corrected test and the CI against the threshold)."""
     if result.case.variant == baseline:
