@@ -792,6 +792,7 @@ static void check_counts(const struct child_out *c)
 /* Sums over a trial's accuracy runs, emitted as means (counters). */
 struct accuracy_sums {
 	double samples, sampled_pct, independent, bound_total, untracked, true_total, true_live;
+	double table_lookups_per_free;
 };
 
 /* One accuracy process: its errors as samples (one value per process), the rest summed. */
@@ -820,6 +821,10 @@ static void add_accuracy(const struct child_out *c, const char *prefix, uint64_t
 	sum->untracked += allocations - c->allocations;
 	sum->true_total += total;
 	sum->true_live += live;
+	if (strcmp(prefix, "poisson") == 0)
+		sum->table_lookups_per_free +=
+			json_required(c->summary, "poisson_table_lookups", "the summary") /
+			json_required(c->summary, "frees", "the summary");
 	if (strcmp(prefix, "poisson") == 0 &&
 	    json_required(c->summary, "poisson_live_table_insert_failures", "the summary") > 0)
 		bench_fatal("failed to track every Poisson sample: the live table could not grow");
@@ -841,6 +846,8 @@ static void emit_accuracy_counters(const char *prefix, const struct accuracy_sum
 	bench_emit_counter("true_allocated_bytes", s->true_total / n);
 	bench_emit_counter("true_live_bytes", s->true_live / n);
 	bench_emit_counter("accuracy_processes", n);
+	if (strcmp(prefix, "poisson") == 0) /* 1: every free looks its pointer up; tagged: 0 */
+		bench_emit_counter("poisson_table_lookups_per_free", s->table_lookups_per_free / n);
 }
 
 static void run_pattern(int mode, double scale)

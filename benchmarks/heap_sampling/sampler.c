@@ -136,6 +136,7 @@ enum {
 	SC_SAMPLES,
 	SC_SAMPLED_BYTES,
 	SC_SAMPLED_FREES,
+	SC_TABLE_LOOKUPS, /* frees that consulted the live table (counted with SAMPLER_COUNT) */
 	SC_DECISIONS,
 	SC_TICKS = SC_DECISIONS + N_PATHS,
 	SC_FLOOR_TICKS = SC_TICKS + N_PATHS, /* the empty pair beside each timed decision */
@@ -713,6 +714,8 @@ static inline uint64_t poisson_free(struct thread_stats *st, uintptr_t a)
 {
 	uint64_t u;
 
+	if (cfg.count)
+		cadd(st, SC(S_POISSON, SC_TABLE_LOOKUPS), 1);
 	if (likely(!live_remove(&live, a, &u)))
 		return 0;
 	cadd(st, SC(S_POISSON, SC_SAMPLED_FREES), 1);
@@ -1148,6 +1151,8 @@ static void json_scheme_estimates(struct json *j, const struct stats_sum *t, enu
 	json_u64(j, KEY("samples"), t->c[SC(s, SC_SAMPLES)]);
 	json_u64(j, KEY("sampled_bytes"), t->c[SC(s, SC_SAMPLED_BYTES)]);
 	json_u64(j, KEY("sampled_frees"), t->c[SC(s, SC_SAMPLED_FREES)]);
+	if (s == S_POISSON)
+		json_u64(j, KEY("table_lookups"), t->c[SC(s, SC_TABLE_LOOKUPS)]);
 	json_num(j, KEY("est_total_bytes"), est_total);
 	json_num(j, KEY("est_live_bytes"), est_live);
 	if (true_total)

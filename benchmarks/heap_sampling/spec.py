@@ -2,8 +2,9 @@
 
 One trial is `heap_bench` (heap_bench.c): the decision micro-benchmark in-process, or a driver
 that runs the seed's allocation patterns (alloc_patterns.c) under libbakeoff_sampler.so
-(sampler.c) and turns the sampler's summary into metrics. `bakeoff sample -- CMD` runs any
-program under the sampler and prints what it saw. METHOD.md says what is timed and why.
+(sampler.c): once paired against NONE inside one process for the added cost, and in 8 fresh
+processes for the estimation errors. `bakeoff sample -- CMD` runs any program under the
+sampler and prints what it saw. METHOD.md says what is timed and why.
 """
 
 from __future__ import annotations
@@ -34,13 +35,16 @@ from bakeoff.model import (
 
 KIB = 1024
 SEED_MEAN = 4 * KIB  # the seed's default SAMPLER_POISSON_MEAN_BYTES
-PRODUCTION_MEAN = 512 * KIB  # what tcmalloc, Go and jemalloc profile with by default
-WORKLOADS = ("micro-64", "micro-4096", "mode1", "mode2", "mode3", "mode4")
+GO_JEMALLOC_MEAN = 512 * KIB  # Go's runtime.MemProfileRate; jemalloc's lg_prof_sample 19
+TCMALLOC_MEAN = 2 * KIB * KIB  # tcmalloc's default profile sampling interval
+MEANS = (SEED_MEAN, GO_JEMALLOC_MEAN, TCMALLOC_MEAN)
+WORKLOADS = ("micro-64", "micro-1024", "micro-4096", "mode1", "mode2", "mode3", "mode4")
 SAMPLER_SO = "heap_sampling/libbakeoff_sampler.so"
 
 # --scheme of `bakeoff sample`: our variant names and the sampler's own names.
 SCHEMES = {
-    "poisson": "POISSON", "stateless-hash": "STATELESS_HASH", "hash": "STATELESS_HASH",
+    "poisson": "POISSON", "poisson-tagged": "POISSON_TAGGED",
+    "stateless-hash": "STATELESS_HASH", "hash": "STATELESS_HASH",
     "combined": "COMBINED", "none": "NONE",
 }
 
@@ -53,7 +57,7 @@ def _known_workload(value: ParamValue) -> str | None:
 
 def _sane_mean(value: ParamValue) -> str | None:
     if not 1 <= int(value) <= 2**40:
-        return "must be from 1 B to 1 TiB (e.g. 4KiB as the seed, 512KiB as production profilers)"
+        return "must be from 1 B to 1 TiB (e.g. 4KiB as the seed, 512KiB as Go, 2MiB as tcmalloc)"
     return None
 
 
@@ -63,12 +67,13 @@ def _sane_scale(value: ParamValue) -> str | None:
     return None
 
 
-_ERROR = ("signed estimation error of the {what} ((estimate - true) / true x 100), one value per "
-          "trial (a fresh process: new ASLR, new PRNG); its spread across trials is the point")
+_ERROR = ("signed estimation error of the {what} ((estimate - true) / true x 100) of one run of "
+          "the pattern, one value per process (8 fresh processes per trial: new ASLR, new "
+          "PRNG); compared by |value|, with bias and RMS beside")
 
 # ---- bakeoff sample -- CMD ------------------------------------------------------------------
 
-_SAMPLE_USAGE = ("bakeoff sample [--scheme poisson|stateless-hash|combined|none] "
+_SAMPLE_USAGE = ("bakeoff sample [--scheme poisson|poisson-tagged|stateless-hash|combined|none] "
                  "[--mean BYTES] [--timing] [--json FILE] -- CMD [ARGS...]")
 
 
@@ -105,7 +110,7 @@ def _parse_sample_args(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
             key = value.lower().replace("_", "-")
             if key not in SCHEMES:
                 raise UsageError(f"sample: --scheme {value} is unknown; use poisson, "
-                                 "stateless-hash, combined or none")
+                                 "poisson-tagged, stateless-hash, combined or none")
             opts["scheme"] = SCHEMES[key]
         elif name == "--mean":
             try:
@@ -244,74 +249,83 @@ def _sweep() -> list[str]:
 BENCHMARK = Benchmark(
     name="heap-sampling",
     title="Heap sampling: Poisson byte counter vs stateless address hash",
-    summary=("What sampling allocations costs per allocation and per decision (malloc and free "
-             "path), and how well 1/p-weighted samples estimate allocated and live bytes, for "
-             "the Poisson scheme (tcmalloc, jemalloc, Go) and a stateless hash of the address."),
+    summary=("What sampling adds per allocation (malloc + free) over the same preload without "
+             "sampling, what a decision and a sample cost, and how well 1/p-weighted samples "
+             "estimate allocated and live bytes: Poisson (tcmalloc, jemalloc, Go) as an "
+             "LD_PRELOAD with a live table and as an allocator would do it (a tag in the "
+             "block), and a stateless hash of the address (at the same mean, and at the mean "
+             "that gives it Poisson's sample rate)."),
     variants=(
         Variant("no-preload", "the workload alone (micro: the loop with an empty decision)",
                 baseline=True, color="#7f7f7f"),
-        Variant("none", "sampler preloaded, SAMPLER_SCHEME=NONE: forwarding and exact counting",
-                color="#bcbd22"),
+        Variant("none", "sampler preloaded, SAMPLER_SCHEME=NONE, paired with itself: the A/A "
+                "check of added_ns_per_alloc (should be 0 within its CI)", color="#bcbd22"),
         Variant("poisson", "Poisson process over allocated bytes; sampled pointers kept in a "
-                "striped live table that free() consults", color="#1f77b4"),
+                "striped live table that free() consults (what an LD_PRELOAD must do)",
+                color="#1f77b4"),
+        Variant("poisson-tagged", "the same Poisson decisions, the sample tagged in a 16-byte "
+                "block header that free() tests (as tcmalloc flags its sampled allocations); "
+                "paired with NONE in the same layout", color="#17becf"),
         Variant("stateless-hash", "sampled if hash(address) < size-scaled threshold; free() "
                 "recomputes it, no table", color="#ff7f0e"),
-        Variant("combined", "both schemes on the same allocation stream, timed separately",
-                color="#2ca02c"),
+        Variant("hash-equal-p", "the hash at the mean m_h that gives it as many samples as "
+                "Poisson: u/(1-exp(-u/m)) for one size, E[u]/E[1-exp(-u/m)] for the modes' "
+                "sizes", color="#d62728"),
     ),
     params=(
-        Param("workload", "str", "micro-64 / micro-4096: decision micro-benchmark (no malloc); "
-              "mode1 monotonic heap, mode2 steady pool, mode3 8-thread churn, mode4 address "
-              "reuse (seed's alloc patterns)", check=_known_workload),
-        Param("mean", "bytes", "mean bytes between samples (SAMPLER_POISSON_MEAN_BYTES); the "
-              "hash scheme samples with the same p = min(1, size/mean)", unit="B",
-              check=_sane_mean),
+        Param("workload", "str", "micro-64 / micro-1024 / micro-4096: decision micro-benchmark "
+              "(no malloc, blocks of that many bytes); mode1 monotonic heap, mode2 steady pool, "
+              "mode3 8-thread churn, mode4 address reuse (seed's alloc patterns)",
+              check=_known_workload),
+        Param("mean", "bytes", "mean bytes between samples (SAMPLER_POISSON_MEAN_BYTES); Poisson "
+              "samples a block of u bytes with p = 1-exp(-u/m), the hash with p = min(1, u/m): "
+              "not the same p (hash-equal-p matches them)", unit="B", check=_sane_mean),
         Param("scale", "float", "allocation counts of the modes as a fraction of the seed's "
               "(1 = the seed's own arguments); the micro-benchmark ignores it",
               check=_sane_scale),
     ),
     metrics=(
+        Metric("added_ns_per_alloc", "ns", "what sampling adds to one allocation and its free: "
+               "ns per allocation under the variant minus under NONE (modes: runs of the "
+               "pattern in pairs with the same requests, switched inside one process, untimed "
+               "per operation; micro: batches of decisions against batches of NONE's dispatch), "
+               "one value per pair"),
         Metric("ns_per_alloc", "ns", "time per allocation of the workload, its free included; "
                "micro: the decisions of one allocation (malloc path + free path)",
                overhead_pct=True),
-        Metric("overhead_vs_none_ns", "ns", "ns per allocation above the NONE preload "
-               "(forwarding and exact counting only) run in the same trial: the scheme's own "
-               "cost, cache effects included; one value per trial"),
-        Metric("ticks_per_decision_malloc", "TSC ticks", "one sampling decision on the malloc "
-               "path (COMBINED: both schemes'); modes: each decision timed, the in-place timer "
-               "floor subtracted; micro: batches, loop included"),
-        Metric("ticks_per_decision_free", "TSC ticks", "one decision on the free path: Poisson "
-               "consults its live table, the hash recomputes"),
-        Metric("ns_per_decision_malloc", "ns", "as ticks_per_decision_malloc, in ns (TSC rate "
-               "measured)"),
-        Metric("ns_per_decision_free", "ns", "as ticks_per_decision_free, in ns"),
-        Metric("poisson_over_hash", "x", "combined only: Poisson's decision ticks over the "
-               "hash's, same allocation stream, same process (the seed's speed-up)",
-               lower_is_better=False),
+        Metric("ticks_per_test", "TSC ticks", "micro: the decrement (Poisson) or the hash test, "
+               "malloc path + free path (Poisson: the table's filter; tagged: the tag) of one "
+               "allocation, with no per-sample work; loop and call included"),
+        Metric("ticks_per_sample_work", "TSC ticks", "micro: the work of one sample, malloc + "
+               "free side: Poisson a log for the next gap, an expm1 weight and a table insert "
+               "and delete (tagged: a tag store and clear); the hash its weight"),
+        Metric("ticks_per_decision_malloc", "TSC ticks", "micro: one malloc-path decision as the "
+               "sampler makes it (test, and the sample work when it samples); batches, loop "
+               "included"),
+        Metric("ticks_per_decision_free", "TSC ticks", "micro: one free-path decision: Poisson "
+               "consults its live table (tagged: the tag), the hash recomputes"),
         Metric("poisson_total_error_pct", "%", _ERROR.format(what="Poisson estimate of all "
-               "bytes allocated")),
+               "bytes allocated"), signed=True),
         Metric("poisson_live_error_pct", "%", _ERROR.format(what="Poisson estimate of the "
-               "bytes live at exit")),
+               "bytes live at the end") + "; only where the live heap holds >= 64 means",
+               signed=True),
         Metric("hash_total_error_pct", "%", _ERROR.format(what="hash estimate of all bytes "
-               "allocated")),
+               "allocated"), signed=True),
         Metric("hash_live_error_pct", "%", _ERROR.format(what="hash estimate of the bytes live "
-               "at exit")),
+               "at the end") + "; only where the live heap holds >= 64 means", signed=True),
     ),
     profiles={
-        "quick": Profile("quick", {"workload": ("micro-64", "mode1", "mode4"),
+        "quick": Profile("quick", {"workload": ("micro-64", "mode2", "mode4"),
                                    "mean": (SEED_MEAN,), "scale": (0.005,)},
                          trials=3, samples=3, warmup_samples=1, warmup_trials=0, timeout_s=60),
-        "default": Profile("default", {"workload": WORKLOADS,
-                                       "mean": (SEED_MEAN, PRODUCTION_MEAN), "scale": (0.01,)},
-                           trials=5, samples=3, warmup_samples=1, warmup_trials=1,
+        "default": Profile("default", {"workload": WORKLOADS, "mean": MEANS, "scale": (0.01,)},
+                           trials=5, samples=5, warmup_samples=1, warmup_trials=1,
                            timeout_s=120),
-        "full": Profile("full", {"workload": WORKLOADS, "mean": (SEED_MEAN, PRODUCTION_MEAN),
-                                 "scale": (1.0,)},
-                        trials=10, samples=3, warmup_samples=1, warmup_trials=1,
+        "full": Profile("full", {"workload": WORKLOADS, "mean": MEANS, "scale": (1.0,)},
+                        trials=10, samples=5, warmup_samples=1, warmup_trials=1,
                         timeout_s=1800),
     },
     program="heap_sampling/heap_bench",
     sweep=_sweep,
-    crossover_ratios=(1.05, 1.01),
     commands={"sample": sample_command},
 )
