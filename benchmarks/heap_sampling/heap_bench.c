@@ -1,31 +1,30 @@
 /*
- * heap_bench - one trial of heap-sampling: what sampling allocations costs, and how well the
- * samples estimate the heap, for the Poisson and the stateless-hash schemes.
+ * heap_bench - one trial of heap-sampling: what sampling adds per allocation, what a decision
+ * and a sample cost, and how well the samples estimate the heap, for Poisson (with a live
+ * table, and tagged) and the stateless hash (at the same mean, and at the equal-p mean).
  *
  *   heap_bench --variant poisson --param workload=mode1 --param mean=4096 --param scale=0.1
  *
  * Two kinds of workload (METHOD.md has the details):
- * - micro-64, micro-4096: the decision micro-benchmark, in this process, no real malloc. The
- *   decision code is sampler_schemes.h, the same the sampler runs. Timed in calibrated
- *   batches of malloc-path decisions and of free-path decisions over a heap-like stream of
- *   addresses of one size.
+ * - micro-64, micro-1024, micro-4096: the decision micro-benchmark, in this process, no real
+ *   malloc. The decision code is sampler_schemes.h, the same the sampler runs. Timed in
+ *   calibrated batches of malloc-path decisions and of free-path decisions over a heap-like
+ *   stream of addresses of one size: the full decision, the test alone, the sample work alone,
+ *   and NONE's dispatch beside each full pair.
  * - mode1..mode4: a driver. It runs alloc_patterns (built beside this program) as child
- *   processes: under the variant's scheme, under SAMPLER_SCHEME=NONE (the paired reference,
- *   for the overhead over forwarding), and once more with SAMPLER_TIMING=1 for the per-decision
- *   cost. Each child is a fresh process (fresh ASLR, fresh PRNG). The workload's own samples
- *   (ns_per_alloc) are passed on; the sampler's summary (SAMPLER_OUTPUT, in a private temp
- *   directory) becomes the estimation errors and the decision costs.
+ *   processes: once for the cost, each sample a pair of runs switched between the variant's
+ *   scheme and NONE inside that process (SAMPLER_REFERENCE, SAMPLER_COUNT=0), and 8 times for
+ *   the errors (fresh processes: fresh ASLR, fresh PRNG; SAMPLER_COUNT=1). The sampler's
+ *   summaries (SAMPLER_OUTPUT, in a private temp directory) become the errors and counters.
  *
  * Metrics (one JSON line each on stdout, see DESIGN.md):
+ *   added_ns_per_alloc                 variant minus NONE, one value per pair
  *   ns_per_alloc                       per allocation (its free included); micro: the
  *                                      decisions for one allocation (malloc + free path)
- *   overhead_vs_none_ns                variant minus the NONE reference, same trial (1/trial)
- *   ticks_per_decision_{malloc,free}   TSC ticks per decision (micro: batch/k; modes: timed
- *                                      run, the timer floor subtracted)
- *   ns_per_decision_{malloc,free}
- *   poisson_over_hash                  combined only: Poisson's decision ticks over the hash's,
- *                                      same stream, same process (the seed's speed-up)
- *   {poisson,hash}_{total,live}_error_pct  signed estimation error (modes only, 1/trial)
+ *   ticks_per_test                     micro: the decrement or hash test, malloc + free path
+ *   ticks_per_sample_work              micro: the work of one sample, malloc + free side
+ *   ticks_per_decision_{malloc,free}   micro: TSC ticks per full decision (batch / k)
+ *   {poisson,hash}_{total,live}_error_pct  signed estimation error, one value per process
  */
 #include "bench.h"
 

@@ -15,9 +15,12 @@
  *
  * - Poisson (tcmalloc, jemalloc, Go): sample points fall on the stream of allocated bytes as a
  *   Poisson process with mean gap m; a block is sampled when a point falls inside it, so
- *   p(u) = 1 - exp(-u/m). Per thread: a byte counter and a PRNG. free() must look the pointer
- *   up to know whether it was sampled: the live table below.
- * - Stateless hash: sampled when hash(address) < u * 2^64 / m, so p(u) = min(1, u/m). free()
+ *   p(u) = 1 - exp(-u/m). Per thread: a byte counter and a PRNG. An allocator marks a sampled
+ *   block in its own metadata (tcmalloc flags it), so its free() looks nothing up; an
+ *   LD_PRELOAD has no such metadata and must look every freed pointer up: the live table
+ *   below (or, with the sampler's header layout, a tag in a header of its own).
+ * - Stateless hash: sampled when hash(address) < u * 2^64 / m, so p(u) = min(1, u/m): not
+ *   Poisson's p (above it for every u > 0; the two agree only as u/m -> 0). free()
  *   recomputes the same test; no state, no lookup. Its weakness: an address that is reused
  *   for a block of the same size gets the same answer every time.
  */
