@@ -37,7 +37,9 @@ from bakeoff.model import BenchmarkInfo, Case, RunRecord, RunSettings, Rusage, S
 #       capped; benchmark infos gain crossover_ratios, fits, profile.
 #   3 — trials gain sample_counts (metrics kept as quantiles); a running or killed run's
 #       trials are in trials.jsonl beside it. Versions 1 and 2 still load.
-SCHEMA_VERSION = 3
+#   4 — metrics may be "signed" (closer to zero is better: ranked by |value|); a reader that
+#       ignored it would rank -50% above +1%, so older readers must refuse. 1-3 still load.
+SCHEMA_VERSION = 4
 
 RESULTS_JSON = "results.json"
 TRIALS_JOURNAL = "trials.jsonl"
