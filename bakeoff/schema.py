@@ -109,8 +109,9 @@ def check(value: Any, shape: Any, where: str = "") -> None:
         if not isinstance(value, bool):
             fail(f"{value!r} is not true or false")
     elif shape is int:
-        if not _is_int(value):
-            fail(f"{value!r} is not an integer")
+        # Counts are averaged as floats later: one beyond any float is no measurement either.
+        if not (_is_int(value) and _is_number(value)):
+            fail(f"{value!r} is not an integer a float can hold")
     elif shape is float:
         if not _is_number(value):
             fail(f"{value!r} is not a finite number")
