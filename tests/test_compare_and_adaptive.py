@@ -166,7 +166,7 @@ def test_resume_after_sigkill_loses_and_repeats_nothing(built: Path, tmp_path: P
     per_case: dict[str, list[int]] = {}
     for t in after["trials"]:
         per_case.setdefault(json.dumps(t["case"], sort_keys=True), []).append(t["index"])
-    assert len(per_case) == 13  # 4 variants x 3 sizes + mremap-thp at 16 MiB
+    assert len(per_case) == 16  # 5 variants x 3 sizes + mremap-thp at 16 MiB
     assert all(sorted(v) == [0, 1, 2, 3] for v in per_case.values()), per_case
     rows = (out / "samples.csv").read_text().splitlines()[1:]
     assert len(rows) == sum(len(t["samples"]["ns_per_op"]) for t in after["trials"])

@@ -30,11 +30,12 @@ def test_results_directory_is_complete(quick_run: Path) -> None:
     assert data["host"]["kernel"] and data["host"]["cpu_model"]
     assert data["host"]["timer"]["timer_overhead_ns"] > 0
     variants = {t["case"]["variant"] for t in data["trials"]}
-    assert variants == {"memcpy", "memcpy-cold", "mremap", "mremap-thp", "mremap-dontunmap"}
+    assert variants == {"memcpy", "memcpy-cold", "mremap", "mremap-after-munmap", "mremap-thp",
+                        "mremap-dontunmap"}
     assert all(t["status"] == "ok" for t in data["trials"]), [
         t["error"] for t in data["trials"] if t["status"] != "ok"]
-    # 4 variants x 3 sizes + mremap-thp at 16 MiB only, 5 trials each.
-    assert len(data["trials"]) == (4 * 3 + 1) * 5
+    # 5 variants x 3 sizes + mremap-thp at 16 MiB only, 5 trials each.
+    assert len(data["trials"]) == (5 * 3 + 1) * 5
     skipped = {(s["case"]["variant"], s["case"]["params"]["size"]) for s in data["skips"]}
     assert skipped == {("mremap-thp", 4096), ("mremap-thp", 256 * 1024)}
     if IN_CI:  # this machine kind has THP: a capability skip would hide a failure
@@ -51,6 +52,73 @@ def test_results_directory_is_complete(quick_run: Path) -> None:
     assert data["host"]["trial_rusage"] == "the trial's own (bakeoff-launch)"
     thp = [t for t in data["trials"] if t["case"]["variant"] == "mremap-thp"]
     assert all(t["meta"]["thp"] == "verified" for t in thp)
+
+
+MOVES = ("memcpy-cold", "mremap", "mremap-after-munmap", "mremap-thp", "mremap-dontunmap")
+
+
+def test_a_move_is_timed_alone_unless_below_the_timer_floor(quick_run: Path) -> None:
+    data = json.loads((quick_run / "results.json").read_text())
+    for t in data["trials"]:
+        meta, counters = t["meta"], t["counters"]
+        batch, floor, single = meta["batch"], meta["batch_floor_ns"], meta["calibration_ns_per_op"]
+        # What a sample timed is in the report too (counters column), not only in meta.
+        assert counters["ops_per_sample"] == batch, t["case"]
+        assert floor == pytest.approx(
+            (50 if t["case"]["variant"] in MOVES else 1000) * meta["timer_overhead_ns"])
+        if t["case"]["variant"] in MOVES:
+            assert meta["batch_rule"].startswith("one move per sample")
+            # A batch only where one move is below the floor, and then just enough of them.
+            assert (batch > 1) == (single < floor), (t["case"], meta)
+            if batch > 1:
+                assert (batch - 1) * single < floor <= batch * single or meta["batch_capped"]
+        else:
+            assert batch * single >= floor or meta["batch_capped"], meta
+    # A 16 MiB move lasts microseconds, far above a floor of 50 timer reads: one per sample.
+    big = [t for t in data["trials"] if t["case"]["params"]["size"] == 16 * MIB
+           and t["case"]["variant"] in MOVES]
+    assert big and all(t["meta"]["batch"] == 1 for t in big)
+    # The hot 4 KiB copy is tens of ns: it cannot be timed alone, and is batched.
+    tiny = [t for t in data["trials"] if t["case"]["params"]["size"] == 4096
+            and t["case"]["variant"] == "memcpy"]
+    assert tiny and all(t["meta"]["batch"] > 1 for t in tiny)
+
+
+def test_set_up_order_is_recorded_and_only_the_old_one_unmaps_last(quick_run: Path) -> None:
+    data = json.loads((quick_run / "results.json").read_text())
+    for t in data["trials"]:
+        variant = t["case"]["variant"]
+        if variant.startswith("mremap"):
+            order = t["meta"]["setup_order"]
+            assert order.endswith("then the move")
+            assert ("munmap" in order) == (variant == "mremap-after-munmap"), order
+
+
+def _median_counter(trials: list[dict], variant: str, size: int, name: str) -> float:  # type: ignore[type-arg]
+    values = sorted(t["counters"][name] for t in trials
+                    if t["case"]["variant"] == variant and t["case"]["params"]["size"] == size)
+    assert values, (variant, size, name)
+    return values[len(values) // 2]
+
+
+def test_tracepoint_counts_explain_the_move(quick_run: Path) -> None:
+    data = json.loads((quick_run / "results.json").read_text())
+    trials = data["trials"]
+    if not IN_CI and "tp_tlb_flush_per_op" not in trials[0]["counters"]:
+        pytest.skip("tracepoints not countable here (tracefs or perf_event_open missing)")
+    for variant in ("mremap", "mremap-after-munmap"):
+        # At least one TLB flush per 2 MiB extent moved (16 MiB: eight PMD moves), no page
+        # allocated inside the move (the hole's page tables are not needed), no IPI.
+        assert _median_counter(trials, variant, 16 * MIB, "tp_tlb_flush_per_op") >= 8
+        assert _median_counter(trials, variant, 16 * MIB, "tp_mm_page_alloc_per_op") == 0
+        assert _median_counter(trials, variant, 16 * MIB, "tp_ipi_send_cpu_per_op") == 0
+    # The two orders make the same kernel work: whatever the unmap-last order saves is not
+    # a flush or a VMA operation left out (METHOD.md "Set-up order").
+    for name in ("tp_tlb_flush_per_op", "tp_ma_write_per_op", "tp_kmem_cache_alloc_per_op"):
+        assert (_median_counter(trials, "mremap", 16 * MIB, name)
+                == _median_counter(trials, "mremap-after-munmap", 16 * MIB, name)), name
+    # The hot copy makes no TLB flush at all.
+    assert _median_counter(trials, "memcpy", 16 * MIB, "tp_tlb_flush_per_op") == 0
 
 
 def test_seed_csv_keeps_its_columns(quick_run: Path) -> None:
@@ -127,3 +195,15 @@ def test_program_speaks_the_protocol(built: Path) -> None:
     assert lines[0]["batch"] > 1
     samples = [x for x in lines if x["type"] == "sample"]
     assert len(samples) == 3 and all(s["metric"] == "ns_per_op" for s in samples)
+
+
+def test_one_realloc_style_move_per_sample_by_hand(built: Path) -> None:
+    res = subprocess.run([str(built / "mremap_vs_memcpy" / "mremap_bench"), "--variant",
+                          "mremap", "--param", "size=16777216", "--samples", "3"],
+                         capture_output=True, text=True, check=True)
+    lines = [json.loads(line) for line in res.stdout.splitlines()]
+    meta = lines[0]
+    assert meta["batch"] == 1 and meta["new_size"] == 32 * MIB and meta["dst_pmd_offset"] == 0
+    assert meta["setup_order"] == "hole punched, then source faulted in, then the move"
+    counters = {x["name"]: x["value"] for x in lines if x["type"] == "counter"}
+    assert counters["ops_per_sample"] == 1 and counters["minor_faults_per_op"] == 0
