@@ -291,6 +291,67 @@ def cmd_compare(
             raise typer.Exit(1)
 
 
+fleet_app = typer.Typer(help="Run a bakeoff on many hosts through Ansible (docs/FLEET.md).",
+                        no_args_is_help=True)
+app.add_typer(fleet_app, name="fleet")
+
+
+@fleet_app.command("run")
+def cmd_fleet_run(
+    names: Annotated[list[str] | None, typer.Argument(help="Benchmarks to run (default: all).")] = None,
+    inventory: Annotated[Path | None, typer.Option(
+        "--inventory", "-i", help="Ansible inventory of the hosts.")] = None,
+    profile: Annotated[str, typer.Option(help="quick | default | full")] = "default",
+    variant: Annotated[list[str] | None, typer.Option(help="As for bakeoff run.")] = None,
+    param: Annotated[list[str] | None, typer.Option(help="As for bakeoff run.")] = None,
+    trials: Annotated[int | None, typer.Option(help="As for bakeoff run.")] = None,
+    samples: Annotated[int | None, typer.Option(help="As for bakeoff run.")] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="The seed every host runs with (default: one chosen here for all).")] = None,
+    threshold: Annotated[float, typer.Option(help="As for bakeoff run.")] = 2.0,
+    target_ci: Annotated[float | None, typer.Option(help="As for bakeoff run.")] = None,
+    max_trials: Annotated[int | None, typer.Option(help="As for bakeoff run.")] = None,
+    time_budget: Annotated[float | None, typer.Option(help="As for bakeoff run.")] = None,
+    pin: Annotated[bool, typer.Option(help="As for bakeoff run.")] = True,
+    serial: Annotated[bool, typer.Option(
+        "--serial", help="One host at a time (hosts that share hardware).")] = False,
+    forks: Annotated[int, typer.Option(help="Hosts worked on at once.")] = 20,
+    host_timeout: Annotated[int, typer.Option(
+        help="Seconds a host's bakeoff run may take.")] = 6 * 3600,
+    connect_timeout: Annotated[int, typer.Option(help="SSH connect timeout, seconds.")] = 10,
+    out: Annotated[Path | None, typer.Option(
+        help="Fleet directory (default: results/<time>-fleet-<names>).")] = None,
+    wheelhouse: Annotated[bool, typer.Option(
+        help="Push wheels of the pinned Python deps (hosts need no PyPI).")] = True,
+    resume: Annotated[Path | None, typer.Option(
+        help="Finish only what a fleet run in DIR left undone.")] = None,
+) -> None:
+    """Push the committed checkout to every host, set it up, run, fetch; one record per host."""
+    signal.signal(signal.SIGTERM, _sigterm_raises)
+    from bakeoff.fleet.command import FleetRequest, run_fleet
+
+    settings = _settings(threshold, target_ci, max_trials, time_budget, pin)
+    options: list[str] = []
+    if threshold != 2.0:
+        options += ["--threshold", f"{threshold:g}"]
+    if settings.target_ci is not None:
+        options += ["--target-ci", f"{target_ci:g}"]
+    if max_trials is not None:
+        options += ["--max-trials", str(max_trials)]
+    if time_budget is not None:
+        options += ["--time-budget", f"{time_budget:g}"]
+    if not pin:
+        options += ["--no-pin"]
+    req = FleetRequest(
+        inventory=inventory, names=names or [], profile=profile, variants=variant or [],
+        params=param or [], trials=trials, samples=samples, seed=seed, run_options=options,
+        serial=serial, forks=forks, host_timeout_s=host_timeout,
+        connect_timeout_s=connect_timeout, out=out, wheelhouse=wheelhouse, resume=resume)
+    code = run_fleet(req, out_console, err_console)
+    if code:
+        raise typer.Exit(code)
+
+
 @app.command("doctor")
 def cmd_doctor(
     clean: Annotated[bool, typer.Option(
