@@ -173,7 +173,9 @@ def execute(rec: FleetRecord, fleet_dir: Path, hosts: list[str], extra_vars: dic
         "ANSIBLE_SSH_CONTROL_PATH_DIR": str(control_dir / "cp"),
         "ANSIBLE_LOCAL_TEMP": str(control_dir / "tmp"),
         "ANSIBLE_TIMEOUT": str(connect_timeout),
-        "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
+        # Debian has /usr/bin/python3 (the set-up installs it); interpreter discovery would
+        # take whatever a login PATH finds first (a pyenv shim, say). Inventory may override.
+        "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
         "ANSIBLE_RETRY_FILES_ENABLED": "False",
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_FORCE_COLOR": "0",
