@@ -236,7 +236,7 @@ def prepare(rec: FleetRecord, fleet_dir: Path, use_wheelhouse: bool,
     if use_wheelhouse:
         note("gathering the wheels of the pinned Python dependencies (once per set of pins)")
         path = wheelhouse.build(registry.REPO_ROOT / "pyproject.toml", cache)
-        rec.wheelhouse_bytes = wheelhouse.size_bytes(path)
+        rec.wheelhouse_bytes = path.stat().st_size
         wheels = str(path)
     return {
         "bakeoff_fleet_run": rec.fleet_run,

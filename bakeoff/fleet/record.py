@@ -79,7 +79,11 @@ class FleetRecord:
 
 def save(record: FleetRecord, fleet_dir: Path) -> Path:
     path = fleet_dir / FLEET_JSON
-    write_atomic(path, json.dumps(asdict(record), indent=2) + "\n")
+    data = asdict(record)
+    for name, h in record.hosts.items():  # seconds too, for readers of the JSON
+        for phase, p in h.phases.items():
+            data["hosts"][name]["phases"][phase]["seconds"] = p.seconds
+    write_atomic(path, json.dumps(data, indent=2) + "\n")
     return path
 
 
@@ -87,7 +91,7 @@ def load(fleet_dir: Path) -> FleetRecord:
     path = fleet_dir / FLEET_JSON
     try:
         data = json.loads(path.read_text())
-        hosts = {name: HostRecord(**{**h, "phases": {p: Phase(**v) for p, v in h["phases"].items()}})
+        hosts = {name: HostRecord(**{**h, "phases": {p: _phase(v) for p, v in h["phases"].items()}})
                  for name, h in data.pop("hosts").items()}
         return FleetRecord(**data, hosts=hosts)
     except FileNotFoundError:
@@ -96,6 +100,10 @@ def load(fleet_dir: Path) -> FleetRecord:
     except (OSError, ValueError, TypeError, KeyError) as exc:
         raise UsageError(f"{path} is not a fleet record this bakeoff reads ({exc}); "
                          "give a directory written by bakeoff fleet run") from None
+
+
+def _phase(data: dict[str, Any]) -> Phase:
+    return Phase(started=data["started"], ended=data["ended"], outcome=data["outcome"])
 
 
 def is_fleet_dir(path: Path) -> bool:
