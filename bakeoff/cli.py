@@ -242,12 +242,47 @@ def _export(run: RunRecord, run_dir: Path, quiet: bool) -> None:
 
 @app.command("report")
 def cmd_report(
-    run_dir: Annotated[Path, typer.Argument(help="A results directory written by bakeoff run.")],
+    run_dirs: Annotated[list[Path], typer.Argument(
+        help="A results directory; a fleet directory; or several hosts' results directories.")],
+    out: Annotated[Path | None, typer.Option(
+        help="Where the report across hosts goes (default: the fleet directory, or "
+             "results/<time>-hosts).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
-    """Regenerate every report of a results directory from its results.json alone."""
-    run = store.load(run_dir)
-    _export(run, run_dir, quiet)
+    """Regenerate a run's reports from results.json alone; or one report across hosts."""
+    from bakeoff.fleet.record import is_fleet_dir
+
+    if len(run_dirs) == 1 and not is_fleet_dir(run_dirs[0]):
+        if out is not None:
+            raise UsageError("--out is for a report across hosts; a run's reports go in its "
+                             "own directory")
+        run = store.load(run_dirs[0])
+        _export(run, run_dirs[0], quiet)
+        return
+    _export_hosts(run_dirs, out)
+
+
+def _export_hosts(run_dirs: list[Path], out: Path | None) -> None:
+    with lazy.signals_held():
+        from bakeoff.hosts import analyze_hosts
+        from bakeoff.report.hosts import write_host_reports
+
+    analysis = analyze_hosts(run_dirs)
+    if out is None:
+        from datetime import UTC, datetime
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        out = run_dirs[0] if analysis.fleet else registry.REPO_ROOT / "results" / f"{stamp}-hosts"
+    try:
+        # MERGE NOTE (issue 12): bakeoff report --redact applies its redactor here, as
+        # write_host_reports(..., postprocess=redactor) — every file of the report passes it.
+        paths = write_host_reports(analysis, out)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc} "
+                         "(choose a writable --out)") from None
+    for c in (c for cases in analysis.cases.values() for c in cases if c.verdict == "differs"):
+        out_console.print(f"differs across hosts: {c.case.key}: {c.spread}", highlight=False)
+    for p in paths:
+        out_console.print(f"wrote {p}", highlight=False)
 
 
 @app.command("compare")

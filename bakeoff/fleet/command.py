@@ -12,7 +12,7 @@ from rich.text import Text
 from bakeoff import registry
 from bakeoff.errors import UsageError
 from bakeoff.fleet import checkout, driver, record
-from bakeoff.fleet.progress import LiveTable, Lines, Progress
+from bakeoff.fleet.progress import Lines, LiveTable, Progress
 from bakeoff.plan import check_request
 
 

@@ -7,6 +7,7 @@ and end of each phase (connect, push, setup, run, fetch) by the controller's clo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -188,8 +189,6 @@ def dir_bytes(path: Path) -> int:
     total = 0
     for root, _dirs, files in os.walk(path):
         for f in files:
-            try:
+            with contextlib.suppress(OSError):
                 total += (Path(root) / f).stat().st_size
-            except OSError:
-                pass
     return total
