@@ -315,6 +315,7 @@ def cmd_compare(
         sys.stdout.write(render_comparison_markdown(cmp))
     else:
         print_comparison(cmp, out_console)
+        _say_what_differs(cmp, threshold)
     if fail_on_regression is not None:
         worse = [c for c in cmp.changes if c.regressed_beyond(fail_on_regression / 100)]
         for c in worse:
@@ -385,6 +386,29 @@ def cmd_fleet_run(
     code = run_fleet(req, out_console, err_console)
     if code:
         raise typer.Exit(code)
+
+
+def _say_what_differs(cmp: Any, threshold: float) -> None:
+    """The answer in two lines: which cases differ beyond the threshold, and, for runs from
+    two hosts, which host facts differ (kernel, CPU, mitigations, ...)."""
+    differ = [c for c in cmp.changes if c.verdict != "same"]
+    out_console.print(f"{len(differ)} of {len(cmp.changes)} cases differ beyond ±{threshold:g}%"
+                      + (": " + "; ".join(f"{c.case.key} {(c.ratio.ratio - 1) * 100:+.1f}%"
+                                          for c in differ) if differ else ""),
+                      highlight=False, soft_wrap=True)
+    from bakeoff.hosts import HostRun, fact_rows
+    from bakeoff.report.facts import fact_text
+
+    rows = [r for r in fact_rows([HostRun("old", Path(), cmp.old, None),  # type: ignore[arg-type]
+                                  HostRun("new", Path(), cmp.new, None)])  # type: ignore[arg-type]
+            if r.differs]
+    if cmp.old.host.get("hostname") != cmp.new.host.get("hostname") or rows:
+        shown = "; ".join(f"{r.fact}: {r.values['old']} → {r.values['new']}" for r in rows[:12])
+        more = f" and {len(rows) - 12} more" if len(rows) > 12 else ""
+        out_console.print(f"host facts that differ (old → new): {shown or 'none'}{more}"
+                          + ("" if shown else f" ({fact_text(cmp.old.host.get('hostname'))} → "
+                             f"{fact_text(cmp.new.host.get('hostname'))})"),
+                          highlight=False, soft_wrap=True)
 
 
 @app.command("doctor")

@@ -31,7 +31,7 @@ PRIVSEP_DIR = Path("/run/sshd")  # sshd refuses to start without it
 
 
 @dataclass
-class TestHost:
+class NamespaceHost:
     name: str
     netns: str
     veth: str
@@ -91,13 +91,13 @@ class TestHost:
 
 
 @dataclass
-class TestFleet:
+class NamespaceFleet:
     root: Path
-    hosts: list[TestHost] = field(default_factory=list)
+    hosts: list[NamespaceHost] = field(default_factory=list)
     key: Path = Path()
     known_hosts: Path = Path()
 
-    def inventory(self, path: Path, hosts: list[TestHost] | None = None) -> Path:
+    def inventory(self, path: Path, hosts: list[NamespaceHost] | None = None) -> Path:
         lines = ["all:", "  vars:", "    ansible_user: root",
                  f"    ansible_ssh_private_key_file: {self.key}",
                  "    ansible_ssh_common_args: >-",
@@ -136,11 +136,11 @@ def _run(*cmd: str) -> None:
 
 
 @contextlib.contextmanager
-def test_fleet(names: list[str], without_memcg: tuple[str, ...] = ()) -> Iterator[TestFleet]:
+def namespace_fleet(names: list[str], without_memcg: tuple[str, ...] = ()) -> Iterator[NamespaceFleet]:
     """Hosts `names`, up and listening, removed again on exit (also when the body fails)."""
     tag = f"{os.getpid() % 100000}"
     root = Path(tempfile.mkdtemp(prefix=f"bakeoff-fleet-hosts-{tag}-", dir="/var/tmp"))
-    fleet = TestFleet(root=root, key=root / "client_key", known_hosts=root / "known_hosts")
+    fleet = NamespaceFleet(root=root, key=root / "client_key", known_hosts=root / "known_hosts")
     try:
         # openssh-server's own run-time directory (systemd makes it at boot; a container may
         # not have it). It is the package's, not the test's: it stays.
@@ -152,7 +152,7 @@ def test_fleet(names: list[str], without_memcg: tuple[str, ...] = ()) -> Iterato
         subnet = f"198.18.{os.getpid() % 250}"  # two test sessions at once do not clash
         known: list[str] = []
         for i, name in enumerate(names):
-            host = TestHost(
+            host = NamespaceHost(
                 name=name, netns=f"bakeoff-{tag}-{name}", veth=f"bk{tag}{i}",
                 address=f"{subnet}.{4 * i + 2}", remote_dir=root / "remote" / name,
                 config=root / f"sshd-{name}.conf", log=root / f"sshd-{name}.log",

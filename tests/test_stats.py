@@ -235,3 +235,46 @@ def test_trials_kept_as_quantiles_give_the_exact_statistics_within_their_rank_st
     counted = stats.outliers([k for k in kept if k is not None],
                              [t.size / stats.SKETCH_POINTS for t in trials])
     assert counted.tukey_high == pytest.approx(whole.tukey_high, rel=0.05)
+
+
+def _host_ratio(rng: np.random.Generator, level: float, ratio: float, spread: float) -> stats.Ratio:
+    """One host's run: its own absolute level and noise, the variant at `ratio` of its baseline."""
+    def draw(median: float) -> list[np.ndarray]:
+        return [median * np.exp(rng.normal(0.0, spread) + rng.normal(0.0, 0.1, size=10))
+                for _ in range(10)]
+    return stats.ratio_of_medians(draw(level * ratio), draw(level), rng, n_boot=500)
+
+
+def test_heterogeneity_false_alarm_rate_when_every_host_has_the_same_ratio() -> None:
+    # Hosts differ in speed (one twice as slow) and in noise, but not in the ratio: "differs"
+    # must be rare. The percentile CIs undercover a little with 10 trials (see above), so Q
+    # runs a little hot: at most 10% at a nominal 5%; near 0 would mean a test that never fires.
+    rng = np.random.default_rng(11)
+    draws = 200
+    alarms = {2: 0, 3: 0}
+    for k in alarms:
+        for _ in range(draws):
+            ratios = [_host_ratio(rng, level, 0.8, spread)
+                      for level, spread in [(100.0, 0.05), (200.0, 0.08), (50.0, 0.03)][:k]]
+            alarms[k] += stats.heterogeneity(ratios).p_value < 0.05
+    for k, n in alarms.items():
+        assert 0.01 <= n / draws <= 0.10, (k, n / draws)
+
+
+def test_heterogeneity_finds_a_host_whose_ratio_differs() -> None:
+    rng = np.random.default_rng(12)
+    draws = 100
+    found = sum(stats.heterogeneity([_host_ratio(rng, 100.0, 0.8, 0.05),
+                                     _host_ratio(rng, 100.0, 0.6, 0.05)]).p_value < 0.05
+                for _ in range(draws))
+    assert found / draws >= 0.9, found / draws
+
+
+def test_heterogeneity_needs_two_usable_estimates() -> None:
+    r = stats.Ratio(0.5, 0.4, 0.6, math.nan)
+    assert math.isnan(stats.heterogeneity([r]).p_value)
+    unbounded = stats.Ratio(0.5, 0.4, math.inf, math.nan)
+    assert math.isnan(stats.heterogeneity([r, unbounded]).p_value)
+    # Two exact (zero-width) ratios that differ: the floor on the SE keeps them different.
+    a, b = stats.Ratio(0.5, 0.5, 0.5, math.nan), stats.Ratio(0.6, 0.6, 0.6, math.nan)
+    assert stats.heterogeneity([a, b]).p_value < 1e-6

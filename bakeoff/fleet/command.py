@@ -93,11 +93,12 @@ def _started(req: FleetRequest) -> tuple[record.FleetRecord, Path, list[str]]:
     check_request(benches, req.profile, req.variants, req.params, req.trials, req.samples)
     if req.seed is not None and req.seed < 0:
         raise UsageError(f"--seed {req.seed}: a seed is a whole number of 0 or more")
+    hosts = driver.inventory_hosts(req.inventory)
     checkout.refuse_dirty(registry.REPO_ROOT)
     commit = checkout.head_commit(registry.REPO_ROOT)
-    hosts = driver.inventory_hosts(req.inventory)
     names = [b.name for b in benches] if req.names else []
-    fleet_run = driver.fleet_name(names)
+    # The fleet run's name is its directory's: the hosts keep their results under it too.
+    fleet_run = req.out.name if req.out else driver.fleet_name(names)
     fleet_dir = req.out or registry.REPO_ROOT / "results" / fleet_run
     if fleet_dir.exists() and any(fleet_dir.iterdir()):
         raise UsageError(f"{fleet_dir} is not empty; choose a new --out, or --resume it")
