@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -196,12 +198,17 @@ def test_a_host_killed_mid_run_is_finished_by_resume(fleet: NamespaceFleet, tmp_
 
 def test_a_host_without_memory_cgroups_records_skips_not_failures(
         fleet: NamespaceFleet, tmp_path: Path) -> None:
+    # --serial: one host after the other, as hosts sharing hardware must be run.
     res, out = _fleet_run(fleet, tmp_path, ["alpha", "gamma"], "mremap-vs-memcpy",
                           "cgroup-stat-read", "--profile", "quick", "--param", "size=4KiB",
-                          "--param", "content=legacy", "--param", "fields=3", "--trials", "3")
+                          "--param", "content=legacy-parse", "--param", "fields=3",
+                          "--trials", "3", "--serial")
     assert res.returncode == 0, (res.stdout, res.stderr)
     rec = _record(out)
+    assert rec["serial"] is True
     assert {h["status"] for h in rec["hosts"].values()} == {"complete"}
+    first, second = sorted(rec["hosts"].values(), key=lambda h: h["phases"]["connect"]["started"])
+    assert second["phases"]["connect"]["started"] >= first["phases"]["fetch"]["ended"] - 0.5
     runs = {n: json.loads((out / "hosts" / n / "results.json").read_text())
             for n in ("alpha", "gamma")}
     gamma_skips = [s for s in runs["gamma"]["skips"] if s["case"]["benchmark"] == "cgroup-stat-read"]
@@ -215,6 +222,45 @@ def test_a_host_without_memory_cgroups_records_skips_not_failures(
     md = (out / "report.md").read_text()
     assert "Skipped cases, per host" in md and "| gamma | " in md
     assert "Failed trials" not in md
+
+
+def test_sigterm_stops_the_hosts_runs_and_resume_finishes_them(
+        fleet: NamespaceFleet, tmp_path: Path) -> None:
+    alpha = _host(fleet, "alpha")
+    inv = fleet.inventory(tmp_path / "inventory.yml", [alpha])
+    out = tmp_path / "fleet"
+    partial = alpha.remote_dir / "results" / "fleet" / "trials.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bakeoff", "fleet", "run", "-i", str(inv), "--out", str(out),
+         "mremap-vs-memcpy", "--profile", "quick", "--trials", "8"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 900
+        while not (partial.exists() and len(partial.read_text().splitlines()) >= 3):
+            assert time.monotonic() < deadline and proc.poll() is None, "never saw it measure"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err
+    # Nothing of it runs on: not Ansible here, not bakeoff run on the host.
+    assert not alpha.kill_processes(".venv/bin/bakeoff run")
+    left = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True, check=False)
+    assert left.stdout.strip() == "", left.stdout
+    rec = _record(out)
+    a = rec["hosts"]["alpha"]
+    assert a["status"] == "interrupted" and "--resume" in a["reason"]
+    # The host's run saved its trials when it was stopped.
+    saved = json.loads((alpha.remote_dir / "results" / "fleet" / "results.json").read_text())
+    assert saved["status"] == "interrupted"
+
+    again = run_bakeoff("fleet", "run", "--resume", str(out), timeout=1500)
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    assert _record(out)["hosts"]["alpha"]["status"] == "complete"
 
 
 def test_bad_fleet_input_is_one_line(tmp_path: Path) -> None:

@@ -67,8 +67,18 @@ def run_fleet(req: FleetRequest, out: Console, err: Console) -> int:
     progress = _progress(out, rec)
     try:
         driver.execute(rec, fleet_dir, hosts, extra_vars, progress, req.connect_timeout_s)
-    finally:
+    except BaseException as exc:
+        # Whatever the hosts sent back before the stop is kept; the rest is for --resume.
         driver.collect(rec, fleet_dir, hosts)
+        for h in rec.failed():
+            if h.status not in ("failed", "unreachable"):
+                h.status = "interrupted"
+                h.reason = (f"the fleet run was interrupted ({type(exc).__name__}); "
+                            f"bakeoff fleet run --resume {fleet_dir} finishes it")
+        raise
+    else:
+        driver.collect(rec, fleet_dir, hosts)
+    finally:
         rec.finished_at = driver.now_iso()
         record.save(rec, fleet_dir)
         progress.close(rec)

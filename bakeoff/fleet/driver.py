@@ -37,6 +37,9 @@ from bakeoff.fleet.record import (
 )
 
 PLAYBOOK = registry.REPO_ROOT / "fleet" / "playbook.yml"
+STOP_PLAYBOOK = registry.REPO_ROOT / "fleet" / "stop.yml"
+# An interrupted fleet run waits this long for the hosts' runs to stop and save their trials.
+_STOP_TIMEOUT_S = 120
 EVENTS = "events.jsonl"
 ANSIBLE_LOG = "ansible.log"
 # How often the controller looks for new events while the playbook runs.
@@ -195,6 +198,13 @@ def execute(rec: FleetRecord, fleet_dir: Path, hosts: list[str], extra_vars: dic
                 time.sleep(_POLL_S)
         except BaseException:
             _stop(proc)
+            # The hosts' runs are async jobs: they would go on without us. Stop them (they
+            # keep their finished trials for --resume); a second Ctrl-C skips this.
+            stop = subprocess.run(
+                [*argv[:-1], str(STOP_PLAYBOOK)], stdout=log, stderr=subprocess.STDOUT,
+                env={k: v for k, v in env.items() if k != "BAKEOFF_FLEET_EVENTS"},
+                cwd=fleet_dir, timeout=_STOP_TIMEOUT_S, check=False)
+            log.write(f"# stop playbook exited {stop.returncode}\n".encode())
             raise
         finally:
             for host, phase in close_phases(rec, time.time()):
