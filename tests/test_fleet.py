@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, assert_usage_error, run_bakeoff
-from fleet_hosts import NamespaceFleet, namespace_fleet
+from fleet_hosts import NamespaceFleet, NamespaceHost, namespace_fleet
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +56,23 @@ def _record(out: Path) -> dict:
     return json.loads((out / "fleet.json").read_text())
 
 
-def _host(fleet: NamespaceFleet, name: str):
+def _remote_results(host: NamespaceHost, out: Path) -> Path:
+    """Where the host keeps this fleet run's results (named in fleet.json once it exists)."""
+    try:
+        return host.remote_dir / "results" / _record(out)["remote_name"]
+    except (OSError, ValueError):
+        return host.remote_dir / "results" / "not-yet"
+
+
+def _trials_measured(host: NamespaceHost, out: Path) -> int:
+    journal = _remote_results(host, out) / "trials.jsonl"
+    try:
+        return len(journal.read_text().splitlines())
+    except OSError:
+        return 0
+
+
+def _host(fleet: NamespaceFleet, name: str) -> NamespaceHost:
     return next(h for h in fleet.hosts if h.name == name)
 
 
@@ -151,13 +167,12 @@ def test_a_host_whose_sshd_is_stopped_is_unreachable_and_the_other_completes(
 
 def test_a_host_killed_mid_run_is_finished_by_resume(fleet: NamespaceFleet, tmp_path: Path) -> None:
     beta = _host(fleet, "beta")
-    partial = beta.remote_dir / "results" / "fleet" / "trials.jsonl"
     killed: list[int] = []
 
     def kill_when_measuring() -> None:
         deadline = time.monotonic() + 900
         while time.monotonic() < deadline and not killed:
-            if partial.exists() and len(partial.read_text().splitlines()) >= 3:
+            if _trials_measured(beta, tmp_path / "fleet") >= 3:
                 killed.extend(beta.kill_processes(".venv/bin/bakeoff run"))
                 return
             time.sleep(0.2)
@@ -229,14 +244,13 @@ def test_sigterm_stops_the_hosts_runs_and_resume_finishes_them(
     alpha = _host(fleet, "alpha")
     inv = fleet.inventory(tmp_path / "inventory.yml", [alpha])
     out = tmp_path / "fleet"
-    partial = alpha.remote_dir / "results" / "fleet" / "trials.jsonl"
     proc = subprocess.Popen(
         [sys.executable, "-m", "bakeoff", "fleet", "run", "-i", str(inv), "--out", str(out),
          "mremap-vs-memcpy", "--profile", "quick", "--trials", "8"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 900
-        while not (partial.exists() and len(partial.read_text().splitlines()) >= 3):
+        while _trials_measured(alpha, out) < 3:
             assert time.monotonic() < deadline and proc.poll() is None, "never saw it measure"
             time.sleep(0.2)
         proc.send_signal(signal.SIGTERM)
@@ -255,7 +269,7 @@ def test_sigterm_stops_the_hosts_runs_and_resume_finishes_them(
     a = rec["hosts"]["alpha"]
     assert a["status"] == "interrupted" and "--resume" in a["reason"]
     # The host's run saved its trials when it was stopped.
-    saved = json.loads((alpha.remote_dir / "results" / "fleet" / "results.json").read_text())
+    saved = json.loads((_remote_results(alpha, out) / "results.json").read_text())
     assert saved["status"] == "interrupted"
 
     again = run_bakeoff("fleet", "run", "--resume", str(out), timeout=1500)

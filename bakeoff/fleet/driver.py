@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -249,7 +250,7 @@ def prepare(rec: FleetRecord, fleet_dir: Path, use_wheelhouse: bool,
         rec.wheelhouse_bytes = path.stat().st_size
         wheels = str(path)
     return {
-        "bakeoff_fleet_run": rec.fleet_run,
+        "bakeoff_fleet_run": rec.remote_name,
         "bakeoff_archive": str(archive),
         "bakeoff_commit": rec.commit,
         "bakeoff_wheelhouse": wheels,
@@ -266,7 +267,8 @@ def new_record(fleet_run: str, commit: str, inventory: Path, hosts: list[str],
                run_args: list[str], seed: int, rooms: list[str], serial: bool,
                forks: int, host_timeout_s: int) -> FleetRecord:
     return FleetRecord(
-        fleet_run=fleet_run, commit=commit, inventory=str(inventory.resolve()),
+        fleet_run=fleet_run, remote_name=f"{fleet_run}-{secrets.token_hex(4)}", commit=commit,
+        inventory=str(inventory.resolve()),
         run_args=run_args, seed=seed, rooms=rooms, serial=serial, forks=forks,
         host_timeout_s=host_timeout_s, argv=["bakeoff", *sys.argv[1:]], started_at=now_iso(),
         hosts={h: HostRecord(host=h) for h in hosts})

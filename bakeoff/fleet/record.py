@@ -55,6 +55,9 @@ class HostRecord:
 @dataclass
 class FleetRecord:
     fleet_run: str
+    # The name of the hosts' results directory: the fleet run's name and a random suffix, so
+    # two fleet runs of one name (the same --out basename) never share a host's directory.
+    remote_name: str
     commit: str
     inventory: str
     run_args: list[str]
