@@ -69,9 +69,10 @@ def run_fleet(req: FleetRequest, out: Console, err: Console) -> int:
         driver.execute(rec, fleet_dir, hosts, extra_vars, progress, req.connect_timeout_s)
     except BaseException as exc:
         # Whatever the hosts sent back before the stop is kept; the rest is for --resume.
+        going = [h for h in rec.hosts.values() if h.status not in ("failed", "unreachable")]
         driver.collect(rec, fleet_dir, hosts)
-        for h in rec.failed():
-            if h.status not in ("failed", "unreachable"):
+        for h in going:
+            if h.status != "complete":
                 h.status = "interrupted"
                 h.reason = (f"the fleet run was interrupted ({type(exc).__name__}); "
                             f"bakeoff fleet run --resume {fleet_dir} finishes it")
