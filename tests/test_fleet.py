@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -275,6 +276,22 @@ def test_sigterm_stops_the_hosts_runs_and_resume_finishes_them(
     again = run_bakeoff("fleet", "run", "--resume", str(out), timeout=1500)
     assert again.returncode == 0, (again.stdout, again.stderr)
     assert _record(out)["hosts"]["alpha"]["status"] == "complete"
+
+
+def test_on_a_terminal_a_live_table_per_host(fleet: NamespaceFleet, tmp_path: Path) -> None:
+    inv = fleet.inventory(tmp_path / "inventory.yml", [_host(fleet, "alpha")])
+    out = tmp_path / "fleet"
+    cmd = [sys.executable, "-m", "bakeoff", "fleet", "run", "-i", str(inv), "--out", str(out),
+           *QUICK_ONE_SIZE]
+    # script(1) gives the command a terminal, as a person at a shell has.
+    res = subprocess.run(["script", "-qfec", f"stty cols 120; {shlex.join(cmd)}",
+                          str(tmp_path / "tty.log")], cwd=REPO, capture_output=True, text=True,
+                         timeout=1500, check=False)
+    assert res.returncode == 0, res.stdout[-3000:]
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", (tmp_path / "tty.log").read_text())
+    assert re.search(r"┃ host\s+┃ connect\s+┃ push\s+┃ setup\s+┃ run\s+┃ fetch\s+┃ status", screen)
+    assert re.search(r"│ alpha\s+│ ok [\d.]+s .*│ complete", screen), screen[-3000:]
+    assert "alpha: connect ok" not in screen  # the table instead of the lines of a pipe
 
 
 def test_bad_fleet_input_is_one_line(tmp_path: Path) -> None:

@@ -60,8 +60,9 @@ class LiveTable:
     def _table(rec: FleetRecord) -> Table:
         table = Table("host", *PHASES, "status", title=f"fleet run {rec.fleet_run}")
         for h in rec.hosts.values():
-            status = Text(h.status, style=_STYLE.get(
-                {"complete": "ok", "not tried": ""}.get(h.status, "failed"), ""))
+            label = "running" if h.status == "not tried" and h.phases else h.status
+            status = Text(label, style=_STYLE.get(
+                {"complete": "ok", "not tried": "", "running": "running"}.get(label, "failed"), ""))
             table.add_row(h.host, *(_cell(h.phases.get(p)) for p in PHASES), status)
         return table
 
