@@ -117,6 +117,12 @@ def _spread(ratios: dict[str, stats.Ratio]) -> tuple[float, str]:
                     f"({(factor - 1) * 100:.0f}% apart)")
 
 
+def _test(results: list[CaseResult]) -> stats.Heterogeneity:
+    measured = [r for r in results if r.vs_baseline is not None]
+    return stats.heterogeneity([r.vs_baseline for r in measured if r.vs_baseline is not None],
+                               [r.summary.n_trials if r.summary else 0 for r in measured])
+
+
 def compare_hosts(hosts: list[HostRun], threshold: float) -> dict[str, list[CaseAcross]]:
     out: dict[str, list[CaseAcross]] = {}
     benches = list(dict.fromkeys(b for h in hosts for b in h.run.benchmarks))
@@ -131,9 +137,8 @@ def compare_hosts(hosts: list[HostRun], threshold: float) -> dict[str, list[Case
             for r in ba.for_metric(metric):
                 if r.case.variant != ba.info.baseline:
                     by_case.setdefault(r.case, {})[h.label] = r
-        cases = [CaseAcross(c, metric, res, stats.heterogeneity(
-            [r.vs_baseline for r in res.values() if r.vs_baseline is not None]))
-            for c, res in sorted(by_case.items(), key=lambda kv: kv[0].key)]
+        cases = [CaseAcross(c, metric, res, _test(list(res.values())))
+                 for c, res in sorted(by_case.items(), key=lambda kv: kv[0].key)]
         tested = [c for c in cases if c.test.p_value == c.test.p_value]  # not NaN
         for c, p in zip(tested, stats.holm([c.test.p_value for c in tested]), strict=True):
             c.p_holm = p
