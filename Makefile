@@ -5,6 +5,8 @@ VENV     := .venv
 BAKEOFF  := $(VENV)/bin/bakeoff
 PYTEST   := $(VENV)/bin/pytest
 PROFILE  ?= default
+# Optional dependency groups installed into the venv; fleet hosts set EXTRAS= (runtime only).
+EXTRAS   ?= test,fleet
 
 .PHONY: bench test lint build deps system-deps venv clean distclean
 
@@ -31,7 +33,7 @@ venv: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml | system-deps
 	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.$(if $(EXTRAS),[$(EXTRAS)])'
 	@touch $@
 
 clean:

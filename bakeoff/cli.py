@@ -242,12 +242,47 @@ def _export(run: RunRecord, run_dir: Path, quiet: bool) -> None:
 
 @app.command("report")
 def cmd_report(
-    run_dir: Annotated[Path, typer.Argument(help="A results directory written by bakeoff run.")],
+    run_dirs: Annotated[list[Path], typer.Argument(
+        help="A results directory; a fleet directory; or several hosts' results directories.")],
+    out: Annotated[Path | None, typer.Option(
+        help="Where the report across hosts goes (default: the fleet directory, or "
+             "results/<time>-hosts).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
-    """Regenerate every report of a results directory from its results.json alone."""
-    run = store.load(run_dir)
-    _export(run, run_dir, quiet)
+    """Regenerate a run's reports from results.json alone; or one report across hosts."""
+    from bakeoff.fleet.record import is_fleet_dir
+
+    if len(run_dirs) == 1 and not is_fleet_dir(run_dirs[0]):
+        if out is not None:
+            raise UsageError("--out is for a report across hosts; a run's reports go in its "
+                             "own directory")
+        run = store.load(run_dirs[0])
+        _export(run, run_dirs[0], quiet)
+        return
+    _export_hosts(run_dirs, out)
+
+
+def _export_hosts(run_dirs: list[Path], out: Path | None) -> None:
+    with lazy.signals_held():
+        from bakeoff.hosts import analyze_hosts
+        from bakeoff.report.hosts import write_host_reports
+
+    analysis = analyze_hosts(run_dirs)
+    if out is None:
+        from datetime import UTC, datetime
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        out = run_dirs[0] if analysis.fleet else registry.REPO_ROOT / "results" / f"{stamp}-hosts"
+    try:
+        # MERGE NOTE (issue 12): bakeoff report --redact applies its redactor here, as
+        # write_host_reports(..., postprocess=redactor) — every file of the report passes it.
+        paths = write_host_reports(analysis, out)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc} "
+                         "(choose a writable --out)") from None
+    for c in (c for cases in analysis.cases.values() for c in cases if c.verdict == "differs"):
+        out_console.print(f"differs across hosts: {c.case.key}: {c.spread}", highlight=False)
+    for p in paths:
+        out_console.print(f"wrote {p}", highlight=False)
 
 
 @app.command("compare")
@@ -280,6 +315,7 @@ def cmd_compare(
         sys.stdout.write(render_comparison_markdown(cmp))
     else:
         print_comparison(cmp, out_console)
+        _say_what_differs(cmp, threshold)
     if fail_on_regression is not None:
         worse = [c for c in cmp.changes if c.regressed_beyond(fail_on_regression / 100)]
         for c in worse:
@@ -289,6 +325,90 @@ def cmd_compare(
                 f"{fail_on_regression:g}% slower", highlight=False)
         if worse:
             raise typer.Exit(1)
+
+
+fleet_app = typer.Typer(help="Run a bakeoff on many hosts through Ansible (docs/FLEET.md).",
+                        no_args_is_help=True)
+app.add_typer(fleet_app, name="fleet")
+
+
+@fleet_app.command("run")
+def cmd_fleet_run(
+    names: Annotated[list[str] | None, typer.Argument(help="Benchmarks to run (default: all).")] = None,
+    inventory: Annotated[Path | None, typer.Option(
+        "--inventory", "-i", help="Ansible inventory of the hosts.")] = None,
+    profile: Annotated[str, typer.Option(help="quick | default | full")] = "default",
+    variant: Annotated[list[str] | None, typer.Option(help="As for bakeoff run.")] = None,
+    param: Annotated[list[str] | None, typer.Option(help="As for bakeoff run.")] = None,
+    trials: Annotated[int | None, typer.Option(help="As for bakeoff run.")] = None,
+    samples: Annotated[int | None, typer.Option(help="As for bakeoff run.")] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="The seed every host runs with (default: one chosen here for all).")] = None,
+    threshold: Annotated[float, typer.Option(help="As for bakeoff run.")] = 2.0,
+    target_ci: Annotated[float | None, typer.Option(help="As for bakeoff run.")] = None,
+    max_trials: Annotated[int | None, typer.Option(help="As for bakeoff run.")] = None,
+    time_budget: Annotated[float | None, typer.Option(help="As for bakeoff run.")] = None,
+    pin: Annotated[bool, typer.Option(help="As for bakeoff run.")] = True,
+    serial: Annotated[bool, typer.Option(
+        "--serial", help="One host at a time (hosts that share hardware).")] = False,
+    forks: Annotated[int, typer.Option(help="Hosts worked on at once.")] = 20,
+    host_timeout: Annotated[int, typer.Option(
+        help="Seconds a host's bakeoff run may take.")] = 6 * 3600,
+    connect_timeout: Annotated[int, typer.Option(help="SSH connect timeout, seconds.")] = 10,
+    out: Annotated[Path | None, typer.Option(
+        help="Fleet directory (default: results/<time>-fleet-<names>).")] = None,
+    wheelhouse: Annotated[bool, typer.Option(
+        help="Push wheels of the pinned Python deps (hosts need no PyPI).")] = True,
+    resume: Annotated[Path | None, typer.Option(
+        help="Finish only what a fleet run in DIR left undone.")] = None,
+) -> None:
+    """Push the committed checkout to every host, set it up, run, fetch; one record per host."""
+    signal.signal(signal.SIGTERM, _sigterm_raises)
+    from bakeoff.fleet.command import FleetRequest, run_fleet
+
+    settings = _settings(threshold, target_ci, max_trials, time_budget, pin)
+    options: list[str] = []
+    if threshold != 2.0:
+        options += ["--threshold", f"{threshold:g}"]
+    if settings.target_ci is not None:
+        options += ["--target-ci", f"{target_ci:g}"]
+    if max_trials is not None:
+        options += ["--max-trials", str(max_trials)]
+    if time_budget is not None:
+        options += ["--time-budget", f"{time_budget:g}"]
+    if not pin:
+        options += ["--no-pin"]
+    req = FleetRequest(
+        inventory=inventory, names=names or [], profile=profile, variants=variant or [],
+        params=param or [], trials=trials, samples=samples, seed=seed, run_options=options,
+        serial=serial, forks=forks, host_timeout_s=host_timeout,
+        connect_timeout_s=connect_timeout, out=out, wheelhouse=wheelhouse, resume=resume)
+    code = run_fleet(req, out_console, err_console)
+    if code:
+        raise typer.Exit(code)
+
+
+def _say_what_differs(cmp: Any, threshold: float) -> None:
+    """The answer in two lines: which cases differ beyond the threshold, and, for runs from
+    two hosts, which host facts differ (kernel, CPU, mitigations, ...)."""
+    differ = [c for c in cmp.changes if c.verdict != "same"]
+    out_console.print(f"{len(differ)} of {len(cmp.changes)} cases differ beyond ±{threshold:g}%"
+                      + (": " + "; ".join(f"{c.case.key} {(c.ratio.ratio - 1) * 100:+.1f}%"
+                                          for c in differ) if differ else ""),
+                      highlight=False, soft_wrap=True)
+    from bakeoff.hosts import HostRun, fact_rows
+    from bakeoff.report.facts import fact_text
+
+    rows = [r for r in fact_rows([HostRun("old", Path(), cmp.old, None),  # type: ignore[arg-type]
+                                  HostRun("new", Path(), cmp.new, None)])  # type: ignore[arg-type]
+            if r.differs]
+    if cmp.old.host.get("hostname") != cmp.new.host.get("hostname") or rows:
+        shown = "; ".join(f"{r.fact}: {r.values['old']} → {r.values['new']}" for r in rows[:12])
+        more = f" and {len(rows) - 12} more" if len(rows) > 12 else ""
+        out_console.print(f"host facts that differ (old → new): {shown or 'none'}{more}"
+                          + ("" if shown else f" ({fact_text(cmp.old.host.get('hostname'))} → "
+                             f"{fact_text(cmp.new.host.get('hostname'))})"),
+                          highlight=False, soft_wrap=True)
 
 
 @app.command("doctor")

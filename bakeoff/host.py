@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import gzip
+import hashlib
 import json
 import os
 import platform
@@ -279,7 +281,79 @@ def facts(build_dir: Path | None = None) -> dict[str, Any]:
         "timer": _timer_probe(build_dir),
         "perf_counters": _probe_perf_counters().available,
         "busy_processes": busy_processes(),
+        "microcode": _microcode(),
+        "smt_control": _read("/sys/devices/system/cpu/smt/control", "not exposed"),
+        "thp_defrag": _bracketed(_read("/sys/kernel/mm/transparent_hugepage/defrag", "absent")),
+        "mitigations": _mitigations(),
+        "sysctls": sysctls(),
+        "kernel_config": kernel_config(),
     }
+
+
+# Kernel options that change what these mechanisms cost (preemption, timer tick, BPF JIT,
+# THP, uprobes, memcg, page-table isolation, debugging that slows the mm). Prefixes end in '_'.
+_CONFIG_OPTIONS = (
+    "CONFIG_PREEMPT", "CONFIG_PREEMPT_", "CONFIG_HZ", "CONFIG_NO_HZ_", "CONFIG_BPF_JIT",
+    "CONFIG_BPF_JIT_", "CONFIG_BPF_SYSCALL", "CONFIG_TRANSPARENT_HUGEPAGE",
+    "CONFIG_TRANSPARENT_HUGEPAGE_", "CONFIG_UPROBES", "CONFIG_UPROBE_EVENTS", "CONFIG_MEMCG",
+    "CONFIG_MITIGATION_PAGE_TABLE_ISOLATION", "CONFIG_MITIGATION_RETPOLINE", "CONFIG_KASAN",
+    "CONFIG_DEBUG_VM", "CONFIG_PROVE_LOCKING", "CONFIG_HAVE_MOVE_PMD", "CONFIG_HAVE_MOVE_PUD",
+    "CONFIG_NUMA_BALANCING", "CONFIG_INIT_ON_ALLOC_DEFAULT_ON",
+)
+# Sysctls the benchmarked mechanisms depend on: BPF (JIT, hardening, unprivileged use),
+# perf events, address-space layout, mappings and overcommit, NUMA balancing.
+SYSCTLS = (
+    "net.core.bpf_jit_enable", "net.core.bpf_jit_harden", "kernel.unprivileged_bpf_disabled",
+    "kernel.perf_event_paranoid", "kernel.randomize_va_space", "kernel.numa_balancing",
+    "vm.max_map_count", "vm.overcommit_memory", "vm.nr_hugepages", "vm.swappiness",
+)
+
+
+def _config_text() -> tuple[str, str]:
+    """The running kernel's config and where it came from, or ('', '') when unreadable."""
+    try:
+        with gzip.open("/proc/config.gz", "rt") as f:
+            return f.read(), "/proc/config.gz"
+    except OSError:
+        pass
+    path = f"/boot/config-{os.uname().release}"
+    text = _read(path)
+    return (text, path) if text else ("", "")
+
+
+def kernel_config() -> dict[str, Any]:
+    """The kernel options that matter here and a digest of the whole config, so two hosts'
+    configs compare at a glance (same digest: same config)."""
+    text, source = _config_text()
+    if not text:
+        return {"source": "not readable (no /proc/config.gz or /boot/config-<release>)"}
+    options: dict[str, str] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition("=")
+        if value and any(name == o or (o.endswith("_") and name.startswith(o))
+                         for o in _CONFIG_OPTIONS):
+            options[name] = value
+    return {"source": source, "sha256": hashlib.sha256(text.encode()).hexdigest()[:16],
+            "options": options}
+
+
+def _microcode() -> str:
+    for line in _read("/proc/cpuinfo").splitlines():
+        if line.startswith("microcode"):
+            return line.split(":", 1)[1].strip()
+    return "not exposed"
+
+
+def _mitigations() -> dict[str, str]:
+    root = Path("/sys/devices/system/cpu/vulnerabilities")
+    try:
+        return {p.name: _read(str(p)) for p in sorted(root.iterdir())}
+    except OSError:
+        return {}
+
+
+def sysctls() -> dict[str, str]:
+    return {name: _read("/proc/sys/" + name.replace(".", "/"), "absent") for name in SYSCTLS}
 
 
 def noise_warnings(host: dict[str, Any]) -> list[str]:

@@ -94,3 +94,11 @@ def select(names: list[str]) -> list[Benchmark]:
         if known[name] not in chosen:
             chosen.append(known[name])
     return chosen
+
+
+def room_dirs(names: list[str]) -> list[str]:
+    """The room folders (benchmarks/<room>/) of the benchmarks named, or of all: what a host
+    must build to run them (`make build ROOMS=...`)."""
+    wanted = set(names)
+    return sorted(p.parent.name for p in benchmarks_dir().glob("*/spec.py")
+                  if not wanted or _load_spec(p).name in wanted)

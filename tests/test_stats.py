@@ -235,3 +235,47 @@ def test_trials_kept_as_quantiles_give_the_exact_statistics_within_their_rank_st
     counted = stats.outliers([k for k in kept if k is not None],
                              [t.size / stats.SKETCH_POINTS for t in trials])
     assert counted.tukey_high == pytest.approx(whole.tukey_high, rel=0.05)
+
+
+def _host_ratio(rng: np.random.Generator, level: float, ratio: float, spread: float,
+                trials: int = 10) -> stats.Ratio:
+    """One host's run: its own absolute level and noise, the variant at `ratio` of its baseline."""
+    def draw(median: float) -> list[np.ndarray]:
+        return [median * np.exp(rng.normal(0.0, spread) + rng.normal(0.0, 0.1, size=10))
+                for _ in range(trials)]
+    return stats.ratio_of_medians(draw(level * ratio), draw(level), rng, n_boot=500)
+
+
+@pytest.mark.parametrize("trials", [5, 10])
+def test_heterogeneity_false_alarm_rate_when_every_host_has_the_same_ratio(trials: int) -> None:
+    # Hosts differ in speed (one twice as slow) and in noise, but not in the ratio: "differs"
+    # must be rare: near the nominal 5% (200 draws: ±3% is noise); near 0 would mean a test
+    # that never fires. Without the small-sample widening, 5 trials gave 10-15%.
+    rng = np.random.default_rng(11)
+    draws = 200
+    hosts = [(100.0, 0.05), (200.0, 0.08), (50.0, 0.03)]
+    for k in (2, 3):
+        alarms = sum(
+            stats.heterogeneity([_host_ratio(rng, level, 0.8, spread, trials)
+                                 for level, spread in hosts[:k]], [trials] * k).p_value < 0.05
+            for _ in range(draws))
+        assert 0.01 <= alarms / draws <= 0.085, (trials, k, alarms / draws)
+
+
+def test_heterogeneity_finds_a_host_whose_ratio_differs() -> None:
+    rng = np.random.default_rng(12)
+    draws = 100
+    found = sum(stats.heterogeneity([_host_ratio(rng, 100.0, 0.8, 0.05),
+                                     _host_ratio(rng, 100.0, 0.6, 0.05)], [10, 10]).p_value < 0.05
+                for _ in range(draws))
+    assert found / draws >= 0.9, found / draws
+
+
+def test_heterogeneity_needs_two_usable_estimates() -> None:
+    r = stats.Ratio(0.5, 0.4, 0.6, math.nan)
+    assert math.isnan(stats.heterogeneity([r]).p_value)
+    unbounded = stats.Ratio(0.5, 0.4, math.inf, math.nan)
+    assert math.isnan(stats.heterogeneity([r, unbounded]).p_value)
+    # Two exact (zero-width) ratios that differ: the floor on the SE keeps them different.
+    a, b = stats.Ratio(0.5, 0.5, 0.5, math.nan), stats.Ratio(0.6, 0.6, 0.6, math.nan)
+    assert stats.heterogeneity([a, b]).p_value < 1e-6

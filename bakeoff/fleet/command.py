@@ -1,0 +1,145 @@
+"""`bakeoff fleet run`: check everything here, then drive the playbook over the inventory."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from bakeoff import registry
+from bakeoff.errors import UsageError
+from bakeoff.fleet import checkout, driver, record
+from bakeoff.fleet.progress import Lines, LiveTable, Progress
+from bakeoff.plan import check_request
+
+
+@dataclass
+class FleetRequest:
+    inventory: Path | None
+    names: list[str]
+    profile: str
+    variants: list[str]
+    params: list[str]
+    trials: int | None
+    samples: int | None
+    seed: int | None
+    run_options: list[str]  # the settings options, as given, passed on to every host
+    serial: bool
+    forks: int
+    host_timeout_s: int
+    connect_timeout_s: int
+    out: Path | None
+    wheelhouse: bool
+    resume: Path | None
+
+
+def run_args(req: FleetRequest) -> list[str]:
+    args = [*req.names, "--profile", req.profile]
+    args += [a for v in req.variants for a in ("--variant", v)]
+    args += [a for p in req.params for a in ("--param", p)]
+    if req.trials is not None:
+        args += ["--trials", str(req.trials)]
+    if req.samples is not None:
+        args += ["--samples", str(req.samples)]
+    return [*args, *req.run_options]
+
+
+def _progress(out: Console, rec: record.FleetRecord) -> Progress:
+    return LiveTable(out, rec) if out.is_terminal else Lines(out)
+
+
+def run_fleet(req: FleetRequest, out: Console, err: Console) -> int:
+    if req.forks < 1:
+        raise UsageError("--forks is a number of hosts of 1 or more, e.g. --forks 20")
+    if req.host_timeout_s < 1 or req.connect_timeout_s < 1:
+        raise UsageError("--host-timeout and --connect-timeout are seconds above 0")
+    if req.resume is not None:
+        rec, fleet_dir, hosts = _resumed(req)
+    else:
+        rec, fleet_dir, hosts = _started(req)
+    extra_vars = driver.prepare(rec, fleet_dir, req.wheelhouse,
+                                lambda line: err.print(line, highlight=False))
+    driver.begin_attempt(rec, hosts)
+    record.save(rec, fleet_dir)
+    progress = _progress(out, rec)
+    try:
+        driver.execute(rec, fleet_dir, hosts, extra_vars, progress, req.connect_timeout_s)
+    except BaseException as exc:
+        # Whatever the hosts sent back before the stop is kept; the rest is for --resume.
+        going = [h for h in rec.hosts.values() if h.status not in ("failed", "unreachable")]
+        driver.collect(rec, fleet_dir, hosts)
+        for h in going:
+            if h.status != "complete":
+                h.status = "interrupted"
+                h.reason = (f"the fleet run was interrupted ({type(exc).__name__}); "
+                            f"bakeoff fleet run --resume {fleet_dir} finishes it")
+        raise
+    else:
+        driver.collect(rec, fleet_dir, hosts)
+    finally:
+        rec.finished_at = driver.now_iso()
+        record.save(rec, fleet_dir)
+        progress.close(rec)
+    out.print(f"wrote {fleet_dir / record.FLEET_JSON}", highlight=False)
+    failed = rec.failed()
+    for h in failed:
+        err.print(Text(f"host {h.host}: {h.status}", style="red") + Text(f": {h.reason}"),
+                  soft_wrap=True)
+    complete = [h for h in rec.hosts.values() if h.status == "complete"]
+    out.print(f"{len(complete)} of {len(rec.hosts)} hosts complete; results in "
+              f"{fleet_dir / record.HOSTS_DIR}; `bakeoff report {fleet_dir}` compares them"
+              + (f"; `bakeoff fleet run --resume {fleet_dir}` finishes the rest" if failed else ""),
+              highlight=False, soft_wrap=True)
+    return 1 if failed else 0
+
+
+def _started(req: FleetRequest) -> tuple[record.FleetRecord, Path, list[str]]:
+    if req.inventory is None:
+        raise UsageError("give the hosts with -i INVENTORY (docs/FLEET.md shows one)")
+    benches = registry.select(req.names)
+    # Bad input answers here, once, not on every host after its set-up.
+    check_request(benches, req.profile, req.variants, req.params, req.trials, req.samples)
+    if req.seed is not None and req.seed < 0:
+        raise UsageError(f"--seed {req.seed}: a seed is a whole number of 0 or more")
+    hosts = driver.inventory_hosts(req.inventory)
+    checkout.refuse_dirty(registry.REPO_ROOT)
+    commit = checkout.head_commit(registry.REPO_ROOT)
+    names = [b.name for b in benches] if req.names else []
+    # The fleet run's name is its directory's: the hosts keep their results under it too.
+    fleet_run = req.out.name if req.out else driver.fleet_name(names)
+    fleet_dir = req.out or registry.REPO_ROOT / "results" / fleet_run
+    if fleet_dir.exists() and any(fleet_dir.iterdir()):
+        raise UsageError(f"{fleet_dir} is not empty; choose a new --out, or --resume it")
+    (fleet_dir / record.HOSTS_DIR).mkdir(parents=True, exist_ok=True)
+    # One seed for all hosts, chosen here when none is given: the same trial order everywhere.
+    seed = req.seed if req.seed is not None else secrets.randbelow(2**31)
+    rec = driver.new_record(fleet_run, commit, req.inventory, hosts, run_args(req), seed,
+                            registry.room_dirs(names), req.serial, req.forks, req.host_timeout_s)
+    return rec, fleet_dir, hosts
+
+
+def _resumed(req: FleetRequest) -> tuple[record.FleetRecord, Path, list[str]]:
+    assert req.resume is not None
+    given = [flag for flag, value in (
+        ("NAMES", req.names), ("--variant", req.variants), ("--param", req.params),
+        ("--trials", req.trials is not None), ("--samples", req.samples is not None),
+        ("--seed", req.seed is not None), ("--out", req.out), ("run options", req.run_options))
+        if value]
+    if given:
+        raise UsageError(f"--resume goes on as the fleet run was started; drop {', '.join(given)}")
+    rec = record.load(req.resume)
+    if req.inventory is not None:
+        rec.inventory = str(req.inventory.resolve())
+    # The same commit as the first attempt: its archive is made from git, not the work tree.
+    checkout.head_commit(registry.REPO_ROOT)
+    hosts = [h.host for h in rec.failed()]
+    if not hosts:
+        raise UsageError(f"{req.resume}: every host is complete; nothing to resume "
+                         f"(bakeoff report {req.resume} regenerates the report)")
+    rec.serial, rec.forks = req.serial or rec.serial, req.forks
+    rec.host_timeout_s = req.host_timeout_s
+    rec.finished_at = None
+    return rec, req.resume, hosts

@@ -1,0 +1,281 @@
+"""Runs fleet/playbook.yml with ansible-playbook and turns its events into the fleet record.
+
+Why ansible-playbook as a subprocess with our own callback plugin, not ansible-runner: the
+playbook is the interface (the same file runs by hand), the callback streams one JSON line per
+task and host as it happens (phase times, exit status, reason), and no second package is
+needed. Ansible does the parallel SSH, forks, serial batches, retries and timeouts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bakeoff import registry
+from bakeoff.errors import UsageError
+from bakeoff.fleet import checkout, wheelhouse
+from bakeoff.fleet.progress import Progress
+from bakeoff.fleet.record import (
+    HOSTS_DIR,
+    FleetRecord,
+    HostRecord,
+    apply_event,
+    close_phases,
+    dir_bytes,
+    save,
+)
+
+PLAYBOOK = registry.REPO_ROOT / "fleet" / "playbook.yml"
+STOP_PLAYBOOK = registry.REPO_ROOT / "fleet" / "stop.yml"
+# An interrupted fleet run waits this long for the hosts' runs to stop and save their trials.
+_STOP_TIMEOUT_S = 120
+EVENTS = "events.jsonl"
+ANSIBLE_LOG = "ansible.log"
+# How often the controller looks for new events while the playbook runs.
+_POLL_S = 0.2
+
+
+def ansible_tool(name: str) -> str:
+    """ansible-playbook / ansible-inventory from this venv (the fleet extra), else PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.exists():
+        return str(beside)
+    found = shutil.which(name)
+    if found is None:
+        raise UsageError(f"{name} is not installed; `make deps` installs ansible-core "
+                         "(the fleet extra of pyproject.toml)")
+    return found
+
+
+def inventory_hosts(inventory: Path) -> list[str]:
+    if not inventory.exists():
+        raise UsageError(f"inventory {inventory} does not exist; give an Ansible inventory "
+                         "file (docs/FLEET.md shows one)")
+    res = subprocess.run([ansible_tool("ansible-inventory"), "-i", str(inventory), "--list"],
+                         capture_output=True, text=True, check=False, timeout=120,
+                         env={**os.environ, "ANSIBLE_NOCOLOR": "1"})
+    try:
+        groups: dict[str, Any] = json.loads(res.stdout)
+    except ValueError:
+        groups = {}
+    hosts: list[str] = []
+    for name, group in groups.items():
+        if name != "_meta" and isinstance(group, dict):
+            hosts += [h for h in group.get("hosts", []) if h not in hosts]
+    if not hosts:
+        why = (res.stderr.strip().splitlines() or ["no hosts in it"])[-1]
+        raise UsageError(f"inventory {inventory} names no hosts ({why}); docs/FLEET.md shows "
+                         "an inventory")
+    for h in hosts:
+        if "/" in h or h in (".", ".."):
+            raise UsageError(f"inventory host '{h}' cannot name a results directory; "
+                             "use a name without '/'")
+    return hosts
+
+
+def fleet_name(names: list[str]) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-fleet-{'-'.join(names) if names else 'all'}"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _extract(tgz: Path, dest: Path) -> None:
+    with tarfile.open(tgz) as tar:
+        # 'data': no absolute paths, links out of dest or device files from a host.
+        tar.extractall(dest, filter="data")
+
+
+def collect(rec: FleetRecord, fleet_dir: Path, hosts: list[str]) -> None:
+    """Unpack what each host sent back into hosts/<host>/ and settle each host's status."""
+    for name in hosts:
+        h = rec.hosts[name]
+        hdir = rec.host_dir(fleet_dir, name)
+        tgz = hdir / "results.tgz"
+        if tgz.exists():
+            # The host's directory holds every trial of the run, earlier attempts' too.
+            for old in hdir.iterdir():
+                if old != tgz:
+                    shutil.rmtree(old) if old.is_dir() else old.unlink()
+            try:
+                _extract(tgz, hdir)
+            except (tarfile.TarError, OSError) as exc:
+                h.status, h.reason = "failed", f"fetch: cannot unpack the results ({exc})"
+            tgz.unlink()
+        results = hdir / "results.json"
+        if results.exists():
+            try:
+                data = json.loads(results.read_text())
+                if data.get("run_id") and data["run_id"] not in h.run_ids:
+                    h.run_ids.append(str(data["run_id"]))
+                h.run_status = str(data.get("status"))
+            except ValueError:
+                h.run_status = "unreadable"
+            h.results_bytes = dir_bytes(hdir)
+        if h.status in ("failed", "unreachable"):
+            continue
+        if not h.phases:
+            h.status, h.reason = "not tried", "the playbook never reached this host (see ansible.log)"
+        elif h.run_status == "complete" and h.exit_status in (0, None):
+            h.status, h.reason = "complete", ""
+        else:
+            h.status = "failed"
+            h.reason = h.reason or f"the run's record says {h.run_status or 'nothing'} (see ansible.log)"
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """ansible-playbook stops its workers on SIGINT; SIGKILL if it does not within 20 s."""
+    for sig, wait in ((signal.SIGINT, 10.0), (signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
+        if proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _close_ssh_masters(control_dir: Path) -> None:
+    """ControlPersist keeps one ssh master per host for a minute: end them now, so a fleet
+    run leaves no process behind."""
+    for sock in control_dir.glob("*"):
+        subprocess.run(["ssh", "-O", "exit", "-o", f"ControlPath={sock}", "bakeoff-fleet"],
+                       capture_output=True, check=False, timeout=20)
+
+
+def execute(rec: FleetRecord, fleet_dir: Path, hosts: list[str], extra_vars: dict[str, Any],
+            progress: Progress, connect_timeout: int) -> None:
+    """One ansible-playbook run over `hosts`; the record is saved as it goes."""
+    events_path = fleet_dir / EVENTS
+    vars_path = fleet_dir / "playbook-vars.json"
+    vars_path.write_text(json.dumps(extra_vars, indent=2) + "\n")
+    control_dir = Path(tempfile.mkdtemp(prefix=f"bakeoff-{os.getpid()}-fleet-"))
+    argv = [ansible_tool("ansible-playbook"), "-i", rec.inventory, "-f", str(rec.forks),
+            "-e", f"@{vars_path}", "--limit", ",".join(hosts), str(PLAYBOOK)]
+    env = {
+        **os.environ,
+        "BAKEOFF_FLEET_EVENTS": str(events_path),
+        "ANSIBLE_CALLBACK_PLUGINS": str(PLAYBOOK.parent / "callback_plugins"),
+        "ANSIBLE_CALLBACKS_ENABLED": "bakeoff_events",
+        "ANSIBLE_SSH_CONTROL_PATH_DIR": str(control_dir / "cp"),
+        "ANSIBLE_LOCAL_TEMP": str(control_dir / "tmp"),
+        "ANSIBLE_TIMEOUT": str(connect_timeout),
+        # Debian has /usr/bin/python3 (the set-up installs it); interpreter discovery would
+        # take whatever a login PATH finds first (a pyenv shim, say). Inventory may override.
+        "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
+        "ANSIBLE_RETRY_FILES_ENABLED": "False",
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_FORCE_COLOR": "0",
+    }
+    offset = events_path.stat().st_size if events_path.exists() else 0
+    with open(fleet_dir / ANSIBLE_LOG, "ab") as log:
+        log.write(f"\n# {now_iso()} {' '.join(argv)}\n".encode())
+        log.flush()
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True, cwd=fleet_dir)
+        try:
+            while True:
+                done = proc.poll() is not None
+                offset = _read_events(rec, events_path, offset, progress)
+                if done:
+                    break
+                time.sleep(_POLL_S)
+        except BaseException:
+            _stop(proc)
+            # The hosts' runs are async jobs: they would go on without us. Stop them (they
+            # keep their finished trials for --resume); a second Ctrl-C skips this.
+            stop = subprocess.run(
+                [*argv[:-1], str(STOP_PLAYBOOK)], stdout=log, stderr=subprocess.STDOUT,
+                env={k: v for k, v in env.items() if k != "BAKEOFF_FLEET_EVENTS"},
+                cwd=fleet_dir, timeout=_STOP_TIMEOUT_S, check=False)
+            log.write(f"# stop playbook exited {stop.returncode}\n".encode())
+            raise
+        finally:
+            for host, phase in close_phases(rec, time.time()):
+                progress.phase_ended(rec, host, phase)
+            _close_ssh_masters(control_dir / "cp")
+            shutil.rmtree(control_dir, ignore_errors=True)
+            save(rec, fleet_dir)
+
+
+def _read_events(rec: FleetRecord, path: Path, offset: int, progress: Progress) -> int:
+    if not path.exists():
+        return offset
+    with open(path, "rb") as f:
+        f.seek(offset)
+        chunk = f.read()
+    # Only whole lines: the callback may be mid-write.
+    whole = chunk[: chunk.rfind(b"\n") + 1]
+    for line in whole.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("event") == "end":
+            continue
+        for host, phase in apply_event(rec, event):
+            progress.phase_ended(rec, host, phase)
+    if whole:
+        progress.refresh(rec)
+    return offset + len(whole)
+
+
+def prepare(rec: FleetRecord, fleet_dir: Path, use_wheelhouse: bool,
+            note: Callable[[str], None]) -> dict[str, Any]:
+    """The archive of the commit and the wheelhouse; the playbook's extra vars."""
+    cache = registry.build_dir() / "fleet"
+    archive = checkout.archive(registry.REPO_ROOT, rec.commit, cache)
+    rec.archive_bytes = archive.stat().st_size
+    wheels = ""
+    if use_wheelhouse:
+        note("gathering the wheels of the pinned Python dependencies (once per set of pins)")
+        path = wheelhouse.build(registry.REPO_ROOT / "pyproject.toml", cache)
+        rec.wheelhouse_bytes = path.stat().st_size
+        wheels = str(path)
+    return {
+        "bakeoff_fleet_run": rec.remote_name,
+        "bakeoff_archive": str(archive),
+        "bakeoff_commit": rec.commit,
+        "bakeoff_wheelhouse": wheels,
+        "bakeoff_rooms": " ".join(rec.rooms),
+        "bakeoff_run_args": rec.run_args,
+        "bakeoff_seed": rec.seed,
+        "bakeoff_fetch_dir": str((fleet_dir / HOSTS_DIR).resolve()),
+        "bakeoff_serial": 1 if rec.serial else 0,
+        "bakeoff_run_timeout": rec.host_timeout_s,
+    }
+
+
+def new_record(fleet_run: str, commit: str, inventory: Path, hosts: list[str],
+               run_args: list[str], seed: int, rooms: list[str], serial: bool,
+               forks: int, host_timeout_s: int) -> FleetRecord:
+    return FleetRecord(
+        fleet_run=fleet_run, remote_name=f"{fleet_run}-{secrets.token_hex(4)}", commit=commit,
+        inventory=str(inventory.resolve()),
+        run_args=run_args, seed=seed, rooms=rooms, serial=serial, forks=forks,
+        host_timeout_s=host_timeout_s, argv=["bakeoff", *sys.argv[1:]], started_at=now_iso(),
+        hosts={h: HostRecord(host=h) for h in hosts})
+
+
+def begin_attempt(rec: FleetRecord, hosts: list[str]) -> None:
+    """A host tried again starts from a clean slate; its run IDs and results stay."""
+    for name in hosts:
+        old = rec.hosts[name]
+        rec.hosts[name] = HostRecord(host=name, run_ids=old.run_ids, attempts=old.attempts + 1)

@@ -1,0 +1,59 @@
+"""Wheels of the pinned Python dependencies, built once on the controller and pushed.
+
+Many measurement hosts have no route to PyPI (lab networks, the test's network namespaces).
+The host's set-up is the README's `make deps`, with PIP_NO_INDEX and PIP_FIND_LINKS pointing
+at these wheels. The wheels are for the controller's Python and architecture; hosts that
+differ set bakeoff_wheelhouse off and need an index (docs/FLEET.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import shutil
+import subprocess
+import sys
+import tarfile
+import tomllib
+from pathlib import Path
+
+from bakeoff.errors import UsageError
+
+
+def requirements(pyproject: Path) -> list[str]:
+    """The runtime dependencies and the build backend: what `pip install -e .` needs."""
+    data = tomllib.loads(pyproject.read_text())
+    return [*data["project"]["dependencies"], *data["build-system"]["requires"]]
+
+
+def build(pyproject: Path, cache: Path) -> Path:
+    """One tar of wheels for requirements(pyproject), reused while they stay the same.
+
+    One file, not a directory: Ansible copies a directory file by file (tens of seconds for
+    the thirty wheels), one archive in one transfer."""
+    reqs = requirements(pyproject)
+    key = hashlib.sha256("\n".join([*reqs, sys.version, platform.machine()]).encode()).hexdigest()
+    out = cache / f"wheelhouse-{key[:16]}.tar"
+    if out.exists():
+        return out
+    tmp = cache / f".wheelhouse-{key[:16]}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+         "--only-binary=:all:", "--dest", str(tmp), *reqs],
+        capture_output=True, text=True, check=False, timeout=900)
+    if res.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        last = (res.stderr.strip().splitlines() or ["pip failed"])[-1]
+        raise UsageError(f"cannot gather the wheels the hosts install from ({last}); the "
+                         "controller needs PyPI (or a pip cache) once, or give --no-wheelhouse "
+                         "when every host reaches PyPI")
+    (tmp / ".complete").touch()  # the host's unarchive is skipped once this is there
+    part = out.with_suffix(".part")
+    with tarfile.open(part, "w") as tar:  # wheels are compressed already
+        for wheel in sorted(tmp.iterdir()):
+            tar.add(wheel, arcname=wheel.name)
+    part.rename(out)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return out

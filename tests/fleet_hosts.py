@@ -1,0 +1,194 @@
+"""Test hosts for the fleet tests: network namespaces, each with a veth pair and a real sshd.
+
+Each host is a network namespace with one veth address from 198.18.0.0/15 (the range set
+aside for benchmarking networks, RFC 2544), reached from the test over that veth only, and
+its own sshd (Debian's openssh-server) with a host key and a client key made here. Processes
+started through a host's sshd have that namespace's network: loopback and the veth, nothing
+else (no PyPI), which is what a lab host without internet access looks like.
+
+A host may get its own mount namespace with the cgroup v1 memory controller unmounted: it
+then really has no memory cgroups (the cgroup_memory capability is absent there), while the
+others do. Everything is removed on exit: sshd and every process in the namespaces, the
+namespaces, the veths, the keys and the hosts' remote directories. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SSHD = "/usr/sbin/sshd"
+PRIVSEP_DIR = Path("/run/sshd")  # sshd refuses to start without it
+
+
+@dataclass
+class NamespaceHost:
+    name: str
+    netns: str
+    veth: str
+    address: str
+    remote_dir: Path
+    config: Path
+    log: Path
+    without_memcg: bool = False
+    sshd: subprocess.Popen[bytes] | None = None
+
+    def start_sshd(self) -> None:
+        cmd = ["nsenter", f"--net=/run/netns/{self.netns}", SSHD, "-D", "-e", "-f", str(self.config)]
+        if self.without_memcg:
+            # A mount namespace of its own (private: nothing propagates back to this machine)
+            # with the memory controller unmounted, then sshd in the network namespace.
+            cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                   'umount -l /sys/fs/cgroup/memory && exec "$@"', "sh", *cmd]
+        self.sshd = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                     stderr=open(self.log, "ab"))  # noqa: SIM115
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if self.sshd.poll() is not None:
+                raise RuntimeError(f"sshd of {self.name} exited: {self.log.read_text()[-2000:]}")
+            with contextlib.suppress(OSError), socket.create_connection((self.address, 22), 1):
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"sshd of {self.name} did not listen within 15 s")
+
+    def stop_sshd(self) -> None:
+        if self.sshd is None or self.sshd.poll() is not None:
+            return
+        self.sshd.terminate()
+        try:
+            self.sshd.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.sshd.kill()
+            self.sshd.wait(timeout=10)
+
+    def pids(self) -> list[int]:
+        """Every process in this host's network namespace (all started through its sshd)."""
+        res = subprocess.run(["ip", "netns", "pids", self.netns], capture_output=True,
+                             text=True, check=False, timeout=30)
+        return [int(p) for p in res.stdout.split()]
+
+    def kill_processes(self, match: str = "") -> list[int]:
+        """SIGKILL the namespace's processes whose command line holds `match` (all for '')."""
+        killed = []
+        for pid in self.pids():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                if match in cmdline:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+            except (OSError, ProcessLookupError):
+                continue
+        return killed
+
+
+@dataclass
+class NamespaceFleet:
+    root: Path
+    hosts: list[NamespaceHost] = field(default_factory=list)
+    key: Path = Path()
+    known_hosts: Path = Path()
+
+    def inventory(self, path: Path, hosts: list[NamespaceHost] | None = None) -> Path:
+        lines = ["all:", "  vars:", "    ansible_user: root",
+                 f"    ansible_ssh_private_key_file: {self.key}",
+                 "    ansible_ssh_common_args: >-",
+                 f"      -o UserKnownHostsFile={self.known_hosts} -o StrictHostKeyChecking=yes",
+                 "      -o IdentitiesOnly=yes -o ConnectionAttempts=1",
+                 "  hosts:"]
+        for h in hosts or self.hosts:
+            lines += [f"    {h.name}:", f"      ansible_host: {h.address}",
+                      f"      bakeoff_remote_dir: {h.remote_dir}"]
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    def leftovers(self) -> list[str]:
+        """What would still be here after the fleet is gone; [] when all is removed."""
+        out = []
+        netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                               check=False, timeout=30).stdout
+        links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True,
+                               check=False, timeout=30).stdout
+        for h in self.hosts:
+            if h.netns in netns:
+                out.append(f"namespace {h.netns}")
+            if f" {h.veth}@" in links or f" {h.veth}:" in links:
+                out.append(f"veth {h.veth}")
+            if h.sshd is not None and h.sshd.poll() is None:
+                out.append(f"sshd of {h.name} (pid {h.sshd.pid})")
+            if h.remote_dir.exists():
+                out.append(f"remote directory {h.remote_dir}")
+        if self.root.exists():
+            out.append(f"fleet directory {self.root}")
+        return out
+
+
+def _run(*cmd: str) -> None:
+    subprocess.run(cmd, check=True, capture_output=True, timeout=30)
+
+
+@contextlib.contextmanager
+def namespace_fleet(names: list[str], without_memcg: tuple[str, ...] = ()) -> Iterator[NamespaceFleet]:
+    """Hosts `names`, up and listening, removed again on exit (also when the body fails)."""
+    tag = f"{os.getpid() % 100000}"
+    root = Path(tempfile.mkdtemp(prefix=f"bakeoff-fleet-hosts-{tag}-", dir="/var/tmp"))
+    fleet = NamespaceFleet(root=root, key=root / "client_key", known_hosts=root / "known_hosts")
+    try:
+        # openssh-server's own run-time directory (systemd makes it at boot; a container may
+        # not have it). It is the package's, not the test's: it stays.
+        PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
+        _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(root / "host_key"))
+        _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(fleet.key))
+        (root / "authorized_keys").write_text((root / "client_key.pub").read_text())
+        host_pub = (root / "host_key.pub").read_text().split()[:2]
+        subnet = f"198.18.{os.getpid() % 250}"  # two test sessions at once do not clash
+        known: list[str] = []
+        for i, name in enumerate(names):
+            host = NamespaceHost(
+                name=name, netns=f"bakeoff-{tag}-{name}", veth=f"bk{tag}{i}",
+                address=f"{subnet}.{4 * i + 2}", remote_dir=root / "remote" / name,
+                config=root / f"sshd-{name}.conf", log=root / f"sshd-{name}.log",
+                without_memcg=name in without_memcg)
+            fleet.hosts.append(host)
+            _run("ip", "netns", "add", host.netns)
+            _run("ip", "link", "add", host.veth, "type", "veth", "peer", "name", f"{host.veth}p")
+            _run("ip", "link", "set", f"{host.veth}p", "netns", host.netns)
+            _run("ip", "addr", "add", f"{subnet}.{4 * i + 1}/30", "dev", host.veth)
+            _run("ip", "link", "set", host.veth, "up")
+            for cmd in (["ip", "addr", "add", f"{host.address}/30", "dev", f"{host.veth}p"],
+                        ["ip", "link", "set", f"{host.veth}p", "up"],
+                        ["ip", "link", "set", "lo", "up"]):
+                _run("ip", "netns", "exec", host.netns, *cmd)
+            host.remote_dir.mkdir(parents=True)
+            host.config.write_text("\n".join([
+                "Port 22", f"ListenAddress {host.address}",
+                f"HostKey {root / 'host_key'}", f"AuthorizedKeysFile {root / 'authorized_keys'}",
+                "PermitRootLogin prohibit-password", "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
+                f"PidFile {root / f'sshd-{name}.pid'}", "Subsystem sftp internal-sftp",
+                "LogLevel ERROR", "MaxStartups 50", "MaxSessions 50", ""]))
+            known.append(f"{host.address} {host_pub[0]} {host_pub[1]}")
+            host.start_sshd()
+        fleet.known_hosts.write_text("\n".join(known) + "\n")
+        yield fleet
+    finally:
+        for host in fleet.hosts:
+            host.stop_sshd()
+            # Sessions outlive the listening sshd: end every process left in the namespace.
+            for _ in range(50):
+                if not host.kill_processes():
+                    break
+                time.sleep(0.2)
+            subprocess.run(["ip", "netns", "del", host.netns], capture_output=True, check=False,
+                           timeout=30)
+            subprocess.run(["ip", "link", "del", host.veth], capture_output=True, check=False,
+                           timeout=30)
+        shutil.rmtree(root, ignore_errors=True)

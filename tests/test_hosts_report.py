@@ -1,0 +1,70 @@
+"""The report across hosts from recorded runs: the facts diff and the verdict per case.
+
+The live fleet tests (test_fleet.py) run on hosts that share one kernel, so their facts
+barely differ; here a fact is changed in one host's copy of a real run to check the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bakeoff.hosts import analyze_hosts
+from bakeoff.report.hosts import render_hosts_markdown
+from conftest import run_bakeoff
+
+pytestmark = pytest.mark.slow  # uses a real mremap run
+
+
+def _two_hosts(run: Path, tmp_path: Path) -> tuple[Path, Path]:
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        shutil.copytree(run, d)
+    data = json.loads((b / "results.json").read_text())
+    data["host"]["hostname"] = "other-host"
+    data["host"]["kernel"] = "6.1.0-99-amd64"
+    data["host"]["mitigations"] = {**data["host"].get("mitigations", {}), "spectre_v2": "Vulnerable"}
+    data["host"]["sysctls"] = {**data["host"].get("sysctls", {}), "net.core.bpf_jit_enable": "0"}
+    (b / "results.json").write_text(json.dumps(data))
+    return a, b
+
+
+def test_facts_that_differ_come_first(mremap_quick_run: Path, tmp_path: Path) -> None:
+    a, b = _two_hosts(mremap_quick_run, tmp_path)
+    analysis = analyze_hosts([a, b])
+    host_a = json.loads((a / "results.json").read_text())["host"]["hostname"]
+    assert analysis.labels == [host_a, "other-host"]
+    differing = [r.fact for r in analysis.facts if r.differs]
+    assert set(differing) >= {"kernel", "mitigations.spectre_v2", "sysctls.net.core.bpf_jit_enable"}
+    assert [r.fact for r in analysis.facts[: len(differing)]] == differing
+    # The load and the hostname change on every run: never shown as a difference.
+    assert "loadavg_1m" not in [r.fact for r in analysis.facts]
+    md = render_hosts_markdown(analysis)
+    assert "| ≠ kernel | " in md and "6.1.0-99-amd64" in md
+    # Same samples on both sides: every case holds on every host.
+    assert all(c.verdict == "holds on every host" for cs in analysis.cases.values() for c in cs)
+
+
+def test_a_host_whose_ratios_differ_is_named(mremap_quick_run: Path, tmp_path: Path) -> None:
+    a, b = _two_hosts(mremap_quick_run, tmp_path)
+    data = json.loads((b / "results.json").read_text())
+    # On 'other-host' every mremap sample takes three times as long: its ratio triples.
+    for t in data["trials"]:
+        if t["case"]["variant"] == "mremap":
+            t["samples"] = {k: [x * 3 for x in v] for k, v in t["samples"].items()}
+    (b / "results.json").write_text(json.dumps(data))
+    (b / "trials.jsonl").unlink(missing_ok=True)
+    analysis = analyze_hosts([a, b])
+    cases = analysis.cases["mremap-vs-memcpy"]
+    mremap = [c for c in cases if c.case.variant == "mremap"]
+    assert mremap and all(c.verdict == "differs" for c in mremap), [c.verdict for c in mremap]
+    assert all("other-host" in c.spread and "200% apart" in c.spread for c in mremap)
+    others = [c for c in cases if c.case.variant != "mremap"]
+    assert all(c.verdict == "holds on every host" for c in others)
+    res = run_bakeoff("compare", str(a), str(b))
+    assert res.returncode == 0, res.stderr
+    assert f"{len(mremap)} of " in res.stdout and "differ beyond ±2%" in res.stdout
+    assert "kernel: " in res.stdout and "→ 6.1.0-99-amd64" in res.stdout
