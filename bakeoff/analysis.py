@@ -14,7 +14,7 @@ from itertools import groupby
 
 import numpy as np
 
-from bakeoff import stats
+from bakeoff import interrupts, stats
 from bakeoff.model import BenchmarkInfo, Case, ParamValue, RunRecord, Skip, Trial
 
 MIN_TRIALS_FOR_VERDICT = 5
@@ -268,6 +268,7 @@ def analyze(run: RunRecord, threshold: float = stats.DEFAULT_THRESHOLD) -> Analy
     out: list[BenchmarkAnalysis] = []
     warnings: list[str] = []
     for name, info in run.benchmarks.items():
+        interrupts.checkpoint(f"analysis:{name}")  # a Ctrl-C waits one benchmark at most
         cases = [c for c in run.cases if c.benchmark == name]
         results = _case_results(info, cases, trials_by_case, rng, threshold)
         ba = BenchmarkAnalysis(

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from bakeoff import cleanup, lazy, registry, store
+from bakeoff import cleanup, interrupts, lazy, registry, store
 from bakeoff import host as hostmod
 from bakeoff.errors import Interrupted, UsageError, one_line
 from bakeoff.model import RunContext, RunRecord, RunSettings
@@ -106,7 +106,6 @@ def cmd_run(
     pin: Annotated[bool, typer.Option(help="Pin the measured program to its own CPU.")] = True,
 ) -> None:
     """Run benchmarks and write results.json, samples.csv, report.html and report.md."""
-    signal.signal(signal.SIGTERM, _sigterm_raises)
     cleanup.mark_run()
     if resume is not None:
         given = [flag for flag, value in (
@@ -124,7 +123,12 @@ def cmd_run(
         settings = _settings(threshold, target_ci, max_trials, time_budget, pin)
         run, run_dir = _start(names or [], profile, variant or [], param or [], trials, samples,
                               out, seed, settings, quiet)
+    # Every trial is measured and saved; a signal from here on stops the reports, not the run.
+    interrupts.tell(lambda: f"the run is complete ({len(run.trials)} trials saved in "
+                    f"{run_dir}); `bakeoff report {run_dir}` writes the reports")
+    interrupts.checkpoint("saved")
     _export(run, run_dir, quiet)
+    interrupts.tell(lambda: f"the run is complete and its reports are written in {run_dir}")
     failed = [t for t in run.trials if not t.ok]
     if failed:
         err_console.print(Text(f"{len(failed)} trial(s) failed", style="red")
@@ -231,9 +235,13 @@ def _export(run: RunRecord, run_dir: Path, quiet: bool) -> None:
         from bakeoff.report import write_reports
         from bakeoff.report.terminal import print_summary
 
+    interrupts.checkpoint("analysis")
     analysis = analyze(run, threshold=run.settings.threshold)
-    paths = [*write_reports(run, analysis, run_dir), *store.write_legacy_csvs(run, run_dir)]
+    paths = write_reports(run, analysis, run_dir)  # a checkpoint before each file
+    interrupts.checkpoint("report:csv")
+    paths += store.write_legacy_csvs(run, run_dir)
     if not quiet:
+        interrupts.checkpoint("summary")
         print_summary(run, analysis, out_console)
     for p in [run_dir / store.RESULTS_JSON, run_dir / store.SAMPLES_CSV, *paths]:
         if p.exists():
@@ -363,7 +371,6 @@ def cmd_fleet_run(
         help="Finish only what a fleet run in DIR left undone.")] = None,
 ) -> None:
     """Push the committed checkout to every host, set it up, run, fetch; one record per host."""
-    signal.signal(signal.SIGTERM, _sigterm_raises)
     from bakeoff.fleet.command import FleetRequest, run_fleet
 
     settings = _settings(threshold, target_ci, max_trials, time_budget, pin)
@@ -456,6 +463,9 @@ def _list_room_commands(commands: dict[str, tuple[str, Callable[[list[str]], int
 
 
 def main() -> None:
+    # Until a run latches them (bakeoff/interrupts.py), SIGTERM stops bakeoff at once, as
+    # Ctrl-C does: with 143, no traceback.
+    signal.signal(signal.SIGTERM, _sigterm_raises)
     try:
         commands = _room_commands()
         if len(sys.argv) > 1 and sys.argv[1] in commands:
@@ -473,14 +483,14 @@ def main() -> None:
     except UsageError as exc:
         _fail(str(exc))
     except Interrupted as exc:
-        sys.exit(128 + exc.signum)
+        interrupts.exit(0, exc.signum)
     except (KeyboardInterrupt, typer.Abort):
-        sys.exit(128 + signal.SIGINT)
+        interrupts.exit(0, signal.SIGINT)
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    sys.exit(code if isinstance(code, int) else 0)
+        interrupts.exit(exc.exit_code)
+    interrupts.exit(code if isinstance(code, int) else 0)
 
 
 def _fail(message: str) -> None:
     print(f"bakeoff: error: {one_line(message)}", file=sys.stderr)
-    sys.exit(2)
+    interrupts.exit(2)

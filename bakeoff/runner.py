@@ -18,11 +18,10 @@ import random
 import secrets
 import signal
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 
 import numpy as np
 from rich.console import Console
@@ -36,12 +35,12 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from bakeoff import cpus, registry, stats, store
+from bakeoff import cpus, interrupts, registry, stats, store
 from bakeoff import host as hostmod
 from bakeoff.errors import Interrupted, UsageError
 from bakeoff.model import Case, Profile, RunContext, RunRecord, RunSettings, Trial, TrialPlan
 from bakeoff.plan import BenchmarkPlan
-from bakeoff.process import ActiveChild, ProcessResult, run_program
+from bakeoff.process import ProcessResult, run_program
 
 DEFAULT_MAX_TRIALS = 50  # per case, when --target-ci is given without --max-trials
 
@@ -65,23 +64,6 @@ def default_plan_trial(program: Path, case: Case, profile: Profile) -> TrialPlan
         argv += ["--param", f"{name}={value}"]
     argv += ["--samples", str(profile.samples), "--warmup", str(profile.warmup_samples)]
     return TrialPlan(argv=argv)
-
-
-@contextmanager
-def _signals_stop_the_run() -> Iterator[list[int]]:
-    """SIGINT/SIGTERM stop the running trial and make the run stop after saving."""
-    received: list[int] = []
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        received.append(signum)
-        ActiveChild.kill()
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield received
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 class _Progress:
@@ -204,21 +186,20 @@ def measure(
             console.print(Text("warning: ", style="yellow") + Text(cpu.warning))
     budget = _Budget(run.settings.time_budget_s)
     old_affinity = os.sched_getaffinity(0)
+    # From here to the process's exit a signal is recorded, not raised (bakeoff/interrupts.py).
+    interrupts.latch()
+    interrupts.tell(lambda: f"the {len(run.trials)} trials finished so far are kept in "
+                    f"{run_dir}; finish with: bakeoff run --resume {run_dir}")
     try:
         if cpu.harness:
             os.sched_setaffinity(0, cpu.harness)
-        with _signals_stop_the_run() as received:
-            for plan in plans:
-                _Measurement(run, run_dir, plan, csv_out, ctx, cpu.measured, progress,
-                             received, budget).run()
-            if received:  # after the last trial (in a session's tear-down): stop all the same
-                raise Interrupted(received[0])
+        for plan in plans:
+            _Measurement(run, run_dir, plan, csv_out, ctx, cpu.measured, progress, budget).run()
+        # A signal during the last benchmark's tear-down: every trial is measured, so the run
+        # is complete; the caller stops at its next checkpoint, before the reports.
         run.status = "complete"
-    except Interrupted as exc:
+    except Interrupted:
         run.status = "interrupted"
-        console.print(f"interrupted by signal {exc.signum}: the {len(run.trials)} trials "
-                      f"finished so far are kept in {run_dir}; finish with: bakeoff run "
-                      f"--resume {run_dir}", highlight=False)
         raise
     except BaseException:
         run.status = "failed"
@@ -236,10 +217,10 @@ class _Measurement:
 
     def __init__(self, run: RunRecord, run_dir: Path, plan: BenchmarkPlan,
                  csv_out: store.SamplesCsv, ctx: RunContext, cpu: int | None,
-                 progress: _Progress, received: list[int], budget: _Budget) -> None:
+                 progress: _Progress, budget: _Budget) -> None:
         self.record, self.run_dir, self.plan, self.csv_out = run, run_dir, plan, csv_out
         self.ctx = dataclasses.replace(ctx, cases=tuple(plan.cases))
-        self.cpu, self.progress, self.received = cpu, progress, received
+        self.cpu, self.progress = cpu, progress
         self.budget = budget
         self.program = ctx.build_dir / plan.benchmark.program
         self.launcher = registry.launcher()
@@ -276,8 +257,9 @@ class _Measurement:
                 self._round(self.plan.cases, warmup=True)
             while todo:
                 if not self._round(todo, warmup=False):
-                    return
+                    break
                 todo = self._cases_needing_trials()
+            interrupts.log_phase("teardown")  # the session's, as the stack closes
 
     def _cases_needing_trials(self) -> list[Case]:
         planned = self.plan.profile.trials
@@ -313,8 +295,7 @@ class _Measurement:
         order = list(cases)
         self.order_rng.shuffle(order)
         for case in order:
-            if self.received:
-                raise Interrupted(self.received[0])
+            interrupts.checkpoint("trial")
             if not self.budget.allows(self._expected_wall(case)):
                 self.record.stop_reason = (f"time budget of {self.settings.time_budget_s:g} s "
                                         "reached")
@@ -337,10 +318,10 @@ class _Measurement:
         result = run_program(trial_plan.argv, trial_plan.env, profile.timeout_s, self.cpu,
                              self.launcher)
         self.progress.finished(label, result)
-        if self.received or result.status == "interrupted":
+        if interrupts.received() or result.status == "interrupted":
             # The trial in flight is incomplete: it is not recorded, so a resumed run
             # measures it again instead of keeping half a measurement.
-            raise Interrupted(self.received[0] if self.received else signal.SIGINT)
+            raise Interrupted(interrupts.received() or signal.SIGINT)
         self.walls.setdefault(case, []).append(result.wall_s)
         if round_no is None:
             if result.status != "ok":

@@ -33,6 +33,7 @@ import json
 import os
 import random
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -564,6 +565,122 @@ def test_signals_at_random_moments(grid: Grid, built: Path, ours: Ours, tmp_path
             print(f"  e.g. {kind}: {line}")
         for note, n in tally.notes.items():
             print(f"  {note}: {n}")
+
+
+# ---- signals after the last trial, on purpose ------------------------------------------------
+
+# Where a late signal is sent: as the harness announces each phase after the last trial
+# (bakeoff/interrupts.py writes them to BAKEOFF_PHASE_LOG). Three rounds of these per
+# benchmark, SIGINT and SIGTERM in turn: 21 late signals each.
+LATE_PHASES = ("teardown", "saved", "analysis", "analysis:", "report:report.html",
+               "report:report.md", "report:csv")
+LATE_ROUNDS = int(os.environ.get("BAKEOFF_FI_LATE_ROUNDS", "3"))
+PHASE_WAIT_S = 120  # for the phase to come: a whole run of the grid, at load 4
+
+
+def _late_args(grid: Grid) -> list[str]:
+    """The grid at one trial per case: the late phases are the same, the run is shorter.
+    (A repeated option counts its last value.)"""
+    return [*grid.args, "--trials", "1"]
+
+
+def _read_phases(fd: int, until: float, stop_at: str | None) -> list[str]:
+    """Phase lines from the FIFO until one starts with stop_at (or the deadline)."""
+    lines: list[str] = []
+    buf = b""
+    while time.monotonic() < until:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if not ready:
+            if stop_at is None:
+                break
+            continue
+        buf += os.read(fd, 65536)
+        *done, buf = buf.split(b"\n")
+        lines += [ln.decode().split()[0] for ln in done if ln.strip()]
+        if stop_at is not None and any(ln.startswith(stop_at) for ln in lines):
+            break
+    return lines
+
+
+def late_signal(grid: Grid, signum: int, phase: str, cycle: int, out: Path, ours: Ours,
+                baseline: set[str], fifo: Path, fd: int, tally: Counter[str],
+                report_after: bool) -> bool:
+    """One run, signalled as it enters phase; False if it had ended before the signal."""
+    sig = signal.Signals(signum).name
+    where = f"{grid.name} late cycle {cycle}: {sig} at {phase!r}"
+    proc = subprocess.Popen(
+        [*ours.prefix, sys.executable, "-m", "bakeoff", "run", grid.name, "--profile", "quick",
+         *_late_args(grid), "--out", str(out), "--seed", str(cycle), "--quiet"],
+        cwd=REPO, env={**_env(ours), "BAKEOFF_PHASE_LOG": str(fifo)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ours.pids.add(proc.pid)
+    seen = _read_phases(fd, time.monotonic() + PHASE_WAIT_S, phase)
+    assert any(p.startswith(phase) for p in seen), f"{where}: phase never came: {seen}"
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signum)
+    _, err = proc.communicate(timeout=RUN_TIMEOUT_S)
+    seen += _read_phases(fd, time.monotonic() + 1, None)
+    if "exit" in seen and proc.returncode == 0:
+        return False  # it had decided to exit 0 before the signal came: does not count
+    # Where it stopped: the last phase it entered before it said it was stopped.
+    stopped = [p for p in seen if not p.startswith(("stopped-by", "exit"))][-1]
+    tally[f"{sig} sent at {phase}, stopped at {stopped}"] += 1
+    assert proc.returncode in (128 + signum, -signum), f"{where}: exit {proc.returncode}: {err}"
+    assert "Traceback" not in err, f"{where}: {err[-3000:]}"
+    if proc.returncode == 128 + signum:
+        assert "the run is complete" in err, f"{where}: {err[-2000:]}"
+    _check_clean(ours, baseline, where)
+    run = store.load(out)
+    assert run.status == "complete", f"{where}: {run.status}"
+    for case in run.cases:
+        indices = sorted(t.index for t in run.trials if t.case == case)
+        assert indices == [0], f"{where}: {case.key}: trial indices {indices}"
+    # Each report is whole or absent; no temp file of one is left.
+    html = out / "report.html"
+    assert not html.exists() or html.read_text().rstrip().endswith("</html>"), where
+    assert not list(out.glob(".*.tmp")), f"{where}: {sorted(out.iterdir())}"
+    if report_after:  # what the message promises
+        res = _bakeoff(["report", str(out), "--quiet"], ours)
+        assert res.returncode == 0, f"{where}: bakeoff report: {res.stderr}"
+        assert html.read_text().rstrip().endswith("</html>"), where
+    return True
+
+
+@pytest.mark.parametrize("grid", GRIDS, ids=[g.name for g in GRIDS])
+def test_signals_after_the_last_trial(grid: Grid, built: Path, ours: Ours, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """SIGINT and SIGTERM sent as the run enters each phase after its last trial (tear-down,
+    final save, analysis, each report): the run is complete and saved, the exit status is
+    128 + signal with 'the run is complete', nothing is left, no report is half-written,
+    and `bakeoff report` writes them (docs/RELIABILITY.md)."""
+    baseline = ours.snapshot()
+    tally: Counter[str] = Counter()
+    fifo = tmp_path / "phases"
+    os.mkfifo(fifo)
+    fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # RDWR: no EOF between the runs' writes
+    start = time.monotonic()
+    plan = [(phase, (signal.SIGINT, signal.SIGTERM)[i % 2])
+            for i, phase in enumerate(LATE_PHASES * LATE_ROUNDS)]
+    landed = cycle = 0
+    try:
+        while plan:
+            phase, signum = plan.pop(0)
+            cycle += 1
+            assert cycle <= 2 * len(LATE_PHASES) * LATE_ROUNDS, (
+                f"{grid.name}: too many runs ended before their late signal")
+            if late_signal(grid, signum, phase, cycle, tmp_path / f"late-{cycle}", ours,
+                           baseline, fifo, fd, tally, report_after=landed == 0):
+                landed += 1
+            else:
+                plan.append((phase, signum))
+    finally:
+        os.close(fd)
+    assert landed >= 20
+    with capsys.disabled():
+        print(f"\n{grid.name}: {landed} late signals in {cycle} runs, "
+              f"{time.monotonic() - start:.0f} s")
+        for what, n in sorted(tally.items()):
+            print(f"  {what}: {n}")
 
 
 # ---- the sweep itself: only what dead runs left --------------------------------------------

@@ -127,10 +127,13 @@ def test_ctrl_c_at_any_moment_of_a_report_ends_it_cleanly(mremap_quick_run: Path
     assert report.read_text().rstrip().endswith("</html>")
 
 
-def test_resuming_a_run_stopped_after_its_last_trial_sets_nothing_up(tmp_path: Path) -> None:
-    """A SIGINT in the session's tear-down, after the last trial, leaves an interrupted run
-    with every trial done. --resume then completes it without starting the room's session
-    again (a tracing daemon, a cgroup) or spending warm-up trials."""
+def test_a_signal_in_the_last_tear_down_completes_the_run_and_stops_before_the_reports(
+        tmp_path: Path) -> None:
+    """A SIGINT in the session's tear-down, after the last trial: the tear-down finishes,
+    the run is saved complete, bakeoff exits 130 before the reports and says that `bakeoff
+    report` writes them; it does. A run recorded as interrupted with every trial done (as
+    bakeoff before this rule left one) resumes without starting the room's session again
+    (a tracing daemon, a cgroup) or spending warm-up trials."""
     log = tmp_path / "session.log"
     out = tmp_path / "run"
     env = {**os.environ, "BAKEOFF_BENCHMARKS_DIR": str(FIXTURES / "rooms"),
@@ -139,17 +142,28 @@ def test_resuming_a_run_stopped_after_its_last_trial_sets_nothing_up(tmp_path: P
         [sys.executable, "-m", "bakeoff", "run", "flaky", "--variant", "good", "--profile",
          "full", "--out", str(out), "--quiet"],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while "down" not in (log.read_text() if log.exists() else ""):
         assert time.monotonic() < deadline and proc.poll() is None, "the session never ended"
         time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    os.kill(proc.pid, signal.SIGINT)  # the session lingers a second in its tear-down
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
+    assert f"the run is complete (4 trials saved in {out}); `bakeoff report {out}` writes " \
+        "the reports" in err, err
+    assert "Traceback" not in err
     stopped = json.loads((out / "results.json").read_text())
-    assert stopped["status"] == "interrupted"
+    assert stopped["status"] == "complete"
     assert len(stopped["trials"]) == 4  # 2 cases x 2 trials: all of them
+    assert not (out / "report.html").exists()
 
+    res = subprocess.run([sys.executable, "-m", "bakeoff", "report", str(out), "--quiet"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert (out / "report.html").read_text().rstrip().endswith("</html>")
+
+    stopped["status"] = "interrupted"
+    (out / "results.json").write_text(json.dumps(stopped))
     res = subprocess.run([sys.executable, "-m", "bakeoff", "run", "--resume", str(out),
                           "--quiet"], cwd=REPO, env=env, capture_output=True, text=True,
                          timeout=120)

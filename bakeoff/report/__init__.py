@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bakeoff import interrupts
 from bakeoff.analysis import Analysis
 from bakeoff.errors import UsageError
 from bakeoff.model import RunRecord
@@ -26,6 +27,7 @@ def write_reports(run: RunRecord, analysis: Analysis, out_dir: Path) -> list[Pat
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         for path, text in outputs:
+            interrupts.checkpoint(f"report:{path.name}")  # each file whole, or not at all
             write_atomic(path, text)
     except OSError as exc:
         raise UsageError(
