@@ -8,13 +8,24 @@ PROFILE  ?= default
 # Optional dependency groups installed into the venv; fleet hosts set EXTRAS= (runtime only).
 EXTRAS   ?= test,fleet
 
-.PHONY: bench test lint build deps system-deps venv clean distclean
+.PHONY: bench test test-fast test-load lint build deps system-deps venv clean distclean
 
 bench: deps build
 	$(BAKEOFF) run --profile $(PROFILE)
 
+# The whole suite, two workers (pytest-xdist; tests/conftest.py says how they are grouped).
+JOBS     ?= 2
+
 test: deps build lint
-	$(PYTEST) -q tests
+	$(PYTEST) -q -n $(JOBS) --dist loadgroup --durations=10 tests
+
+# The edit-test loop: unit, property and in-process tests, no live benchmark (< 2 min).
+test-fast: venv
+	BAKEOFF_TEST_TIER=fast $(PYTEST) -q -n $(JOBS) -m "not slow" tests
+
+# The whole suite with every CPU kept busy by stress-ng (docs/RELIABILITY.md).
+test-load: deps build
+	scripts/under-load $(MAKE) test
 
 lint: venv
 	$(VENV)/bin/ruff check bakeoff tests benchmarks

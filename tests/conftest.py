@@ -18,6 +18,63 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 IN_CI = os.environ.get("CI") == "true"
 
 
+# `make test-fast` sets this: the edit-test loop's tier runs unit, property and in-process
+# tests only. A test that starts a live benchmark there fails and says to mark it slow, so the
+# split stays real as tests are added.
+FAST_TIER = os.environ.get("BAKEOFF_TEST_TIER") == "fast"
+LIVE_COMMANDS = frozenset({"run", "fleet", "sample"})
+
+
+def _live_run(args: Any) -> str | None:
+    """What a subprocess's argv starts, if it is a live benchmark: `bakeoff run` (or
+    fleet, or a room's sampler), or a program of a room from build/."""
+    argv = [str(a) for a in args] if isinstance(args, list | tuple) else [str(args)]
+    for i, arg in enumerate(argv[:-1]):
+        if (arg == "bakeoff" or arg.endswith("/bakeoff")) and argv[i + 1] in LIVE_COMMANDS:
+            return f"bakeoff {argv[i + 1]}"
+    built_programs = [a for a in argv if a.startswith(str(REPO / "build") + "/")]
+    return f"the built program {built_programs[0]}" if built_programs else None
+
+
+_RUNNING: list[str] = ["(collection)"]  # the test being set up, run or torn down
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _RUNNING[0] = item.nodeid
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In the fast tier, starting a live benchmark fails the test, module fixtures too."""
+    if not FAST_TIER:
+        return
+    real_init = subprocess.Popen.__init__
+
+    def guarded(self: subprocess.Popen[Any], args: Any, *rest: Any, **kw: Any) -> None:
+        if (what := _live_run(args)) is not None:
+            pytest.fail(f"{_RUNNING[0]} starts {what}: the fast tier runs no live benchmark; "
+                        "mark the test @pytest.mark.slow", pytrace=False)
+        real_init(self, args, *rest, **kw)
+
+    subprocess.Popen.__init__ = guarded  # type: ignore[method-assign]
+
+
+# Modules whose tests share nothing but the build: pytest-xdist hands their tests out one by
+# one. Every other module's tests go to one worker together (`--dist loadgroup`), so that its
+# module-scoped fixtures (a live run, a fleet of hosts) are set up once, not once per worker.
+INDEPENDENT_MODULES = frozenset({"test_fault_injection.py", "test_bad_input.py",
+                                 "test_properties.py", "test_stats.py"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that needs the built benchmarks (the `built` fixture, directly or through
+    another fixture) runs them: slow, whether or not it says so. And the xdist groups."""
+    for item in items:
+        if "built" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+        if item.path.name not in INDEPENDENT_MODULES:
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
+
+
 def run_bakeoff(*args: str, env: dict[str, str] | None = None,
                 timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

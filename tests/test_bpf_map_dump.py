@@ -441,10 +441,12 @@ def test_reader_fails_a_dump_with_missing_entries_and_says_what_it_got(
     (["--param", f"entries={2**28 + 1}"], "2^28"),
     (["--param", "map=lru"], "hash or array"),
 ])
+@pytest.mark.slow
 def test_bad_params_are_one_line_and_exit_2(args: list[str], needle: str) -> None:
     assert_usage_error(run_bakeoff("run", "bpf-map-dump", *args), needle)
 
 
+@pytest.mark.slow
 def test_a_map_too_large_for_memory_is_skipped_with_what_it_needs() -> None:
     """2^28 entries of a hash map need ~26 GB (map ~21 GB, buffers ~4 GB): more than this
     machine kind has, so every case is skipped and the run has nothing to do."""

@@ -106,6 +106,7 @@ def quick_run(programs: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     yield {"dir": out, "pid": pid, "data": json.loads((out / "results.json").read_text())}
 
 
+@pytest.mark.slow
 def test_every_case_ran_and_gave_positive_times(quick_run: dict[str, Any]) -> None:
     data = quick_run["data"]
     assert data["status"] == "complete"
@@ -128,6 +129,7 @@ def test_every_case_ran_and_gave_positive_times(quick_run: dict[str, Any]) -> No
         assert t["meta"]["cgroup_version"] == CONTROLLER[1]  # type: ignore[index]
 
 
+@pytest.mark.slow
 def test_skips_name_their_reason(quick_run: dict[str, Any]) -> None:
     reasons = {(s["case"]["variant"], s["case"]["params"]["content"]): s["reason"]
                for s in quick_run["data"]["skips"]}
@@ -138,6 +140,7 @@ def test_skips_name_their_reason(quick_run: dict[str, Any]) -> None:
     assert not any("needs" in r for r in reasons.values()), reasons
 
 
+@pytest.mark.slow
 def test_held_is_faster_than_cat(quick_run: dict[str, Any]) -> None:
     from bakeoff import store
     from bakeoff.analysis import analyze
@@ -149,6 +152,7 @@ def test_held_is_faster_than_cat(quick_run: dict[str, Any]) -> None:
         assert r.vs_baseline is not None and r.vs_baseline.ci_low > 1, (r.case, r.vs_baseline)
 
 
+@pytest.mark.slow
 def test_bpf_iter_agrees_with_memory_stat_in_every_trial(quick_run: dict[str, Any]) -> None:
     trials = [t for t in quick_run["data"]["trials"]
               if t["case"]["params"]["content"] == "bpf-iter"]
@@ -160,6 +164,7 @@ def test_bpf_iter_agrees_with_memory_stat_in_every_trial(quick_run: dict[str, An
         assert t["counters"]["check_max_abs_diff"] == 0
 
 
+@pytest.mark.slow
 def test_normal_run_leaves_nothing(quick_run: dict[str, Any]) -> None:
     assert _leftovers(quick_run["pid"]) == []
     ps = subprocess.run(["pgrep", "-f", "cgstat_charger"], capture_output=True, text=True)
@@ -196,6 +201,7 @@ def _memory_stat(path: Path) -> dict[str, int]:
     return {name: int(value) for name, value in (line.split() for line in lines)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["held", "reopen", "cat"])
 def test_bpf_iter_values_equal_memory_stat(programs: Path, charged_cgroup: Path,
                                            variant: str) -> None:
@@ -225,6 +231,7 @@ def test_bpf_iter_values_equal_memory_stat(programs: Path, charged_cgroup: Path,
 # ---- interrupted runs -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_run_leaves_nothing(programs: Path, tmp_path: Path, signum: int) -> None:
     out = tmp_path / "run"
@@ -261,6 +268,7 @@ def test_interrupted_run_leaves_nothing(programs: Path, tmp_path: Path, signum: 
         ("relative/path", "absolute"),
     ],
 )
+@pytest.mark.slow
 def test_bad_target_is_one_line(programs: Path, target: str, needle: str) -> None:
     if target == "NOMEM":
         target = str(cgroup_without_memory())
@@ -273,6 +281,7 @@ def test_bad_target_is_one_line(programs: Path, target: str, needle: str) -> Non
     assert needle in res.stderr
 
 
+@pytest.mark.slow
 def test_unreadable_target_is_one_line(programs: Path) -> None:
     """As an unprivileged user (root reads anything): the program and the spec's check."""
     assert CONTROLLER is not None
@@ -309,6 +318,7 @@ def test_unreadable_target_is_one_line(programs: Path) -> None:
         (["--variant", "held", "--param", "target=root", "--param", "fields=0"], "fields=0"),
     ],
 )
+@pytest.mark.slow
 def test_program_rejects_bad_arguments(programs: Path, args: list[str], needle: str) -> None:
     res = subprocess.run([str(programs / "cgstat"), *args], capture_output=True, text=True,
                          check=False)
@@ -317,6 +327,7 @@ def test_program_rejects_bad_arguments(programs: Path, args: list[str], needle: 
     assert res.stdout == ""
 
 
+@pytest.mark.slow
 def test_bad_content_and_fields_are_one_line() -> None:
     assert_usage_error(run_bakeoff("run", NAME, "--param", "content=nope"), "legacy-parse")
     assert_usage_error(run_bakeoff("run", NAME, "--param", "fields=0"), "or all")

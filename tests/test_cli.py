@@ -35,10 +35,12 @@ BENCH = "mremap-vs-memcpy"
         (["frobnicate"], "frobnicate"),
     ],
 )
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str) -> None:
     assert_usage_error(run_bakeoff(*args), needle)
 
 
+@pytest.mark.slow
 def test_out_that_is_a_file_is_refused(tmp_path: Path) -> None:
     f = tmp_path / "afile"
     f.write_text("keep me")
@@ -47,6 +49,7 @@ def test_out_that_is_a_file_is_refused(tmp_path: Path) -> None:
     assert f.read_text() == "keep me"
 
 
+@pytest.mark.slow
 def test_bad_input_creates_no_results_directory(tmp_path: Path) -> None:
     out = tmp_path / "never"
     assert_usage_error(run_bakeoff("run", BENCH, "--param", "size=5000", "--out", str(out)),
@@ -54,6 +57,7 @@ def test_bad_input_creates_no_results_directory(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_help_everywhere() -> None:
     for args in ([], ["run"], ["report"], ["list"], ["doctor"]):
         res = run_bakeoff(*args, "--help")
@@ -78,6 +82,7 @@ def test_doctor_lists_capabilities_and_facts() -> None:
         assert word in res.stdout, word
 
 
+@pytest.mark.slow
 def test_failed_trials_are_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
     env = {"BAKEOFF_BENCHMARKS_DIR": str(FIXTURES / "rooms"),
            "BAKEOFF_BUILD_DIR": str(FIXTURES / "build")}
@@ -110,6 +115,7 @@ def test_failed_trials_are_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
     assert (out / "report.md").exists()
 
 
+@pytest.mark.slow
 def test_a_failed_warm_up_trial_is_reported(tmp_path: Path) -> None:
     """Warm-up trials are not measurements, but one that fails must not pass in silence."""
     env = {"BAKEOFF_BENCHMARKS_DIR": str(FIXTURES / "rooms"),

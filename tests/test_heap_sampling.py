@@ -143,6 +143,7 @@ def test_exit_status_3_is_kept(room: Path, tmp_path: Path) -> None:
 
 # ---- threads, counts, accuracy ------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_eight_threads_churn_a_million_allocations(room: Path, tmp_path: Path,
                                                    scheme: str) -> None:
@@ -167,6 +168,7 @@ def test_eight_threads_churn_a_million_allocations(room: Path, tmp_path: Path,
 @pytest.mark.parametrize("args", [["1", "20000", "64", "4096"],
                                   ["2", "200", "50", "64", "4096", "50"],
                                   ["4", "100", "50", "64", "4096"]])
+@pytest.mark.slow
 def test_true_counts_equal_what_the_workload_did(room: Path, tmp_path: Path,
                                                  args: list[str]) -> None:
     res, summary = sampled([str(PATTERNS), *args, "--samples", "2", "--warmup", "1"],
@@ -180,6 +182,7 @@ def test_true_counts_equal_what_the_workload_did(room: Path, tmp_path: Path,
     assert summary["live_blocks"] == did["leaked_blocks"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mean", [4096, 512 * 1024])
 def test_poisson_estimates_within_four_sigma_on_mode1(room: Path, tmp_path: Path,
                                                       mean: int) -> None:
@@ -197,6 +200,7 @@ def test_poisson_estimates_within_four_sigma_on_mode1(room: Path, tmp_path: Path
         assert four_sigma_bytes(mean, total) / total < 0.02
 
 
+@pytest.mark.slow
 def test_address_reuse_makes_the_hash_error_larger(room: Path, tmp_path: Path) -> None:
     """Mode 4: the same 500 addresses reused 200 times. Poisson decides every allocation
     afresh; the hash decides once per address, so its error does not shrink with reuse."""
@@ -216,6 +220,7 @@ def test_address_reuse_makes_the_hash_error_larger(room: Path, tmp_path: Path) -
     assert statistics.stdev(hashed) > 3 * statistics.stdev(poisson), (hashed, poisson)
 
 
+@pytest.mark.slow
 def test_timing_reports_ticks_with_the_floor_beside(room: Path, tmp_path: Path) -> None:
     res, s = sampled([str(PATTERNS), "4", "500", "200", "64", "4096"], "COMBINED",
                      tmp_path / "s.json", timing=True)
@@ -238,6 +243,7 @@ def test_timing_reports_ticks_with_the_floor_beside(room: Path, tmp_path: Path) 
 
 # ---- the summary file, the environment ----------------------------------------------------
 
+@pytest.mark.slow
 def test_summary_never_follows_a_symlink(room: Path, tmp_path: Path) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
@@ -252,6 +258,7 @@ def test_summary_never_follows_a_symlink(room: Path, tmp_path: Path) -> None:
     assert '"scheme":"POISSON"' in res.stderr  # the summary went to stderr instead
 
 
+@pytest.mark.slow
 def test_nonsense_environment_falls_back_with_one_warning_each(room: Path,
                                                                tmp_path: Path) -> None:
     env = {"SAMPLER_TIMING": "yes", "SAMPLER_POISSON_MEAN_BYTES": "-5"}
@@ -274,6 +281,7 @@ def test_nonsense_environment_falls_back_with_one_warning_each(room: Path,
 
 # ---- bakeoff sample ------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_bakeoff_sample_runs_a_program_and_prints_its_summary(room: Path,
                                                               tmp_path: Path) -> None:
     saved = tmp_path / "summary.json"
@@ -292,6 +300,7 @@ def test_bakeoff_sample_runs_a_program_and_prints_its_summary(room: Path,
     assert not left, left
 
 
+@pytest.mark.slow
 def test_bakeoff_sample_without_separator_and_exit_status(room: Path) -> None:
     res = run_bakeoff("sample", "--scheme", "poisson", str(PATTERNS), "1", "2000", "64", "4096")
     assert res.returncode == 0, res.stderr
@@ -308,12 +317,14 @@ def test_bakeoff_sample_without_separator_and_exit_status(room: Path) -> None:
     (["sample", "--scheme"], "needs a value"),
     (["sample", "--"], "no command"),
 ])
+@pytest.mark.slow
 def test_bakeoff_sample_bad_flags_are_one_line(argv: list[str], needle: str) -> None:
     assert_usage_error(run_bakeoff(*argv), needle)
 
 
 # ---- the programs by hand, bad input ------------------------------------------------------
 
+@pytest.mark.slow
 def test_bad_params_are_one_line_exit_2(room: Path) -> None:
     res = subprocess.run([str(BENCH), "--variant", "poisson", "--param", "workload=mode9"],
                          capture_output=True, text=True, check=False)
@@ -331,6 +342,7 @@ def ours() -> set[Path]:
     return set(Path(tempfile.gettempdir()).glob("bakeoff-*-heap-*"))
 
 
+@pytest.mark.slow
 def test_sigterm_mid_trial_removes_the_temp_dir(room: Path) -> None:
     before = ours()
     proc = subprocess.Popen([str(BENCH), "--variant", "poisson", "--param", "workload=mode4",
@@ -350,6 +362,7 @@ def test_sigterm_mid_trial_removes_the_temp_dir(room: Path) -> None:
     assert ps.stdout.strip() == ""
 
 
+@pytest.mark.slow
 def test_sigint_mid_run_leaves_nothing(room: Path, tmp_path: Path) -> None:
     before = ours()
     out = tmp_path / "run"

@@ -50,6 +50,7 @@ def test_signal_mid_run_keeps_results_and_cleans_up(built: Path, tmp_path: Path,
     assert marked_processes(out.name + str(signum)) == []
 
 
+@pytest.mark.slow
 def test_trial_gets_sigterm_to_clean_up_before_sigkill(tmp_path: Path) -> None:
     """A trial holding a resource is asked to stop (SIGTERM) and given time to remove it."""
     marker = tmp_path / "resource"
@@ -127,6 +128,7 @@ def test_ctrl_c_at_any_moment_of_a_report_ends_it_cleanly(mremap_quick_run: Path
     assert report.read_text().rstrip().endswith("</html>")
 
 
+@pytest.mark.slow
 def test_a_signal_in_the_last_tear_down_completes_the_run_and_stops_before_the_reports(
         tmp_path: Path) -> None:
     """A SIGINT in the session's tear-down, after the last trial: the tear-down finishes,

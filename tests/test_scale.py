@@ -57,6 +57,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[Path, floa
     return out
 
 
+@pytest.mark.slow
 def test_ten_million_samples_are_all_kept_and_memory_stays_flat(
         runs: dict[int, tuple[Path, float]]) -> None:
     (small_dir, small_rss), (big_dir, big_rss) = runs[2_000], runs[1_000_000]
@@ -78,6 +79,7 @@ def test_ten_million_samples_are_all_kept_and_memory_stays_flat(
     assert "| 5,000,000 / 5 |" in md, md[:3000]
 
 
+@pytest.mark.slow
 def test_the_ten_million_sample_report_opens(runs: dict[int, tuple[Path, float]],
                                              tmp_path: Path) -> None:
     big_dir = runs[1_000_000][0]

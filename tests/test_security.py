@@ -258,6 +258,7 @@ def browsed(hostile: HostileRun, tmp_path_factory: pytest.TempPathFactory) -> di
     return {"control": control_events, "events": events, "dom": dom}
 
 
+@pytest.mark.slow
 def test_the_browser_check_sees_a_dialog_when_there_is_one(browsed: dict[str, Any]) -> None:
     """The control: the same injected <img onerror> in a plain page does open a dialog, so the
     report's silence below means something."""
@@ -265,6 +266,7 @@ def test_the_browser_check_sees_a_dialog_when_there_is_one(browsed: dict[str, An
             if e["method"] == "Page.javascriptDialogOpening"] == ["1"]
 
 
+@pytest.mark.slow
 def test_report_html_runs_nothing_injected(browsed: dict[str, Any]) -> None:
     noisy = ("Page.javascriptDialogOpening", "Runtime.consoleAPICalled",
              "Runtime.exceptionThrown", "Log.entryAdded")
@@ -273,6 +275,7 @@ def test_report_html_runs_nothing_injected(browsed: dict[str, Any]) -> None:
     assert said == []  # no alert, no console message of any level, no uncaught error
 
 
+@pytest.mark.slow
 def test_report_html_has_no_injected_element(browsed: dict[str, Any]) -> None:
     dom = browsed["dom"]
     assert dom["elements"] == []  # no <img>, <iframe>, <form>, ... from the data
@@ -284,6 +287,7 @@ def test_report_html_has_no_injected_element(browsed: dict[str, Any]) -> None:
     assert dom["charts"] >= 4 and dom["drawn"] == dom["charts"]  # the page still works
 
 
+@pytest.mark.slow
 def test_hostile_text_is_shown_as_text(browsed: dict[str, Any]) -> None:
     dom = browsed["dom"]
     text = dom["text"]
@@ -318,6 +322,7 @@ class _Text(HTMLParser):
         self.text.append(data)
 
 
+@pytest.mark.slow
 def test_report_md_keeps_hostile_text_as_text(hostile: HostileRun) -> None:
     """Rendered as GitHub would (CommonMark, tables, raw HTML allowed), report.md makes no
     element, link or extra table cell from the data, and shows every string as written."""
@@ -352,6 +357,7 @@ def _table_widths(md: str) -> list[list[int]]:
     return tables
 
 
+@pytest.mark.slow
 def test_terminal_prints_hostile_text_literally(hostile: HostileRun) -> None:
     for res in (hostile.run, hostile.report):
         out = res.stdout
@@ -495,6 +501,7 @@ def _injections(marker: Path) -> list[str]:
             f"x\ntouch {marker}", f"a|touch {marker}&&touch {marker}", "'\"$HOME\\"]
 
 
+@pytest.mark.slow
 def test_shell_metacharacters_reach_the_program_verbatim(tmp_path: Path) -> None:
     """A real run of the hostile room: each value arrives in the program's argv byte for byte,
     --out is created where it says, and the marker file never appears. Under umask 0 the
@@ -528,6 +535,7 @@ def test_shell_metacharacters_reach_the_program_verbatim(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("case", ["symlink to a file", "dangling symlink", "under a file",
                                   "under a symlink to a file"])
+@pytest.mark.slow
 def test_out_is_checked_before_anything_is_written(case: str, tmp_path: Path) -> None:
     victim = tmp_path / "victim"
     victim.write_text("keep me")
@@ -548,6 +556,7 @@ def test_out_is_checked_before_anything_is_written(case: str, tmp_path: Path) ->
     assert list(scratch_root.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_sample_scratch_dir_is_private(tmp_path: Path) -> None:
     """`bakeoff sample` keeps the sampler's summary in its own temp dir: 0700 under umask 0."""
     if not (build_dir() / "heap_sampling" / "libbakeoff_sampler.so").exists():
@@ -665,6 +674,7 @@ def unprivileged() -> Iterator[Unprivileged]:
         shutil.rmtree(work, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_without_root_what_needs_no_privilege_runs(unprivileged: Unprivileged) -> None:
     user = unprivileged
     before = _uid_processes(user.uid)
@@ -700,6 +710,7 @@ def test_without_root_what_needs_no_privilege_runs(unprivileged: Unprivileged) -
     assert _uid_processes(user.uid) - before == set()  # no daemon or helper left behind
 
 
+@pytest.mark.slow
 def test_without_root_doctor_and_list_work(unprivileged: Unprivileged) -> None:
     doctor = unprivileged.bakeoff("doctor")
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr

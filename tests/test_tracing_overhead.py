@@ -125,6 +125,7 @@ def _trials(run_dir: Path) -> list[dict[str, object]]:
     return json.loads((run_dir / "results.json").read_text())["trials"]  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow
 def test_every_variant_measured_every_duration(quick_run: tuple[Path, list[str]]) -> None:
     run_dir, _ = quick_run
     data = json.loads((run_dir / "results.json").read_text())
@@ -147,6 +148,7 @@ def test_every_variant_measured_every_duration(quick_run: tuple[Path, list[str]]
         assert t["meta"]["app_cpu"] not in t["meta"]["tracer_cpus"]
 
 
+@pytest.mark.slow
 def test_every_event_is_captured(quick_run: tuple[Path, list[str]]) -> None:
     for t in _trials(quick_run[0]):
         c = t["counters"]
@@ -165,6 +167,7 @@ def test_every_event_is_captured(quick_run: tuple[Path, list[str]]) -> None:
             assert c["lttng_sessiond_rss_kib"] > 0 and c["lttng_consumerd_rss_kib"] > 0, t
 
 
+@pytest.mark.slow
 def test_each_tracer_costs_something_at_0_us(quick_run: tuple[Path, list[str]]) -> None:
     from bakeoff import store
     from bakeoff.analysis import analyze
@@ -183,6 +186,7 @@ def test_each_tracer_costs_something_at_0_us(quick_run: tuple[Path, list[str]]) 
     assert floor is not None and force is not None and force.median > floor.median
 
 
+@pytest.mark.slow
 def test_report_names_the_seed_colours(quick_run: tuple[Path, list[str]]) -> None:
     data = json.loads((quick_run[0] / "results.json").read_text())
     colours = {v["name"]: v.get("color") for v in data["benchmarks"]["tracing-overhead"]["variants"]}
@@ -193,6 +197,7 @@ def test_report_names_the_seed_colours(quick_run: tuple[Path, list[str]]) -> Non
     assert "#e67e22" in html and "#3498db" in html
 
 
+@pytest.mark.slow
 def test_nothing_left_after_a_run(quick_run: tuple[Path, list[str]]) -> None:
     assert quick_run[1] == []
 
@@ -215,6 +220,7 @@ def _tracer_up(variant: str) -> Callable[[], bool]:
     return up
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["lttng", "ebpf-force", "bpftrace"])
 def test_sigint_mid_trial_leaves_nothing(room: Path, tmp_path: Path, variant: str) -> None:
     tmpdir = tmp_path / "tmp"
@@ -241,6 +247,7 @@ def test_sigint_mid_trial_leaves_nothing(room: Path, tmp_path: Path, variant: st
 
 @pytest.mark.parametrize(("variant", "victim"), [("ebpf-force", "bakeoff_tracer"),
                                                   ("bpftrace", "bpftrace")])
+@pytest.mark.slow
 def test_tracer_crash_fails_the_trial_and_cleans_up(room: Path, tmp_path: Path, variant: str,
                                                      victim: str) -> None:
     proc = subprocess.Popen(
@@ -277,6 +284,7 @@ def test_tracer_crash_fails_the_trial_and_cleans_up(room: Path, tmp_path: Path, 
         (["--variant", "ebpf"], "ebpf-force"),
     ],
 )
+@pytest.mark.slow
 def test_bad_input_is_one_line(args: list[str], needle: str, tmp_path: Path) -> None:
     res = run_bakeoff("run", "tracing-overhead", *args, "--out", str(tmp_path / "r"))
     assert_usage_error(res, needle)
@@ -295,6 +303,7 @@ def test_bad_input_is_one_line(args: list[str], needle: str, tmp_path: Path) -> 
         (["--param", "duration_us=0", "--param", "calls=100"], "--variant"),
     ],
 )
+@pytest.mark.slow
 def test_driver_rejects_bad_arguments(room: Path, args: list[str], needle: str) -> None:
     res = subprocess.run([str(DRIVER), *args], capture_output=True, text=True, check=False)
     assert res.returncode == 2, res.stderr
