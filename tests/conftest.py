@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +63,46 @@ def pytest_configure(config: pytest.Config) -> None:
 # Modules whose tests share nothing but the build: pytest-xdist hands their tests out one by
 # one. Every other module's tests go to one worker together (`--dist loadgroup`), so that its
 # module-scoped fixtures (a live run, a fleet of hosts) are set up once, not once per worker.
-INDEPENDENT_MODULES = frozenset({"test_fault_injection.py", "test_bad_input.py",
+INDEPENDENT_MODULES = frozenset({"test_fault_injection.py", "test_fleet.py", "test_bad_input.py",
                                  "test_properties.py", "test_stats.py"})
+
+
+# Some modules check the machine as a whole after a run: no lttng-sessiond, uprobe, BPF program
+# or room process left, whoever's. They set MACHINE_WIDE = True and hold this lock
+# exclusively for the whole module; every other test holds it shared (a module at a time, or
+# a test at a time in INDEPENDENT_MODULES). So under pytest-xdist, or beside another suite on
+# the same machine, no other test of ours makes the things such a check would count.
+SUITE_LOCK = Path("/tmp/bakeoff-test-suite.lock")
+
+
+def _hold_suite_lock(exclusive: bool) -> int:
+    fd = os.open(SUITE_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    return fd
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _suite_lock_per_module(request: pytest.FixtureRequest) -> Iterator[None]:
+    if request.path.name in INDEPENDENT_MODULES:
+        yield
+        return
+    fd = _hold_suite_lock(exclusive=getattr(request.module, "MACHINE_WIDE", False))
+    try:
+        yield
+    finally:
+        os.close(fd)  # drops the flock
+
+
+@pytest.fixture(autouse=True)
+def _suite_lock_per_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    if request.path.name not in INDEPENDENT_MODULES:
+        yield
+        return
+    fd = _hold_suite_lock(exclusive=False)
+    try:
+        yield
+    finally:
+        os.close(fd)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -136,6 +136,18 @@ def _run(*cmd: str) -> None:
 
 
 @contextlib.contextmanager
+def _free_subnet() -> str:
+    """A 198.18.N (benchmarking range, RFC 2544) block no address on this machine uses yet,
+    starting from one derived from our PID."""
+    used = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True,
+                          check=True, timeout=30).stdout
+    for step in range(250):
+        subnet = f"198.18.{(os.getpid() + step) % 250}"
+        if f" {subnet}." not in used:
+            return subnet
+    raise RuntimeError("no free 198.18.N block for the test hosts")
+
+
 def namespace_fleet(names: list[str], without_memcg: tuple[str, ...] = ()) -> Iterator[NamespaceFleet]:
     """Hosts `names`, up and listening, removed again on exit (also when the body fails)."""
     tag = f"{os.getpid() % 100000}"
@@ -149,7 +161,7 @@ def namespace_fleet(names: list[str], without_memcg: tuple[str, ...] = ()) -> It
         _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(fleet.key))
         (root / "authorized_keys").write_text((root / "client_key.pub").read_text())
         host_pub = (root / "host_key.pub").read_text().split()[:2]
-        subnet = f"198.18.{os.getpid() % 250}"  # two test sessions at once do not clash
+        subnet = _free_subnet()  # two test sessions (or xdist workers) at once do not clash
         known: list[str] = []
         for i, name in enumerate(names):
             host = NamespaceHost(

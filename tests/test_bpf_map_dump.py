@@ -3,6 +3,7 @@ lifetime (gone after a run, after Ctrl-C, after the harness is killed)."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import math
@@ -15,13 +16,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff
+from conftest import IN_CI, REPO, assert_usage_error, marked_processes, run_bakeoff
 from conftest import trials_on_disk as conftest_trials_on_disk
 
 ROOM = REPO / "build" / "bpf_map_dump"
@@ -81,18 +83,57 @@ def dump_maps() -> dict[int, dict[str, Any]]:
 
 
 def room_processes() -> list[str]:
+    """This module's room processes still running: found by the marker every process it
+    starts inherits (another test on the machine may be running the same programs)."""
     found = []
-    for name in PROGRAMS:
-        res = subprocess.run(["pgrep", "-x", name], capture_output=True, text=True, check=False)
-        found += [f"{name}({pid})" for pid in res.stdout.split()]
+    for pid in marked_processes(os.environ.get("BAKEOFF_TEST_MARKER", "")):
+        with contextlib.suppress(OSError):
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+            if name in PROGRAMS:
+                found.append(f"{name}({pid})")
     return found
+
+
+def map_holders() -> dict[int, set[int]]:
+    """map id -> the processes holding an fd to it (from /proc/*/fdinfo)."""
+    holders: dict[int, set[int]] = {}
+    for fdinfo in Path("/proc").glob("[0-9]*/fdinfo/*"):
+        with contextlib.suppress(OSError):
+            for line in fdinfo.read_text().splitlines():
+                key, _, value = line.partition(":")
+                if key == "map_id" and value.strip().isdigit():
+                    holders.setdefault(int(value), set()).add(int(fdinfo.parent.parent.name))
+    return holders
+
+
+def our_new_maps(before: set[int]) -> set[int]:
+    """Maps made since before that are ours: held by a process of this module, or by none
+    (nothing else would keep them). Someone else's, held by their live process, are not."""
+    new = set(dump_maps()) - before
+    if not new:
+        return set()
+    holders = map_holders()
+    mine = set(marked_processes(os.environ.get("BAKEOFF_TEST_MARKER", "")))
+    return {m for m in new if not holders.get(m) or holders[m] & mine}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _marked_module() -> Iterator[None]:
+    """Every process this module starts carries its marker (conftest.marked_env)."""
+    old = os.environ.get("BAKEOFF_TEST_MARKER")
+    os.environ["BAKEOFF_TEST_MARKER"] = f"bpf-map-dump-{uuid.uuid4().hex}"
+    yield
+    if old is None:
+        del os.environ["BAKEOFF_TEST_MARKER"]
+    else:
+        os.environ["BAKEOFF_TEST_MARKER"] = old
 
 
 def wait_until_clean(before: set[int], timeout: float = 15.0) -> tuple[set[int], list[str]]:
     """Maps this test created that still exist, and room processes still running."""
     deadline = time.monotonic() + timeout
     while True:
-        left, procs = set(dump_maps()) - before, room_processes()
+        left, procs = our_new_maps(before), room_processes()
         if (not left and not procs) or time.monotonic() > deadline:
             return left, procs
         time.sleep(0.2)
@@ -268,7 +309,7 @@ def test_ctrl_c_mid_run_frees_the_map(built: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = _start_long_run(out)
     _wait_for_trials(out, proc, 3)
-    assert set(dump_maps()) - before, "the run holds no map to free"
+    assert our_new_maps(before), "the run holds no map to free"
     os.kill(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -321,7 +362,7 @@ def test_killing_the_harness_frees_the_map(built: Path, tmp_path: Path) -> None:
     proc = _start_long_run(out)
     try:
         _wait_for_trials(out, proc, 3)
-        assert set(dump_maps()) - before, "the run holds no map to free"
+        assert our_new_maps(before), "the run holds no map to free"
         proc.kill()
         proc.communicate(timeout=30)
         left, procs = wait_until_clean(before, timeout=10)
