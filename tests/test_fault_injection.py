@@ -73,7 +73,7 @@ class Grid:
 
 
 GRIDS = (
-    Grid("mremap-vs-memcpy", ("--variant", "mremap", "--param", "size=16MiB", "--trials", "4",
+    Grid("mremap-vs-memcpy", ("--variant", "mremap", "--param", "size=16MiB", "--trials", "2",
                               "--samples", "10")),
     # tracer up and down in every trial: LTTng (a session daemon bakeoff starts), libbpf
     # uprobes, bpftrace (its own process), and the baseline.
@@ -90,7 +90,7 @@ GRIDS = (
                            "--param", "scale=0.001", "--trials", "2")),
     # the child cgroup with its charger, and the BPF iterator pinned in a private bpffs.
     Grid("cgroup-stat-read", ("--variant", "reopen", "--param", "content=legacy-parse,bpf-iter",
-                              "--param", "fields=3", "--trials", "3")),
+                              "--param", "fields=3", "--trials", "2")),
 )
 
 

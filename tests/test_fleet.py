@@ -181,7 +181,7 @@ def test_a_host_killed_mid_run_is_finished_by_resume(fleet: NamespaceFleet, tmp_
     killer = threading.Thread(target=kill_when_measuring)
     killer.start()
     res, out = _fleet_run(fleet, tmp_path, ["alpha", "beta"], "mremap-vs-memcpy",
-                          "--profile", "quick", "--trials", "8", "--seed", "3")
+                          "--profile", "quick", "--trials", "4", "--seed", "3")
     killer.join(timeout=60)
     assert killed, "the run on beta was never seen measuring"
     assert res.returncode == 1, (res.stdout, res.stderr)
@@ -208,8 +208,8 @@ def test_a_host_killed_mid_run_is_finished_by_resume(fleet: NamespaceFleet, tmp_
     for t in results["trials"]:
         key = json.dumps(t["case"], sort_keys=True)
         per_case[key] = per_case.get(key, 0) + 1
-    # Every case has its 8 trials: nothing lost with the killed run, nothing measured twice.
-    assert per_case and all(n == 8 for n in per_case.values()), per_case
+    # Every case has its 4 trials: nothing lost with the killed run, nothing measured twice.
+    assert per_case and all(n == 4 for n in per_case.values()), per_case
 
 
 def test_a_host_without_memory_cgroups_records_skips_not_failures(
@@ -247,7 +247,7 @@ def test_sigterm_stops_the_hosts_runs_and_resume_finishes_them(
     out = tmp_path / "fleet"
     proc = subprocess.Popen(
         [sys.executable, "-m", "bakeoff", "fleet", "run", "-i", str(inv), "--out", str(out),
-         "mremap-vs-memcpy", "--profile", "quick", "--trials", "8"],
+         "mremap-vs-memcpy", "--profile", "quick", "--trials", "4"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 900
