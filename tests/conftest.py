@@ -105,6 +105,23 @@ def _suite_lock_per_test(request: pytest.FixtureRequest) -> Iterator[None]:
         os.close(fd)
 
 
+_SUMMARIES: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Tests that count things (where signals landed, what sweeps removed) hand a summary
+    over with record_property("summary", text); it reaches here from xdist workers too."""
+    if report.when == "call":
+        _SUMMARIES.extend(str(v) for k, v in report.user_properties if k == "summary")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _SUMMARIES:
+        terminalreporter.section("what the fault-injection tests counted")
+        for text in _SUMMARIES:
+            terminalreporter.write_line(text)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that needs the built benchmarks (the `built` fixture, directly or through
     another fixture) runs them: slow, whether or not it says so. And the xdist groups."""

@@ -42,7 +42,7 @@ import time
 import uuid
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -527,7 +527,7 @@ def calibrate(grid: Grid, out: Path, ours: Ours, baseline: set[str]) -> Timing:
 
 @pytest.mark.parametrize("grid", GRIDS, ids=[g.name for g in GRIDS])
 def test_signals_at_random_moments(grid: Grid, built: Path, ours: Ours, tmp_path: Path,
-                                   capsys: pytest.CaptureFixture[str]) -> None:
+                                   record_property: Callable[[str, object], None]) -> None:
     rng = random.Random(f"{SEED}:{grid.name}")
     baseline = ours.snapshot()
     tally = Tally()
@@ -552,19 +552,17 @@ def test_signals_at_random_moments(grid: Grid, built: Path, ours: Ours, tmp_path
     tally.seconds = time.monotonic() - start
     for signum in SIGNALS:
         assert tally.landed(signum) >= PER_SIGNAL
-    with capsys.disabled():
-        print(f"\n{grid.name}: {cycle} runs in {tally.seconds:.0f} s (seed {SEED}); a whole "
-              f"run: results.json at {timing.results_s:.1f} s, last trial at "
-              f"{timing.last_trial_s:.1f} s, exit at {timing.exit_s:.1f} s")
-        for sig, phases in tally.phases.items():
-            print(f"  {sig:8} " + ", ".join(f"{p}: {phases[p]}" for p in PHASES if phases[p]))
-        for by, kinds in tally.swept.items():
-            print(f"  removed after SIGKILL by {by}: "
-                  + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()))
-        for kind, line in tally.examples.items():
-            print(f"  e.g. {kind}: {line}")
-        for note, n in tally.notes.items():
-            print(f"  {note}: {n}")
+    lines = [f"{grid.name}: {cycle} runs in {tally.seconds:.0f} s (seed {SEED}); a whole run: "
+             f"results.json at {timing.results_s:.1f} s, last trial at "
+             f"{timing.last_trial_s:.1f} s, exit at {timing.exit_s:.1f} s"]
+    lines += [f"  {sig:8} " + ", ".join(f"{p}: {phases[p]}" for p in PHASES if phases[p])
+              for sig, phases in tally.phases.items()]
+    lines += [f"  removed after SIGKILL by {by}: "
+              + ", ".join(f"{k} x{n}" for k, n in kinds.most_common())
+              for by, kinds in tally.swept.items()]
+    lines += [f"  e.g. {kind}: {line}" for kind, line in tally.examples.items()]
+    lines += [f"  {note}: {n}" for note, n in tally.notes.items()]
+    record_property("summary", "\n".join(lines))  # printed at the end (tests/conftest.py)
 
 
 # ---- signals after the last trial, on purpose ------------------------------------------------
@@ -648,7 +646,7 @@ def late_signal(grid: Grid, signum: int, phase: str, cycle: int, out: Path, ours
 
 @pytest.mark.parametrize("grid", GRIDS, ids=[g.name for g in GRIDS])
 def test_signals_after_the_last_trial(grid: Grid, built: Path, ours: Ours, tmp_path: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+                                      record_property: Callable[[str, object], None]) -> None:
     """SIGINT and SIGTERM sent as the run enters each phase after its last trial (tear-down,
     final save, analysis, each report): the run is complete and saved, the exit status is
     128 + signal with 'the run is complete', nothing is left, no report is half-written,
@@ -676,11 +674,10 @@ def test_signals_after_the_last_trial(grid: Grid, built: Path, ours: Ours, tmp_p
     finally:
         os.close(fd)
     assert landed >= 20
-    with capsys.disabled():
-        print(f"\n{grid.name}: {landed} late signals in {cycle} runs, "
-              f"{time.monotonic() - start:.0f} s")
-        for what, n in sorted(tally.items()):
-            print(f"  {what}: {n}")
+    lines = [f"{grid.name}: {landed} late signals in {cycle} runs, "
+             f"{time.monotonic() - start:.0f} s"]
+    lines += [f"  {what}: {n}" for what, n in sorted(tally.items())]
+    record_property("summary", "\n".join(lines))
 
 
 # ---- the sweep itself: only what dead runs left --------------------------------------------
