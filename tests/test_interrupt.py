@@ -174,3 +174,29 @@ def test_a_signal_in_the_last_tear_down_completes_the_run_and_stops_before_the_r
     resumed = json.loads((out / "results.json").read_text())
     assert resumed["status"] == "complete"
     assert resumed["trials"] == stopped["trials"]
+
+
+@pytest.mark.parametrize(("how", "code", "said"), [
+    ("recorded", 143, "interrupted by signal 15: 3 trials kept"),   # caught by the latch
+    ("pending", 130, "interrupted by signal 2: 3 trials kept"),     # came while blocked
+    ("none", 0, ""),
+])
+def test_a_signal_recorded_or_pending_at_exit_is_never_lost(how: str, code: int,
+                                                            said: str) -> None:
+    """interrupts.exit: a signal the latch recorded, or one pending while the signals were
+    blocked for the exit, ends bakeoff with 128 + signal and the story; none, the code."""
+    script = "\n".join([
+        "import os, signal",
+        "from bakeoff import interrupts",
+        "interrupts.latch()",
+        "interrupts.tell(lambda: '3 trials kept')",
+        {"recorded": "os.kill(os.getpid(), signal.SIGTERM)",
+         "pending": "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}); "
+                    "os.kill(os.getpid(), signal.SIGINT)",
+         "none": "pass"}[how],
+        "interrupts.exit(0)",
+    ])
+    res = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == code, res.stderr
+    assert (said in res.stderr) if said else res.stderr == "", res.stderr
