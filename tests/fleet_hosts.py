@@ -135,7 +135,6 @@ def _run(*cmd: str) -> None:
     subprocess.run(cmd, check=True, capture_output=True, timeout=30)
 
 
-@contextlib.contextmanager
 def _free_subnet() -> str:
     """A 198.18.N (benchmarking range, RFC 2544) block no address on this machine uses yet,
     starting from one derived from our PID."""
@@ -148,6 +147,7 @@ def _free_subnet() -> str:
     raise RuntimeError("no free 198.18.N block for the test hosts")
 
 
+@contextlib.contextmanager
 def namespace_fleet(names: list[str], without_memcg: tuple[str, ...] = ()) -> Iterator[NamespaceFleet]:
     """Hosts `names`, up and listening, removed again on exit (also when the body fails)."""
     tag = f"{os.getpid() % 100000}"
