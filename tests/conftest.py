@@ -69,8 +69,9 @@ INDEPENDENT_MODULES = frozenset({"test_fault_injection.py", "test_fleet.py", "te
 
 # Some modules check the machine as a whole after a run: no lttng-sessiond, uprobe, BPF program
 # or room process left, whoever's. They set MACHINE_WIDE = True and hold this lock
-# exclusively for the whole module; every other test holds it shared (a module at a time, or
-# a test at a time in INDEPENDENT_MODULES). So under pytest-xdist, or beside another suite on
+# exclusively for the whole module (a test of INDEPENDENT_MODULES: @pytest.mark.machine_wide);
+# every other test holds it shared (a module at a time, or a test at a time in
+# INDEPENDENT_MODULES). So under pytest-xdist, or beside another suite on
 # the same machine, no other test of ours makes the things such a check would count.
 SUITE_LOCK = Path("/tmp/bakeoff-test-suite.lock")
 
@@ -98,7 +99,8 @@ def _suite_lock_per_test(request: pytest.FixtureRequest) -> Iterator[None]:
     if request.path.name not in INDEPENDENT_MODULES:
         yield
         return
-    fd = _hold_suite_lock(exclusive=False)
+    alone = request.node.get_closest_marker("machine_wide") is not None
+    fd = _hold_suite_lock(exclusive=alone)
     try:
         yield
     finally:
