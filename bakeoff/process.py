@@ -72,7 +72,8 @@ class _Reader:
 
 # A trial asked to stop (Ctrl-C, SIGTERM, timeout) gets SIGTERM first, so that it can remove
 # what it created (a tracing session, a cgroup, a probe); SIGKILL follows after the grace.
-STOP_GRACE_S = 5.0
+# 10 s: a tracing trial's tear-down (lttng destroy, detaching probes) took over 5 s at load 4.
+STOP_GRACE_S = 10.0
 
 
 class ActiveChild:
@@ -81,6 +82,8 @@ class ActiveChild:
     pgid: int | None = None
     interrupted: bool = False
     term_sent_at: float | None = None
+    # Trials SIGKILLed after the grace: what they made is left to a sweep (runner.py does it).
+    killed_after_grace: int = 0
 
     @classmethod
     def stop(cls) -> None:
@@ -102,6 +105,8 @@ class ActiveChild:
                 and time.monotonic() - cls.term_sent_at > STOP_GRACE_S):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(cls.pgid, signal.SIGKILL)
+            cls.killed_after_grace += 1
+            cls.pgid = None  # once: the group is gone; run_program reaps the child
 
 
 def _pin(cpu: int | None) -> None:

@@ -12,6 +12,7 @@ counts, so nothing measured is measured again.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import random
@@ -35,12 +36,12 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from bakeoff import cpus, interrupts, registry, stats, store
+from bakeoff import cleanup, cpus, interrupts, registry, stats, store
 from bakeoff import host as hostmod
 from bakeoff.errors import Interrupted, UsageError
 from bakeoff.model import Case, Profile, RunContext, RunRecord, RunSettings, Trial, TrialPlan
 from bakeoff.plan import BenchmarkPlan
-from bakeoff.process import ProcessResult, run_program
+from bakeoff.process import ActiveChild, ProcessResult, run_program
 
 DEFAULT_MAX_TRIALS = 50  # per case, when --target-ci is given without --max-trials
 
@@ -251,6 +252,9 @@ class _Measurement:
             # tear-down): no session to set up, no warm-up to spend.
             return
         with ExitStack() as stack:
+            # Last, after the session's tear-down: what a trial SIGKILLed after its grace
+            # could not remove (its temp directory, a probe) is a dead process's, so swept.
+            stack.callback(self._sweep_if_trials_were_killed, ActiveChild.killed_after_grace)
             if bench.session is not None:
                 stack.enter_context(bench.session(self.ctx))
             for _ in range(profile.warmup_trials):
@@ -260,6 +264,15 @@ class _Measurement:
                     break
                 todo = self._cases_needing_trials()
             interrupts.log_phase("teardown")  # the session's, as the stack closes
+
+    def _sweep_if_trials_were_killed(self, killed_before: int) -> None:
+        if ActiveChild.killed_after_grace == killed_before:
+            return
+        bench = self.plan.benchmark
+        with contextlib.suppress(Exception):  # a sweep that fails must not hide the run's end
+            cleanup.sweep_scratch()
+            if bench.sweep is not None:
+                bench.sweep()
 
     def _cases_needing_trials(self) -> list[Case]:
         planned = self.plan.profile.trials

@@ -6,6 +6,7 @@ both, a dirty working tree neither.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -45,7 +46,10 @@ def archive(repo: Path, commit: str, cache: Path) -> Path:
     path = cache / f"checkout-{commit}.tar.gz"
     if not path.exists():
         cache.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        _git(repo, "archive", "--format=tar.gz", "-o", str(tmp), commit)
-        tmp.rename(path)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")  # two fleet runs at once: one each
+        try:
+            _git(repo, "archive", "--format=tar.gz", "-o", str(tmp), commit)
+            tmp.rename(path)
+        finally:
+            tmp.unlink(missing_ok=True)
     return path

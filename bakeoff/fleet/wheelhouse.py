@@ -9,6 +9,7 @@ differ set bakeoff_wheelhouse off and need an index (docs/FLEET.md).
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import shutil
 import subprocess
@@ -36,7 +37,9 @@ def build(pyproject: Path, cache: Path) -> Path:
     out = cache / f"wheelhouse-{key[:16]}.tar"
     if out.exists():
         return out
-    tmp = cache / f".wheelhouse-{key[:16]}.tmp"
+    # Names of this process's own: two fleet runs at once on one controller each gather the
+    # wheels (one wasted download) rather than one removing the other's half-filled folder.
+    tmp = cache / f".wheelhouse-{key[:16]}-{os.getpid()}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     res = subprocess.run(
@@ -50,10 +53,13 @@ def build(pyproject: Path, cache: Path) -> Path:
                          "controller needs PyPI (or a pip cache) once, or give --no-wheelhouse "
                          "when every host reaches PyPI")
     (tmp / ".complete").touch()  # the host's unarchive is skipped once this is there
-    part = out.with_suffix(".part")
-    with tarfile.open(part, "w") as tar:  # wheels are compressed already
-        for wheel in sorted(tmp.iterdir()):
-            tar.add(wheel, arcname=wheel.name)
-    part.rename(out)
-    shutil.rmtree(tmp, ignore_errors=True)
+    part = tmp.with_suffix(".part")
+    try:
+        with tarfile.open(part, "w") as tar:  # wheels are compressed already
+            for wheel in sorted(tmp.iterdir()):
+                tar.add(wheel, arcname=wheel.name)
+        part.rename(out)  # atomic: whoever renames last, out is one whole archive
+    finally:
+        part.unlink(missing_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
     return out

@@ -896,7 +896,14 @@ def main(argv: Sequence[str]) -> int:
     workdir: Path | None = None
     tracer: Tracer | None = None
     try:
-        workdir = Path(tempfile.mkdtemp(prefix=f"bakeoff-{os.getpid()}-"))  # mode 0700
+        # Signals held while the directory is made and named: a SIGTERM in between would
+        # raise Stopped with the directory made but workdir unset, so never removed.
+        stop_signals = {signal.SIGINT, signal.SIGTERM}
+        signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+        try:
+            workdir = Path(tempfile.mkdtemp(prefix=f"bakeoff-{os.getpid()}-"))  # mode 0700
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
         tracer = make_tracer(args.variant, workdir, place)
         run_trial(args, workdir, tracer, place)
         return 0
