@@ -7,13 +7,15 @@ exit status 2, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 import os
 import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any
@@ -254,35 +256,114 @@ def cmd_report(
         help="A results directory; a fleet directory; or several hosts' results directories.")],
     out: Annotated[Path | None, typer.Option(
         help="Where the report across hosts goes (default: the fleet directory, or "
-             "results/<time>-hosts).")] = None,
+             "results/<time>-hosts); with --redact, where the redacted copy goes (default: "
+             "DIR-redacted).")] = None,
+    redact: Annotated[bool, typer.Option(
+        "--redact", help="Write a copy for sharing: host names, user names, home paths and "
+                         "fleet addresses replaced by host-1, user-1, ~, addr-1 (DIR is not "
+                         "touched; every file is checked before it is kept).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Regenerate a run's reports from results.json alone; or one report across hosts."""
     from bakeoff.fleet.record import is_fleet_dir
 
     if len(run_dirs) == 1 and not is_fleet_dir(run_dirs[0]):
+        if redact:
+            _export_redacted(run_dirs[0], out)
+            return
         if out is not None:
-            raise UsageError("--out is for a report across hosts; a run's reports go in its "
-                             "own directory")
+            raise UsageError("--out is for a report across hosts or a redacted copy; a run's "
+                             "reports go in its own directory")
         run = store.load(run_dirs[0])
         _export(run, run_dirs[0], quiet)
         return
-    _export_hosts(run_dirs, out)
+    _export_hosts(run_dirs, out, redact)
 
 
-def _export_hosts(run_dirs: list[Path], out: Path | None) -> None:
+def _redacted_out(sources: list[Path], out: Path | None) -> Path:
+    """Where a redacted copy goes: new or empty, and outside every source directory."""
+    first = sources[0].resolve()
+    target = (out if out is not None else first.with_name(f"{first.name}-redacted")).resolve()
+    for src in (s.resolve() for s in sources):
+        if target == src or src in target.parents:
+            raise UsageError(f"--out {target} is inside {src}, which --redact must not change; "
+                             f"give --out a directory elsewhere")
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise UsageError(f"{target} exists and is not empty; give --out a new directory for "
+                         "the redacted copy")
+    return target
+
+
+@contextlib.contextmanager
+def _removed_unless_checked(target: Path) -> Iterator[None]:
+    """The redacted copy is kept whole and checked, or not at all (a failure, a leak, a
+    signal): half a copy could hold what the rest of it redacted."""
+    existed = target.exists()
+    try:
+        yield
+    except BaseException:
+        shutil.rmtree(target, ignore_errors=True)
+        if existed:
+            target.mkdir(exist_ok=True)
+        raise
+
+
+def _check_redacted(redactor: Any, target: Path) -> None:
+    from bakeoff import redact
+
+    found = redact.leaks(redactor, target)
+    if found:
+        kinds = ", ".join(sorted({kind for kind, _ in found}))
+        files = ", ".join(sorted({str(p.relative_to(target)) for _, p in found}))
+        raise UsageError(f"redaction left a {kinds} in {files}, in a form it does not rewrite; "
+                         "nothing of the copy was kept: remove it from those files by hand "
+                         "before sharing them")
+    counts = redactor.counts()
+    words = {"host": "host name", "user": "user name", "address": "address", "home": "home path"}
+    said = ", ".join(f"{n} {words[k]}{'s' if n != 1 else ''}" for k, n in counts.items() if n)
+    out_console.print(f"redacted {said or 'nothing (no host, user or home path found)'} in "
+                      f"{target}; kernel, CPU and the other host facts are kept",
+                      highlight=False, soft_wrap=True)
+
+
+def _export_redacted(run_dir: Path, out: Path | None) -> None:
+    from bakeoff import redact
+
+    store.load(run_dir)  # a directory that is not a run is refused before anything is made
+    data = store.load_json(run_dir)
+    redactor = redact.for_run(data)
+    target = _redacted_out([run_dir], out)
+    with _removed_unless_checked(target):
+        left_out = redact.copy_run(run_dir, target, data, redactor, store.write_atomic,
+                                   skip=redact.REGENERATED)
+        # The reports again, from the redacted record: tables and charts say what it says.
+        _export(store.load(target), target, quiet=True)
+        _check_redacted(redactor, target)
+    for name in left_out:
+        out_console.print(f"left out {name}: not a text file, so not checked for names",
+                          highlight=False)
+
+
+def _export_hosts(run_dirs: list[Path], out: Path | None, redact: bool = False) -> None:
     with lazy.signals_held():
         from bakeoff.hosts import analyze_hosts
         from bakeoff.report.hosts import write_host_reports
 
     analysis = analyze_hosts(run_dirs)
+    if redact:
+        target = _redacted_out(run_dirs, out)
+        redactor = _hosts_redactor(analysis)
+        with _removed_unless_checked(target):
+            paths = write_host_reports(analysis, target, postprocess=redactor.hook)
+            _check_redacted(redactor, target)
+        for p in paths:
+            out_console.print(f"wrote {p}", highlight=False)
+        return
     if out is None:
         from datetime import UTC, datetime
         stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
         out = run_dirs[0] if analysis.fleet else registry.REPO_ROOT / "results" / f"{stamp}-hosts"
     try:
-        # MERGE NOTE (issue 12): bakeoff report --redact applies its redactor here, as
-        # write_host_reports(..., postprocess=redactor) — every file of the report passes it.
         paths = write_host_reports(analysis, out)
     except OSError as exc:
         raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc} "
@@ -291,6 +372,27 @@ def _export_hosts(run_dirs: list[Path], out: Path | None) -> None:
         out_console.print(f"differs across hosts: {c.case.key}: {c.spread}", highlight=False)
     for p in paths:
         out_console.print(f"wrote {p}", highlight=False)
+
+
+def _hosts_redactor(analysis: Any) -> Any:
+    """Every host's label and recorded hostname, the inventory's addresses, the people."""
+    import json
+
+    from bakeoff import redact
+    from bakeoff.fleet.driver import inventory_addresses
+
+    redactor = redact.Redactor()
+    for h in analysis.hosts:  # host-1, host-2… in the report's order of hosts
+        redactor.add("host", h.label)
+    for h in analysis.hosts:
+        redact.add_hostname(redactor, h.run.host.get("hostname"))
+    texts = [json.dumps(store.run_to_json(h.run)) for h in analysis.hosts]
+    if analysis.fleet is not None:
+        for address in inventory_addresses(Path(analysis.fleet.inventory)):
+            redactor.add("address", address)
+        texts.append(json.dumps(dataclasses.asdict(analysis.fleet)))
+    redact.add_people(redactor, texts)
+    return redactor
 
 
 @app.command("compare")

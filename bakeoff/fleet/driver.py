@@ -85,6 +85,22 @@ def inventory_hosts(inventory: Path) -> list[str]:
     return hosts
 
 
+def inventory_addresses(inventory: Path) -> list[str]:
+    """The ansible_host of every host in the inventory (for bakeoff report --redact), or
+    none if the inventory is gone or unreadable: the report is redacted all the same."""
+    if not inventory.is_file():
+        return []
+    try:
+        res = subprocess.run([ansible_tool("ansible-inventory"), "-i", str(inventory), "--list"],
+                             capture_output=True, text=True, check=False, timeout=120,
+                             env={**os.environ, "ANSIBLE_NOCOLOR": "1"})
+        hostvars = json.loads(res.stdout).get("_meta", {}).get("hostvars", {})
+    except (OSError, ValueError, UsageError, subprocess.TimeoutExpired):
+        return []
+    return [str(v["ansible_host"]) for v in hostvars.values()
+            if isinstance(v, dict) and v.get("ansible_host")]
+
+
 def fleet_name(names: list[str]) -> str:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-fleet-{'-'.join(names) if names else 'all'}"

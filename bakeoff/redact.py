@@ -1,0 +1,210 @@
+"""Redacted copies of results, for pasting into an issue or a mailing-list thread.
+
+`bakeoff report DIR --redact` writes DIR's results and reports to another directory with the
+host names, user names, home paths and fleet host addresses replaced by stable placeholders
+(host-1, user-1, ~, addr-1), and checks that none of the originals is left in any file it
+wrote before it says so. DIR itself is never touched.
+
+What is kept, on purpose: the kernel release, CPU model, microcode, mitigations and the rest
+of the host facts are the finding's context (a reviewer needs them to judge the numbers); the
+user name root names no one and is kept, its home /root is not. Originals shorter than two
+characters are not replaced (one letter would eat every word that has it).
+
+Replacement is by whole token: "vm" as a host name is replaced in "Machine: vm" but not in
+"kvm" or in the sysctl "vm.max_map_count" (a name followed by a dot and a name character is
+part of a longer dotted name). The same rule finds what survived, so the check reads exactly
+what a reader would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+KINDS = ("host", "user", "address", "home")
+_PLACEHOLDER = {"host": "host-{}", "user": "user-{}", "address": "addr-{}", "home": "~"}
+
+# A token is not preceded or followed by a name character, nor by a dot joined to one.
+_NAME = r"[A-Za-z0-9_-]"
+_BEFORE = rf"(?<!{_NAME})(?<!{_NAME}\.)"
+_AFTER = rf"(?!{_NAME})(?!\.{_NAME})"
+# A home path ends where the path component does: "/root" in "/root/x" and "/root", not in
+# "/rooted"; and it starts a path, not in "/srv/root".
+_HOME_BEFORE = r"(?<![A-Za-z0-9_./-])"
+_HOME_AFTER = r"(?![A-Za-z0-9_.-])"
+_HOME_IN_TEXT = re.compile(r"/home/([A-Za-z0-9_][A-Za-z0-9_.-]*)")
+# Accounts below this UID are the system's (root, daemon, nobody): they name no one.
+_FIRST_PERSON_UID = 1000
+MIN_LENGTH = 2
+
+
+@dataclass
+class Redactor:
+    """Originals of each kind, each with its placeholder, replaced as whole tokens."""
+
+    placeholders: dict[str, str] = field(default_factory=dict)  # original -> placeholder
+    kinds: dict[str, str] = field(default_factory=dict)  # original -> kind
+
+    def add(self, kind: str, original: str) -> None:
+        original = original.strip()
+        if len(original) < MIN_LENGTH or original in self.kinds:
+            return
+        n = sum(1 for k in self.kinds.values() if k == kind) + 1
+        self.kinds[original] = kind
+        self.placeholders[original] = _PLACEHOLDER[kind].format(n)
+
+    def counts(self) -> dict[str, int]:
+        return {k: sum(1 for v in self.kinds.values() if v == k) for k in KINDS}
+
+    def _pattern(self, homes: bool) -> re.Pattern[str] | None:
+        # Longest first: "alpha2" before "alpha", "/home/al/x" never half-replaced.
+        originals = sorted((o for o, k in self.kinds.items() if (k == "home") == homes),
+                           key=lambda o: (-len(o), o))
+        if not originals:
+            return None
+        alternatives = "|".join(re.escape(o) for o in originals)
+        before, after = (_HOME_BEFORE, _HOME_AFTER) if homes else (_BEFORE, _AFTER)
+        return re.compile(f"{before}(?:{alternatives}){after}")
+
+    def text(self, text: str) -> str:
+        for homes in (True, False):  # home paths first: they contain user names
+            pattern = self._pattern(homes)
+            if pattern is not None:
+                text = pattern.sub(lambda m: self.placeholders[m.group(0)], text)
+        return text
+
+    def value(self, value: Any) -> Any:
+        """A JSON value with every string (and every key) redacted."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        if isinstance(value, dict):
+            return {self.text(k): self.value(v) for k, v in value.items()}
+        return value
+
+    def hook(self, name: str, text: str) -> str:
+        """For write_host_reports(postprocess=...): a file's text, redacted."""
+        return redact_document(name, text, self.text)
+
+    def survivors(self, text: str) -> list[str]:
+        """The kinds of originals still in text (the same token rule as the replacement)."""
+        found = []
+        for original, kind in self.kinds.items():
+            before, after = (_HOME_BEFORE, _HOME_AFTER) if kind == "home" else (_BEFORE, _AFTER)
+            if re.search(f"{before}{re.escape(original)}{after}", text):
+                found.append(kind)
+        return sorted(set(found))
+
+
+def _library_code() -> str:
+    """The plotly.js bundle every report.html inlines: public code, not the run's data; a
+    host named "alpha" must not be replaced in (or found in) its colour functions."""
+    from bakeoff.report.html import plotly_script
+    return plotly_script()
+
+
+def redact_document(name: str, text: str, redact: Callable[[str], str]) -> str:
+    if name.endswith(".html"):
+        library = _library_code()
+        if library in text:
+            return library.join(redact(part) for part in text.split(library))
+    return redact(text)
+
+
+def scanned_text(path: Path) -> str:
+    """What the leak check reads: the file's text, less the inlined plotly.js bundle."""
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    if path.suffix == ".html":
+        text = text.replace(_library_code(), "")
+    return text
+
+
+def leaks(redactor: Redactor, out_dir: Path) -> list[tuple[str, Path]]:
+    """(kind, file) for every original still in a file under out_dir."""
+    found = []
+    for path in sorted(p for p in out_dir.rglob("*") if p.is_file()):
+        found += [(kind, path) for kind in redactor.survivors(scanned_text(path))]
+    return found
+
+
+# ---- what is sensitive in a record -----------------------------------------------------------
+
+
+def _person(name: str) -> bool:
+    try:
+        return pwd.getpwnam(name).pw_uid >= _FIRST_PERSON_UID
+    except KeyError:
+        return True  # not an account here: a name from another machine's record
+
+
+def add_people(redactor: Redactor, texts: Iterable[str]) -> None:
+    """Home paths and user names: this machine's user (unless a system account), the homes
+    of every account with a login here, and every /home/<name> the records mention."""
+    names = [n for n in (os.environ.get("SUDO_USER"), os.environ.get("USER"),
+                         os.environ.get("LOGNAME")) if n]
+    homes = ["/root", os.environ.get("HOME", "")]
+    for entry in pwd.getpwall():
+        if entry.pw_uid >= _FIRST_PERSON_UID and entry.pw_dir.startswith("/home/"):
+            homes.append(entry.pw_dir)
+            names.append(entry.pw_name)
+    for text in texts:
+        for m in _HOME_IN_TEXT.finditer(text):
+            homes.append(m.group(0))
+            names.append(m.group(1))
+    for home in homes:
+        if home and home != "/":
+            redactor.add("home", home.rstrip("/"))
+    for name in names:
+        if _person(name):
+            redactor.add("user", name)
+
+
+def add_hostname(redactor: Redactor, hostname: object) -> None:
+    if isinstance(hostname, str) and hostname:
+        redactor.add("host", hostname)
+        redactor.add("host", hostname.split(".", 1)[0])  # the short name, in prompts and paths
+
+
+def for_run(data: dict[str, Any]) -> Redactor:
+    """The redactor for one run's results (results.json as loaded, journal merged)."""
+    redactor = Redactor()
+    host = data.get("host")
+    add_hostname(redactor, host.get("hostname") if isinstance(host, dict) else None)
+    add_people(redactor, [json.dumps(data)])
+    return redactor
+
+
+# Files of a run directory the report step writes again from the redacted record.
+REGENERATED = ("report.html", "report.md")
+
+
+def copy_run(run_dir: Path, out_dir: Path, data: dict[str, Any], redactor: Redactor,
+             write: Callable[[Path, str], None], skip: Iterable[str]) -> list[str]:
+    """results.json (from data, the loaded record) and every other text file of run_dir,
+    redacted, into out_dir; returns the names of what was left out (sub-directories and
+    files that are not text: nothing the check could read). Files named in skip are
+    written by the caller."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write(out_dir / "results.json", json.dumps(redactor.value(data), indent=1, allow_nan=False))
+    left_out = []
+    for path in sorted(run_dir.iterdir()):
+        name = path.name
+        if name.startswith(".") or name in skip or name in ("results.json", "trials.jsonl"):
+            continue  # the journal is merged into results.json; dotfiles are temp files
+        if not path.is_file():
+            left_out.append(f"{name}/" if path.is_dir() else name)
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            left_out.append(name)
+            continue
+        write(out_dir / name, redactor.text(text))
+    return left_out
