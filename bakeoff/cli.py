@@ -17,7 +17,6 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Annotated, Any
 
 import typer
@@ -75,9 +74,6 @@ def cmd_list() -> None:
                          "samples" for n in PROFILES)
         out_console.print(f"  profiles — {prof}\n", highlight=False)
 
-
-def _sigterm_raises(signum: int, _frame: FrameType | None) -> None:
-    raise Interrupted(signum)
 
 
 @app.command("run")
@@ -565,9 +561,10 @@ def _list_room_commands(commands: dict[str, tuple[str, Callable[[list[str]], int
 
 
 def main() -> None:
-    # Until a run latches them (bakeoff/interrupts.py), SIGTERM stops bakeoff at once, as
-    # Ctrl-C does: with 143, no traceback.
-    signal.signal(signal.SIGTERM, _sigterm_raises)
+    # Until a run latches them (bakeoff/interrupts.py), SIGINT and SIGTERM stop bakeoff at
+    # once: 130 or 143, no traceback; recorded too, in case Python drops the exception.
+    for signum in interrupts.HANDLED:
+        signal.signal(signum, interrupts.raise_now)
     try:
         commands = _room_commands()
         if len(sys.argv) > 1 and sys.argv[1] in commands:

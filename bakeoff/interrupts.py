@@ -4,8 +4,9 @@ One rule: bakeoff never swallows either signal. It exits 128 + the signal (130, 
 how far the run got; what it had saved stays saved. docs/RELIABILITY.md lists the moments and
 the test that sends signals at each.
 
-- Start-up, before the first trial: the signal stops bakeoff at once (the handlers raise).
-  Nothing was measured; a results directory, if made, holds no trial and resumes.
+- Start-up, before the first trial: the signal stops bakeoff at once (the handlers raise,
+  and record it, in case Python drops the exception: raise_now()). Nothing was measured; a
+  results directory, if made, holds no trial and resumes.
 - From the first trial to the last (latch() is called): the handler only records the signal
   and stops the trial running. The runner stops at its next check; the trial cut short is
   not recorded; the message names `bakeoff run --resume DIR`.
@@ -48,6 +49,19 @@ def _record(signum: int, _frame: FrameType | None) -> None:
     if _Latch.signum is None:
         _Latch.signum = signum
     ActiveChild.kill()
+
+
+def raise_now(signum: int, _frame: FrameType | None) -> None:
+    """Before latch(): stop at once (KeyboardInterrupt for SIGINT, Interrupted for SIGTERM),
+    and record the signal too. Python prints and drops an exception raised where it cannot
+    propagate (a finalizer: "Exception ignored in: ..."); CI saw a SIGTERM end that way and
+    the run go on to exit 0. Recorded, it still stops the run at its first checkpoint, or
+    at exit(), with 128 + the signal."""
+    if _Latch.signum is None:
+        _Latch.signum = signum
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Interrupted(signum)
 
 
 def latch() -> None:

@@ -128,7 +128,7 @@ def test_target_ci_adds_rounds_up_to_the_cap(built: Path, tmp_path: Path) -> Non
 
 def test_time_budget_is_never_exceeded_by_more_than_one_trial(built: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    budget = 4.0
+    budget = 10.0  # at load 4 the warm-up round alone took more than 4 s
     res = run_bakeoff("run", "mremap-vs-memcpy", "--param", "size=16MiB", "--trials", "1000",
                       "--time-budget", str(budget), "--out", str(out), "--quiet")
     assert res.returncode == 0, res.stderr

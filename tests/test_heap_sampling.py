@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scipy.stats import binomtest
 
 from conftest import REPO, assert_usage_error, build_dir, run_bakeoff
 
@@ -437,14 +438,27 @@ def test_quick_profile_measures_every_case(quick_run: dict[str, Any]) -> None:
 @pytest.mark.slow
 def test_none_against_none_adds_nothing(quick_run: dict[str, Any]) -> None:
     """The A/A check: NONE paired with itself. The micro runs the same code on both sides;
-    the modes run the same pattern twice in one process, so only noise separates them."""
+    the modes run the same pattern twice in one process, so only noise separates them: as
+    many pairs come out positive as negative (a sign test), and none is far off. On a
+    loaded machine a preemption inflates one side of a pair by tens of ns per allocation,
+    either side alike, so the median of a dozen pairs may land on one (seen: +15.8 ns of
+    70 ns at load 4): a bound on the median would test the machine; the signs test the
+    code, and a real difference between the sides (every pair one way) fails them."""
+    # The micro's pairs are a few µs each, too short for a preemption to land in often.
     micro = _values(_trials(quick_run, "none", "micro-64"), "added_ns_per_alloc")
     assert abs(statistics.median(micro)) < 0.2, micro
     for workload in ("mode2", "mode4"):
         added = _values(_trials(quick_run, "none", workload), "added_ns_per_alloc")
         per_alloc = statistics.median(_values(_trials(quick_run, "none", workload),
                                               "ns_per_alloc"))
-        assert abs(statistics.median(added)) < 0.1 * per_alloc, (workload, added, per_alloc)
+        nonzero = [a for a in added if a != 0]
+        # 9 pairs (3 trials of 3): all of one sign is p = 0.0039, which fails; a false
+        # alarm (every pair one way by chance) is that rare too.
+        assert len(nonzero) >= 9, (workload, added)
+        positive = sum(a > 0 for a in nonzero)
+        p = binomtest(positive, len(nonzero)).pvalue
+        assert p > 0.005, (workload, f"{positive} of {len(nonzero)} pairs positive", added)
+        assert abs(statistics.median(added)) < 0.5 * per_alloc, (workload, added, per_alloc)
 
 
 @pytest.mark.slow
