@@ -147,12 +147,27 @@ def _free_subnet() -> str:
     raise RuntimeError("no free 198.18.N block for the test hosts")
 
 
+def _clear_stale_pyenv_lock() -> None:
+    """The test hosts log in as this machine's root, whose .bashrc runs `pyenv init`, which
+    rehashes under a lock file. A shell killed mid-rehash (the kill tests stop what runs on
+    a host) leaves the lock, and every later ssh command then waits 60 s for it: a fleet run
+    crawls for half an hour (seen on this machine). A lock no rehash holds is removed."""
+    lock = Path(os.environ.get("PYENV_ROOT", "~/.pyenv")).expanduser() / "shims" / ".pyenv-shim"
+    if not lock.exists():
+        return
+    rehashing = subprocess.run(["pgrep", "-f", "pyenv-rehash"], capture_output=True,
+                               check=False, timeout=30).stdout.strip()
+    if not rehashing:
+        lock.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def namespace_fleet(names: list[str], without_memcg: tuple[str, ...] = ()) -> Iterator[NamespaceFleet]:
     """Hosts `names`, up and listening, removed again on exit (also when the body fails)."""
     tag = f"{os.getpid() % 100000}"
     root = Path(tempfile.mkdtemp(prefix=f"bakeoff-fleet-hosts-{tag}-", dir="/var/tmp"))
     fleet = NamespaceFleet(root=root, key=root / "client_key", known_hosts=root / "known_hosts")
+    _clear_stale_pyenv_lock()
     try:
         # openssh-server's own run-time directory (systemd makes it at boot; a container may
         # not have it). It is the package's, not the test's: it stays.
@@ -203,4 +218,5 @@ def namespace_fleet(names: list[str], without_memcg: tuple[str, ...] = ()) -> It
                            timeout=30)
             subprocess.run(["ip", "link", "del", host.veth], capture_output=True, check=False,
                            timeout=30)
+        _clear_stale_pyenv_lock()  # a rehash killed with the hosts' processes above
         shutil.rmtree(root, ignore_errors=True)
