@@ -227,23 +227,30 @@ def _sweep_dead_runs(quiet: bool) -> None:
 
 
 def _export(run: RunRecord, run_dir: Path, quiet: bool) -> None:
+    analysis, paths = _write_exports(run, run_dir)
+    if not quiet:
+        with lazy.signals_held():
+            from bakeoff.report.terminal import print_summary
+        interrupts.checkpoint("summary")
+        print_summary(run, analysis, out_console)
+    for p in [run_dir / store.RESULTS_JSON, run_dir / store.SAMPLES_CSV, *paths]:
+        if p.exists():
+            out_console.print(f"wrote {p}", highlight=False)
+
+
+def _write_exports(run: RunRecord, run_dir: Path) -> tuple[Any, list[Path]]:
+    """The analysis, and the reports and legacy CSVs it wrote into run_dir."""
     # Imported here, with interrupts held while they load (bakeoff/lazy.py says why).
     with lazy.signals_held():
         from bakeoff.analysis import analyze
         from bakeoff.report import write_reports
-        from bakeoff.report.terminal import print_summary
 
     interrupts.checkpoint("analysis")
     analysis = analyze(run, threshold=run.settings.threshold)
     paths = write_reports(run, analysis, run_dir)  # a checkpoint before each file
     interrupts.checkpoint("report:csv")
     paths += store.write_legacy_csvs(run, run_dir)
-    if not quiet:
-        interrupts.checkpoint("summary")
-        print_summary(run, analysis, out_console)
-    for p in [run_dir / store.RESULTS_JSON, run_dir / store.SAMPLES_CSV, *paths]:
-        if p.exists():
-            out_console.print(f"wrote {p}", highlight=False)
+    return analysis, paths
 
 
 @app.command("report")
@@ -298,28 +305,60 @@ def _removed_unless_checked(target: Path) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        shutil.rmtree(target, ignore_errors=True)
-        if existed:
-            target.mkdir(exist_ok=True)
+        # Held: a second Ctrl-C must not stop the removal half way (it arrives after).
+        with lazy.signals_held():
+            shutil.rmtree(target, ignore_errors=True)
+            if existed:
+                target.mkdir(exist_ok=True)
         raise
 
 
+# The kinds of original as the messages name them, singular and plural.
+_KIND_WORDS = {"host": ("host name", "host names"), "user": ("user name", "user names"),
+               "address": ("address", "addresses"), "home": ("home path", "home paths")}
+
+
 def _check_redacted(redactor: Any, target: Path) -> None:
+    """Every file of the copy read for every original (the redactor's own token rule);
+    the error names the kind and the file, never the original."""
     from bakeoff import redact
 
     found = redact.leaks(redactor, target)
     if found:
-        kinds = ", ".join(sorted({kind for kind, _ in found}))
+        kinds = " and ".join(_KIND_WORDS[k][0] for k in sorted({kind for kind, _ in found}))
         files = ", ".join(sorted({str(p.relative_to(target)) for _, p in found}))
         raise UsageError(f"redaction left a {kinds} in {files}, in a form it does not rewrite; "
                          "nothing of the copy was kept: remove it from those files by hand "
                          "before sharing them")
-    counts = redactor.counts()
-    words = {"host": "host name", "user": "user name", "address": "address", "home": "home path"}
-    said = ", ".join(f"{n} {words[k]}{'s' if n != 1 else ''}" for k, n in counts.items() if n)
+
+
+def _say_redacted(redactor: Any, target: Path, left_out: list[str]) -> None:
+    """After the check: each file of the copy, what was left out, and last what was
+    replaced, by count (the originals are never printed)."""
+    for p in sorted(p for p in target.rglob("*") if p.is_file()):
+        out_console.print(f"wrote {p}", highlight=False)
+    for name in left_out:
+        # bakeoff writes no sub-directory into a run's; one there is the user's own.
+        why = ("a directory (only the run's own files are copied)" if name.endswith("/")
+               else "not a text file, so not checked for names")
+        out_console.print(f"left out {name}: {why}", highlight=False)
+    said = ", ".join(f"{n} {_KIND_WORDS[k][n != 1]}" for k, n in redactor.counts().items() if n)
     out_console.print(f"redacted {said or 'nothing (no host, user or home path found)'} in "
                       f"{target}; kernel, CPU and the other host facts are kept",
                       highlight=False, soft_wrap=True)
+
+
+def _load_redacted(target: Path) -> RunRecord:
+    """The copy's record, which must load: a host or user named like one of results.json's
+    own fields (a host called "host") is replaced there too, and the record breaks. The
+    store's message would quote that field, the original, so it is not passed on."""
+    try:
+        return store.load(target)
+    except UsageError:
+        raise UsageError("the redacted results.json does not load: a host or user name is also "
+                         "one of its field names, so replacing it broke the record; nothing of "
+                         "the copy was kept; share the reports with the names removed by "
+                         "hand") from None
 
 
 def _export_redacted(run_dir: Path, out: Path | None) -> None:
@@ -333,11 +372,9 @@ def _export_redacted(run_dir: Path, out: Path | None) -> None:
         left_out = redact.copy_run(run_dir, target, data, redactor, store.write_atomic,
                                    skip=redact.REGENERATED)
         # The reports again, from the redacted record: tables and charts say what it says.
-        _export(store.load(target), target, quiet=True)
+        _write_exports(_load_redacted(target), target)
         _check_redacted(redactor, target)
-    for name in left_out:
-        out_console.print(f"left out {name}: not a text file, so not checked for names",
-                          highlight=False)
+    _say_redacted(redactor, target, left_out)
 
 
 def _export_hosts(run_dirs: list[Path], out: Path | None, redact: bool = False) -> None:
@@ -350,10 +387,9 @@ def _export_hosts(run_dirs: list[Path], out: Path | None, redact: bool = False) 
         target = _redacted_out(run_dirs, out)
         redactor = _hosts_redactor(analysis)
         with _removed_unless_checked(target):
-            paths = write_host_reports(analysis, target, postprocess=redactor.hook)
+            write_host_reports(analysis, target, postprocess=redactor.hook)
             _check_redacted(redactor, target)
-        for p in paths:
-            out_console.print(f"wrote {p}", highlight=False)
+        _say_redacted(redactor, target, [])
         return
     if out is None:
         from datetime import UTC, datetime
@@ -371,7 +407,8 @@ def _export_hosts(run_dirs: list[Path], out: Path | None, redact: bool = False) 
 
 
 def _hosts_redactor(analysis: Any) -> Any:
-    """Every host's label and recorded hostname, the inventory's addresses, the people."""
+    """Every host's label and recorded hostname, every host of the fleet (those that sent
+    nothing back are in its table too), the addresses, the people."""
     import json
 
     from bakeoff import redact
@@ -380,13 +417,17 @@ def _hosts_redactor(analysis: Any) -> Any:
     redactor = redact.Redactor()
     for h in analysis.hosts:  # host-1, host-2… in the report's order of hosts
         redactor.add("host", h.label)
-    for h in analysis.hosts:
-        redact.add_hostname(redactor, h.run.host.get("hostname"))
+    if analysis.fleet is not None:
+        for name in analysis.fleet.hosts:  # then the rest, in the fleet record's order
+            redactor.add("host", name)
+    for h in analysis.hosts:  # the machine's own name is the same host, the same host-N
+        redact.add_hostname(redactor, h.run.host.get("hostname"), same_as=h.label)
     texts = [json.dumps(store.run_to_json(h.run)) for h in analysis.hosts]
     if analysis.fleet is not None:
         for address in inventory_addresses(Path(analysis.fleet.inventory)):
             redactor.add("address", address)
         texts.append(json.dumps(dataclasses.asdict(analysis.fleet)))
+    redact.add_addresses(redactor, texts)  # and those of hosts the inventory no longer has
     redact.add_people(redactor, texts)
     return redactor
 

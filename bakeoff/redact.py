@@ -5,6 +5,13 @@ host names, user names, home paths and fleet host addresses replaced by stable p
 (host-1, user-1, ~, addr-1), and checks that none of the originals is left in any file it
 wrote before it says so. DIR itself is never touched.
 
+One host is one placeholder: its inventory name, the hostname its run recorded and that
+name's short form all become the same host-N, so a reader sees one machine, not three.
+
+Addresses are each fleet host's ansible_host and every IPv4/IPv6 literal in the records (so
+an ssh error in fleet.json is covered when the inventory has gone); loopback and 0.0.0.0
+name no machine and are kept.
+
 What is kept, on purpose: the kernel release, CPU model, microcode, mitigations and the rest
 of the host facts are the finding's context (a reviewer needs them to judge the numbers); the
 user name root names no one and is kept, its home /root is not. Originals shorter than two
@@ -18,6 +25,8 @@ what a reader would.
 
 from __future__ import annotations
 
+import getpass
+import ipaddress
 import json
 import os
 import pwd
@@ -39,6 +48,10 @@ _AFTER = rf"(?!{_NAME})(?!\.{_NAME})"
 _HOME_BEFORE = r"(?<![A-Za-z0-9_./-])"
 _HOME_AFTER = r"(?![A-Za-z0-9_.-])"
 _HOME_IN_TEXT = re.compile(r"/home/([A-Za-z0-9_][A-Za-z0-9_.-]*)")
+# Address literals as a fleet record writes them ("ssh: connect to host 198.18.7.9 port 22",
+# "[fd00::5]:22"); ipaddress then decides, so "3.11.2" or the time "10:00:00" is none.
+_IPV4_IN_TEXT = re.compile(r"(?<![\w.])(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?!\w|\.[0-9])")
+_IPV6_IN_TEXT = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:.])")
 # Accounts below this UID are the system's (root, daemon, nobody): they name no one.
 _FIRST_PERSON_UID = 1000
 MIN_LENGTH = 2
@@ -51,16 +64,26 @@ class Redactor:
     placeholders: dict[str, str] = field(default_factory=dict)  # original -> placeholder
     kinds: dict[str, str] = field(default_factory=dict)  # original -> kind
 
-    def add(self, kind: str, original: str) -> None:
+    def add(self, kind: str, original: str, same_as: str | None = None) -> None:
+        """original, with the next placeholder of its kind; or, given same_as (another
+        name of the same thing, already added), with that one's placeholder."""
         original = original.strip()
         if len(original) < MIN_LENGTH or original in self.kinds:
             return
-        n = sum(1 for k in self.kinds.values() if k == kind) + 1
+        if same_as is not None and self.kinds.get(same_as) == kind:
+            placeholder = self.placeholders[same_as]
+        else:
+            placeholder = _PLACEHOLDER[kind].format(self.counts()[kind] + 1)
         self.kinds[original] = kind
-        self.placeholders[original] = _PLACEHOLDER[kind].format(n)
+        self.placeholders[original] = placeholder
 
     def counts(self) -> dict[str, int]:
-        return {k: sum(1 for v in self.kinds.values() if v == k) for k in KINDS}
+        """What was found, by kind: hosts, users and addresses by placeholder (a host's
+        names are one host), home paths one by one (they all become ~)."""
+        found: dict[str, set[str]] = {k: set() for k in KINDS}
+        for original, kind in self.kinds.items():
+            found[kind].add(original if kind == "home" else self.placeholders[original])
+        return {k: len(v) for k, v in found.items()}
 
     def _pattern(self, homes: bool) -> re.Pattern[str] | None:
         # Longest first: "alpha2" before "alpha", "/home/al/x" never half-replaced.
@@ -147,8 +170,7 @@ def _person(name: str) -> bool:
 def add_people(redactor: Redactor, texts: Iterable[str]) -> None:
     """Home paths and user names: this machine's user (unless a system account), the homes
     of every account with a login here, and every /home/<name> the records mention."""
-    names = [n for n in (os.environ.get("SUDO_USER"), os.environ.get("USER"),
-                         os.environ.get("LOGNAME")) if n]
+    names = [n for n in (os.environ.get("SUDO_USER"), _current_user()) if n]
     homes = ["/root", os.environ.get("HOME", "")]
     for entry in pwd.getpwall():
         if entry.pw_uid >= _FIRST_PERSON_UID and entry.pw_dir.startswith("/home/"):
@@ -166,10 +188,42 @@ def add_people(redactor: Redactor, texts: Iterable[str]) -> None:
             redactor.add("user", name)
 
 
-def add_hostname(redactor: Redactor, hostname: object) -> None:
-    if isinstance(hostname, str) and hostname:
-        redactor.add("host", hostname)
-        redactor.add("host", hostname.split(".", 1)[0])  # the short name, in prompts and paths
+def _current_user() -> str | None:
+    """getpass's answer: $LOGNAME, $USER, … or, with none set (a service, a container), the
+    account of this process's UID."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
+
+
+def add_hostname(redactor: Redactor, hostname: object, same_as: str | None = None) -> None:
+    """A recorded hostname and its short form (in prompts and paths), both with same_as's
+    placeholder when given (the host's inventory name or label), else a new one."""
+    if isinstance(hostname, str) and hostname.strip():
+        hostname = hostname.strip()
+        redactor.add("host", hostname, same_as=same_as)
+        redactor.add("host", hostname.split(".", 1)[0], same_as=same_as or hostname)
+
+
+def _address(candidate: str) -> bool:
+    """A real address that names a machine: loopback and 0.0.0.0 name none, and are kept."""
+    try:
+        ip = ipaddress.ip_address(candidate)
+    except ValueError:
+        return False
+    return not (ip.is_loopback or ip.is_unspecified)
+
+
+def add_addresses(redactor: Redactor, texts: Iterable[str]) -> None:
+    """Every IPv4 and IPv6 address the records mention (a fleet host's reason, an argv),
+    text by text, IPv4 first (a fixed order: the same addr-N each time): found even when
+    the inventory that lists them is gone."""
+    for text in texts:
+        for pattern in (_IPV4_IN_TEXT, _IPV6_IN_TEXT):
+            for m in pattern.finditer(text):
+                if _address(m.group(0)):
+                    redactor.add("address", m.group(0))
 
 
 def for_run(data: dict[str, Any]) -> Redactor:
@@ -177,7 +231,9 @@ def for_run(data: dict[str, Any]) -> Redactor:
     redactor = Redactor()
     host = data.get("host")
     add_hostname(redactor, host.get("hostname") if isinstance(host, dict) else None)
-    add_people(redactor, [json.dumps(data)])
+    texts = [json.dumps(data)]
+    add_addresses(redactor, texts)
+    add_people(redactor, texts)
     return redactor
 
 

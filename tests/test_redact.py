@@ -4,6 +4,8 @@ address of the original left in any file, and the original directory untouched.
 The records are test_report.py's synthetic run (a fake room, no benchmark process), written
 to disk with names planted where real runs carry them: the host facts, the command line
 (--out under a home), a warning, a failed trial's stderr, samples.csv and an extra file.
+None of these tests starts a benchmark (`bakeoff report` only reads and writes files), so
+none is marked slow; each writes whole reports (plotly), a second or two.
 """
 
 from __future__ import annotations
@@ -28,24 +30,25 @@ HOME = "/home/alice-k"
 USER = "alice-k"
 
 
-def _write_run(run_dir: Path, hostname: str) -> list[str]:
+def _write_run(run_dir: Path, hostname: str, home: str = HOME) -> list[str]:
     """A run directory as bakeoff writes it, with the sensitive strings in; returns them."""
+    user = home.rsplit("/", 1)[1]
     run = make_run()
     run.host = {**run.host, "hostname": hostname}
-    run.argv = [*run.argv, "--out", f"{HOME}/runs/{hostname}"]
-    run.warnings = [*run.warnings, f"results under {HOME}/runs, written by {USER} on {hostname}"]
+    run.argv = [*run.argv, "--out", f"{home}/runs/{hostname}"]
+    run.warnings = [*run.warnings, f"results under {home}/runs, written by {user} on {hostname}"]
     failed = next(t for t in run.trials if t.status == "failed")
-    failed.stderr_tail = f"{HOME}/bakeoff/build/fake: mremap: Cannot allocate memory"
+    failed.stderr_tail = f"{home}/bakeoff/build/fake: mremap: Cannot allocate memory"
     run_dir.mkdir(parents=True)
     store.save(run, run_dir)
     csv = store.rewrite_samples_csv(run, run_dir, ["size"])
     assert csv.path.is_file()
-    (run_dir / "notes.txt").write_text(f"measured by {USER} on {hostname}, {HOME}/notes\n")
+    (run_dir / "notes.txt").write_text(f"measured by {user} on {hostname}, {home}/notes\n")
     (run_dir / "perf.data").write_bytes(b"\xff\xfe" + hostname.encode())  # not text
     (run_dir / "raw").mkdir()
     (run_dir / "raw" / "log.txt").write_text(f"{hostname}\n")
     write_reports(run, analyze(run), run_dir)  # as `bakeoff run` leaves them
-    return [hostname, USER, HOME]
+    return [hostname, user, home]
 
 
 def _digest(tree: Path) -> dict[str, str]:
@@ -64,7 +67,6 @@ def _files_holding(tree: Path, originals: list[str]) -> list[str]:
     return found
 
 
-@pytest.mark.slow  # writes whole reports (plotly) a few times: seconds each
 def test_no_original_survives_in_any_file_and_the_source_is_untouched(tmp_path: Path) -> None:
     src = tmp_path / "run"
     originals = _write_run(src, "bench-alpha.lab.example")
@@ -73,19 +75,26 @@ def test_no_original_survives_in_any_file_and_the_source_is_untouched(tmp_path: 
     res = run_bakeoff("report", str(src), "--redact")
     assert res.returncode == 0, res.stderr
     out = tmp_path / "run-redacted"
-    # The host and its short name; alice-k and the accounts of this machine; their homes.
-    assert re.search(r"^redacted 2 host names, \d+ user names?, \d+ home paths in ", res.stdout,
-                     re.M), res.stdout
+    # The host (its name and short name are one host); alice-k and the accounts of this
+    # machine; their homes. Said last, by count.
+    last = res.stdout.strip().splitlines()[-1]
+    assert re.match(r"redacted 1 host name, \d+ user names?, \d+ home paths in ", last), last
     assert _digest(src) == before, "--redact changed the source directory"
     names = {p.name for p in out.iterdir()}
     assert names >= {"results.json", "samples.csv", "report.html", "report.md", "notes.txt"}
     assert "perf.data" not in names and "raw" not in names
     assert "left out perf.data: not a text file" in res.stdout
-    assert "left out raw/: not a text file" in res.stdout
+    assert "left out raw/: a directory" in res.stdout
+    # One line per file of the copy, and no original in anything said.
+    wrote = sorted(ln.removeprefix("wrote ") for ln in res.stdout.splitlines()
+                   if ln.startswith("wrote "))
+    assert wrote == sorted(str(p) for p in out.rglob("*") if p.is_file())
+    assert not [o for o in [*originals, "bench-alpha"] if o in res.stdout + res.stderr]
     # Byte for byte: not a name, not a home path, not the short host name, in no file.
     assert _files_holding(out, [*originals, "bench-alpha"]) == []
     md = (out / "report.md").read_text()
     assert "host-1" in md and "fake-move" in md  # the placeholder, and the room's own names
+    assert "host-2" not in md  # the short name bench-alpha is the same host
     assert re.fullmatch(r"measured by user-\d on host-1, ~/notes\n", (out / "notes.txt").read_text())
     # The copy is a results directory: it loads, and bakeoff reports it again.
     run = store.load(out)
@@ -95,7 +104,6 @@ def test_no_original_survives_in_any_file_and_the_source_is_untouched(tmp_path: 
     assert again.returncode == 0, again.stderr
 
 
-@pytest.mark.slow  # writes whole reports (plotly) a few times: seconds each
 def test_redacting_twice_gives_the_same_bytes(tmp_path: Path) -> None:
     src = tmp_path / "run"
     _write_run(src, "bench-alpha")
@@ -122,44 +130,112 @@ def test_whole_tokens_only() -> None:
     assert r.survivors(text) == ["home", "host", "user"]
 
 
-def _fleet_dir(tmp_path: Path, hosts: dict[str, str]) -> Path:
+def test_one_host_is_one_placeholder() -> None:
+    """The inventory name, the recorded hostname and its short form are one machine: one
+    host-N, counted once. Another host gets the next number."""
+    r = redact.Redactor()
+    r.add("host", "alpha")
+    r.add("host", "beta")
+    redact.add_hostname(r, "alpha-node.lab.example", same_as="alpha")
+    redact.add_hostname(r, "gamma.lab")  # a run directory's host: a label of its own
+    assert r.text("alpha alpha-node alpha-node.lab.example beta gamma gamma.lab") == (
+        "host-1 host-1 host-1 host-2 host-3 host-3")
+    for home in ("/root", "/home/al"):
+        r.add("home", home)
+    r.add("address", "198.18.7.2")
+    assert r.counts() == {"host": 3, "user": 0, "address": 1, "home": 2}
+
+
+def test_addresses_are_found_in_the_records_text() -> None:
+    """IPv4 and IPv6 literals, wherever a record mentions them; versions, times, loopback
+    and 0.0.0.0 are not addresses of a host."""
+    r = redact.Redactor()
+    redact.add_addresses(r, [
+        "ssh: connect to host 198.18.7.9 port 22: No route to host; then 198.18.7.10.",
+        "[fd00::5]:22 and 2001:db8:0:1::7, not ::1, 127.0.0.1 or 0.0.0.0",
+        "python 3.11.2, kernel 6.18.0-test, at 2026-11-01T10:00:00Z, 10:00:00, 256.1.2.3",
+    ])
+    assert r.placeholders == {"198.18.7.9": "addr-1", "198.18.7.10": "addr-2",
+                              "fd00::5": "addr-3", "2001:db8:0:1::7": "addr-4"}
+    assert r.text("198.18.7.9, 198.18.7.99 and [fd00::5]:22") == (
+        "addr-1, 198.18.7.99 and [addr-3]:22")
+
+
+def _fleet_dir(tmp_path: Path, hosts: dict[str, str],
+               unreachable: dict[str, str] | None = None) -> Path:
     """A fleet directory as bakeoff fleet run leaves it: fleet.json, each host's run, and the
-    inventory it names (with each host's address)."""
+    inventory it names (with each host's address). An unreachable host sent no run back:
+    it is only in the inventory and in fleet.json's table, its address in the reason."""
+    unreachable = unreachable or {}
     fleet = tmp_path / "fleet"
     inventory = tmp_path / "hosts.yml"
     inventory.write_text("all:\n  hosts:\n" + "".join(
-        f"    {name}:\n      ansible_host: {addr}\n" for name, addr in hosts.items()))
+        f"    {name}:\n      ansible_host: {addr}\n"
+        for name, addr in {**hosts, **unreachable}.items()))
+    records = {n: fleet_record.HostRecord(host=n, status="complete", reachable=True,
+                                          reason=f"ssh {a} ok") for n, a in hosts.items()}
+    records |= {n: fleet_record.HostRecord(
+        host=n, status="unreachable", reachable=False,
+        reason=f"ssh: connect to host {a} port 22: No route to host")
+        for n, a in unreachable.items()}
     rec = fleet_record.FleetRecord(
         fleet_run="fleet", remote_name="fleet-1a2b", commit="0" * 40, inventory=str(inventory),
         run_args=["fake-move"], seed=1, rooms=["fake-move"], serial=False, forks=2,
         host_timeout_s=60, argv=["bakeoff", "fleet", "run", "-i", str(inventory)],
-        started_at="2026-11-01T10:00:00Z",
-        hosts={n: fleet_record.HostRecord(host=n, status="complete", reachable=True,
-                                          reason=f"ssh {a} ok") for n, a in hosts.items()})
+        started_at="2026-11-01T10:00:00Z", hosts=records)
     for name in hosts:
         _write_run(rec.host_dir(fleet, name), f"{name}.lab")
     fleet_record.save(rec, fleet)
     return fleet
 
 
-@pytest.mark.slow  # writes whole reports (plotly) a few times: seconds each
 def test_the_fleet_report_names_no_host_and_no_address(tmp_path: Path) -> None:
-    hosts = {"alpha": "198.18.7.2", "alpha2": "198.18.7.6"}
-    fleet = _fleet_dir(tmp_path, hosts)
+    """Three hosts: alpha and alpha2 (one name inside the other; alpha's address a DNS name
+    only the inventory knows as an address), and gamma-box, unreachable, in the fleet's
+    table only. Every name and address is gone from every file; each host is one
+    placeholder of its own."""
+    hosts = {"alpha": "alpha-mgmt.lab.example", "alpha2": "198.18.7.6"}
+    unreachable = {"gamma-box": "198.18.7.9"}
+    fleet = _fleet_dir(tmp_path, hosts, unreachable)
     before = _digest(fleet)
     res = run_bakeoff("report", str(fleet), "--redact")
     assert res.returncode == 0, res.stderr
     out = tmp_path / "fleet-redacted"
     assert sorted(p.name for p in out.iterdir()) == ["hosts.json", "report.html", "report.md"]
     assert _digest(fleet) == before
-    assert _files_holding(out, [*hosts, *hosts.values(), "alpha.lab", USER, HOME]) == []
+    originals = [*hosts, *hosts.values(), *unreachable, *unreachable.values(), "alpha.lab",
+                 "alpha2.lab", USER, HOME]
+    assert _files_holding(out, originals) == []
+    assert not [o for o in originals if o in res.stdout + res.stderr]
+    # alice-k and this machine's accounts; fleet.json, the runs' argv and their homes.
+    assert re.match(r"redacted 3 host names, \d+ user names?, 3 addresses, \d+ home paths in ",
+                    res.stdout.strip().splitlines()[-1]), res.stdout
     data = json.loads((out / "hosts.json").read_text())
     assert data["hosts"] == ["host-1", "host-2"]  # distinct hosts, distinct placeholders
-    assert "addr-1" in (out / "report.md").read_text() or "addr-1" in (out / "report.html").read_text()
-    assert "fake-move" in (out / "report.md").read_text()
+    md = (out / "report.md").read_text()
+    # Each host's machine is itself (its hostname is its placeholder, not another host's).
+    assert re.search(r"^\| host-1 \| host-1, Linux", md, re.M), md
+    assert re.search(r"^\| host-2 \| host-2, Linux", md, re.M), md
+    # The fleet's table: the unreachable host and every address, as placeholders.
+    assert "| host-3 | unreachable | no |" in md
+    assert "ssh addr-1 ok" in md and "ssh addr-2 ok" in md
+    assert "connect to host addr-3 port 22" in md
+    assert "fake-move" in md and "mremap" in md and "memcpy" in md  # the room's own names
 
 
-@pytest.mark.slow  # writes whole reports (plotly) a few times: seconds each
+def test_addresses_are_redacted_without_the_inventory(tmp_path: Path) -> None:
+    """The inventory moved or gone (a fleet directory copied to another machine): the
+    addresses in fleet.json are found there all the same."""
+    fleet = _fleet_dir(tmp_path, {"alpha": "198.18.7.2"}, {"beta": "fd00::7"})
+    (tmp_path / "hosts.yml").unlink()
+    res = run_bakeoff("report", str(fleet), "--redact")
+    assert res.returncode == 0, res.stderr
+    out = tmp_path / "fleet-redacted"
+    assert _files_holding(out, ["alpha", "beta", "198.18.7.2", "fd00::7"]) == []
+    md = (out / "report.md").read_text()
+    assert "ssh addr-1 ok" in md and "connect to host addr-2 port 22" in md
+
+
 def test_plain_run_dirs_of_two_hosts(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     _write_run(a, "alpha")
@@ -171,7 +247,41 @@ def test_plain_run_dirs_of_two_hosts(tmp_path: Path) -> None:
     assert _files_holding(out, ["alpha", USER, HOME]) == []
 
 
-@pytest.mark.slow  # writes whole reports (plotly) a few times: seconds each
+def test_a_user_named_like_a_word_of_the_report(tmp_path: Path) -> None:
+    """A user called fake: the word "fake" alone is replaced (fake exited with status 1 is
+    user-1 exited…: a whole-token match), but the benchmark fake-move, its variants and
+    every other word of the report are left as they were."""
+    src = tmp_path / "run"
+    originals = _write_run(src, "alpha2", home="/home/fake")
+    res = run_bakeoff("report", str(src), "--redact")
+    assert res.returncode == 0, res.stderr
+    out = tmp_path / "run-redacted"
+    assert _files_holding(out, ["alpha2", "/home/fake"]) == []
+    run = store.load(out)
+    assert list(run.benchmarks) == ["fake-move"]
+    assert {c.variant for c in run.cases} == {c.variant for c in store.load(src).cases}
+    md = (out / "report.md").read_text()
+    for word in ("fake-move", "mremap", "memcpy", "Cannot allocate memory", "size=16 KiB"):
+        assert word in md, word
+    assert re.search(r"(?<![\w-])fake(?![\w-])", md) is None  # the word, whole, is gone
+    # (user-N: this machine's own accounts come first.)
+    assert re.search(r"^user-\d exited with status 1: mremap: Cannot allocate memory$", md, re.M)
+    assert len(md) > 0.9 * len((src / "report.md").read_text())  # nothing else was eaten
+    assert originals[1] == "fake"
+
+
+def test_a_host_named_like_a_field_of_the_record(tmp_path: Path) -> None:
+    """host.example.com's short name is "host", a field of results.json: replacing it
+    breaks the record, so nothing is kept, and the error does not quote the field."""
+    src = tmp_path / "run"
+    _write_run(src, "host.example.com")
+    out = tmp_path / "copy"
+    res = run_bakeoff("report", str(src), "--redact", "--out", str(out))
+    assert_usage_error(res, "the redacted results.json does not load")
+    assert "host.example.com" not in res.stderr and "'host'" not in res.stderr
+    assert not out.exists()
+
+
 def test_bad_input_writes_nothing(tmp_path: Path) -> None:
     src = tmp_path / "run"
     _write_run(src, "bench-alpha")
@@ -184,13 +294,14 @@ def test_bad_input_writes_nothing(tmp_path: Path) -> None:
     assert_usage_error(run_bakeoff("report", str(src), "--redact", "--out", str(src / "x")),
                        "must not change")
     assert not (src / "x").exists()
+    assert_usage_error(run_bakeoff("report", str(src), "--redact", "--out", str(src)),
+                       "must not change", fix="give --out a directory elsewhere")
     empty = tmp_path / "not-a-run"
     empty.mkdir()
     assert_usage_error(run_bakeoff("report", str(empty), "--redact"), "results.json")
     assert not (tmp_path / "not-a-run-redacted").exists()
 
 
-@pytest.mark.slow  # writes whole reports (plotly) a few times: seconds each
 def test_the_check_finds_what_a_writer_let_through(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Were a report writer ever to take a host name from somewhere other than the redacted
@@ -207,7 +318,7 @@ def test_the_check_finds_what_a_writer_let_through(tmp_path: Path,
     monkeypatch.setattr(store, "write_legacy_csvs", leaky)
     before = _digest(src)
     out = tmp_path / "copy"
-    with pytest.raises(UsageError, match=r"redaction left a host in extra\.csv") as err:
+    with pytest.raises(UsageError, match=r"redaction left a host name in extra\.csv") as err:
         cli.cmd_report(run_dirs=[src], out=out, redact=True, quiet=True)
     assert "\n" not in str(err.value)
     assert not out.exists(), "a copy that failed its check was kept"
@@ -216,3 +327,24 @@ def test_the_check_finds_what_a_writer_let_through(tmp_path: Path,
     monkeypatch.setattr(store, "write_legacy_csvs", real)
     cli.cmd_report(run_dirs=[src], out=out, redact=True, quiet=True)
     assert _files_holding(out, ["bench-alpha", USER, HOME]) == []
+
+
+def test_an_interrupt_leaves_no_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C half way through the copy (here, while the CSVs are written): the copy is
+    removed, an empty --out the user made is left as it was, the source is untouched."""
+    src = tmp_path / "run"
+    _write_run(src, "bench-alpha")
+    before = _digest(src)
+
+    def interrupted(run: Any, run_dir: Path) -> list[Path]:
+        assert (run_dir / "report.md").is_file()  # half the copy is there
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store, "write_legacy_csvs", interrupted)
+    for out, made in ((tmp_path / "new", False), (tmp_path / "empty", True)):
+        if made:
+            out.mkdir()
+        with pytest.raises(KeyboardInterrupt):
+            cli.cmd_report(run_dirs=[src], out=out, redact=True, quiet=True)
+        assert out.exists() == made and (not made or not any(out.iterdir()))
+    assert _digest(src) == before
