@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -151,9 +152,6 @@ class Observed:
         self.ticks["cgroup"].append((owned_names(cgroups, {a.pid}),
                                      owned_names(cgroups, {b.pid})))
         if self.tracing:
-            sessions = lttng_sessions(a.ns)
-            self.ticks["session"].append((owned_names(sessions, {a.pid}),
-                                          owned_names(sessions, {b.pid})))
             self.daemons.update(p.pid for r in (a, b) for p in tick.procs[r.tag]
                                 if p.comm == "lttng-sessiond" and p.ppid == 1)
         # The maps the loaders hold (a reader holds its loader's map, and its own maps).
@@ -170,6 +168,16 @@ class Observed:
                     if e.startswith("BAKEOFF_DUMP_MAP_ID=") and p.comm in ("dump_reader",
                                                                            "dump-go"):
                         self.map_ids[r.tag].add(e.partition("=")[2])
+
+    def watch_sessions(self, stop: threading.Event) -> None:
+        """LTTng sessions live only for an lttng trial's few seconds, and a tick (a /proc scan,
+        bpftool) can take a second at load 4: the sessions get a look of their own, every
+        20 ms, so that two trials that overlap are seen overlapping."""
+        a, b = self.a, self.b
+        while not stop.wait(0.02):
+            sessions = lttng_sessions(a.ns)
+            self.ticks["session"].append((owned_names(sessions, {a.pid}),
+                                          owned_names(sessions, {b.pid})))
 
     def both(self, kind: str) -> int:
         """Ticks at which both runs had something of this kind."""
@@ -197,9 +205,16 @@ def test_two_runs_at_once_do_not_collide(built: Path, tmp_path: Path, bench: str
         seen = Observed(a, b, tracing)
         a.start()
         b.start()
+        stop_watch = threading.Event()
+        watch = threading.Thread(target=seen.watch_sessions, args=(stop_watch,), daemon=True)
+        if tracing:
+            watch.start()
         try:
             follow([a, b], seen, timeout=240, with_bpf=True, every=0.05)
         finally:
+            stop_watch.set()
+            if tracing:
+                watch.join(timeout=30)
             for r in (a, b):
                 if r.running() and r.proc is not None:
                     r.proc.kill()
