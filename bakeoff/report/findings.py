@@ -12,6 +12,7 @@ Sentences are raw text; each renderer escapes them for its own format.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -60,8 +61,14 @@ class Finding:
     crossovers: tuple[SweepCrossover, ...] = ()
     fit: SweepFit | None = None
     # For a winner finding: how far from 1 its strongest ratio is (|log ratio|), to pick
-    # the headline of a benchmark.
+    # the headline of a benchmark, and that clause alone, as the headline says it.
     strength: float = 0.0
+    short: str = ""
+    wins: bool = False
+
+    @property
+    def headline_text(self) -> str:
+        return self.short or self.text
 
 
 @dataclass
@@ -76,7 +83,7 @@ class BenchmarkFindings:
         winners = [f for f in self.findings if f.kind in ("winner", "ranking")]
         picked: list[Finding] = []
         if winners:
-            picked.append(max(winners, key=lambda f: (not f.tentative, f.strength)))
+            picked.append(max(winners, key=lambda f: (not f.tentative, f.wins, f.strength)))
         # Where the winner changes (a crossing of 1), settled ones first.
         crossings = [f for f in self.findings if f.kind == "crossover"
                      and any(sc.crossover.level == 1.0 for sc in f.crossovers)]
@@ -208,10 +215,16 @@ def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
 
 @dataclass(frozen=True)
 class Clause:
-    text: str
+    where: str  # '16 MiB' (on the axis) or 'map=hash' (a point without an axis)
+    body: str  # what happens there: 'mremap wins, 35.1× faster than memcpy (ratio …)'
     tentative: list[str]
     results: tuple[CaseResult, ...]
     strength: float
+    wins: bool = False  # a variant beats the baseline here: the news a headline leads with
+
+    @property
+    def text(self) -> str:
+        return f"at {self.where} {self.body}"
 
 
 def _where(ba: BenchmarkAnalysis, g: Grid, point: Point) -> str:
@@ -248,7 +261,7 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
         why.append(f"not significant after Holm correction (p = {best.comparison.p_holm:.2g})")
     involved: tuple[CaseResult, ...] = (best, base)
     if verdict == "faster":
-        text = (f"at {where} {best.case.variant} wins, "
+        text = (f"{best.case.variant} wins, "
                 f"{change_phrase(ba, g.metric, ratio.ratio)} than {base_name} {figure}")
         if len(ranked) > 1 and ranked[1].vs_baseline is not None:
             second = ranked[1].vs_baseline
@@ -258,14 +271,15 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
                 involved += (ranked[1],)
     elif verdict == "slower":
         named = base_name if base_name == "baseline" else f"{base_name} (the baseline)"
-        text = (f"at {where} {named} wins: the closest, "
+        text = (f"{named} wins: the closest, "
                 f"{best.case.variant}, is {change_phrase(ba, g.metric, ratio.ratio)} {figure}")
     else:
         which = "best" if _better(ba, g.metric, ratio.ratio) else "closest"
-        text = (f"at {where} no variant differs from {base_name} by more than "
+        text = (f"no variant differs from {base_name} by more than "
                 f"±{ba.threshold * 100:g}%: the {which}, {best.case.variant}, is "
                 f"{change_phrase(ba, g.metric, ratio.ratio)} {figure}")
-    return Clause(text, why, involved, abs(math.log(ratio.ratio)) if ratio.ratio > 0 else 0.0)
+    return Clause(where, text, why, involved,
+                  abs(math.log(ratio.ratio)) if ratio.ratio > 0 else 0.0, verdict == "faster")
 
 
 def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | None:
@@ -282,7 +296,7 @@ def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | No
     assert best.summary is not None
     s, unit = best.summary, best.unit
     word = "lowest" if lower else "highest"
-    text = (f"at {_where(ba, g, point)} the {word} {_shown_metric(ba, g.metric)} is "
+    text = (f"the {word} {_shown_metric(ba, g.metric)} is "
             f"{best.case.variant}'s, {fmt_value(s.median, unit)} "
             f"(95% CI {fmt_range(s.ci_low, s.ci_high, unit)}; {s.n_trials} trials)")
     why: list[str] = []
@@ -295,7 +309,7 @@ def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | No
             why.append(f"runner-up {ranked[1].case.variant}'s CI overlaps "
                        f"({fmt_range(t.ci_low, t.ci_high, unit)})")
             involved += (ranked[1],)
-    return Clause(text, why, involved, 0.0)
+    return Clause(_where(ba, g, point), text, why, involved, 0.0)
 
 
 def _with_why(clause: Clause) -> str:
@@ -319,9 +333,16 @@ def _group_finding(ba: BenchmarkAnalysis, g: Grid, fixed: Params,
         text = "; ".join(_with_why(c) for c in clauses)
         text = text[0].upper() + text[1:] + "."
     why = sorted({w for c in clauses for w in c.tentative})
+    top = max(clauses, key=lambda c: (c.wins, c.strength))
+    where = top.where
+    if g.axis is not None:
+        where = ", ".join([f"{g.axis}={top.where}",
+                           *([params_label(ba.info, fixed)] if fixed else [])])
+    short = _with_why(dataclasses.replace(top, where=where))
     return Finding("winner" if g.with_ratios else "ranking", text, "; ".join(why),
                    results=tuple(r for c in clauses for r in c.results),
-                   strength=max(c.strength for c in clauses))
+                   strength=top.strength, wins=any(c.wins for c in clauses),
+                   short=short[0].upper() + short[1:] + ".")
 
 
 # ---- crossovers, fits, skips, failures ---------------------------------------------------

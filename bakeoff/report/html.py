@@ -143,8 +143,7 @@ def _case_tables(ba: BenchmarkAnalysis, colors: dict[str, str]) -> str:
         rows = case_rows(ba, metric)
         if not rows:
             continue
-        cols = case_columns(ba, with_counters=any(r.cells["counters"] for r in rows),
-                            signed=ba.info.is_signed(metric))
+        cols = case_columns(ba, signed=ba.info.is_signed(metric))
         unit = str(ba.info.metric(metric)["unit"])
         better = better_phrase(ba, metric)
         body: list[list[tuple[str, str]]] = []

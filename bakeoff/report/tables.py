@@ -40,8 +40,9 @@ class CaseRow:
     cells: dict[str, str]
 
 
-def case_columns(ba: BenchmarkAnalysis, with_counters: bool, signed: bool = False) -> list[Column]:
-    """signed: the metric is closer-to-zero-is-better; its bias and RMS get columns."""
+def case_columns(ba: BenchmarkAnalysis, signed: bool = False) -> list[Column]:
+    """signed: the metric is closer-to-zero-is-better; its bias and RMS get columns.
+    Counters are not a column: they get tables of their own (counter_names)."""
     cols = [
         Column("variant", "variant", False),
         Column("params", "params", False),
@@ -60,9 +61,15 @@ def case_columns(ba: BenchmarkAnalysis, with_counters: bool, signed: bool = Fals
         Column("outliers", "outliers (Tukey low/high, MAD)", True),
         Column("failed", "failed trials", True),
     ]
-    if with_counters:
-        cols.append(Column("counters", "counters (median)", False))
     return cols
+
+
+def counter_names(ba: BenchmarkAnalysis) -> list[str]:
+    """Every counter some case of the benchmark reported: the declared ones first (in their
+    order), then the others by name."""
+    found = {n for r in ba.for_metric(ba.info.primary_metric) for n in r.counters}
+    declared = [str(c["name"]) for c in ba.info.counters if c["name"] in found]
+    return declared + sorted(found - set(declared))
 
 
 def _param_sort_key(
@@ -96,10 +103,6 @@ def tail_quantiles(s: Summary, unit: str) -> str:
     return f"{fmt_value(s.p5, unit)} / {fmt_value(s.p95, unit)}"
 
 
-def _counters_text(r: CaseResult) -> str:
-    return ", ".join(f"{k}={fmt_number(v)}" for k, v in sorted(r.counters.items()))
-
-
 def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
     lower_better = lower_is_better(ba, metric)
     rows: list[CaseRow] = []
@@ -131,7 +134,6 @@ def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
             "outliers": (f"{r.outliers.tukey_low}/{r.outliers.tukey_high}, {r.outliers.mad}"
                          if r.outliers else MISSING),
             "failed": str(r.n_failed) + (" (all)" if r.n_failed and s is None else ""),
-            "counters": _counters_text(r),
         }
         if vs:
             point, lo, hi = speedup(vs, lower_better)
