@@ -38,7 +38,7 @@ from bakeoff.report import write_reports
 from bakeoff.report.colors import BASELINE_COLOR, PALETTE, variant_colors
 from bakeoff.report.format import fmt_value
 from bakeoff.report.html import render_html, script_json
-from bakeoff.report.markdown import md_escape, render_markdown
+from bakeoff.report.markdown import md_escape, render_details, render_markdown
 from bakeoff.report.terminal import print_summary
 
 XSS = "<script>alert(1)</script>"
@@ -161,14 +161,15 @@ def _without_plotly(text: str) -> str:
 
 # ---- files ---------------------------------------------------------------------------------
 
-def test_write_reports_writes_both_files_and_leaves_no_temp(
+def test_write_reports_writes_the_three_files_and_leaves_no_temp(
     run: RunRecord, analysis: Analysis, tmp_path: Path
 ) -> None:
     (tmp_path / "report.md").write_text("stale")
     paths = write_reports(run, analysis, tmp_path)
-    assert paths == [tmp_path / "report.html", tmp_path / "report.md"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "report.md"]
+    assert paths == [tmp_path / "report.html", tmp_path / "report.md", tmp_path / "details.md"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["details.md", "report.html", "report.md"]
     assert paths[1].read_text(encoding="utf-8").startswith("# bakeoff results: ")
+    assert paths[2].read_text(encoding="utf-8").startswith("# bakeoff details: ")
     assert "<!DOCTYPE html>" in paths[0].read_text(encoding="utf-8")
 
 
@@ -265,10 +266,10 @@ def _md_row(md: str, variant: str, size: str) -> list[str]:
     return [c.strip() for c in rows[0].strip("|").split(" | ")]
 
 
-def test_markdown_rows_carry_the_right_medians_and_verdicts(
+def test_details_rows_carry_the_right_medians_and_verdicts(
     run: RunRecord, analysis: Analysis
 ) -> None:
-    md = render_markdown(run, analysis)
+    md = render_details(run, analysis)
     base = _md_row(md, "memcpy (baseline)", "16 KiB")
     assert base[3] == fmt_value(_pooled_median(run, "memcpy", 16 * KIB), "ns")
     assert base[2] == f"{TRIALS * SAMPLES} / {TRIALS}"
@@ -288,14 +289,22 @@ def test_markdown_has_machine_crossovers_skips_failures_facts(
     run: RunRecord, analysis: Analysis
 ) -> None:
     md = render_markdown(run, analysis)
-    assert "Machine: **kvm-bench-1**, Linux **6.18.0-test**" in md
+    details = render_details(run, analysis)
+    for text in (md, details):
+        assert "Machine: **kvm-bench-1**, Linux **6.18.0-test**" in text
+        assert "needs THP: set it to madvise" in text
+        assert "- ⚠ cpufreq governor is powersave" in text
+    # report.md: the crossover as a finding; details.md: as the analysis words it.
+    assert re.search(r"- mremap against memcpy along size: starts winning between 64 KiB and "
+                     r"256 KiB \(≈ \d+(\.\d+)? KiB\); every CI excludes its level\.", md)
     assert re.search(r"- mremap starts winning over memcpy between 64 KiB and 256 KiB "
-                     r"\(≈ \d+(\.\d+)? KiB; confident: CIs exclude 1 on both sides\)", md)
-    assert "needs THP: set it to madvise" in md
-    assert "```text\nfake exited with status 1: mremap: Cannot allocate memory\n```" in md
-    assert "| cmdline | quiet \\| mitigations=off |" in md
-    assert "| thp.defrag | never |" in md
-    assert "- ⚠ cpufreq governor is powersave" in md
+                     r"\(≈ \d+(\.\d+)? KiB; confident: CIs exclude 1 on both sides\)", details)
+    # The failure: counted among the findings, its error text in details.md.
+    assert "1 trial(s) failed, in 1 case(s): mremap at size=1 MiB" in md
+    assert "```text\nfake exited with status 1: mremap: Cannot allocate memory\n```" in details
+    assert "Cannot allocate memory" not in md
+    assert "| cmdline | quiet \\| mitigations=off |" in details
+    assert "| thp.defrag | never |" in details
 
 
 # ---- terminal ------------------------------------------------------------------------------
@@ -431,7 +440,7 @@ def test_other_params_split_the_charts_and_name_the_crossovers() -> None:
         "distribution of ops per case",
         "resource usage per case",
     ]
-    md = render_markdown(run, analysis)
+    md = render_details(run, analysis)
     for mode in ("rand", "seq"):
         assert re.search(r"fast starts winning over base between 64 KiB and 1 MiB of size "
                          r"\(≈ [\d.]+ KiB; confident: CIs exclude 1 on both sides; "

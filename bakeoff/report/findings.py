@@ -224,12 +224,13 @@ class Clause:
 
     @property
     def text(self) -> str:
-        return f"at {self.where} {self.body}"
+        # No where: every case has the same params (said once, beside the table).
+        return f"at {self.where} {self.body}" if self.where else self.body
 
 
 def _where(ba: BenchmarkAnalysis, g: Grid, point: Point) -> str:
     if g.axis is None:
-        return point_label(ba, g, point.params)
+        return point_label(ba, g, point.params) if len(g.points) > 1 else ""
     return swept_label(ba.info, g.axis, float(dict(point.params)[g.axis]))
 
 
@@ -317,6 +318,12 @@ def _with_why(clause: Clause) -> str:
                           if clause.tentative else "")
 
 
+def _sentence(text: str) -> str:
+    """A clause as a sentence: 'At 16 MiB …'; one that opens on a variant's name keeps its
+    case ('mremap wins …'), as names are written."""
+    return (text[0].upper() + text[1:] if text.startswith("at ") else text) + "."
+
+
 def _group_finding(ba: BenchmarkAnalysis, g: Grid, fixed: Params,
                    points: list[Point]) -> Finding | None:
     """One sentence per group: the winner at each end of the axis (at every point when
@@ -330,8 +337,7 @@ def _group_finding(ba: BenchmarkAnalysis, g: Grid, fixed: Params,
         lead = f"Along {g.axis}" + (f" with {params_label(ba.info, fixed)}" if fixed else "")
         text = f"{lead}: " + "; ".join(_with_why(c) for c in clauses) + "."
     else:
-        text = "; ".join(_with_why(c) for c in clauses)
-        text = text[0].upper() + text[1:] + "."
+        text = _sentence("; ".join(_with_why(c) for c in clauses))
     why = sorted({w for c in clauses for w in c.tentative})
     top = max(clauses, key=lambda c: (c.wins, c.strength))
     where = top.where
@@ -342,7 +348,7 @@ def _group_finding(ba: BenchmarkAnalysis, g: Grid, fixed: Params,
     return Finding("winner" if g.with_ratios else "ranking", text, "; ".join(why),
                    results=tuple(r for c in clauses for r in c.results),
                    strength=top.strength, wins=any(c.wins for c in clauses),
-                   short=short[0].upper() + short[1:] + ".")
+                   short=_sentence(short))
 
 
 # ---- crossovers, fits, skips, failures ---------------------------------------------------

@@ -189,10 +189,11 @@ def _top_findings(found: list[BenchmarkFindings]) -> list[str]:
         out.append(f"- **{md_escape(bf.analysis.info.name)}**: {said}")
     total = sum(len(bf.findings) for bf in found)
     unsure = sum(tentative_count(bf.findings) for bf in found)
-    out += ["", f"{unsure} of the {total} findings below are tentative, each saying why"
-            + ("; more trials (--trials 10) settle those held back by too few. " if unsure
-               else ". ")
-            + f"In the tables, each cell is a ratio of medians to the baseline with its 95% CI: "
+    settled = ("Every finding below is settled: enough trials, and no CI reaches a verdict's "
+               "threshold. " if not unsure else
+               f"{unsure} of the {total} findings below are tentative, each saying why; more "
+               "trials (--trials 10) settle those held back by too few. ")
+    out += ["", settled + f"In the tables, each cell is a ratio of medians to the baseline with its 95% CI: "
             f"{GLYPHS['faster']} better than the baseline beyond the verdict's threshold, "
             f"{GLYPHS['slower']} worse, {GLYPHS['same']} no difference of that size shown."]
     return out
