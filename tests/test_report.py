@@ -187,8 +187,11 @@ def test_html_has_a_div_and_a_figure_per_chart(
     report_html: str, figures: dict[str, Any]
 ) -> None:
     divs = re.findall(r'<div class="chart plotly-chart[^"]*" id="(chart-\d+)"></div>', report_html)
-    # One sweep (size): metric, ratio, distribution, resources.
+    # The findings chart (the ratio along size), then in the details: metric, distribution,
+    # resources.
     assert divs == ["chart-1", "chart-2", "chart-3", "chart-4"]
+    details = report_html.index('<details class="more"><summary>Details of fake-move')
+    assert report_html.index('id="chart-1"') < details < report_html.index('id="chart-2"')
     assert sorted(figures) == divs
     for fig in figures.values():
         assert fig["config"]["displaylogo"] is False
@@ -196,24 +199,36 @@ def test_html_has_a_div_and_a_figure_per_chart(
 
 
 def test_ratio_chart_marks_the_line_at_one_and_the_crossover(
-    figures: dict[str, Any]
+    analysis: Analysis, figures: dict[str, Any]
 ) -> None:
-    ratio = figures["chart-2"]
+    ratio = figures["chart-1"]  # the findings chart: the first thing the section shows
     layout = ratio["layout"]
     assert "ratio to memcpy" in layout["title"]["text"]
     assert layout["yaxis"]["title"]["text"] == "ratio to memcpy"
     shapes = layout["shapes"]
     assert any(s.get("y0") == 1 and s["line"]["dash"] == "dash" for s in shapes)
-    notes = [a["text"] for a in layout["annotations"]]
-    assert any("crossover ≈" in t and "between 64 KiB and 256 KiB" in t for t in notes), notes
-    # The CI is drawn as a filled band for each variant compared.
-    assert sum(1 for tr in ratio["data"] if tr.get("fill") == "toself") == 2
+    # The crossover is marked where the analysis places it, named in its hover text.
+    (sc,) = analysis.benchmarks[0].crossovers
+    marks = [tr for tr in ratio["data"] if tr.get("name") == "crossover"]
+    assert len(marks) == 1 and marks[0]["x"] == [sc.crossover.estimate] and marks[0]["y"] == [1]
+    (note,) = marks[0]["text"]
+    assert "crossover ≈" in note and "between 64 KiB and 256 KiB" in note, note
+    assert marks[0]["marker"]["color"] == [PALETTE[0]]  # mremap's colour
+    # The CI is drawn as a filled band for each variant compared, without corner markers.
+    bands = [tr for tr in ratio["data"] if tr.get("fill") == "toself"]
+    assert len(bands) == 2 and all(tr["mode"] == "lines" for tr in bands)
+    # Its points are the analysis's ratios, in size order.
+    mremap = next(tr for tr in ratio["data"] if tr.get("name") == "mremap")
+    expected = [r.vs_baseline.ratio for r in sorted(
+        analysis.benchmarks[0].for_metric(METRIC), key=lambda r: r.case.param("size"))
+        if r.case.variant == "mremap" and r.vs_baseline is not None]
+    assert mremap["y"] == pytest.approx(expected) and len(expected) == 4
 
 
 def test_metric_chart_uses_log_axes_and_asymmetric_ci_bars(
     figures: dict[str, Any]
 ) -> None:
-    fig = figures["chart-1"]
+    fig = figures["chart-2"]
     assert fig["layout"]["xaxis"]["type"] == "log"
     assert fig["layout"]["xaxis"]["ticktext"] == ["16 KiB", "64 KiB", "256 KiB", "1 MiB"]
     memcpy = next(t for t in fig["data"] if t["name"] == "memcpy")
@@ -227,7 +242,7 @@ def test_each_variant_has_one_colour_in_every_chart(
     seen: dict[str, set[str]] = {}
     for fig in figures.values():
         for tr in fig["data"]:
-            if "name" in tr and "marker" in tr:
+            if "name" in tr and "marker" in tr and tr["name"] != "crossover":
                 seen.setdefault(tr["name"], set()).add(tr["marker"]["color"])
     assert seen["memcpy"] == {BASELINE_COLOR}
     assert seen["mremap"] == {PALETTE[0]}
@@ -430,16 +445,21 @@ def test_other_params_split_the_charts_and_name_the_crossovers() -> None:
     page = render_html(run, analysis)
     m = re.search(r'id="bakeoff-figures">(.*?)</script>', page, re.S)
     assert m
-    titles = [f["layout"]["title"]["text"] for f in json.loads(m.group(1)).values()]
-    # metric and ratio once per mode, then distribution; no rusage recorded, but wall time is.
+    figs = list(json.loads(m.group(1)).values())
+    titles = [f["layout"]["title"]["text"] for f in figs]
+    # The ratio once, a panel per mode; then in the details the metric once per mode, the
+    # distribution, and resources (no rusage recorded, but wall time is).
     assert titles == [
+        "ops ratio to base (higher is better)",
         "ops (median, 95% CI) vs size at mode=rand",
         "ops (median, 95% CI) vs size at mode=seq",
-        "ops ratio to base vs size at mode=rand",
-        "ops ratio to base vs size at mode=seq",
         "distribution of ops per case",
         "resource usage per case",
     ]
+    panels = [a["text"] for a in figs[0]["layout"]["annotations"]]
+    assert panels == ["mode=rand", "mode=seq"]
+    assert [tr["x"] for tr in figs[0]["data"] if tr.get("name") == "crossover"] == [
+        [sc.crossover.estimate] for sc in analysis.benchmarks[0].crossovers]
     md = render_details(run, analysis)
     for mode in ("rand", "seq"):
         assert re.search(r"fast starts winning over base between 64 KiB and 1 MiB of size "
