@@ -182,6 +182,8 @@ def change_phrase(ba: BenchmarkAnalysis, metric: str, ratio: float) -> str:
     time_like = is_time_unit(unit) and not ba.info.is_signed(metric) and \
         lower_is_better(ba, metric)
     lower = ratio < 1
+    if abs(ratio - 1) < 0.0005:  # would read "0% slower"
+        return f"level with {ba.info.baseline}"
     if ratio >= FACTOR_FROM or ratio <= 1 / FACTOR_FROM:
         amount = f"{fmt_number(1 / ratio if lower else ratio)}×"
     else:
@@ -221,6 +223,7 @@ class Clause:
     results: tuple[CaseResult, ...]
     strength: float
     wins: bool = False  # a variant beats the baseline here: the news a headline leads with
+    named_first: bool = True  # the body opens on a name, whose case a sentence keeps
 
     @property
     def text(self) -> str:
@@ -280,7 +283,8 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
                 f"±{ba.threshold * 100:g}%: the {which}, {best.case.variant}, is "
                 f"{change_phrase(ba, g.metric, ratio.ratio)} {figure}")
     return Clause(where, text, why, involved,
-                  abs(math.log(ratio.ratio)) if ratio.ratio > 0 else 0.0, verdict == "faster")
+                  abs(math.log(ratio.ratio)) if ratio.ratio > 0 else 0.0, verdict == "faster",
+                  named_first=verdict != "same")
 
 
 def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | None:
@@ -310,7 +314,7 @@ def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | No
             why.append(f"runner-up {ranked[1].case.variant}'s CI overlaps "
                        f"({fmt_range(t.ci_low, t.ci_high, unit)})")
             involved += (ranked[1],)
-    return Clause(_where(ba, g, point), text, why, involved, 0.0)
+    return Clause(_where(ba, g, point), text, why, involved, 0.0, named_first=False)
 
 
 def _with_why(clause: Clause) -> str:
@@ -318,10 +322,11 @@ def _with_why(clause: Clause) -> str:
                           if clause.tentative else "")
 
 
-def _sentence(text: str) -> str:
+def _sentence(text: str, named_first: bool) -> str:
     """A clause as a sentence: 'At 16 MiB …'; one that opens on a variant's name keeps its
     case ('mremap wins …'), as names are written."""
-    return (text[0].upper() + text[1:] if text.startswith("at ") else text) + "."
+    opens_on_name = named_first and not text.startswith("at ")
+    return (text if opens_on_name else text[0].upper() + text[1:]) + "."
 
 
 def _group_finding(ba: BenchmarkAnalysis, g: Grid, fixed: Params,
@@ -337,7 +342,7 @@ def _group_finding(ba: BenchmarkAnalysis, g: Grid, fixed: Params,
         lead = f"Along {g.axis}" + (f" with {params_label(ba.info, fixed)}" if fixed else "")
         text = f"{lead}: " + "; ".join(_with_why(c) for c in clauses) + "."
     else:
-        text = _sentence("; ".join(_with_why(c) for c in clauses))
+        text = _sentence("; ".join(_with_why(c) for c in clauses), clauses[0].named_first)
     why = sorted({w for c in clauses for w in c.tentative})
     top = max(clauses, key=lambda c: (c.wins, c.strength))
     where = top.where
@@ -348,7 +353,7 @@ def _group_finding(ba: BenchmarkAnalysis, g: Grid, fixed: Params,
     return Finding("winner" if g.with_ratios else "ranking", text, "; ".join(why),
                    results=tuple(r for c in clauses for r in c.results),
                    strength=top.strength, wins=any(c.wins for c in clauses),
-                   short=_sentence(short))
+                   short=_sentence(short, top.named_first))
 
 
 # ---- crossovers, fits, skips, failures ---------------------------------------------------
