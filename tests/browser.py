@@ -79,13 +79,17 @@ class Browser:
                 result: dict[str, Any] = msg.get("result", {})
                 return result
 
-    def open(self, url: str) -> list[dict[str, Any]]:
-        """Load url in a new tab; returns the events of its load (dialogs, console, errors)."""
+    def open(self, url: str, size: tuple[int, int] | None = None) -> list[dict[str, Any]]:
+        """Load url in a new tab (of size (width, height) in CSS pixels when given); returns
+        the events of its load (dialogs, console, errors)."""
         target = self.call("Target.createTarget", {"url": "about:blank"}, browser=True)
         self._session = self.call("Target.attachToTarget", {
             "targetId": target["targetId"], "flatten": True}, browser=True)["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
             self.call(f"{domain}.enable")
+        if size is not None:
+            self.call("Emulation.setDeviceMetricsOverride", {
+                "width": size[0], "height": size[1], "deviceScaleFactor": 1, "mobile": False})
         first = len(self.events)
         self.call("Page.navigate", {"url": url})
         deadline = time.monotonic() + 60
@@ -112,3 +116,10 @@ class Browser:
             self.proc.wait()
         os.close(self._r)
         os.close(self._w)
+
+    def screenshot(self, path: Path) -> None:
+        """The viewport as a PNG."""
+        import base64
+
+        data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
+        path.write_bytes(base64.b64decode(data))

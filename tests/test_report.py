@@ -340,7 +340,10 @@ def test_terminal_summary_has_verdicts_crossover_and_warnings(
     assert "same" in line_of(XSS, "64 KiB")  # printed as text, not parsed as markup
     assert "—" in line_of("memcpy", "16 KiB")
     assert fmt_value(_pooled_median(run, "memcpy", 256 * KIB), "ns") in line_of("memcpy", "256 KiB")
-    assert "crossover: mremap starts winning over memcpy between 64 KiB and 256 KiB" in text
+    assert "• mremap against memcpy along size: starts winning between 64 KiB and 256 KiB" in text
+    # Last, the answer: a line per benchmark, the win first.
+    tail = text[text.index("\nFindings\n"):]
+    assert "• fake-move: At size=1 MiB mremap wins, " in tail
     assert "warning: cpufreq governor is powersave" in text
 
 
