@@ -85,7 +85,9 @@ header p { margin: 0; }
 #findings h2 { border: 0; margin: 0 0 .25rem; padding: 0; }
 #findings ul, .lead ul { margin: .25rem 0; padding-left: 1.1rem; }
 #findings li, .lead li { margin: .2rem 0; }
-.tentative { color: var(--muted); }
+.tentative { color: #3d4852; }
+.why { color: var(--muted); font-size: .85em; }
+h1 { margin: 0; }
 .lead { display: grid; grid-template-columns: minmax(0, 5fr) minmax(0, 7fr); gap: 1.25rem;
   align-items: start; }
 .lead .chart { min-height: 0; }
@@ -285,8 +287,16 @@ class _Figures:
         return f"<h3>{_e(chart.title)}</h3><p class=\"note\">{_e(chart.note)}</p>{div}"
 
 
+_WHY = re.compile(r" (\[tentative: [^\]]*\])")
+
+
+def _finding_html(text: str) -> str:
+    """The sentence, its '[tentative: …]' set in a quieter type so the figures stand out."""
+    return _WHY.sub(r' <span class="why">\1</span>', _e(text))
+
+
 def _finding_item(f: Finding) -> str:
-    return f'<li class="{"tentative" if f.tentative else ""}">{_e(f.text)}</li>'
+    return f'<li class="{"tentative" if f.tentative else ""}">{_finding_html(f.text)}</li>'
 
 
 def _compact(ba: BenchmarkAnalysis, colors: dict[str, str]) -> str:
@@ -364,11 +374,11 @@ def _warnings(run: RunRecord, analysis: Analysis) -> str:
 def _top_findings(found: list[BenchmarkFindings]) -> str:
     items = "".join(
         f'<li><a href="#bench-{i}"><b>{_e(bf.analysis.info.name)}</b></a>: '
-        f"{' '.join(_e(f.headline_text) for f in bf.headline)}</li>"
+        f"{' '.join(_finding_html(f.headline_text) for f in bf.headline)}</li>"
         for i, bf in enumerate(found))
     total = sum(len(bf.findings) for bf in found)
     unsure = sum(tentative_count(bf.findings) for bf in found)
-    note = (f"{unsure} of the {total} findings are tentative, each saying why (shown in grey); "
+    note = (f"{unsure} of the {total} findings are tentative, each saying why in grey brackets; "
             "more trials (--trials 10) settle those held back by too few."
             if unsure else "Every finding is settled: enough trials, and no CI reaches a "
             "verdict's threshold.")
@@ -383,8 +393,8 @@ def render_html(run: RunRecord, analysis: Analysis) -> str:
     figs = _Figures()
     found = all_findings(analysis)
     sections = "".join(_benchmark(run, bf, i, figs) for i, bf in enumerate(found))
-    nav = "".join(f'<li><a href="#bench-{i}">{_e(ba.info.title)}</a></li>'
-                  for i, ba in enumerate(analysis.benchmarks))
+    nav = "".join(f'<li><a href="#bench-{i}" title="{_e(ba.info.title)}">{_e(ba.info.name)}'
+                  "</a></li>" for i, ba in enumerate(analysis.benchmarks))
     m = machine(run.host)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
