@@ -103,7 +103,8 @@ def cmd_run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only failures and the result.")] = False,
     pin: Annotated[bool, typer.Option(help="Pin the measured program to its own CPU.")] = True,
 ) -> None:
-    """Run benchmarks and write results.json, samples.csv, report.html and report.md."""
+    """Run benchmarks and write results.json, samples.csv, report.html, report.md and
+    details.md."""
     cleanup.mark_run()
     if resume is not None:
         given = [flag for flag, value in (
