@@ -35,7 +35,6 @@ from bakeoff.report.findings import (
     all_findings,
     benchmark_findings,
     ratio_figure,
-    trials_of,
 )
 from bakeoff.report.format import (
     fmt_number,
@@ -45,6 +44,7 @@ from bakeoff.report.format import (
     param_estimate_label,
     swept_label,
 )
+from bakeoff.report.grid import trials_of
 from bakeoff.report.markdown import md_escape, render_markdown
 
 # What a ratio finding quotes: 'ratio 0.0941, 95% CI 0.0927–0.0960; 5 + 5 trials'.

@@ -14,8 +14,8 @@ from plotly.subplots import make_subplots
 from bakeoff.analysis import BenchmarkAnalysis, CaseResult, SweepCrossover
 from bakeoff.report.charts import FONT, Chart, _t
 from bakeoff.report.colors import with_alpha
-from bakeoff.report.findings import Grid, Params, Point, grid, point_label, trials_of
 from bakeoff.report.format import fmt_ratio, fmt_value, scale_for, spans_decades
+from bakeoff.report.grid import Grid, Params, Point, grid, point_label, trials_of
 from bakeoff.report.words import crossover_label, lower_is_better
 
 MAX_COLUMNS = 3  # panels side by side; the chart shares its row with the findings
