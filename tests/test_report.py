@@ -36,7 +36,7 @@ from bakeoff.model import (
 )
 from bakeoff.report import write_reports
 from bakeoff.report.colors import BASELINE_COLOR, PALETTE, variant_colors
-from bakeoff.report.format import fmt_value
+from bakeoff.report.format import fmt_number, fmt_ratio, fmt_value
 from bakeoff.report.html import render_html, script_json
 from bakeoff.report.markdown import md_escape, render_details, render_markdown
 from bakeoff.report.terminal import print_summary
@@ -196,6 +196,31 @@ def test_html_has_a_div_and_a_figure_per_chart(
     for fig in figures.values():
         assert fig["config"]["displaylogo"] is False
         assert fig["data"]  # every chart has traces
+
+
+def test_html_opens_on_the_findings_then_each_benchmark_leads_with_its_own(
+    analysis: Analysis, report_html: str
+) -> None:
+    text = _without_plotly(report_html)
+    top = text.index('<section id="findings">')
+    section = text.index('<section id="bench-0">')
+    details = text.index('<details class="more"><summary>Details of fake-move')
+    assert top < text.index('id="warnings"') < section < details
+    big = _at_size(analysis, "mremap", SIZES[-1])
+    assert big.vs_baseline is not None
+    win = (f"mremap wins, {fmt_number(1 / big.vs_baseline.ratio)}× faster than memcpy "
+           f"(ratio {fmt_number(big.vs_baseline.ratio)}")
+    assert top < text.index(win) < section  # the headline at the top
+    assert section < text.index(win, section) < details  # and the benchmark's own finding
+    # The compact table, before the details: the verdict as a glyph and a colour.
+    q = big.vs_baseline
+    cell = f'<td class="num faster">{fmt_ratio(q.ratio, q.ci_low, q.ci_high)} ✓</td>'
+    assert section < text.index(cell) < details
+
+
+def _at_size(analysis: Analysis, variant: str, size: int):  # type: ignore[no-untyped-def]
+    return next(r for r in analysis.benchmarks[0].for_metric(METRIC)
+                if r.case.variant == variant and r.case.param("size") == size)
 
 
 def test_ratio_chart_marks_the_line_at_one_and_the_crossover(

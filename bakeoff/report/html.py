@@ -300,21 +300,21 @@ def _finding_item(f: Finding) -> str:
 
 
 def _compact(ba: BenchmarkAnalysis, colors: dict[str, str]) -> str:
+    """The compact table: each variant's column headed by its colour, as in the charts."""
     table = compact_table(ba)
     if table is None:
         return ""
-    headers = [(table.label_header, False), *((v, True) for v in table.variants),
-               ("trials", True)]
-    body = [[(_e(r.label), ""),
-             *((_e(c.text), f"num {_VERDICT_CLASS.get(c.verdict or '', '')}") for c in r.cells),
-             (_e(r.trials), "num")] for r in table.rows]
-    html_headers = _table(headers, body)
-    # Each variant's column header carries its colour, as in the charts.
-    for v in table.variants:
-        html_headers = html_headers.replace(
-            f'<th class="num">{_e(v)}</th>',
-            f'<th class="num">{_variant_cell(v, colors.get(v, "#000"), False)}</th>', 1)
-    return f'<div class="compact">{html_headers}</div>'
+    head = (f"<th>{_e(table.label_header)}</th>"
+            + "".join(f'<th class="num">{_variant_cell(v, colors.get(v, "#000"), False)}</th>'
+                      for v in table.variants)
+            + '<th class="num">trials</th>')
+    body = "".join(
+        f"<tr><td>{_e(r.label)}</td>"
+        + "".join(f'<td class="num {_VERDICT_CLASS.get(c.verdict or "", "")}">{_e(c.text)}</td>'
+                  for c in r.cells)
+        + f'<td class="num">{_e(r.trials)}</td></tr>' for r in table.rows)
+    return (f'<div class="compact table-wrap"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def _benchmark(run: RunRecord, bf: BenchmarkFindings, index: int, figs: _Figures) -> str:
