@@ -186,7 +186,7 @@ def _start(names: list[str], profile: str, variants: list[str], params: list[str
         run, run_dir = new_run(plans, opts, facts, err_console)
         # After new_run: a bad --out is refused (exit 2) before anything is swept.
         _sweep_dead_runs(quiet)
-        measure(run, run_dir, plans, err_console, ctx, quiet)
+        measure(run, run_dir, plans, err_console, ctx, quiet, earlier_runs=opts.results_root)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return run, run_dir
@@ -213,7 +213,8 @@ def _resume(run_dir: Path, quiet: bool) -> tuple[RunRecord, Path]:
         # One file again before going on: the journal then holds this session's trials only.
         run.schema_version = store.SCHEMA_VERSION
         store.finish(run, run_dir)
-        measure(run, run_dir, plans, err_console, ctx, quiet)
+        measure(run, run_dir, plans, err_console, ctx, quiet,
+                earlier_runs=registry.REPO_ROOT / "results")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return run, run_dir

@@ -5,18 +5,21 @@ On a terminal: a bar naming the benchmark and the case running, with the time le
 in between, so a long benchmark is not mistaken for a hung one. Quiet: failures only.
 
 The time left is each trial still to run at what its own case's trials took so far (warm-up
-included), else its benchmark's median trial, else the run's: trials of one run differ by
-orders of magnitude across benchmarks (a 2 ms memcpy, a 20 s tracer session), so a count of
-trials times a mean would be wrong by as much. A benchmark not yet started can only be
-guessed from the others, and the estimate says so.
+included), else what the case's trials took in the newest earlier run on this machine that
+measured it (results/), else its benchmark's median trial, else the run's: trials of one run
+differ by orders of magnitude across benchmarks (a 2 ms memcpy, a 20 s tracer session), so a
+count of trials times a mean would be wrong by as much. A benchmark neither started nor
+measured before can only be guessed from the others, and the estimate says so.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -26,6 +29,34 @@ from bakeoff.model import Case
 from bakeoff.process import ProcessResult
 
 HEARTBEAT_S = 60.0  # on a pipe, at most this long without a line while trials run
+EARLIER_RUNS = 20  # newest results directories read for earlier trial times
+
+
+def earlier_seconds(results_root: Path, cases: Iterable[Case]) -> dict[Case, float]:
+    """Per case, the median wall time of its successful trials in the newest earlier run
+    (of the newest EARLIER_RUNS under results_root) that measured it. Anything unreadable is
+    passed over: this only informs an estimate."""
+    wanted = set(cases)
+    found: dict[Case, float] = {}
+    try:
+        files = sorted(results_root.glob("*/results.json"), key=lambda p: p.stat().st_mtime,
+                       reverse=True)[:EARLIER_RUNS]
+    except OSError:
+        return found
+    for path in files:
+        try:
+            trials = json.loads(path.read_text(encoding="utf-8")).get("trials", [])
+            walls: dict[Case, list[float]] = defaultdict(list)
+            for t in trials:
+                case = Case.from_json(t["case"])
+                if case in wanted and case not in found and t.get("status") == "ok":
+                    walls[case].append(float(t["wall_s"]))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        found.update({c: statistics.median(w) for c, w in walls.items()})
+        if len(found) == len(wanted):
+            break
+    return found
 
 
 def fmt_duration(seconds: float) -> str:
@@ -41,9 +72,11 @@ def fmt_duration(seconds: float) -> str:
 class Estimate:
     """Seconds left, from the trials still to run and what trials took so far."""
 
-    def __init__(self, todo: Mapping[Case, int]) -> None:
+    def __init__(self, todo: Mapping[Case, int],
+                 earlier: Mapping[Case, float] | None = None) -> None:
         self.todo: dict[Case, int] = dict(todo)
         self.took: dict[Case, list[float]] = defaultdict(list)
+        self.earlier: dict[Case, float] = dict(earlier or {})
 
     def done(self, case: Case, seconds: float) -> None:
         self.todo[case] = max(0, self.todo.get(case, 0) - 1)
@@ -57,12 +90,12 @@ class Estimate:
         """(seconds, benchmarks still to run that no trial has timed yet); None before any
         trial has finished."""
         everything = [s for took in self.took.values() for s in took]
-        if not everything:
+        if not everything and not self.earlier:
             return None
         by_bench: dict[str, list[float]] = defaultdict(list)
         for case, took in self.took.items():
             by_bench[case.benchmark] += took
-        run_median = statistics.median(everything)
+        run_median = statistics.median(everything or list(self.earlier.values()))
         total = 0.0
         untimed: set[str] = set()
         for case, n in self.todo.items():
@@ -70,6 +103,8 @@ class Estimate:
                 continue
             if self.took.get(case):
                 per = statistics.median(self.took[case])
+            elif case in self.earlier:
+                per = self.earlier[case]
             elif by_bench.get(case.benchmark):
                 per = statistics.median(by_bench[case.benchmark])
             else:
@@ -92,11 +127,12 @@ def left_text(estimate: Estimate) -> str:
 class RunProgress:
     """The run's progress, told as the runner starts and finishes trials and benchmarks."""
 
-    def __init__(self, todo: Mapping[Case, int], quiet: bool, console: Console) -> None:
+    def __init__(self, todo: Mapping[Case, int], quiet: bool, console: Console,
+                 earlier: Mapping[Case, float] | None = None) -> None:
         self.quiet = quiet
         self.console = console
         self.fancy = console.is_terminal and not quiet
-        self.estimate = Estimate(todo)
+        self.estimate = Estimate(todo, earlier)
         self.total = sum(todo.values())
         self.done = 0
         self.benchmarks = list(dict.fromkeys(c.benchmark for c in todo))

@@ -34,7 +34,7 @@ from bakeoff.errors import Interrupted, UsageError
 from bakeoff.model import Case, Profile, RunContext, RunRecord, RunSettings, Trial, TrialPlan
 from bakeoff.plan import BenchmarkPlan
 from bakeoff.process import ActiveChild, run_program
-from bakeoff.progress import RunProgress
+from bakeoff.progress import RunProgress, earlier_seconds
 
 DEFAULT_MAX_TRIALS = 50  # per case, when --target-ci is given without --max-trials
 
@@ -120,8 +120,11 @@ def measure(
     console: Console,
     ctx: RunContext,
     quiet: bool,
+    earlier_runs: Path | None = None,
 ) -> None:
-    """Run every trial the plans still need, saving after each; raises Interrupted."""
+    """Run every trial the plans still need, saving after each; raises Interrupted.
+    earlier_runs: the results directory whose earlier runs' trial times seed the estimate
+    of the time left."""
     param_names = list(dict.fromkeys(p.name for pl in plans for p in pl.benchmark.params))
     csv_out = store.SamplesCsv(run_dir / store.SAMPLES_CSV, param_names)
     done = {c: sum(1 for t in run.trials if t.case == c) for c in run.cases}
@@ -130,7 +133,9 @@ def measure(
         left = {c: max(0, p.profile.trials - done.get(c, 0)) for c in p.cases}
         if sum(left.values()):  # warm-ups only where trials are left: see _Measurement.run
             todo.update({c: n + p.profile.warmup_trials for c, n in left.items()})
-    progress = RunProgress(todo, quiet, console)
+    earlier = earlier_seconds(earlier_runs, todo) if earlier_runs is not None and not quiet \
+        else {}
+    progress = RunProgress(todo, quiet, console, earlier)
     cpu = cpus.claim(run.settings.pin)
     run.host["pinning"] = {"measured_cpu": cpu.measured,
                            "harness_cpus": sorted(cpu.harness) if cpu.harness else None}

@@ -4,6 +4,7 @@ the benchmark and the case, and on a pipe a line per benchmark with its trials a
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -16,7 +17,7 @@ from rich.console import Console
 
 from bakeoff.model import Case
 from bakeoff.process import ProcessResult
-from bakeoff.progress import Estimate, RunProgress, fmt_duration, left_text
+from bakeoff.progress import Estimate, RunProgress, earlier_seconds, fmt_duration, left_text
 from bakeoff.protocol import ProgramOutput
 from conftest import FIXTURES, REPO
 
@@ -45,6 +46,32 @@ def test_a_guess_says_it_is_one() -> None:
     est.done(FAST, 90.0)
     assert left_text(est) == ("about 16 min 30 s left (+ 1 benchmark not yet timed, guessed "
                               "from the others)")
+
+
+def _results(path: Path, walls: dict[Case, list[float]], mtime: float) -> None:
+    path.mkdir(parents=True)
+    trials = [{"case": c.to_json(), "status": "ok", "wall_s": w}
+              for c, ws in walls.items() for w in ws]
+    trials.append({"case": FAST.to_json(), "status": "failed", "wall_s": 99.0})
+    (path / "results.json").write_text(json.dumps({"trials": trials}))
+    os.utime(path / "results.json", (mtime, mtime))
+
+
+def test_earlier_runs_time_the_benchmarks_not_yet_started(tmp_path: Path) -> None:
+    """The newest earlier run that measured a case gives its time (failed trials aside);
+    an unreadable results.json is passed over."""
+    _results(tmp_path / "old", {FAST: [5.0], OTHER: [7.0, 9.0, 30.0]}, mtime=1000)
+    _results(tmp_path / "new", {FAST: [2.0, 4.0]}, mtime=2000)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "results.json").write_text("{not json")
+    earlier = earlier_seconds(tmp_path, [FAST, SLOW, OTHER])
+    assert earlier == {FAST: 3.0, OTHER: 9.0}
+    est = Estimate({FAST: 2, SLOW: 1, OTHER: 10}, earlier)
+    # Before any trial: FAST and OTHER from earlier runs; SLOW from the run's (earlier) median.
+    assert est.seconds_left() == (2 * 3.0 + 1 * 6.0 + 10 * 9.0, 1)
+    est.done(FAST, 1.0)  # this run's own time wins over an earlier one
+    assert est.seconds_left() == (1 * 1.0 + 1 * 1.0 + 10 * 9.0, 0)
+    assert earlier_seconds(tmp_path / "missing", [FAST]) == {}
 
 
 @pytest.mark.parametrize(("seconds", "text"), [
