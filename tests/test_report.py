@@ -343,6 +343,11 @@ def test_markdown_has_machine_crossovers_skips_failures_facts(
     assert "1 trial(s) failed, in 1 case(s): mremap at size=1 MiB" in md
     assert "```text\nfake exited with status 1: mremap: Cannot allocate memory\n```" in details
     assert "Cannot allocate memory" not in md
+    # The counters: a narrow table each, a column per variant (none run at 1 MiB: —).
+    assert "### Counters (1): median over each case's successful trials" in details
+    assert f"| params | memcpy | mremap | {md_escape(XSS)} |" in details
+    assert "| size=16 KiB | 0 | 0 | 0 |" in details and "| size=1 MiB | 0 | 0 | — |" in details
+    assert "events_lost=" not in details  # no longer a list in one cell
     assert "| cmdline | quiet \\| mitigations=off |" in details
     assert "| thp.defrag | never |" in details
 

@@ -25,12 +25,11 @@ from bakeoff.report.compact import compact_table
 from bakeoff.report.facts import flatten_facts, machine, run_rows
 from bakeoff.report.findings import BenchmarkFindings, Finding, all_findings, tentative_count
 from bakeoff.report.findings_chart import findings_chart
-from bakeoff.report.format import MISSING, case_params_label, fmt_number, params_label
+from bakeoff.report.format import case_params_label
 from bakeoff.report.tables import (
     case_columns,
     case_rows,
-    case_sort_key,
-    counter_names,
+    counter_tables,
     failed_trials,
     failure_heading,
     failure_text,
@@ -203,25 +202,15 @@ def _case_tables(ba: BenchmarkAnalysis, colors: dict[str, str]) -> str:
     return "".join(parts)
 
 
-def _counter_tables(ba: BenchmarkAnalysis, colors: dict[str, str]) -> str:
-    """A narrow table per counter: a row per param combination, a column per variant."""
-    results = [r for r in ba.for_metric(ba.info.primary_metric) if r.counters]
-    names = counter_names(ba)
-    if not names:
+def _counter_tables(ba: BenchmarkAnalysis) -> str:
+    tables = counter_tables(ba)
+    if not tables:
         return ""
-    variants = [str(v["name"]) for v in ba.info.variants
-                if any(r.case.variant == v["name"] for r in results)]
-    points = list(dict.fromkeys(r.case.params for r in
-                                sorted(results, key=lambda r: case_sort_key(ba, r.case))))
-    by_case = {(r.case.variant, r.case.params): r for r in results}
-    parts = [f"<h3>Counters ({len(names)}): median over each case's successful trials</h3>"]
-    for name in names:
-        rows = [[(_e(params_label(ba.info, params)), ""),
-                 *((_e(fmt_number(r.counters[name])
-                       if (r := by_case.get((v, params))) is not None and name in r.counters
-                       else MISSING), "num") for v in variants)] for params in points]
-        table = _table([("params", False), *((v, True) for v in variants)], rows)
-        parts.append(f"<h4>{_e(name)}</h4>{table}")
+    parts = [f"<h3>Counters ({len(tables)}): median over each case's successful trials</h3>"]
+    for t in tables:
+        rows = [[(_e(label), ""), *((_e(c), "num") for c in cells)] for label, cells in t.rows]
+        parts.append(f"<h4>{_e(t.name)}</h4>"
+                     f"{_table([('params', False), *((v, True) for v in t.variants)], rows)}")
     return "".join(parts)
 
 
@@ -342,7 +331,7 @@ def _benchmark(run: RunRecord, bf: BenchmarkFindings, index: int, figs: _Figures
         "Ratios are variant median / baseline median.</p>"
         f"<ul>{variants}</ul><p class=\"note\">{_verdict_rule(ba)}</p>"
         f"<h3>Crossovers</h3>{_crossovers(ba)}{_fits(ba)}"
-        f"{charts}{_case_tables(ba, colors)}{_counter_tables(ba, colors)}"
+        f"{charts}{_case_tables(ba, colors)}{_counter_tables(ba)}"
         f"{_skips_and_failures(run, ba)}"
     )
     return (

@@ -15,12 +15,11 @@ from bakeoff.model import RunRecord
 from bakeoff.report.compact import GLYPHS, compact_table
 from bakeoff.report.facts import flatten_facts, machine, run_rows
 from bakeoff.report.findings import BenchmarkFindings, all_findings, tentative_count
-from bakeoff.report.format import MISSING, case_params_label, fmt_number, params_label
+from bakeoff.report.format import case_params_label
 from bakeoff.report.tables import (
     case_columns,
     case_rows,
-    case_sort_key,
-    counter_names,
+    counter_tables,
     failed_trials,
     failure_heading,
     failure_text,
@@ -92,26 +91,14 @@ def _case_tables(ba: BenchmarkAnalysis) -> list[str]:
 
 
 def _counter_tables(ba: BenchmarkAnalysis) -> list[str]:
-    """A narrow table per counter: a row per param combination, a column per variant, the
-    median over the case's successful trials."""
-    results = [r for r in ba.for_metric(ba.info.primary_metric) if r.counters]
-    names = counter_names(ba)
-    if not names:
+    tables = counter_tables(ba)
+    if not tables:
         return []
-    variants = [str(v["name"]) for v in ba.info.variants
-                if any(r.case.variant == v["name"] for r in results)]
-    points = list(dict.fromkeys(r.case.params for r in
-                                sorted(results, key=lambda r: case_sort_key(ba, r.case))))
-    by_case = {(r.case.variant, r.case.params): r for r in results}
-    out = ["", f"### Counters ({len(names)}): median over each case's successful trials"]
-    for name in names:
-        rows = []
-        for params in points:
-            cells = [fmt_number(r.counters[name]) if (r := by_case.get((v, params))) is not None
-                     and name in r.counters else MISSING for v in variants]
-            rows.append([params_label(ba.info, params), *cells])
-        out += ["", f"**{md_escape(name)}**", ""]
-        out += _table([("params", False), *((v, True) for v in variants)], rows)
+    out = ["", f"### Counters ({len(tables)}): median over each case's successful trials"]
+    for t in tables:
+        out += ["", f"**{md_escape(t.name)}**", ""]
+        out += _table([("params", False), *((v, True) for v in t.variants)],
+                      [[label, *cells] for label, cells in t.rows])
     return out
 
 
@@ -193,9 +180,10 @@ def _top_findings(found: list[BenchmarkFindings]) -> list[str]:
                "threshold. " if not unsure else
                f"{unsure} of the {total} findings below are tentative, each saying why; more "
                "trials (--trials 10) settle those held back by too few. ")
-    out += ["", settled + f"In the tables, each cell is a ratio of medians to the baseline with its 95% CI: "
-            f"{GLYPHS['faster']} better than the baseline beyond the verdict's threshold, "
-            f"{GLYPHS['slower']} worse, {GLYPHS['same']} no difference of that size shown."]
+    out += ["", settled + "In the tables, a cell is a ratio of medians to the baseline with its "
+            f"95% CI: {GLYPHS['faster']} better than the baseline beyond the verdict's threshold, "
+            f"{GLYPHS['slower']} worse, {GLYPHS['same']} no difference of that size shown (where "
+            "the baseline lacks the metric, a median with its CI)."]
     return out
 
 

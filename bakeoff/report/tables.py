@@ -20,6 +20,7 @@ from bakeoff.report.format import (
     fmt_ratio,
     fmt_times,
     fmt_value,
+    params_label,
 )
 from bakeoff.report.words import Verdict, lower_is_better, speedup, verdict
 from bakeoff.stats import MIN_VALUES_FOR_TAIL_QUANTILES, Summary
@@ -62,6 +63,32 @@ def case_columns(ba: BenchmarkAnalysis, signed: bool = False) -> list[Column]:
         Column("failed", "failed trials", True),
     ]
     return cols
+
+
+@dataclass(frozen=True)
+class CounterTable:
+    """One counter as a narrow table: a row per param combination, a column per variant, each
+    cell the median over the case's successful trials."""
+
+    name: str
+    variants: list[str]
+    rows: list[tuple[str, list[str]]]  # (params label, a cell per variant)
+
+
+def counter_tables(ba: BenchmarkAnalysis) -> list[CounterTable]:
+    results = [r for r in ba.for_metric(ba.info.primary_metric) if r.counters]
+    variants = [str(v["name"]) for v in ba.info.variants
+                if any(r.case.variant == v["name"] for r in results)]
+    points = list(dict.fromkeys(r.case.params for r in
+                                sorted(results, key=lambda r: case_sort_key(ba, r.case))))
+    by_case = {(r.case.variant, r.case.params): r for r in results}
+    tables = []
+    for name in counter_names(ba):
+        rows = [(params_label(ba.info, params),
+                 [fmt_number(r.counters[name]) if (r := by_case.get((v, params))) is not None
+                  and name in r.counters else MISSING for v in variants]) for params in points]
+        tables.append(CounterTable(name, variants, rows))
+    return tables
 
 
 def counter_names(ba: BenchmarkAnalysis) -> list[str]:
