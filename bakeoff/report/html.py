@@ -21,7 +21,7 @@ from bakeoff.analysis import Analysis, BenchmarkAnalysis
 from bakeoff.model import RunRecord
 from bakeoff.report.charts import Chart, benchmark_charts
 from bakeoff.report.colors import variant_colors
-from bakeoff.report.compact import compact_table
+from bakeoff.report.compact import CompactTable, compact_table
 from bakeoff.report.facts import flatten_facts, machine, run_rows
 from bakeoff.report.findings import BenchmarkFindings, Finding, all_findings, tentative_count
 from bakeoff.report.findings_chart import findings_chart
@@ -288,9 +288,8 @@ def _finding_item(f: Finding) -> str:
     return f'<li class="{"tentative" if f.tentative else ""}">{_finding_html(f.text)}</li>'
 
 
-def _compact(ba: BenchmarkAnalysis, colors: dict[str, str]) -> str:
+def _compact(table: CompactTable | None, colors: dict[str, str]) -> str:
     """The compact table: each variant's column headed by its colour, as in the charts."""
-    table = compact_table(ba)
     if table is None:
         return ""
     head = (f"<th>{_e(table.label_header)}</th>"
@@ -339,7 +338,7 @@ def _benchmark(run: RunRecord, bf: BenchmarkFindings, index: int, figs: _Figures
         f"{_e(info.name)}</span></h2>"
         f'<div class="lead"><div><p class="note">{_e(intro)}</p>'
         f"<ul>{''.join(_finding_item(f) for f in bf.findings)}</ul></div>"
-        f"<div>{chart}</div></div>{_compact(ba, colors)}"
+        f"<div>{chart}</div></div>{_compact(table, colors)}"
         f'<details class="more"><summary>Details of {_e(info.name)}: every metric, its '
         "charts and full tables, counters, skipped cases, failed trials</summary>"
         f"{details}</details></section>"

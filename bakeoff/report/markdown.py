@@ -12,7 +12,7 @@ import re
 
 from bakeoff.analysis import Analysis, BenchmarkAnalysis
 from bakeoff.model import RunRecord
-from bakeoff.report.compact import GLYPHS, compact_table
+from bakeoff.report.compact import GLYPHS, CompactTable, compact_table
 from bakeoff.report.facts import flatten_facts, machine, run_rows
 from bakeoff.report.findings import BenchmarkFindings, all_findings, tentative_count
 from bakeoff.report.format import case_params_label
@@ -187,8 +187,7 @@ def _top_findings(found: list[BenchmarkFindings]) -> list[str]:
     return out
 
 
-def _compact(ba: BenchmarkAnalysis) -> list[str]:
-    table = compact_table(ba)
+def _compact(table: CompactTable | None) -> list[str]:
     if table is None:
         return []
     headers = [(table.label_header, False), *((v, True) for v in table.variants),
@@ -206,7 +205,7 @@ def _benchmark(bf: BenchmarkFindings) -> list[str]:
         intro += f" Every case at {md_escape(table.constant)}."
     out = ["", f"## {md_escape(info.title)} ({md_escape(info.name)})", "", intro, ""]
     out += [f"- {md_escape(f.text)}" for f in bf.findings]
-    return out + _compact(ba)
+    return out + _compact(table)
 
 
 def render_markdown(run: RunRecord, analysis: Analysis) -> str:
