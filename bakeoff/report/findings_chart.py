@@ -77,8 +77,10 @@ def findings_chart(ba: BenchmarkAnalysis, colors: dict[str, str]) -> Chart | Non
                         horizontal_spacing=0.08, vertical_spacing=0.18 if rows > 1 else 0.1)
     legend_done: set[str] = set()
     all_y: list[float] = []
+    panel_y: list[list[float]] = []
     for i, (fixed, points) in enumerate(groups):
         row, col = i // cols + 1, i % cols + 1
+        panel_y.append([])
         for v in ba.info.variants:
             name = str(v["name"])
             drawn = [(p, r, y) for p in points if (r := p.of(name)) is not None
@@ -88,6 +90,7 @@ def findings_chart(ba: BenchmarkAnalysis, colors: dict[str, str]) -> Chart | Non
             color = colors.get(name, "#000000")
             xs = [_x(g, p, name) for p, _, _ in drawn]
             all_y += [b for _, _, y in drawn for b in y[1:]]
+            panel_y[-1] += [b for _, _, y in drawn for b in y[1:]]
             if g.axis is not None and len(drawn) > 1:
                 # The CI as a band: upper edge left to right, lower edge back.
                 fig.add_trace(go.Scatter(
@@ -138,9 +141,13 @@ def findings_chart(ba: BenchmarkAnalysis, colors: dict[str, str]) -> Chart | Non
     better = "lower" if lower_is_better(ba, metric) else "higher"
     shown = f"|{metric}|" if ba.info.is_signed(metric) else metric
     y_title = (f"ratio to {base}" if g.with_ratios else f"{shown} ({shown_unit})")
-    # On a log axis, a label per decade: plotly's 2 and 5 between them crowd a short panel.
     if log_y:
-        fig.update_yaxes(type="log", dtick=1, exponentformat="e")  # 1e-04, not 100µ
+        fig.update_yaxes(type="log", exponentformat="e")  # 1e-04, not 100µ
+        for i, ys in enumerate(panel_y):
+            # A label per decade where a panel spans decades (plotly's 2 and 5 between them
+            # crowd a short panel); within one decade plotly's own labels, or there'd be none.
+            if spans_decades([*ys, 1.0], 1.0):
+                fig.update_yaxes(dtick=1, row=i // cols + 1, col=i % cols + 1)
     else:
         fig.update_yaxes(type="linear")
     fig.update_yaxes(title={"text": _t(y_title)}, col=1)
