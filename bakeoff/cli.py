@@ -103,7 +103,8 @@ def cmd_run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only failures and the result.")] = False,
     pin: Annotated[bool, typer.Option(help="Pin the measured program to its own CPU.")] = True,
 ) -> None:
-    """Run benchmarks and write results.json, samples.csv, report.html and report.md."""
+    """Run benchmarks and write results.json, samples.csv, report.html, report.md and
+    details.md."""
     cleanup.mark_run()
     if resume is not None:
         given = [flag for flag, value in (
@@ -185,7 +186,7 @@ def _start(names: list[str], profile: str, variants: list[str], params: list[str
         run, run_dir = new_run(plans, opts, facts, err_console)
         # After new_run: a bad --out is refused (exit 2) before anything is swept.
         _sweep_dead_runs(quiet)
-        measure(run, run_dir, plans, err_console, ctx, quiet)
+        measure(run, run_dir, plans, err_console, ctx, quiet, earlier_runs=opts.results_root)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return run, run_dir
@@ -212,7 +213,8 @@ def _resume(run_dir: Path, quiet: bool) -> tuple[RunRecord, Path]:
         # One file again before going on: the journal then holds this session's trials only.
         run.schema_version = store.SCHEMA_VERSION
         store.finish(run, run_dir)
-        measure(run, run_dir, plans, err_console, ctx, quiet)
+        measure(run, run_dir, plans, err_console, ctx, quiet,
+                earlier_runs=registry.REPO_ROOT / "results")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return run, run_dir

@@ -137,6 +137,9 @@ class Variant:
     # '#rrggbb' the report uses for this variant in every chart (a replaced tool's colours,
     # so its users recognise them); None picks from a colour-blind-safe palette.
     color: str | None = None
+    # A check of the method rather than a contender (e.g. an A/A pair that should measure
+    # 0): tables and charts show it, findings never name it the winner.
+    control: bool = False
 
 
 @dataclass(frozen=True)
@@ -315,7 +318,8 @@ class Benchmark:
             baseline=self.baseline.name,
             variants=[
                 {"name": v.name, "description": v.description,
-                 **({"color": v.color} if v.color else {})}
+                 **({"color": v.color} if v.color else {}),
+                 **({"control": True} if v.control else {})}
                 for v in self.variants
             ],
             params=[
@@ -364,6 +368,10 @@ class BenchmarkInfo:
 
     def metric(self, name: str) -> dict[str, Any]:
         return next(m for m in self.metrics if m["name"] == name)
+
+    def is_control(self, variant: str) -> bool:
+        """A check of the method, never ranked as a winner (Variant.control)."""
+        return any(v["name"] == variant and v.get("control") for v in self.variants)
 
     def is_signed(self, metric: str) -> bool:
         """Closer to zero is better: compared and ranked by |value| (Metric.signed)."""

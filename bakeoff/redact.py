@@ -238,7 +238,7 @@ def for_run(data: dict[str, Any]) -> Redactor:
 
 
 # Files of a run directory the report step writes again from the redacted record.
-REGENERATED = ("report.html", "report.md")
+REGENERATED = ("report.html", "report.md", "details.md")
 
 
 def copy_run(run_dir: Path, out_dir: Path, data: dict[str, Any], redactor: Redactor,

@@ -26,14 +26,6 @@ from pathlib import Path
 
 import numpy as np
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.text import Text
 
 from bakeoff import cleanup, cpus, interrupts, registry, stats, store
@@ -41,7 +33,8 @@ from bakeoff import host as hostmod
 from bakeoff.errors import Interrupted, UsageError
 from bakeoff.model import Case, Profile, RunContext, RunRecord, RunSettings, Trial, TrialPlan
 from bakeoff.plan import BenchmarkPlan
-from bakeoff.process import ActiveChild, ProcessResult, run_program
+from bakeoff.process import ActiveChild, run_program
+from bakeoff.progress import RunProgress, earlier_seconds
 
 DEFAULT_MAX_TRIALS = 50  # per case, when --target-ci is given without --max-trials
 
@@ -65,47 +58,6 @@ def default_plan_trial(program: Path, case: Case, profile: Profile) -> TrialPlan
         argv += ["--param", f"{name}={value}"]
     argv += ["--samples", str(profile.samples), "--warmup", str(profile.warmup_samples)]
     return TrialPlan(argv=argv)
-
-
-class _Progress:
-    """A rich bar on a terminal; plain lines otherwise; nothing but failures when quiet."""
-
-    def __init__(self, total: int, quiet: bool, console: Console) -> None:
-        self.quiet = quiet
-        self.console = console
-        self.fancy = console.is_terminal and not quiet
-        self.total = total
-        self.done = 0
-        self.bar: Progress | None = None
-        if self.fancy:
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                                MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
-                                TimeRemainingColumn(), console=console, transient=True)
-            self.task = self.bar.add_task("starting", total=total)
-            self.bar.start()
-
-    def grow(self, extra: int) -> None:
-        """An adaptive round adds trials nobody planned; the bar and ETA follow."""
-        self.total += extra
-        if self.bar:
-            self.bar.update(self.task, total=self.total)
-
-    def starting(self, label: str) -> None:
-        if self.bar:
-            self.bar.update(self.task, description=label)
-
-    def finished(self, label: str, result: ProcessResult) -> None:
-        self.done += 1
-        if self.bar:
-            self.bar.advance(self.task)
-        if result.status not in ("ok", "interrupted"):
-            self.console.print(Text("trial failed ", style="red") + Text(f"{label}: {result.error}"))
-        elif not self.fancy and not self.quiet and (self.done % 25 == 0 or self.done == self.total):
-            print(f"  {self.done}/{self.total} trials", flush=True)
-
-    def stop(self) -> None:
-        if self.bar:
-            self.bar.stop()
 
 
 def _trial_label(case: Case, round_no: int | None) -> str:
@@ -168,16 +120,22 @@ def measure(
     console: Console,
     ctx: RunContext,
     quiet: bool,
+    earlier_runs: Path | None = None,
 ) -> None:
-    """Run every trial the plans still need, saving after each; raises Interrupted."""
+    """Run every trial the plans still need, saving after each; raises Interrupted.
+    earlier_runs: the results directory whose earlier runs' trial times seed the estimate
+    of the time left."""
     param_names = list(dict.fromkeys(p.name for pl in plans for p in pl.benchmark.params))
     csv_out = store.SamplesCsv(run_dir / store.SAMPLES_CSV, param_names)
     done = {c: sum(1 for t in run.trials if t.case == c) for c in run.cases}
-    total = 0
+    todo: dict[Case, int] = {}
     for p in plans:
-        left = sum(max(0, p.profile.trials - done.get(c, 0)) for c in p.cases)
-        total += left + (p.profile.warmup_trials * len(p.cases) if left else 0)  # see run()
-    progress = _Progress(total, quiet, console)
+        left = {c: max(0, p.profile.trials - done.get(c, 0)) for c in p.cases}
+        if sum(left.values()):  # warm-ups only where trials are left: see _Measurement.run
+            todo.update({c: n + p.profile.warmup_trials for c, n in left.items()})
+    earlier = earlier_seconds(earlier_runs, todo) if earlier_runs is not None and not quiet \
+        else {}
+    progress = RunProgress(todo, quiet, console, earlier)
     cpu = cpus.claim(run.settings.pin)
     run.host["pinning"] = {"measured_cpu": cpu.measured,
                            "harness_cpus": sorted(cpu.harness) if cpu.harness else None}
@@ -218,7 +176,7 @@ class _Measurement:
 
     def __init__(self, run: RunRecord, run_dir: Path, plan: BenchmarkPlan,
                  csv_out: store.SamplesCsv, ctx: RunContext, cpu: int | None,
-                 progress: _Progress, budget: _Budget) -> None:
+                 progress: RunProgress, budget: _Budget) -> None:
         self.record, self.run_dir, self.plan, self.csv_out = run, run_dir, plan, csv_out
         self.ctx = dataclasses.replace(ctx, cases=tuple(plan.cases))
         self.cpu, self.progress = cpu, progress
@@ -264,6 +222,7 @@ class _Measurement:
                     break
                 todo = self._cases_needing_trials()
             interrupts.log_phase("teardown")  # the session's, as the stack closes
+        self.progress.benchmark_done(bench.name)
 
     def _sweep_if_trials_were_killed(self, killed_before: int) -> None:
         if ActiveChild.killed_after_grace == killed_before:
@@ -284,7 +243,7 @@ class _Measurement:
         self.record.capped = [c for c in self.record.capped if c not in self.plan.cases] + capped
         todo = [c for c in wide if self.count[c] < self.max_trials]
         if todo:
-            self.progress.grow(len(todo))
+            self.progress.grow(todo)
         return todo
 
     def _ci_narrow_enough(self, case: Case) -> bool:
@@ -324,13 +283,13 @@ class _Measurement:
     def _trial(self, case: Case, round_no: int | None) -> None:
         bench, profile = self.plan.benchmark, self.plan.profile
         label = _trial_label(case, round_no)
-        self.progress.starting(label)
+        self.progress.starting(case, label)
         trial_plan = (bench.plan_trial(case, profile, self.ctx) if bench.plan_trial
                       else default_plan_trial(self.program, case, profile))
         started = store.utc_now()
         result = run_program(trial_plan.argv, trial_plan.env, profile.timeout_s, self.cpu,
                              self.launcher)
-        self.progress.finished(label, result)
+        self.progress.finished(case, label, result)
         if interrupts.received() or result.status == "interrupted":
             # The trial in flight is incomplete: it is not recorded, so a resumed run
             # measures it again instead of keeping half a measurement.

@@ -45,7 +45,7 @@ CASE = {"benchmark": str, "variant": str, "params": Map(SCALAR)}
 NUMBER_MAP = Map(float)
 BENCHMARK_INFO = {
     "name": str, "title": str, "summary": str, "baseline": str,
-    "variants": NonEmpty({"name": str}),
+    "variants": NonEmpty({"name": str, "control?": bool}),
     "params": [{"name": str, "kind": ("int", "float", "bytes", "str"), "unit?": str}],
     "metrics": NonEmpty({"name": str, "unit": str, "lower_is_better": bool,
                          "overhead_pct?": bool, "signed?": bool}),

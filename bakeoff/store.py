@@ -39,6 +39,8 @@ from bakeoff.model import BenchmarkInfo, Case, RunRecord, RunSettings, Rusage, S
 #       trials are in trials.jsonl beside it. Versions 1 and 2 still load.
 #   4 — metrics may be "signed" (closer to zero is better: ranked by |value|); a reader that
 #       ignored it would rank -50% above +1%, so older readers must refuse. 1-3 still load.
+#       Within 4, a variant may carry "control": true (a check of the method, never named
+#       a winner in findings); a reader that ignores it loses nothing else, so no new version.
 SCHEMA_VERSION = 4
 
 RESULTS_JSON = "results.json"

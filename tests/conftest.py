@@ -180,6 +180,18 @@ def mremap_quick_run(built: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     return out
 
 
+@pytest.fixture(scope="session")
+def all_rooms_quick_run(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real `bakeoff run` of every benchmark (as `make bench` runs them) at the quick
+    profile with 3 trials: the report a user gets, for the tests of its findings, its
+    length and its first screen."""
+    out = tmp_path_factory.mktemp("all-rooms") / "run"
+    res = run_bakeoff("run", "--profile", "quick", "--trials", "3", "--out", str(out),
+                      "--seed", "7")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return out
+
+
 def saved_results(run_dir: Path) -> dict[str, Any]:
     """results.json as JSON with the trials a running or killed run has only in its journal
     (trials.jsonl) merged in: what `bakeoff report` would read."""

@@ -107,7 +107,8 @@ def test_failed_trials_are_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
     assert "printed no samples" in errors["nosamples"]
     # Every case ran its two trials: one failure did not stop the others.
     assert len(data["trials"]) == 5 * 2 * 2
-    assert "frobnicate" in (out / "report.md").read_text()
+    assert "frobnicate" in (out / "details.md").read_text()  # the failures, with their errors
+    assert "trial(s) failed" in (out / "report.md").read_text()  # counted among the findings
     # The report regenerates from results.json alone.
     (out / "report.md").unlink()
     res = run_bakeoff("report", str(out), "--quiet", env=env)

@@ -401,6 +401,7 @@ def quick_run(room: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
     assert (out / "report.html").is_file() and (out / "report.md").is_file()
     data: dict[str, Any] = json.loads((out / "results.json").read_text())
     data["_report_md"] = (out / "report.md").read_text()
+    data["_details_md"] = (out / "details.md").read_text()
     return data
 
 
@@ -428,8 +429,8 @@ def test_quick_profile_measures_every_case(quick_run: dict[str, Any]) -> None:
         # Every variant but the baseline is paired, sample for sample, with NONE.
         paired = len(t["samples"].get("added_ns_per_alloc", []))
         assert paired == (0 if t["case"]["variant"] == "no-preload" else 3), t
-    report = quick_run["_report_md"]
-    # The report leads with the added cost; errors are ranked by |value| with bias and RMS.
+    report = quick_run["_details_md"]
+    # The details lead with the added cost; errors are ranked by |value| with bias and RMS.
     assert report.index("### Cases: added_ns_per_alloc") < report.index("### Cases: ns_per_alloc")
     assert "### Cases: hash_total_error_pct (%, closer to zero is better" in report
     assert "bias: mean signed (95% CI)" in report and "RMS (95% CI)" in report
@@ -547,7 +548,7 @@ def test_errors_come_from_forty_processes_and_reuse_hurts_the_hash(room: Path,
     assert rms["hash"] > 3 * rms["poisson"], rms
     for t in _trials(data, "stateless-hash", "mode4"):
         assert t["counters"]["hash_independent_decisions"] < 0.05 * t["counters"]["hash_samples"]
-    report = (out / "report.md").read_text()
+    report = (out / "details.md").read_text()
     row = next(line for line in report.splitlines()
                if line.startswith("| stateless-hash |") and "40 / 5" in line)
     assert "< 20" not in row  # 40 values: the quantiles are shown

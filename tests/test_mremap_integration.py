@@ -22,7 +22,8 @@ def quick_run(mremap_quick_run: Path) -> Path:
 
 
 def test_results_directory_is_complete(quick_run: Path) -> None:
-    for name in ("results.json", "samples.csv", "report.html", "report.md", "result.csv"):
+    for name in ("results.json", "samples.csv", "report.html", "report.md", "details.md",
+                 "result.csv"):
         assert (quick_run / name).is_file(), name
     data = json.loads((quick_run / "results.json").read_text())
     assert data["schema_version"] == store.SCHEMA_VERSION and data["status"] == "complete"

@@ -207,9 +207,10 @@ def test_a_part_dying_mid_trial_fails_that_trial_only(built: Path, tmp_path: Pat
             assert c["events_captured"] + c["events_dropped"] == c["events_expected"] > 0, c
 
     # The reports show the failure.
-    md = (run.out / "report.md").read_text()
+    md = (run.out / "details.md").read_text()
     html = (run.out / "report.html").read_text()
     assert "Failed trials (1)" in md and error in md, md[-3000:]
+    assert "1 trial(s) failed, in 1 case(s)" in (run.out / "report.md").read_text()
     assert error in html
 
     assert leftovers(run) == []

@@ -81,7 +81,8 @@ def test_no_original_survives_in_any_file_and_the_source_is_untouched(tmp_path: 
     assert re.match(r"redacted 1 host name, \d+ user names?, \d+ home paths in ", last), last
     assert _digest(src) == before, "--redact changed the source directory"
     names = {p.name for p in out.iterdir()}
-    assert names >= {"results.json", "samples.csv", "report.html", "report.md", "notes.txt"}
+    assert names >= {"results.json", "samples.csv", "report.html", "report.md", "details.md",
+                     "notes.txt"}
     assert "perf.data" not in names and "raw" not in names
     assert "left out perf.data: not a text file" in res.stdout
     assert "left out raw/: a directory" in res.stdout
@@ -260,13 +261,15 @@ def test_a_user_named_like_a_word_of_the_report(tmp_path: Path) -> None:
     run = store.load(out)
     assert list(run.benchmarks) == ["fake-move"]
     assert {c.variant for c in run.cases} == {c.variant for c in store.load(src).cases}
-    md = (out / "report.md").read_text()
+    md = (out / "details.md").read_text()  # the failures' text and every case are there
     for word in ("fake-move", "mremap", "memcpy", "Cannot allocate memory", "size=16 KiB"):
         assert word in md, word
-    assert re.search(r"(?<![\w-])fake(?![\w-])", md) is None  # the word, whole, is gone
+    for name in ("report.md", "details.md"):
+        text = (out / name).read_text()
+        assert re.search(r"(?<![\w-])fake(?![\w-])", text) is None  # the word, whole, is gone
+        assert len(text) > 0.9 * len((src / name).read_text())  # nothing else was eaten
     # (user-N: this machine's own accounts come first.)
     assert re.search(r"^user-\d exited with status 1: mremap: Cannot allocate memory$", md, re.M)
-    assert len(md) > 0.9 * len((src / "report.md").read_text())  # nothing else was eaten
     assert originals[1] == "fake"
 
 

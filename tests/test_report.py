@@ -36,9 +36,9 @@ from bakeoff.model import (
 )
 from bakeoff.report import write_reports
 from bakeoff.report.colors import BASELINE_COLOR, PALETTE, variant_colors
-from bakeoff.report.format import fmt_value
+from bakeoff.report.format import fmt_number, fmt_ratio, fmt_value
 from bakeoff.report.html import render_html, script_json
-from bakeoff.report.markdown import md_escape, render_markdown
+from bakeoff.report.markdown import md_escape, render_details, render_markdown
 from bakeoff.report.terminal import print_summary
 
 XSS = "<script>alert(1)</script>"
@@ -161,14 +161,15 @@ def _without_plotly(text: str) -> str:
 
 # ---- files ---------------------------------------------------------------------------------
 
-def test_write_reports_writes_both_files_and_leaves_no_temp(
+def test_write_reports_writes_the_three_files_and_leaves_no_temp(
     run: RunRecord, analysis: Analysis, tmp_path: Path
 ) -> None:
     (tmp_path / "report.md").write_text("stale")
     paths = write_reports(run, analysis, tmp_path)
-    assert paths == [tmp_path / "report.html", tmp_path / "report.md"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "report.md"]
+    assert paths == [tmp_path / "report.html", tmp_path / "report.md", tmp_path / "details.md"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["details.md", "report.html", "report.md"]
     assert paths[1].read_text(encoding="utf-8").startswith("# bakeoff results: ")
+    assert paths[2].read_text(encoding="utf-8").startswith("# bakeoff details: ")
     assert "<!DOCTYPE html>" in paths[0].read_text(encoding="utf-8")
 
 
@@ -186,33 +187,73 @@ def test_html_has_a_div_and_a_figure_per_chart(
     report_html: str, figures: dict[str, Any]
 ) -> None:
     divs = re.findall(r'<div class="chart plotly-chart[^"]*" id="(chart-\d+)"></div>', report_html)
-    # One sweep (size): metric, ratio, distribution, resources.
+    # The findings chart (the ratio along size), then in the details: metric, distribution,
+    # resources.
     assert divs == ["chart-1", "chart-2", "chart-3", "chart-4"]
+    details = report_html.index('<details class="more"><summary>Details of fake-move')
+    assert report_html.index('id="chart-1"') < details < report_html.index('id="chart-2"')
     assert sorted(figures) == divs
     for fig in figures.values():
         assert fig["config"]["displaylogo"] is False
         assert fig["data"]  # every chart has traces
 
 
-def test_ratio_chart_marks_the_line_at_one_and_the_crossover(
-    figures: dict[str, Any]
+def test_html_opens_on_the_findings_then_each_benchmark_leads_with_its_own(
+    analysis: Analysis, report_html: str
 ) -> None:
-    ratio = figures["chart-2"]
+    text = _without_plotly(report_html)
+    top = text.index('<section id="findings">')
+    section = text.index('<section id="bench-0">')
+    details = text.index('<details class="more"><summary>Details of fake-move')
+    assert top < text.index('id="warnings"') < section < details
+    big = _at_size(analysis, "mremap", SIZES[-1])
+    assert big.vs_baseline is not None
+    win = (f"mremap wins, {fmt_number(1 / big.vs_baseline.ratio)}× faster than memcpy "
+           f"(ratio {fmt_number(big.vs_baseline.ratio)}")
+    assert top < text.index(win) < section  # the headline at the top
+    assert section < text.index(win, section) < details  # and the benchmark's own finding
+    # The compact table, before the details: the verdict as a glyph and a colour.
+    q = big.vs_baseline
+    cell = f'<td class="num faster">{fmt_ratio(q.ratio, q.ci_low, q.ci_high)} ✓</td>'
+    assert section < text.index(cell) < details
+
+
+def _at_size(analysis: Analysis, variant: str, size: int):  # type: ignore[no-untyped-def]
+    return next(r for r in analysis.benchmarks[0].for_metric(METRIC)
+                if r.case.variant == variant and r.case.param("size") == size)
+
+
+def test_ratio_chart_marks_the_line_at_one_and_the_crossover(
+    analysis: Analysis, figures: dict[str, Any]
+) -> None:
+    ratio = figures["chart-1"]  # the findings chart: the first thing the section shows
     layout = ratio["layout"]
     assert "ratio to memcpy" in layout["title"]["text"]
     assert layout["yaxis"]["title"]["text"] == "ratio to memcpy"
     shapes = layout["shapes"]
     assert any(s.get("y0") == 1 and s["line"]["dash"] == "dash" for s in shapes)
-    notes = [a["text"] for a in layout["annotations"]]
-    assert any("crossover ≈" in t and "between 64 KiB and 256 KiB" in t for t in notes), notes
-    # The CI is drawn as a filled band for each variant compared.
-    assert sum(1 for tr in ratio["data"] if tr.get("fill") == "toself") == 2
+    # The crossover is marked where the analysis places it, named in its hover text.
+    (sc,) = analysis.benchmarks[0].crossovers
+    marks = [tr for tr in ratio["data"] if tr.get("name") == "crossover"]
+    assert len(marks) == 1 and marks[0]["x"] == [sc.crossover.estimate] and marks[0]["y"] == [1]
+    (note,) = marks[0]["text"]
+    assert "crossover ≈" in note and "between 64 KiB and 256 KiB" in note, note
+    assert marks[0]["marker"]["color"] == [PALETTE[0]]  # mremap's colour
+    # The CI is drawn as a filled band for each variant compared, without corner markers.
+    bands = [tr for tr in ratio["data"] if tr.get("fill") == "toself"]
+    assert len(bands) == 2 and all(tr["mode"] == "lines" for tr in bands)
+    # Its points are the analysis's ratios, in size order.
+    mremap = next(tr for tr in ratio["data"] if tr.get("name") == "mremap")
+    expected = [r.vs_baseline.ratio for r in sorted(
+        analysis.benchmarks[0].for_metric(METRIC), key=lambda r: r.case.param("size"))
+        if r.case.variant == "mremap" and r.vs_baseline is not None]
+    assert mremap["y"] == pytest.approx(expected) and len(expected) == 4
 
 
 def test_metric_chart_uses_log_axes_and_asymmetric_ci_bars(
     figures: dict[str, Any]
 ) -> None:
-    fig = figures["chart-1"]
+    fig = figures["chart-2"]
     assert fig["layout"]["xaxis"]["type"] == "log"
     assert fig["layout"]["xaxis"]["ticktext"] == ["16 KiB", "64 KiB", "256 KiB", "1 MiB"]
     memcpy = next(t for t in fig["data"] if t["name"] == "memcpy")
@@ -226,7 +267,7 @@ def test_each_variant_has_one_colour_in_every_chart(
     seen: dict[str, set[str]] = {}
     for fig in figures.values():
         for tr in fig["data"]:
-            if "name" in tr and "marker" in tr:
+            if "name" in tr and "marker" in tr and tr["name"] != "crossover":
                 seen.setdefault(tr["name"], set()).add(tr["marker"]["color"])
     assert seen["memcpy"] == {BASELINE_COLOR}
     assert seen["mremap"] == {PALETTE[0]}
@@ -265,10 +306,10 @@ def _md_row(md: str, variant: str, size: str) -> list[str]:
     return [c.strip() for c in rows[0].strip("|").split(" | ")]
 
 
-def test_markdown_rows_carry_the_right_medians_and_verdicts(
+def test_details_rows_carry_the_right_medians_and_verdicts(
     run: RunRecord, analysis: Analysis
 ) -> None:
-    md = render_markdown(run, analysis)
+    md = render_details(run, analysis)
     base = _md_row(md, "memcpy (baseline)", "16 KiB")
     assert base[3] == fmt_value(_pooled_median(run, "memcpy", 16 * KIB), "ns")
     assert base[2] == f"{TRIALS * SAMPLES} / {TRIALS}"
@@ -288,14 +329,27 @@ def test_markdown_has_machine_crossovers_skips_failures_facts(
     run: RunRecord, analysis: Analysis
 ) -> None:
     md = render_markdown(run, analysis)
-    assert "Machine: **kvm-bench-1**, Linux **6.18.0-test**" in md
+    details = render_details(run, analysis)
+    for text in (md, details):
+        assert "Machine: **kvm-bench-1**, Linux **6.18.0-test**" in text
+        assert "needs THP: set it to madvise" in text
+        assert "- ⚠ cpufreq governor is powersave" in text
+    # report.md: the crossover as a finding; details.md: as the analysis words it.
+    assert re.search(r"- mremap against memcpy along size: starts winning between 64 KiB and "
+                     r"256 KiB \(≈ \d+(\.\d+)? KiB\); every CI excludes its level\.", md)
     assert re.search(r"- mremap starts winning over memcpy between 64 KiB and 256 KiB "
-                     r"\(≈ \d+(\.\d+)? KiB; confident: CIs exclude 1 on both sides\)", md)
-    assert "needs THP: set it to madvise" in md
-    assert "```text\nfake exited with status 1: mremap: Cannot allocate memory\n```" in md
-    assert "| cmdline | quiet \\| mitigations=off |" in md
-    assert "| thp.defrag | never |" in md
-    assert "- ⚠ cpufreq governor is powersave" in md
+                     r"\(≈ \d+(\.\d+)? KiB; confident: CIs exclude 1 on both sides\)", details)
+    # The failure: counted among the findings, its error text in details.md.
+    assert "1 trial(s) failed, in 1 case(s): mremap at size=1 MiB" in md
+    assert "```text\nfake exited with status 1: mremap: Cannot allocate memory\n```" in details
+    assert "Cannot allocate memory" not in md
+    # The counters: a narrow table each, a column per variant (none run at 1 MiB: —).
+    assert "### Counters (1): median over each case's successful trials" in details
+    assert f"| params | memcpy | mremap | {md_escape(XSS)} |" in details
+    assert "| size=16 KiB | 0 | 0 | 0 |" in details and "| size=1 MiB | 0 | 0 | — |" in details
+    assert "events_lost=" not in details  # no longer a list in one cell
+    assert "| cmdline | quiet \\| mitigations=off |" in details
+    assert "| thp.defrag | never |" in details
 
 
 # ---- terminal ------------------------------------------------------------------------------
@@ -316,7 +370,10 @@ def test_terminal_summary_has_verdicts_crossover_and_warnings(
     assert "same" in line_of(XSS, "64 KiB")  # printed as text, not parsed as markup
     assert "—" in line_of("memcpy", "16 KiB")
     assert fmt_value(_pooled_median(run, "memcpy", 256 * KIB), "ns") in line_of("memcpy", "256 KiB")
-    assert "crossover: mremap starts winning over memcpy between 64 KiB and 256 KiB" in text
+    assert "• mremap against memcpy along size: starts winning between 64 KiB and 256 KiB" in text
+    # Last, the answer: a line per benchmark, the win first.
+    tail = text[text.index("\nFindings\n"):]
+    assert "• fake-move: At size=1 MiB mremap wins, " in tail
     assert "warning: cpufreq governor is powersave" in text
 
 
@@ -421,17 +478,22 @@ def test_other_params_split_the_charts_and_name_the_crossovers() -> None:
     page = render_html(run, analysis)
     m = re.search(r'id="bakeoff-figures">(.*?)</script>', page, re.S)
     assert m
-    titles = [f["layout"]["title"]["text"] for f in json.loads(m.group(1)).values()]
-    # metric and ratio once per mode, then distribution; no rusage recorded, but wall time is.
+    figs = list(json.loads(m.group(1)).values())
+    titles = [f["layout"]["title"]["text"] for f in figs]
+    # The ratio once, a panel per mode; then in the details the metric once per mode, the
+    # distribution, and resources (no rusage recorded, but wall time is).
     assert titles == [
+        "ops ratio to base (higher is better)",
         "ops (median, 95% CI) vs size at mode=rand",
         "ops (median, 95% CI) vs size at mode=seq",
-        "ops ratio to base vs size at mode=rand",
-        "ops ratio to base vs size at mode=seq",
         "distribution of ops per case",
         "resource usage per case",
     ]
-    md = render_markdown(run, analysis)
+    panels = [a["text"] for a in figs[0]["layout"]["annotations"]]
+    assert panels == ["mode=rand", "mode=seq"]
+    assert [tr["x"] for tr in figs[0]["data"] if tr.get("name") == "crossover"] == [
+        [sc.crossover.estimate] for sc in analysis.benchmarks[0].crossovers]
+    md = render_details(run, analysis)
     for mode in ("rand", "seq"):
         assert re.search(r"fast starts winning over base between 64 KiB and 1 MiB of size "
                          r"\(≈ [\d.]+ KiB; confident: CIs exclude 1 on both sides; "

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 import shutil
+import statistics
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
+from browser import Browser
 from conftest import IN_CI
 
 CHROMIUM_FLAGS = [
@@ -64,3 +67,69 @@ def test_screenshot_for_people(mremap_quick_run: Path, tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr[-2000:]
     assert shot.stat().st_size > 50_000  # a page of charts, not a blank one
     print(f"screenshot: {shot}")
+
+
+# What a reader sees once the page has loaded, at the size of the window it was opened in.
+_FIRST_SCREEN = """(async () => {
+  const t = performance.timing;
+  const load_ms = t.loadEventEnd - t.navigationStart;
+  const charts = [...document.querySelectorAll('.plotly-chart')];
+  for (let i = 0; i < 300 && charts.some(c => !c.querySelector('.main-svg')); i++)
+    await new Promise(r => setTimeout(r, 50));
+  const all_drawn_ms = performance.now();
+  const seen = e => { const r = e.getBoundingClientRect();
+                      return r.top < innerHeight && r.bottom > 0 && r.height > 0; };
+  const findings = document.getElementById('findings');
+  const first = charts.find(c => !c.closest('details'));
+  return {
+    load_ms, all_drawn_ms, charts: charts.length,
+    drawn: charts.filter(c => c.querySelector('.main-svg')).length,
+    findings_seen: seen(findings), findings_text: findings.innerText,
+    first_chart_seen: seen(first), first_chart_drawn: !!first.querySelector('.main-svg'),
+    first_chart_top: first.getBoundingClientRect().top, height: innerHeight,
+    open_charts: charts.filter(c => !c.closest('details')).length,
+    plotly_scripts: [...document.scripts].filter(s => s.id === 'plotly-js').length,
+  };
+})()"""
+
+
+@pytest.mark.slow
+def test_first_screen_shows_the_findings_and_a_chart(all_rooms_quick_run: Path,
+                                                     tmp_path: Path) -> None:
+    """At 1400x900 the report of every benchmark opens on its findings and a drawn chart.
+    Loaded three times; the load times and the page's size are printed, and the first
+    screen is kept as a PNG for a person to look at."""
+    _chromium()
+    report = all_rooms_quick_run / "report.html"
+    browser = Browser(tmp_path / "profile")
+    loads: list[dict[str, float]] = []
+    try:
+        for _ in range(3):
+            started = time.monotonic()
+            events = browser.open(report.as_uri(), size=(1400, 900))
+            opened_s = time.monotonic() - started
+            facts = browser.eval(_FIRST_SCREEN)
+            loads.append({"load_ms": facts["load_ms"], "all_drawn_ms": facts["all_drawn_ms"],
+                          "opened_s": opened_s})
+        shot = tmp_path / "first-screen.png"
+        browser.screenshot(shot)
+    finally:
+        browser.close()
+    noisy = [e["method"] for e in events if e["method"] in (
+        "Runtime.consoleAPICalled", "Runtime.exceptionThrown", "Log.entryAdded")]
+    assert noisy == []
+    assert facts["findings_seen"] and facts["first_chart_seen"] and facts["first_chart_drawn"]
+    assert facts["first_chart_top"] < facts["height"] - 200, facts  # most of it, not a sliver
+    for name in ("mremap-vs-memcpy", "tracing-overhead", "bpf-map-dump", "heap-sampling",
+                 "cgroup-stat-read"):
+        assert name in facts["findings_text"]
+    assert facts["open_charts"] == 5 and facts["drawn"] == facts["charts"]
+    assert facts["plotly_scripts"] == 1
+    size_mb = report.stat().st_size / 1e6
+    load = [x["load_ms"] for x in loads]
+    drawn = [x["all_drawn_ms"] for x in loads]
+    print(f"report.html {size_mb:.2f} MB, {facts['charts']} charts; headless Chromium, n = 3: "
+          f"load event at {statistics.median(load):.0f} ms (median; {min(load):.0f}–"
+          f"{max(load):.0f}), every chart drawn at {statistics.median(drawn):.0f} ms "
+          f"({min(drawn):.0f}–{max(drawn):.0f}); screenshot: {shot}")
+    assert shot.stat().st_size > 50_000

@@ -75,7 +75,7 @@ def test_ten_million_samples_are_all_kept_and_memory_stays_flat(
     # 100x the samples, the same memory: 10M Python floats alone would be ~300 MiB more.
     assert big_rss < small_rss + 40, (small_rss, big_rss)
     assert (big_dir / store.RESULTS_JSON).stat().st_size < 2_000_000
-    md = (big_dir / "report.md").read_text()
+    md = (big_dir / "details.md").read_text()
     assert "| 5,000,000 / 5 |" in md, md[:3000]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +22,9 @@ from bakeoff.analysis import analyze
 from bakeoff.compare import compare_runs
 from bakeoff.model import Benchmark, Case, Metric, Param, Profile, RunRecord, Trial, Variant
 from bakeoff.report.compare import render_comparison_markdown
+from bakeoff.report.format import fmt_number
 from bakeoff.report.html import render_html
-from bakeoff.report.markdown import md_escape, render_markdown
+from bakeoff.report.markdown import md_escape, render_details, render_markdown
 from bakeoff.report.terminal import print_summary
 from bakeoff.stats import MIN_VALUES_FOR_TAIL_QUANTILES
 
@@ -106,11 +108,18 @@ def test_signed_metric_round_trips_through_results_json(tmp_path: Path) -> None:
 def test_reports_say_what_a_signed_figure_is_of() -> None:
     run = _run(True, {"exact": 1.0, "rough": -50.0})
     analysis = analyze(run)
-    md = render_markdown(run, analysis)
+    md = render_details(run, analysis)
     assert "closer to zero is better: median, CI, p5/p95, ratio and verdict of \\|value\\|" in md
     assert "bias: mean signed (95% CI)" in md and "RMS (95% CI)" in md
     rough_row = next(line for line in md.splitlines() if line.startswith("| rough |"))
     assert "-50" in rough_row and "slower" in rough_row
+    # report.md's finding and compact table: rough is the worse estimator, by |value|.
+    rough = _result(run, "rough")
+    assert rough.vs_baseline is not None
+    summary = render_markdown(run, analysis)
+    assert (f"exact (the baseline) wins: the closest, rough, is "
+            f"{fmt_number(rough.vs_baseline.ratio)}× higher \\|error_pct\\|") in summary
+    assert re.search(r"^\| \(all\) \| [\d.]+ \([\d.]+–[\d.]+\) ✗ \| 8 \|$", summary, re.M)
     page = render_html(run, analysis)
     assert "bias: mean signed (95% CI)" in page and "|error_pct| (median, 95% CI)" in page
     out = io.StringIO()
@@ -126,7 +135,7 @@ def test_tail_quantiles_from_too_few_values_are_not_shown(trials: int) -> None:
     assert n < MIN_VALUES_FOR_TAIL_QUANTILES
     analysis = analyze(few)
     flag = f"— (n = {n} < {MIN_VALUES_FOR_TAIL_QUANTILES})"
-    md = render_markdown(few, analysis)
+    md = render_details(few, analysis)
     rows = [line for line in md.splitlines() if line.startswith(("| exact", "| rough"))]
     assert len(rows) == 2 and all(md_escape(flag) in row for row in rows)
     assert html.escape(flag) in render_html(few, analysis)
@@ -135,6 +144,6 @@ def test_tail_quantiles_from_too_few_values_are_not_shown(trials: int) -> None:
     assert "p5 / p95" not in out.getvalue()  # the terminal table has no quantile columns
     # Enough values: the quantiles are shown, not flagged.
     enough = _run(True, {"exact": 1.0, "rough": -50.0})
-    md = render_markdown(enough, analyze(enough))
+    md = render_details(enough, analyze(enough))
     rough_row = next(line for line in md.splitlines() if line.startswith("| rough |"))
     assert "< 20" not in rough_row and " / 50" in rough_row

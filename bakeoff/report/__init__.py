@@ -1,4 +1,5 @@
-"""Reports from a recorded run: report.html (self-contained), report.md, and the terminal.
+"""Reports from a recorded run: report.html (self-contained), report.md with details.md, and
+the terminal.
 
 The renderers take (RunRecord, Analysis) and return text; only write_reports touches disk.
 """
@@ -12,17 +13,19 @@ from bakeoff.analysis import Analysis
 from bakeoff.errors import UsageError
 from bakeoff.model import RunRecord
 from bakeoff.report.html import render_html
-from bakeoff.report.markdown import render_markdown
+from bakeoff.report.markdown import render_details, render_markdown
 from bakeoff.store import write_atomic
 
-__all__ = ["render_html", "render_markdown", "write_reports"]
+__all__ = ["render_details", "render_html", "render_markdown", "write_reports"]
 
 
 def write_reports(run: RunRecord, analysis: Analysis, out_dir: Path) -> list[Path]:
-    """Write report.html and report.md into out_dir; returns their paths in that order."""
+    """Write report.html, report.md and details.md into out_dir; returns their paths in
+    that order."""
     outputs = [
         (out_dir / "report.html", render_html(run, analysis)),
         (out_dir / "report.md", render_markdown(run, analysis)),
+        (out_dir / "details.md", render_details(run, analysis)),
     ]
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

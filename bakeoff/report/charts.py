@@ -20,20 +20,17 @@ from plotly.subplots import make_subplots
 
 from bakeoff.analysis import BenchmarkAnalysis, CaseResult
 from bakeoff.model import Case, ParamValue, RunRecord
-from bakeoff.report.colors import with_alpha
 from bakeoff.report.format import (
     case_params_label,
     fmt_count,
-    fmt_number,
     fmt_range,
-    fmt_ratio,
     fmt_value,
     params_label,
     scale_for,
     spans_decades,
 )
 from bakeoff.report.tables import case_sort_key, measured_results
-from bakeoff.report.words import crossover_label, lower_is_better, speedup
+from bakeoff.report.words import lower_is_better
 
 ChartKind = Literal["metric", "overhead", "ratio", "counter", "distribution", "resources"]
 MAX_POINTS = 5000  # per distribution chart: more makes the page slow and hides nothing extra
@@ -161,63 +158,6 @@ def metric_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
     return Chart("metric", title, note, fig)
 
 
-def ratio_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
-                colors: dict[str, str]) -> Chart | None:
-    rows = [r for r in sweep.results if r.vs_baseline is not None]
-    if not rows:
-        return None
-    lower_better = lower_is_better(ba, metric)
-    base = ba.info.baseline
-    fig = go.Figure()
-    for variant, vrows in _by_variant(ba, rows).items():
-        xs = [_x(ba, sweep, r.case) for r in vrows]
-        rs = [r.vs_baseline for r in vrows if r.vs_baseline]
-        color = colors.get(variant, "#000000")
-        hover = []
-        for r, q in zip(vrows, rs, strict=True):
-            sp, _, _ = speedup(q, lower_better)
-            hover.append(
-                _t(f"{variant} vs {base}, {case_params_label(ba.info, r.case)}")
-                + f"<br>ratio (95% CI): {fmt_ratio(q.ratio, q.ci_low, q.ci_high)}"
-                + f"<br>change {(q.ratio - 1) * 100:+.1f}%"
-                + (f"<br>speed-up = 1/ratio = {fmt_number(sp)}×" if lower_better else "")
-            )
-        if sweep.param is not None:
-            # The CI as a band: upper edge left to right, lower edge back.
-            fig.add_trace(go.Scatter(
-                x=xs + xs[::-1], y=[q.ci_high for q in rs] + [q.ci_low for q in rs][::-1],
-                fill="toself", fillcolor=with_alpha(color, 0.2), line={"width": 0},
-                hoverinfo="skip", showlegend=False, legendgroup=_t(variant),
-            ))
-        fig.add_trace(go.Scatter(
-            x=xs, y=[q.ratio for q in rs], name=_t(variant), legendgroup=_t(variant),
-            mode="lines+markers" if sweep.param else "markers",
-            line={"color": color}, marker={"color": color, "size": 8},
-            error_y=None if sweep.param else {
-                "type": "data", "symmetric": False,
-                "array": [q.ci_high - q.ratio for q in rs],
-                "arrayminus": [q.ratio - q.ci_low for q in rs]},
-            text=hover, hovertemplate="%{text}<extra></extra>",
-        ))
-    fig.add_hline(y=1, line={"dash": "dash", "color": "#555555", "width": 1})
-    for level in ba.info.crossover_ratios:
-        fig.add_hline(y=level, line={"dash": "dot", "color": "#999999", "width": 1})
-    title = _sweep_title(ba, sweep, f"{metric} ratio to {base}")
-    _layout(fig, title)
-    _x_axis(fig, ba, sweep)
-    ends = [v for r in rows if r.vs_baseline for v in (r.vs_baseline.ci_low, r.vs_baseline.ci_high)]
-    log_y = spans_decades([*ends, 1.0])
-    # Kept short: a long title is clipped by the plot height. The note says how to read it.
-    y_title = f"ratio to {base}"
-    fig.update_yaxes(type="log" if log_y else "linear", title={"text": _t(y_title)})
-    _mark_crossovers(fig, ba, sweep, colors)
-    ci = "the shaded band" if sweep.param is not None else "the error bars"
-    side = "Below 1 the variant is faster" if lower_better else "Above 1 the variant is better"
-    speedup_note = " Speed-up = 1/ratio." if lower_better else ""
-    note = f"Ratio of medians (variant / baseline); {ci} show its 95% CI. {side}.{speedup_note}"
-    return Chart("ratio", title, note, fig)
-
-
 def overhead_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
                    colors: dict[str, str]) -> Chart | None:
     """(ratio - 1) x 100: what each variant adds over the baseline, in %, with its CI."""
@@ -287,29 +227,6 @@ def counter_chart(ba: BenchmarkAnalysis, sweep: Sweep, counter: dict[str, Any],
                      title={"text": _t(f"{name} ({shown}), {better} is better")})
     return Chart("counter", title, str(counter.get("description", "")) or
                  "Median over the case's successful trials.", fig)
-
-
-def _mark_crossovers(fig: go.Figure, ba: BenchmarkAnalysis, sweep: Sweep,
-                     colors: dict[str, str]) -> None:
-    if sweep.param is None:
-        return
-    xs = [float(r.case.param(sweep.param)) for r in sweep.results]
-    log_x = spans_decades(xs)
-    found = [c for c in ba.crossovers
-             if c.param == sweep.param and tuple(c.fixed.items()) == sweep.fixed]
-    for i, sc in enumerate(found):
-        color = colors.get(sc.variant, "#000000")
-        est = sc.crossover.estimate
-        # Shapes take data values on a log axis; annotations take log10 of them.
-        # A tentative crossover (a CI at either end includes 1) is drawn faint.
-        fig.add_shape(type="line", xref="x", yref="paper", x0=est, x1=est, y0=0, y1=1,
-                      line={"color": color, "dash": "dot", "width": 1.5},
-                      opacity=1.0 if sc.crossover.confident else 0.45)
-        fig.add_annotation(
-            x=math.log10(est) if log_x else est, xref="x", y=1, yref="paper", yanchor="bottom",
-            yshift=-18 * (i + 1), xanchor="left", showarrow=False, bgcolor="rgba(255,255,255,0.8)",
-            text=_t(f"{sc.variant}: {crossover_label(ba, sc)}"), font={"color": color, "size": 12},
-        )
 
 
 def _samples(run: RunRecord, metric: str) -> dict[Case, list[list[float]]]:
@@ -402,9 +319,9 @@ def resources_chart(run: RunRecord, ba: BenchmarkAnalysis,
 
 
 def benchmark_charts(run: RunRecord, ba: BenchmarkAnalysis, colors: dict[str, str]) -> list[Chart]:
-    """Charts in reading order: for each metric its value along each sweep (and, where the
-    metric asks, its % overhead); then the primary metric's ratios, its distribution, and
-    resources."""
+    """The detail charts in reading order: for each metric its value along each sweep (and,
+    where the metric asks, its % overhead); then the declared counters, the primary metric's
+    distribution, and resources."""
     primary = ba.info.primary_metric
     charts: list[Chart | None] = []
     for metric in ba.metrics:
@@ -412,7 +329,8 @@ def benchmark_charts(run: RunRecord, ba: BenchmarkAnalysis, colors: dict[str, st
         charts += [metric_chart(ba, s, metric, colors) for s in lines]
         if ba.info.metric(metric).get("overhead_pct"):
             charts += [overhead_chart(ba, s, metric, colors) for s in lines]
-    charts += [ratio_chart(ba, s, primary, colors) for s in sweeps(ba, primary)]
+    # The primary metric's ratio to the baseline is the findings chart (findings_chart.py),
+    # drawn once at the top of the benchmark's section, not again here.
     for counter in ba.info.counters:
         charts += [counter_chart(ba, s, counter, colors) for s in sweeps(ba, primary)]
     charts.append(distribution_chart(run, ba, primary, colors))

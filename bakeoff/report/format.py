@@ -36,6 +36,13 @@ def _ladder_of(unit: str) -> tuple[tuple[tuple[str, float], ...], float, str] | 
     return None
 
 
+def is_time_unit(unit: str) -> bool:
+    """'ns', 'µs', 'ms', 's' and their spellings (not a rate such as 'ns/op' of something else:
+    a time per operation still reads as faster/slower, so 'ns/op' counts too)."""
+    found = _ladder_of(unit)
+    return found is not None and found[0] is _TIME_LADDER
+
+
 def scale_for(x: float, unit: str) -> tuple[float, str]:
     """(divisor, display unit) that puts |x| in [1, 1000) (bytes: [1, 1024)) where possible."""
     found = _ladder_of(unit)

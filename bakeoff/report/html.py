@@ -21,11 +21,15 @@ from bakeoff.analysis import Analysis, BenchmarkAnalysis
 from bakeoff.model import RunRecord
 from bakeoff.report.charts import Chart, benchmark_charts
 from bakeoff.report.colors import variant_colors
+from bakeoff.report.compact import CompactTable, compact_table
 from bakeoff.report.facts import flatten_facts, machine, run_rows
+from bakeoff.report.findings import BenchmarkFindings, Finding, all_findings, tentative_count
+from bakeoff.report.findings_chart import findings_chart
 from bakeoff.report.format import case_params_label
 from bakeoff.report.tables import (
     case_columns,
     case_rows,
+    counter_tables,
     failed_trials,
     failure_heading,
     failure_text,
@@ -75,15 +79,50 @@ td.fact { white-space: pre-wrap; word-break: break-word; }
 .baseline-tag { color: var(--muted); font-size: .8em; }
 details pre { background: #f6f8fa; padding: .5rem .75rem; overflow-x: auto;
   white-space: pre-wrap; }
+header p { margin: 0; }
+#findings { margin: .75rem 0 0; }
+#findings h2 { border: 0; margin: 0 0 .25rem; padding: 0; }
+#findings ul, .lead ul { margin: .25rem 0; padding-left: 1.1rem; }
+#findings li, .lead li { margin: .2rem 0; }
+.tentative { color: #3d4852; }
+.why { color: var(--muted); font-size: .85em; }
+h1 { margin: 0; }
+.lead { display: grid; grid-template-columns: minmax(0, 5fr) minmax(0, 7fr); gap: 1.25rem;
+  align-items: start; }
+.lead .chart { min-height: 0; }
+@media (max-width: 1000px) { .lead { grid-template-columns: 1fr; } }
+.compact { margin-top: .75rem; }
+.compact td { white-space: nowrap; }
+details.more { margin: 1rem 0; border: 1px solid var(--line); border-radius: 4px;
+  padding: .25rem .75rem; }
+details.more > summary { cursor: pointer; font-weight: 600; padding: .25rem 0; }
+details.warnings { padding: .35rem 1rem; margin: .75rem 0; }
+details.warnings > summary { cursor: pointer; font-weight: 600; }
+nav { margin: .5rem 0 0; font-size: .9rem; }
+nav ul { margin: 0; }
+section > h2 { margin-top: 1.5rem; }
 """
 
 # Runs after plotly.js: draws every figure from the JSON block.
 _INIT_JS = """
 (function () {
   var figs = JSON.parse(document.getElementById("bakeoff-figures").textContent);
-  Object.keys(figs).forEach(function (id) {
-    var f = figs[id];
-    Plotly.newPlot(id, f.data, f.layout, f.config);
+  function draw(id) { var f = figs[id]; return Plotly.newPlot(id, f.data, f.layout, f.config); }
+  var ids = Object.keys(figs);
+  var first = ids.filter(function (id) { return !document.getElementById(id).closest("details"); });
+  var rest = ids.filter(function (id) { return first.indexOf(id) < 0; });
+  first.forEach(draw);
+  (function next() {
+    if (!rest.length) return;
+    draw(rest.shift());
+    setTimeout(next, 0);
+  })();
+  document.querySelectorAll("details").forEach(function (d) {
+    d.addEventListener("toggle", function () {
+      if (d.open) d.querySelectorAll(".plotly-chart").forEach(function (c) {
+        if (c.querySelector(".main-svg")) Plotly.Plots.resize(c);
+      });
+    });
   });
 })();
 """
@@ -143,8 +182,7 @@ def _case_tables(ba: BenchmarkAnalysis, colors: dict[str, str]) -> str:
         rows = case_rows(ba, metric)
         if not rows:
             continue
-        cols = case_columns(ba, with_counters=any(r.cells["counters"] for r in rows),
-                            signed=ba.info.is_signed(metric))
+        cols = case_columns(ba, signed=ba.info.is_signed(metric))
         unit = str(ba.info.metric(metric)["unit"])
         better = better_phrase(ba, metric)
         body: list[list[tuple[str, str]]] = []
@@ -161,6 +199,18 @@ def _case_tables(ba: BenchmarkAnalysis, colors: dict[str, str]) -> str:
             body.append(cells)
         parts.append(f"<h3>Cases: {_e(metric)} ({_e(unit)}, {_e(better)})</h3>")
         parts.append(_table([(c.header, c.numeric) for c in cols], body))
+    return "".join(parts)
+
+
+def _counter_tables(ba: BenchmarkAnalysis) -> str:
+    tables = counter_tables(ba)
+    if not tables:
+        return ""
+    parts = [f"<h3>Counters ({len(tables)}): median over each case's successful trials</h3>"]
+    for t in tables:
+        rows = [[(_e(label), ""), *((_e(c), "num") for c in cells)] for label, cells in t.rows]
+        parts.append(f"<h4>{_e(t.name)}</h4>"
+                     f"{_table([('params', False), *((v, True) for v in t.variants)], rows)}")
     return "".join(parts)
 
 
@@ -207,7 +257,7 @@ class _Figures:
     def __init__(self) -> None:
         self.entries: dict[str, Any] = {}
 
-    def place(self, chart: Chart, bench: str) -> str:
+    def place(self, chart: Chart, bench: str, heading: bool = True) -> str:
         chart_id = f"chart-{len(self.entries) + 1}"
         fig = json.loads(pio.to_json(chart.figure, validate=False))
         fig["config"] = {
@@ -220,11 +270,43 @@ class _Figures:
         }
         self.entries[chart_id] = fig
         tall = " tall" if chart.kind == "resources" else ""
-        return (f"<h3>{_e(chart.title)}</h3><p class=\"note\">{_e(chart.note)}</p>"
-                f'<div class="chart plotly-chart{tall}" id="{chart_id}"></div>')
+        div = f'<div class="chart plotly-chart{tall}" id="{chart_id}"></div>'
+        if not heading:  # the figure's own title heads it; the note goes under it
+            return f'{div}<p class="note">{_e(chart.note)}</p>'
+        return f"<h3>{_e(chart.title)}</h3><p class=\"note\">{_e(chart.note)}</p>{div}"
 
 
-def _benchmark(run: RunRecord, ba: BenchmarkAnalysis, index: int, figs: _Figures) -> str:
+_WHY = re.compile(r" (\[tentative: [^\]]*\])")
+
+
+def _finding_html(text: str) -> str:
+    """The sentence, its '[tentative: …]' set in a quieter type so the figures stand out."""
+    return _WHY.sub(r' <span class="why">\1</span>', _e(text))
+
+
+def _finding_item(f: Finding) -> str:
+    return f'<li class="{"tentative" if f.tentative else ""}">{_finding_html(f.text)}</li>'
+
+
+def _compact(table: CompactTable | None, colors: dict[str, str]) -> str:
+    """The compact table: each variant's column headed by its colour, as in the charts."""
+    if table is None:
+        return ""
+    head = (f"<th>{_e(table.label_header)}</th>"
+            + "".join(f'<th class="num">{_variant_cell(v, colors.get(v, "#000"), False)}</th>'
+                      for v in table.variants)
+            + '<th class="num">trials</th>')
+    body = "".join(
+        f"<tr><td>{_e(r.label)}</td>"
+        + "".join(f'<td class="num {_VERDICT_CLASS.get(c.verdict or "", "")}">{_e(c.text)}</td>'
+                  for c in r.cells)
+        + f'<td class="num">{_e(r.trials)}</td></tr>' for r in table.rows)
+    return (f'<div class="compact table-wrap"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
+
+
+def _benchmark(run: RunRecord, bf: BenchmarkFindings, index: int, figs: _Figures) -> str:
+    ba = bf.analysis
     info = ba.info
     colors = variant_colors(info)
     metric = info.metric(info.primary_metric)
@@ -234,35 +316,73 @@ def _benchmark(run: RunRecord, ba: BenchmarkAnalysis, index: int, figs: _Figures
         f"{_e(v.get('description', ''))}</li>"
         for v in info.variants for name in [str(v["name"])]
     )
+    table = compact_table(ba)
+    intro = table.legend if table else f"Baseline {info.baseline}."
+    if table and table.constant:
+        intro += f" Every case at {table.constant}."
+    headline = findings_chart(ba, colors)
+    chart = figs.place(headline, info.name, heading=False) if headline else ""
     charts = "".join(figs.place(c, info.name) for c in benchmark_charts(run, ba, colors))
-    return (
-        f'<section id="bench-{index}"><h2>{_e(info.title)} <span class="muted mono">'
-        f"{_e(info.name)}</span></h2><p>{_e(info.summary)}</p>"
+    details = (
+        f"<p>{_e(info.summary)}</p>"
         f"<p>Baseline: <b>{_e(info.baseline)}</b>. Primary metric: <b>{_e(metric['name'])}</b> "
         f"({_e(metric['unit'])}, {_e(better)}) — {_e(metric.get('description', ''))}. "
         "Ratios are variant median / baseline median.</p>"
         f"<ul>{variants}</ul><p class=\"note\">{_verdict_rule(ba)}</p>"
         f"<h3>Crossovers</h3>{_crossovers(ba)}{_fits(ba)}"
-        f"{charts}{_case_tables(ba, colors)}{_skips_and_failures(run, ba)}</section>"
+        f"{charts}{_case_tables(ba, colors)}{_counter_tables(ba)}"
+        f"{_skips_and_failures(run, ba)}"
+    )
+    return (
+        f'<section id="bench-{index}"><h2>{_e(info.title)} <span class="muted mono">'
+        f"{_e(info.name)}</span></h2>"
+        f'<div class="lead"><div><p class="note">{_e(intro)}</p>'
+        f"<ul>{''.join(_finding_item(f) for f in bf.findings)}</ul></div>"
+        f"<div>{chart}</div></div>{_compact(table, colors)}"
+        f'<details class="more"><summary>Details of {_e(info.name)}: every metric, its '
+        "charts and full tables, counters, skipped cases, failed trials</summary>"
+        f"{details}</details></section>"
     )
 
 
 def _warnings(run: RunRecord, analysis: Analysis) -> str:
+    """Collapsed under a line that counts them; an incomplete run is said in the open."""
     items = [f"<li>{_e(w)}</li>" for w in [*run.warnings, *analysis.warnings]]
+    banner = ""
     if run.status != "complete":
-        items.insert(0, f"<li>This run is <b>{_e(run.status)}</b>: the figures cover only the "
-                        "trials recorded before it stopped.</li>")
+        banner = (f'<p class="warnings">This run is <b>{_e(run.status)}</b>: the figures cover '
+                  "only the trials recorded before it stopped.</p>")
     if not items:
-        return '<p class="ok">No noise warnings for this run.</p>'
-    return (f'<section class="warnings" id="warnings"><h2>⚠ Warnings ({len(items)})</h2>'
-            f"<ul>{''.join(items)}</ul></section>")
+        return banner + '<p class="ok">No noise warnings for this run.</p>'
+    return (f'{banner}<details class="warnings" id="warnings"><summary>⚠ Warnings '
+            f"({len(items)}): conditions that widen intervals or bias figures</summary>"
+            f"<ul>{''.join(items)}</ul></details>")
+
+
+def _top_findings(found: list[BenchmarkFindings]) -> str:
+    items = "".join(
+        f'<li><a href="#bench-{i}"><b>{_e(bf.analysis.info.name)}</b></a>: '
+        f"{' '.join(_finding_html(f.headline_text) for f in bf.headline)}</li>"
+        for i, bf in enumerate(found))
+    total = sum(len(bf.findings) for bf in found)
+    unsure = sum(tentative_count(bf.findings) for bf in found)
+    note = (f"{unsure} of the {total} findings are tentative, each saying why in grey brackets; "
+            "more trials (--trials 10) settle those held back by too few."
+            if unsure else "Every finding is settled: enough trials, and no CI reaches a "
+            "verdict's threshold.")
+    return (f'<section id="findings"><h2>Findings</h2><ul>{items}</ul>'
+            f'<p class="note">{_e(note)} Every figure is a ratio of medians to the baseline (or '
+            "a median) with its 95% CI and its trials.</p></section>")
 
 
 def render_html(run: RunRecord, analysis: Analysis) -> str:
+    """Opens on the findings and, per benchmark, the chart they stand on; the rest of the
+    figures, tables and facts are in collapsed <details> below."""
     figs = _Figures()
-    sections = "".join(_benchmark(run, ba, i, figs) for i, ba in enumerate(analysis.benchmarks))
-    nav = "".join(f'<li><a href="#bench-{i}">{_e(ba.info.title)}</a></li>'
-                  for i, ba in enumerate(analysis.benchmarks))
+    found = all_findings(analysis)
+    sections = "".join(_benchmark(run, bf, i, figs) for i, bf in enumerate(found))
+    nav = "".join(f'<li><a href="#bench-{i}" title="{_e(ba.info.title)}">{_e(ba.info.name)}'
+                  "</a></li>" for i, ba in enumerate(analysis.benchmarks))
     m = machine(run.host)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -271,12 +391,12 @@ def render_html(run: RunRecord, analysis: Analysis) -> str:
         f"<header><h1>bakeoff report</h1><p class=\"muted\">Run <code>{_e(run.run_id)}</code> "
         f"on <b>{_e(m.sentence())}</b>; profile {_e(run.profile)}, started "
         f"{_e(run.started_at)}. Every figure below is from this run.</p></header>"
-        f"{_warnings(run, analysis)}"
+        f"{_top_findings(found)}{_warnings(run, analysis)}"
         f'<nav><ul>{nav}<li><a href="#environment">Environment</a></li></ul></nav>'
         f"{sections}"
-        '<section id="environment"><h2>Environment</h2><h3>Run</h3>'
-        f"{_facts_table(run_rows(run))}<h3>Host facts</h3>{_facts_table(flatten_facts(run.host))}"
-        "</section>"
+        '<details class="more" id="environment"><summary>Environment: the run and the host'
+        f"</summary><h3>Run</h3>{_facts_table(run_rows(run))}<h3>Host facts</h3>"
+        f"{_facts_table(flatten_facts(run.host))}</details>"
         f'<script id="plotly-js">{plotly_script()}</script>'
         f'<script type="application/json" id="bakeoff-figures">{script_json(figs.entries)}'
         f"</script><script>{_INIT_JS}</script></body></html>\n"

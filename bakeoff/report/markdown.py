@@ -1,4 +1,6 @@
-"""report.md: the summary tables in GitHub-flavoured markdown, for pull requests and CI logs.
+"""report.md, the answer to paste into a pull request, an issue or a mailing-list thread
+(findings and one compact table per benchmark), and details.md beside it (every metric's
+full table, the counters, skipped cases, failed trials, host facts). GitHub-flavoured.
 
 Text from the data is escaped so it stays text: a '|' cannot split a table cell, '<tag>'
 cannot become HTML, '*' cannot start emphasis, and a newline cannot end a row.
@@ -10,11 +12,14 @@ import re
 
 from bakeoff.analysis import Analysis, BenchmarkAnalysis
 from bakeoff.model import RunRecord
+from bakeoff.report.compact import GLYPHS, CompactTable, compact_table
 from bakeoff.report.facts import flatten_facts, machine, run_rows
+from bakeoff.report.findings import BenchmarkFindings, all_findings, tentative_count
 from bakeoff.report.format import case_params_label
 from bakeoff.report.tables import (
     case_columns,
     case_rows,
+    counter_tables,
     failed_trials,
     failure_heading,
     failure_text,
@@ -72,8 +77,7 @@ def _case_tables(ba: BenchmarkAnalysis) -> list[str]:
         rows = case_rows(ba, metric)
         if not rows:
             continue
-        cols = case_columns(ba, with_counters=any(r.cells["counters"] for r in rows),
-                            signed=ba.info.is_signed(metric))
+        cols = case_columns(ba, signed=ba.info.is_signed(metric))
         unit = str(ba.info.metric(metric)["unit"])
         better = better_phrase(ba, metric)
         body = [
@@ -86,7 +90,19 @@ def _case_tables(ba: BenchmarkAnalysis) -> list[str]:
     return out
 
 
-def _benchmark(run: RunRecord, ba: BenchmarkAnalysis) -> list[str]:
+def _counter_tables(ba: BenchmarkAnalysis) -> list[str]:
+    tables = counter_tables(ba)
+    if not tables:
+        return []
+    out = ["", f"### Counters ({len(tables)}): median over each case's successful trials"]
+    for t in tables:
+        out += ["", f"**{md_escape(t.name)}**", ""]
+        out += _table([("params", False), *((v, True) for v in t.variants)],
+                      [[label, *cells] for label, cells in t.rows])
+    return out
+
+
+def _details_benchmark(run: RunRecord, ba: BenchmarkAnalysis) -> list[str]:
     info = ba.info
     metric = info.metric(info.primary_metric)
     better = better_phrase(ba, info.primary_metric)
@@ -106,6 +122,7 @@ def _benchmark(run: RunRecord, ba: BenchmarkAnalysis) -> list[str]:
         out += [f"- {md_escape(fit_sentence(ba, sf))}" for sf in ba.fits]
     out += ["", md_escape(verdict_rule(ba.threshold))]
     out += _case_tables(ba)
+    out += _counter_tables(ba)
     if ba.skips:
         out += ["", f"### Skipped cases ({len(ba.skips)})", ""]
         out += [f"- {md_escape(s.case.variant)}, {md_escape(case_params_label(info, s.case))}: "
@@ -118,25 +135,93 @@ def _benchmark(run: RunRecord, ba: BenchmarkAnalysis) -> list[str]:
     return out
 
 
-def render_markdown(run: RunRecord, analysis: Analysis) -> str:
+def _machine_line(run: RunRecord) -> str:
     m = machine(run.host)
-    out = [
-        f"# bakeoff results: {md_escape(run.run_id)}", "",
-        f"Machine: **{md_escape(m.hostname)}**, Linux **{md_escape(m.kernel)}**, "
-        f"CPU **{md_escape(m.cpu)}**. All figures are from this run (profile "
-        f"{md_escape(run.profile)}, started {md_escape(run.started_at)}, status "
-        f"{md_escape(run.status)}); they compare variants within it, not across machines.",
-    ]
+    return (f"Machine: **{md_escape(m.hostname)}**, Linux **{md_escape(m.kernel)}**, "
+            f"CPU **{md_escape(m.cpu)}**. All figures are from this run (profile "
+            f"{md_escape(run.profile)}, started {md_escape(run.started_at)}, status "
+            f"{md_escape(run.status)}); they compare variants within it, not across machines.")
+
+
+def _warnings(run: RunRecord, analysis: Analysis) -> list[str]:
     warnings = [*run.warnings, *analysis.warnings]
     if run.status != "complete":
         warnings.insert(0, f"this run is {run.status}: the figures cover only the trials "
                            "recorded before it stopped")
-    out += ["", f"## Warnings ({len(warnings)})", ""]
-    out += [f"- ⚠ {md_escape(w)}" for w in warnings] or ["No noise warnings for this run."]
+    out = ["", f"## Warnings ({len(warnings)})", ""]
+    return out + ([f"- ⚠ {md_escape(w)}" for w in warnings] or ["No noise warnings for this run."])
+
+
+def render_details(run: RunRecord, analysis: Analysis) -> str:
+    """details.md: everything report.md leaves out."""
+    out = [f"# bakeoff details: {md_escape(run.run_id)}", "",
+           _machine_line(run) + " The findings and the compact tables are in report.md.",
+           *_warnings(run, analysis)]
     for ba in analysis.benchmarks:
-        out += _benchmark(run, ba)
+        out += _details_benchmark(run, ba)
     out += ["", "## Environment", "", "### Run", ""]
     out += _table([("fact", False), ("value", False)], [list(r) for r in run_rows(run)])
     out += ["", "### Host facts", ""]
     out += _table([("fact", False), ("value", False)], [list(r) for r in flatten_facts(run.host)])
+    return "\n".join(out) + "\n"
+
+
+# ---- report.md ---------------------------------------------------------------------------
+
+
+def _top_findings(found: list[BenchmarkFindings]) -> list[str]:
+    out = ["", "## Findings", ""]
+    for bf in found:
+        said = " ".join(md_escape(f.headline_text) for f in bf.headline)
+        out.append(f"- **{md_escape(bf.analysis.info.name)}**: {said}")
+    total = sum(len(bf.findings) for bf in found)
+    unsure = sum(tentative_count(bf.findings) for bf in found)
+    settled = ("Every finding below is settled: enough trials, and no CI reaches a verdict's "
+               "threshold. " if not unsure else
+               f"{unsure} of the {total} findings below are tentative, each saying why; more "
+               "trials (--trials 10) settle those held back by too few. ")
+    out += ["", settled + "In the tables, a cell is a ratio of medians to the baseline with its "
+            f"95% CI: {GLYPHS['faster']} better than the baseline beyond the verdict's threshold, "
+            f"{GLYPHS['slower']} worse, {GLYPHS['same']} no difference of that size shown (where "
+            "the baseline lacks the metric, a median with its CI)."]
+    return out
+
+
+def _compact(table: CompactTable | None) -> list[str]:
+    if table is None:
+        return []
+    headers = [(table.label_header, False), *((v, True) for v in table.variants),
+               ("trials", True)]
+    rows = [[r.label, *(c.text for c in r.cells), r.trials] for r in table.rows]
+    return ["", *_table(headers, rows)]
+
+
+def _benchmark(bf: BenchmarkFindings) -> list[str]:
+    ba = bf.analysis
+    info = ba.info
+    table = compact_table(ba)
+    intro = md_escape(table.legend if table else f"Baseline {info.baseline}.")
+    if table and table.constant:
+        intro += f" Every case at {md_escape(table.constant)}."
+    out = ["", f"## {md_escape(info.title)} ({md_escape(info.name)})", "", intro, ""]
+    out += [f"- {md_escape(f.text)}" for f in bf.findings]
+    return out + _compact(table)
+
+
+def render_markdown(run: RunRecord, analysis: Analysis) -> str:
+    """report.md: the findings first, one compact table per benchmark, then the warnings."""
+    found = all_findings(analysis)
+    out = [f"# bakeoff results: {md_escape(run.run_id)}", "", _machine_line(run)
+           + " Every figure has its 95% CI (bootstrap over trials) and its n; full tables, "
+           "every metric and counter, skipped cases, failures and host facts are in "
+           "details.md beside this file."]
+    if run.status != "complete":
+        out += ["", f"⚠ **This run is {md_escape(run.status)}**: the figures cover only the "
+                "trials recorded before it stopped."]
+    out += _top_findings(found)
+    for bf in found:
+        out += _benchmark(bf)
+    out += _warnings(run, analysis)
+    out += ["", md_escape(verdict_rule(analysis.benchmarks[0].threshold
+                                       if analysis.benchmarks else 0.02))]
     return "\n".join(out) + "\n"

@@ -20,6 +20,7 @@ from bakeoff.report.format import (
     fmt_ratio,
     fmt_times,
     fmt_value,
+    params_label,
 )
 from bakeoff.report.words import Verdict, lower_is_better, speedup, verdict
 from bakeoff.stats import MIN_VALUES_FOR_TAIL_QUANTILES, Summary
@@ -40,8 +41,9 @@ class CaseRow:
     cells: dict[str, str]
 
 
-def case_columns(ba: BenchmarkAnalysis, with_counters: bool, signed: bool = False) -> list[Column]:
-    """signed: the metric is closer-to-zero-is-better; its bias and RMS get columns."""
+def case_columns(ba: BenchmarkAnalysis, signed: bool = False) -> list[Column]:
+    """signed: the metric is closer-to-zero-is-better; its bias and RMS get columns.
+    Counters are not a column: they get tables of their own (counter_names)."""
     cols = [
         Column("variant", "variant", False),
         Column("params", "params", False),
@@ -60,9 +62,41 @@ def case_columns(ba: BenchmarkAnalysis, with_counters: bool, signed: bool = Fals
         Column("outliers", "outliers (Tukey low/high, MAD)", True),
         Column("failed", "failed trials", True),
     ]
-    if with_counters:
-        cols.append(Column("counters", "counters (median)", False))
     return cols
+
+
+@dataclass(frozen=True)
+class CounterTable:
+    """One counter as a narrow table: a row per param combination, a column per variant, each
+    cell the median over the case's successful trials."""
+
+    name: str
+    variants: list[str]
+    rows: list[tuple[str, list[str]]]  # (params label, a cell per variant)
+
+
+def counter_tables(ba: BenchmarkAnalysis) -> list[CounterTable]:
+    results = [r for r in ba.for_metric(ba.info.primary_metric) if r.counters]
+    variants = [str(v["name"]) for v in ba.info.variants
+                if any(r.case.variant == v["name"] for r in results)]
+    points = list(dict.fromkeys(r.case.params for r in
+                                sorted(results, key=lambda r: case_sort_key(ba, r.case))))
+    by_case = {(r.case.variant, r.case.params): r for r in results}
+    tables = []
+    for name in counter_names(ba):
+        rows = [(params_label(ba.info, params),
+                 [fmt_number(r.counters[name]) if (r := by_case.get((v, params))) is not None
+                  and name in r.counters else MISSING for v in variants]) for params in points]
+        tables.append(CounterTable(name, variants, rows))
+    return tables
+
+
+def counter_names(ba: BenchmarkAnalysis) -> list[str]:
+    """Every counter some case of the benchmark reported: the declared ones first (in their
+    order), then the others by name."""
+    found = {n for r in ba.for_metric(ba.info.primary_metric) for n in r.counters}
+    declared = [str(c["name"]) for c in ba.info.counters if c["name"] in found]
+    return declared + sorted(found - set(declared))
 
 
 def _param_sort_key(
@@ -96,10 +130,6 @@ def tail_quantiles(s: Summary, unit: str) -> str:
     return f"{fmt_value(s.p5, unit)} / {fmt_value(s.p95, unit)}"
 
 
-def _counters_text(r: CaseResult) -> str:
-    return ", ".join(f"{k}={fmt_number(v)}" for k, v in sorted(r.counters.items()))
-
-
 def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
     lower_better = lower_is_better(ba, metric)
     rows: list[CaseRow] = []
@@ -131,7 +161,6 @@ def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
             "outliers": (f"{r.outliers.tukey_low}/{r.outliers.tukey_high}, {r.outliers.mad}"
                          if r.outliers else MISSING),
             "failed": str(r.n_failed) + (" (all)" if r.n_failed and s is None else ""),
-            "counters": _counters_text(r),
         }
         if vs:
             point, lo, hi = speedup(vs, lower_better)

@@ -1,4 +1,5 @@
-"""The summary printed after a run: one rich table per benchmark, primary metric only.
+"""The summary printed after a run: one rich table per benchmark, primary metric only, with
+its findings; last, the findings that answer the run.
 
 Data strings go in as rich Text, never as markup, so a variant called '[bold]x' prints as
 written. Colour is only a hint: the verdict word carries the meaning on a plain terminal.
@@ -12,8 +13,9 @@ from rich.text import Text
 
 from bakeoff.analysis import Analysis, BenchmarkAnalysis
 from bakeoff.model import RunRecord
+from bakeoff.report.findings import Finding, all_findings, tentative_count
 from bakeoff.report.tables import CaseRow, case_rows, failed_trials
-from bakeoff.report.words import better_phrase, crossover_sentence, fit_sentence
+from bakeoff.report.words import better_phrase
 
 MAX_SKIP_REASONS = 5  # distinct skip reasons printed per benchmark; report.md has them all
 _VERDICT_STYLE = {"faster": "green", "slower": "red", "same": "dim", "—": "", "n/a": "dim"}
@@ -68,13 +70,19 @@ def _print_skip_reasons(ba: BenchmarkAnalysis, console: Console) -> None:
                            style="yellow"))
 
 
+def _finding(f: Finding, bullet: str = "• ") -> Text:
+    return Text(bullet) + Text(f.text, style="dim" if f.tentative else "")
+
+
 def print_summary(run: RunRecord, analysis: Analysis, console: Console) -> None:
-    for ba in analysis.benchmarks:
+    """Per benchmark its table and findings; then the warnings; last, closest to the prompt,
+    the findings that answer the run, a line per benchmark."""
+    found = all_findings(analysis)
+    for ba, bf in zip(analysis.benchmarks, found, strict=True):
         console.print(_table(ba))
-        for sc in ba.crossovers:
-            console.print(Text("crossover: ") + Text(crossover_sentence(ba, sc), style="bold"))
-        for sf in ba.fits:
-            console.print(Text("fit: ") + Text(fit_sentence(ba, sf)))
+        for f in bf.findings:
+            if f.kind not in ("skipped", "failed"):  # said below, with their reasons
+                console.print(_finding(f))
         failed = len(failed_trials(run, ba))
         if ba.skips or failed:
             console.print(Text(
@@ -88,3 +96,14 @@ def print_summary(run: RunRecord, analysis: Analysis, console: Console) -> None:
                            "recorded before it stopped", style="yellow"))
     for w in [*run.warnings, *analysis.warnings]:
         console.print(Text(f"warning: {w}", style="yellow"))
+    if found:
+        console.print()
+        console.print(Text("Findings", style="bold"))
+        for bf in found:
+            said = " ".join(f.headline_text for f in bf.headline)
+            console.print(Text(f"• {bf.analysis.info.name}: ", style="bold") + Text(said))
+        unsure = sum(tentative_count(bf.findings) for bf in found)
+        if unsure:
+            console.print(Text(f"{unsure} of {sum(len(bf.findings) for bf in found)} findings "
+                               "are tentative, each saying why; more trials (--trials 10) "
+                               "settle those held back by too few", style="dim"))

@@ -259,7 +259,8 @@ BENCHMARK = Benchmark(
         Variant("no-preload", "the workload alone (micro: the loop with an empty decision)",
                 baseline=True, color="#7f7f7f"),
         Variant("none", "sampler preloaded, SAMPLER_SCHEME=NONE, paired with itself: the A/A "
-                "check of added_ns_per_alloc (should be 0 within its CI)", color="#bcbd22"),
+                "check of added_ns_per_alloc (should be 0 within its CI)", color="#bcbd22",
+                control=True),
         Variant("poisson", "Poisson process over allocated bytes; sampled pointers kept in a "
                 "striped live table that free() consults (what an LD_PRELOAD must do)",
                 color="#1f77b4"),

@@ -1,0 +1,202 @@
+"""What a run says while it measures.
+
+On a terminal: a bar naming the benchmark and the case running, with the time left. On a pipe
+(a CI log, `| tee`): a line as each benchmark ends with its trials and time, and one a minute
+in between, so a long benchmark is not mistaken for a hung one. Quiet: failures only.
+
+The time left is each trial still to run at what its own case's trials took so far (warm-up
+included), else what the case's trials took in the newest earlier run on this machine that
+measured it (results/), else its benchmark's median trial, else the run's: trials of one run
+differ by orders of magnitude across benchmarks (a 2 ms memcpy, a 20 s tracer session), so a
+count of trials times a mean would be wrong by as much. A benchmark neither started nor
+measured before can only be guessed from the others, and the estimate says so.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from bakeoff.model import Case
+from bakeoff.process import ProcessResult
+
+HEARTBEAT_S = 60.0  # on a pipe, at most this long without a line while trials run
+EARLIER_RUNS = 20  # newest results directories read for earlier trial times
+
+
+def earlier_seconds(results_root: Path, cases: Iterable[Case]) -> dict[Case, float]:
+    """Per case, the median wall time of its successful trials in the newest earlier run
+    (of the newest EARLIER_RUNS under results_root) that measured it. Anything unreadable is
+    passed over: this only informs an estimate."""
+    wanted = set(cases)
+    found: dict[Case, float] = {}
+    try:
+        files = sorted(results_root.glob("*/results.json"), key=lambda p: p.stat().st_mtime,
+                       reverse=True)[:EARLIER_RUNS]
+    except OSError:
+        return found
+    for path in files:
+        try:
+            trials = json.loads(path.read_text(encoding="utf-8")).get("trials", [])
+            walls: dict[Case, list[float]] = defaultdict(list)
+            for t in trials:
+                case = Case.from_json(t["case"])
+                if case in wanted and case not in found and t.get("status") == "ok":
+                    walls[case].append(float(t["wall_s"]))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        found.update({c: statistics.median(w) for c, w in walls.items()})
+        if len(found) == len(wanted):
+            break
+    return found
+
+
+def fmt_duration(seconds: float) -> str:
+    """'45 s', '3 min 05 s', '1 h 02 min'."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+class Estimate:
+    """Seconds left, from the trials still to run and what trials took so far."""
+
+    def __init__(self, todo: Mapping[Case, int],
+                 earlier: Mapping[Case, float] | None = None) -> None:
+        self.todo: dict[Case, int] = dict(todo)
+        self.took: dict[Case, list[float]] = defaultdict(list)
+        self.earlier: dict[Case, float] = dict(earlier or {})
+
+    def done(self, case: Case, seconds: float) -> None:
+        self.todo[case] = max(0, self.todo.get(case, 0) - 1)
+        self.took[case].append(seconds)
+
+    def grow(self, cases: Iterable[Case]) -> None:
+        for c in cases:
+            self.todo[c] = self.todo.get(c, 0) + 1
+
+    def seconds_left(self) -> tuple[float, int] | None:
+        """(seconds, benchmarks still to run that no trial has timed yet); None before any
+        trial has finished."""
+        everything = [s for took in self.took.values() for s in took]
+        if not everything and not self.earlier:
+            return None
+        by_bench: dict[str, list[float]] = defaultdict(list)
+        for case, took in self.took.items():
+            by_bench[case.benchmark] += took
+        run_median = statistics.median(everything or list(self.earlier.values()))
+        total = 0.0
+        untimed: set[str] = set()
+        for case, n in self.todo.items():
+            if n <= 0:
+                continue
+            if self.took.get(case):
+                per = statistics.median(self.took[case])
+            elif case in self.earlier:
+                per = self.earlier[case]
+            elif by_bench.get(case.benchmark):
+                per = statistics.median(by_bench[case.benchmark])
+            else:
+                per = run_median
+                untimed.add(case.benchmark)
+            total += n * per
+        return total, len(untimed)
+
+
+def left_text(estimate: Estimate) -> str:
+    found = estimate.seconds_left()
+    if found is None:
+        return "time left: after the first trial"
+    seconds, untimed = found
+    guess = (f" (+ {untimed} benchmark{'s' if untimed > 1 else ''} not yet timed, guessed "
+             "from the others)" if untimed else "")
+    return f"about {fmt_duration(seconds)} left{guess}"
+
+
+class RunProgress:
+    """The run's progress, told as the runner starts and finishes trials and benchmarks."""
+
+    def __init__(self, todo: Mapping[Case, int], quiet: bool, console: Console,
+                 earlier: Mapping[Case, float] | None = None) -> None:
+        self.quiet = quiet
+        self.console = console
+        self.fancy = console.is_terminal and not quiet
+        self.estimate = Estimate(todo, earlier)
+        self.total = sum(todo.values())
+        self.done = 0
+        self.benchmarks = list(dict.fromkeys(c.benchmark for c in todo))
+        self.planned: dict[str, int] = defaultdict(int)
+        for c, n in todo.items():
+            self.planned[c.benchmark] += n
+        self.bench_done: dict[str, int] = defaultdict(int)
+        self.bench_started: dict[str, float] = {}
+        self.started = self.last_mark = self.last_line = time.monotonic()
+        self.bar: Progress | None = None
+        if self.fancy:
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                                MofNCompleteColumn(), TimeElapsedColumn(),
+                                TextColumn("{task.fields[left]}"), console=console,
+                                transient=True)
+            self.task = self.bar.add_task("starting", total=self.total,
+                                          left=left_text(self.estimate))
+            self.bar.start()
+
+    def grow(self, cases: list[Case]) -> None:
+        """An adaptive round adds trials nobody planned; the bar and the time left follow."""
+        self.total += len(cases)
+        self.estimate.grow(cases)
+        for c in cases:
+            self.planned[c.benchmark] += 1
+        if self.bar:
+            self.bar.update(self.task, total=self.total, left=left_text(self.estimate))
+
+    def starting(self, case: Case, label: str) -> None:
+        self.bench_started.setdefault(case.benchmark, time.monotonic())
+        if self.bar:
+            i = self.benchmarks.index(case.benchmark) + 1 if case.benchmark in self.benchmarks else 0
+            self.bar.update(self.task, description=f"[{i}/{len(self.benchmarks)}] {label}")
+
+    def finished(self, case: Case, label: str, result: ProcessResult) -> None:
+        now = time.monotonic()
+        # From the previous trial's end: the harness's own work (saving, a session's set-up)
+        # is part of what a trial costs the run.
+        self.estimate.done(case, now - self.last_mark)
+        self.last_mark = now
+        self.done += 1
+        self.bench_done[case.benchmark] += 1
+        if self.bar:
+            self.bar.update(self.task, advance=1, left=left_text(self.estimate))
+        if result.status not in ("ok", "interrupted"):
+            self.console.print(Text("trial failed ", style="red") + Text(f"{label}: {result.error}"))
+        elif not self.fancy and not self.quiet and now - self.last_line >= HEARTBEAT_S:
+            self._line(case.benchmark, ended=False)
+
+    def benchmark_done(self, name: str) -> None:
+        """One line on a pipe: the benchmark's trials and time, and the run's."""
+        if not self.fancy and not self.quiet and self.bench_done.get(name):
+            self._line(name, ended=True)
+
+    def _line(self, name: str, ended: bool) -> None:
+        now = time.monotonic()
+        self.last_line = now
+        took = fmt_duration(now - self.bench_started.get(name, now))
+        what = "done" if ended else "running"
+        run = f"run {self.done}/{self.total} trials in {fmt_duration(now - self.started)}"
+        rest = "" if self.done >= self.total else f", {left_text(self.estimate)}"
+        print(f"{name}: {what}, {self.bench_done[name]}/{self.planned[name]} trials in {took}; "
+              f"{run}{rest}", flush=True)
+
+    def stop(self) -> None:
+        if self.bar:
+            self.bar.stop()

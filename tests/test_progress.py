@@ -1,0 +1,138 @@
+"""Progress a user trusts: the time left from what each case's trials took, a bar that names
+the benchmark and the case, and on a pipe a line per benchmark with its trials and time."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from bakeoff.model import Case
+from bakeoff.process import ProcessResult
+from bakeoff.progress import Estimate, RunProgress, earlier_seconds, fmt_duration, left_text
+from bakeoff.protocol import ProgramOutput
+from conftest import FIXTURES, REPO
+
+FAST, SLOW = Case("a", "v", (("n", 1),)), Case("a", "v", (("n", 2),))
+OTHER = Case("b", "w", (("n", 1),))
+
+
+def test_time_left_is_per_case_then_per_benchmark_then_guessed() -> None:
+    est = Estimate({FAST: 4, SLOW: 4, OTHER: 10})
+    assert est.seconds_left() is None  # nothing timed yet
+    est.done(FAST, 1.0)
+    # 3 more of FAST at 1 s; SLOW untimed: its benchmark's median (1 s); OTHER's benchmark
+    # untimed: the run's median, and counted as a guess.
+    assert est.seconds_left() == (3 * 1.0 + 4 * 1.0 + 10 * 1.0, 1)
+    est.done(SLOW, 9.0)
+    assert est.seconds_left() == (3 * 1.0 + 3 * 9.0 + 10 * 5.0, 1)
+    est.done(OTHER, 0.5)
+    assert est.seconds_left() == (3 * 1.0 + 3 * 9.0 + 9 * 0.5, 0)
+    est.grow([OTHER])  # an adaptive round
+    assert est.seconds_left() == (3 * 1.0 + 3 * 9.0 + 10 * 0.5, 0)
+    assert left_text(est) == "about 35 s left"
+
+
+def test_a_guess_says_it_is_one() -> None:
+    est = Estimate({FAST: 2, OTHER: 10})
+    est.done(FAST, 90.0)
+    assert left_text(est) == ("about 16 min 30 s left (+ 1 benchmark not yet timed, guessed "
+                              "from the others)")
+
+
+def _results(path: Path, walls: dict[Case, list[float]], mtime: float) -> None:
+    path.mkdir(parents=True)
+    trials = [{"case": c.to_json(), "status": "ok", "wall_s": w}
+              for c, ws in walls.items() for w in ws]
+    trials.append({"case": FAST.to_json(), "status": "failed", "wall_s": 99.0})
+    (path / "results.json").write_text(json.dumps({"trials": trials}))
+    os.utime(path / "results.json", (mtime, mtime))
+
+
+def test_earlier_runs_time_the_benchmarks_not_yet_started(tmp_path: Path) -> None:
+    """The newest earlier run that measured a case gives its time (failed trials aside);
+    an unreadable results.json is passed over."""
+    _results(tmp_path / "old", {FAST: [5.0], OTHER: [7.0, 9.0, 30.0]}, mtime=1000)
+    _results(tmp_path / "new", {FAST: [2.0, 4.0]}, mtime=2000)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "results.json").write_text("{not json")
+    earlier = earlier_seconds(tmp_path, [FAST, SLOW, OTHER])
+    assert earlier == {FAST: 3.0, OTHER: 9.0}
+    est = Estimate({FAST: 2, SLOW: 1, OTHER: 10}, earlier)
+    # Before any trial: FAST and OTHER from earlier runs; SLOW from the run's (earlier) median.
+    assert est.seconds_left() == (2 * 3.0 + 1 * 6.0 + 10 * 9.0, 1)
+    est.done(FAST, 1.0)  # this run's own time wins over an earlier one
+    assert est.seconds_left() == (1 * 1.0 + 1 * 1.0 + 10 * 9.0, 0)
+    assert earlier_seconds(tmp_path / "missing", [FAST]) == {}
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (0.4, "0 s"), (45, "45 s"), (65, "1 min 05 s"), (3600 + 120, "1 h 02 min")])
+def test_fmt_duration(seconds: float, text: str) -> None:
+    assert fmt_duration(seconds) == text
+
+
+def _ok() -> ProcessResult:
+    return ProcessResult("ok", 0, 0.01, ProgramOutput(), None, "")
+
+
+def test_the_bar_names_the_benchmark_the_case_and_the_time_left() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=200, color_system=None)
+    progress = RunProgress({FAST: 2, OTHER: 1}, quiet=False, console=console)
+    assert progress.bar is not None
+    progress.starting(FAST, "a v n=1 (round 1)")
+    progress.finished(FAST, "a v n=1 (round 1)", _ok())
+    progress.starting(OTHER, "b w n=1 (round 1)")
+    task = progress.bar.tasks[0]
+    assert task.description == "[2/2] b w n=1 (round 1)"
+    assert task.completed == 1 and task.total == 3
+    assert re.fullmatch(r"about \d+ s left \(\+ 1 benchmark not yet timed, guessed from the "
+                        r"others\)", task.fields["left"]), task.fields["left"]
+    progress.stop()
+
+
+def test_a_pipe_gets_a_line_per_benchmark(capsys: pytest.CaptureFixture[str]) -> None:
+    console = Console(file=io.StringIO(), force_terminal=False, width=200)
+    progress = RunProgress({FAST: 2, OTHER: 1}, quiet=False, console=console)
+    for case in (FAST, FAST):
+        progress.starting(case, "x")
+        progress.finished(case, "x", _ok())
+    progress.benchmark_done("a")
+    progress.starting(OTHER, "y")
+    progress.finished(OTHER, "y", _ok())
+    progress.benchmark_done("b")
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2, lines
+    assert re.fullmatch(r"a: done, 2/2 trials in \d+ s; run 2/3 trials in \d+ s, about \d+ s "
+                        r"left \(\+ 1 benchmark not yet timed, guessed from the others\)",
+                        lines[0]), lines[0]
+    assert re.fullmatch(r"b: done, 1/1 trials in \d+ s; run 3/3 trials in \d+ s", lines[1])
+
+
+@pytest.mark.slow
+def test_a_real_run_on_a_pipe(tmp_path: Path) -> None:
+    """`bakeoff run` with its output piped, as in CI: one line per benchmark, nothing else
+    about progress."""
+    env = {"BAKEOFF_BENCHMARKS_DIR": str(FIXTURES / "rooms"),
+           "BAKEOFF_BUILD_DIR": str(FIXTURES / "build"), "COLUMNS": "200"}
+    started = time.monotonic()
+    res = subprocess.run(
+        [sys.executable, "-m", "bakeoff", "run", "flaky", "--profile", "quick",
+         "--variant", "good", "--out", str(tmp_path / "run")],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, **env})
+    assert res.returncode == 0, res.stderr
+    lines = [ln for ln in res.stdout.splitlines() if "trials" in ln and ": done," in ln]
+    assert len(lines) == 1, res.stdout
+    # The quick profile: 2 values of n x 2 trials, no warm-up; the baseline alone.
+    assert re.fullmatch(r"flaky: done, 4/4 trials in \d+ s; run 4/4 trials in \d+ s", lines[0])
+    assert time.monotonic() - started < 300
