@@ -37,6 +37,7 @@ from bakeoff.process import ActiveChild, run_program
 from bakeoff.progress import RunProgress, earlier_seconds
 
 DEFAULT_MAX_TRIALS = 50  # per case, when --target-ci is given without --max-trials
+MIN_TRIALS_FOR_TARGET = 3  # a case meets --target-ci only from this many trials on
 
 
 @dataclass(frozen=True)
@@ -250,11 +251,18 @@ class _Measurement:
         metric = self.plan.benchmark.primary_metric.name
         per_trial = [t.samples[metric] for t in self.record.trials
                      if t.case == case and t.ok and t.samples.get(metric)]
-        if len(per_trial) < 2:
+        # Two trials whose medians happen to be equal (integer nanoseconds, a tight case) give
+        # a zero-wide CI that says nothing about the spread: CI saw a case stop at 2 trials
+        # under an impossible target. Three trials at least, and a zero-wide CI only counts
+        # when every sample is the same value.
+        if len(per_trial) < MIN_TRIALS_FOR_TARGET:
             return False
+        pooled = np.concatenate([np.asarray(p, dtype=float) for p in per_trial])
         medians = stats.bootstrap_medians(per_trial, self.ci_rng, n_boot=500)
         low, high = np.quantile(medians, [0.025, 0.975])
-        center = float(np.median(np.concatenate([np.asarray(p) for p in per_trial])))
+        if high == low and pooled.min() != pooled.max():
+            return False
+        center = float(np.median(pooled))
         target = self.settings.target_ci or 0.0
         return center != 0 and (high - low) / 2 <= target * abs(center)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -67,6 +68,11 @@ INDEPENDENT_MODULES = frozenset({"test_fault_injection.py", "test_fleet.py", "te
                                  "test_properties.py", "test_stats.py"})
 
 
+# Modules whose costly session fixture is the same run (every room's quick profile): one
+# worker runs them all, so the run is made once.
+SHARED_FIXTURE_GROUPS = {"test_findings.py": "all-rooms", "test_report_browser.py": "all-rooms"}
+
+
 # Some modules check the machine as a whole after a run: no lttng-sessiond, uprobe, BPF program
 # or room process left, whoever's. They set MACHINE_WIDE = True and hold this lock
 # exclusively for the whole module (a test of INDEPENDENT_MODULES: @pytest.mark.machine_wide);
@@ -76,9 +82,12 @@ INDEPENDENT_MODULES = frozenset({"test_fault_injection.py", "test_fleet.py", "te
 SUITE_LOCK = Path("/tmp/bakeoff-test-suite.lock")
 
 
-def _hold_suite_lock(exclusive: bool) -> int:
+def _hold_suite_lock(exclusive: bool, holder: str) -> int:
     fd = os.open(SUITE_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    start = time.time()
     fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    _timeline({"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": holder,
+               "phase": "lock-wait", "start": start, "stop": time.time()})
     return fd
 
 
@@ -87,7 +96,7 @@ def _suite_lock_per_module(request: pytest.FixtureRequest) -> Iterator[None]:
     if request.path.name in INDEPENDENT_MODULES:
         yield
         return
-    fd = _hold_suite_lock(exclusive=getattr(request.module, "MACHINE_WIDE", False))
+    fd = _hold_suite_lock(getattr(request.module, "MACHINE_WIDE", False), request.path.name)
     try:
         yield
     finally:
@@ -100,14 +109,24 @@ def _suite_lock_per_test(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
         return
     alone = request.node.get_closest_marker("machine_wide") is not None
-    fd = _hold_suite_lock(exclusive=alone)
+    fd = _hold_suite_lock(alone, request.node.nodeid)
     try:
         yield
     finally:
         os.close(fd)
 
 
+# BAKEOFF_TEST_TIMELINE=FILE: each test phase appends a JSON line (worker, test, phase, start
+# and stop on the wall clock), from every xdist worker, so the suite's wall time can be read
+# as a timeline: which worker waited for the suite lock, which ran what beside what.
+TIMELINE = os.environ.get("BAKEOFF_TEST_TIMELINE")
 _SUMMARIES: list[str] = []
+
+
+def _timeline(line: dict[str, Any]) -> None:
+    if TIMELINE:
+        with open(TIMELINE, "a") as f:  # one short line per write: appends do not interleave
+            f.write(json.dumps(line) + "\n")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -115,6 +134,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     over with record_property("summary", text); it reaches here from xdist workers too."""
     if report.when == "call":
         _SUMMARIES.extend(str(v) for k, v in report.user_properties if k == "summary")
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller: once per phase
+        node = getattr(report, "node", None)
+        _timeline({"worker": node.gateway.id if node is not None else "main",
+                   "test": report.nodeid, "phase": report.when,
+                   "start": report.start, "stop": report.stop})
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -131,7 +155,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "built" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
         if item.path.name not in INDEPENDENT_MODULES:
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
+            group = SHARED_FIXTURE_GROUPS.get(item.path.name, item.path.name)
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def run_bakeoff(*args: str, env: dict[str, str] | None = None,
