@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,44 +76,71 @@ SHARED_FIXTURE_GROUPS = {"test_findings.py": "all-rooms", "test_report_browser.p
 # Some modules check the machine as a whole after a run: no lttng-sessiond, uprobe, BPF program
 # or room process left, whoever's. They set MACHINE_WIDE = True and hold this lock
 # exclusively for the whole module (a test of INDEPENDENT_MODULES: @pytest.mark.machine_wide);
-# every other test holds it shared (a module at a time, or a test at a time in
-# INDEPENDENT_MODULES). So under pytest-xdist, or beside another suite on
-# the same machine, no other test of ours makes the things such a check would count.
+# every other test that starts a live run holds it shared (a module at a time, or a test at a
+# time in INDEPENDENT_MODULES). So under pytest-xdist, or beside another suite on the same
+# machine, no other test of ours makes the things such a check would count. Tests that start
+# nothing (the fast tier) make nothing to count: they take no lock and run beside anything.
 SUITE_LOCK = Path("/tmp/bakeoff-test-suite.lock")
+# flock has no writer preference: with two workers taking the lock shared test after test,
+# an exclusive request could wait for minutes (the suite's timeline showed 270 s) while the
+# lock never fell free. Whoever wants it exclusively first holds the turnstile; every shared
+# taker passes through the turnstile first, so it queues behind a waiting exclusive one.
+TURNSTILE = Path("/tmp/bakeoff-test-suite.turnstile")
 
 
-def _hold_suite_lock(exclusive: bool, holder: str) -> int:
-    fd = os.open(SUITE_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+def _open_lock(path: Path) -> int:
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+
+
+def _hold_suite_lock(exclusive: bool, holder: str) -> list[int]:
+    """The lock's fds, held until closed (closing drops the flocks)."""
     start = time.time()
-    fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    gate, fd = _open_lock(TURNSTILE), _open_lock(SUITE_LOCK)
+    fcntl.flock(gate, fcntl.LOCK_EX)
+    if exclusive:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        held = [gate, fd]  # the turnstile stays shut until the exclusive holder is done
+    else:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        os.close(gate)
+        held = [fd]
     _timeline({"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": holder,
                "phase": "lock-wait", "start": start, "stop": time.time()})
-    return fd
+    return held
+
+
+def _starts_live_runs(items: Iterable[pytest.Item]) -> bool:
+    return any(item.get_closest_marker("slow") is not None for item in items)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _suite_lock_per_module(request: pytest.FixtureRequest) -> Iterator[None]:
-    if request.path.name in INDEPENDENT_MODULES:
+    machine_wide = getattr(request.module, "MACHINE_WIDE", False)
+    mine = [i for i in request.session.items if i.path == request.path]
+    if request.path.name in INDEPENDENT_MODULES or not (machine_wide or _starts_live_runs(mine)):
         yield
         return
-    fd = _hold_suite_lock(getattr(request.module, "MACHINE_WIDE", False), request.path.name)
+    fds = _hold_suite_lock(machine_wide, request.path.name)
     try:
         yield
     finally:
-        os.close(fd)  # drops the flock
+        for fd in fds:
+            os.close(fd)
 
 
 @pytest.fixture(autouse=True)
 def _suite_lock_per_test(request: pytest.FixtureRequest) -> Iterator[None]:
-    if request.path.name not in INDEPENDENT_MODULES:
+    alone = request.node.get_closest_marker("machine_wide") is not None
+    if request.path.name not in INDEPENDENT_MODULES or not (
+            alone or _starts_live_runs([request.node])):
         yield
         return
-    alone = request.node.get_closest_marker("machine_wide") is not None
-    fd = _hold_suite_lock(alone, request.node.nodeid)
+    fds = _hold_suite_lock(alone, request.node.nodeid)
     try:
         yield
     finally:
-        os.close(fd)
+        for fd in fds:
+            os.close(fd)
 
 
 # BAKEOFF_TEST_TIMELINE=FILE: each test phase appends a JSON line (worker, test, phase, start

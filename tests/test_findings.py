@@ -133,6 +133,17 @@ def test_too_few_trials_make_every_finding_tentative() -> None:
     assert "3 + 3 trials" in bf.findings[0].text
 
 
+def test_one_trial_quotes_no_ci() -> None:
+    """One trial is one cluster: its bootstrap CI is a point; a finding says there is none
+    rather than print 'CI 0.103–0.103'."""
+    _, bf = _findings(_trials_cut(make_run(), 1))
+    winners = [f for f in bf.findings if f.kind == "winner"]
+    assert winners
+    for f in winners:
+        assert "no CI from one trial; 1 + 1 trials" in f.text, f.text
+        assert "95% CI" not in f.text, f.text
+
+
 def _two_variant_run(per_trial: dict[str, list[float]], *, control: str | None = None,
                      metric_of: dict[str, str] | None = None,
                      sizes: tuple[int, ...] = (4096,)) -> RunRecord:

@@ -182,6 +182,9 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
     n = f"{trials_of(best)} + {trials_of(base)} trials"
     where = _where(ba, g, point)
     figure = f"({ratio_figure(ratio)}; {n})"
+    if min(trials_of(best), trials_of(base)) < 2:
+        # One trial is one cluster: its bootstrap CI is a point, which would read as certainty.
+        figure = f"(ratio {fmt_number(ratio.ratio)}, no CI from one trial; {n})"
     verdict = best.comparison.verdict
     why: list[str] = []
     if min(trials_of(best), trials_of(base)) < MIN_TRIALS_FOR_VERDICT:
@@ -231,7 +234,8 @@ def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | No
     word = "lowest" if lower else "highest"
     text = (f"the {word} {_shown_metric(ba, g.metric)} is "
             f"{best.case.variant}'s, {fmt_value(s.median, unit)} "
-            f"(95% CI {fmt_range(s.ci_low, s.ci_high, unit)}; {s.n_trials} trials)")
+            + (f"(95% CI {fmt_range(s.ci_low, s.ci_high, unit)}; {s.n_trials} trials)"
+               if s.n_trials > 1 else "(no CI from one trial)"))
     why: list[str] = []
     if s.n_trials < MIN_TRIALS_FOR_VERDICT:
         why.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
