@@ -592,9 +592,9 @@ def test_signals_at_random_moments(grid: Grid, built: Path, ours: Ours, tmp_path
 
 # Where a late signal is sent: as the harness announces each phase after the last trial
 # (bakeoff/interrupts.py writes them to BAKEOFF_PHASE_LOG). Three rounds of these per
-# benchmark, SIGINT and SIGTERM in turn: 21 late signals each.
+# benchmark, SIGINT and SIGTERM in turn: 24 late signals each.
 LATE_PHASES = ("teardown", "saved", "analysis", "analysis:", "report:report.html",
-               "report:report.md", "report:csv")
+               "report:report.md", "report:details.md", "report:csv")
 LATE_ROUNDS = int(os.environ.get("BAKEOFF_FI_LATE_ROUNDS", "3"))
 PHASE_WAIT_S = 120  # for the phase to come: a whole run of the grid, at load 4
 
