@@ -13,8 +13,10 @@ EXTRAS   ?= test,fleet
 bench: deps build
 	$(BAKEOFF) run --profile $(PROFILE)
 
-# The whole suite, two workers (pytest-xdist; tests/conftest.py says how they are grouped).
-JOBS     ?= 2
+# The whole suite, three workers (pytest-xdist; tests/conftest.py says how they are grouped).
+# Three on two vCPUs: a worker spends about half its time waiting on the processes it runs
+# (the suite used 54% of both CPUs with two workers; docs/RELIABILITY.md, "The test suite").
+JOBS     ?= 3
 
 test: deps build lint
 	$(PYTEST) -q -n $(JOBS) --dist loadgroup --durations=10 tests
