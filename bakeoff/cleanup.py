@@ -34,7 +34,7 @@ RUN_PID_ENV = "BAKEOFF_RUN_PID"
 OWNED_NAME = re.compile(r"^bakeoff-(\d+)-")
 # How long a process left by a dead run has to clean up after SIGTERM before SIGKILL
 # (as a trial the harness stops: bakeoff.process.STOP_GRACE_S).
-ORPHAN_GRACE_S = 5.0
+ORPHAN_GRACE_S = 10.0
 
 
 def pid_alive(pid: int) -> bool:

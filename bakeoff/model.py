@@ -1,4 +1,4 @@
-"""The words of DESIGN.md as dataclasses: what a benchmark declares and what a run records.
+"""The words of docs/ARCHITECTURE.md as dataclasses: what a benchmark declares and what a run records.
 
 Two halves:
 - declared by a benchmark's spec.py: Benchmark, Variant, Param, Metric, Profile;

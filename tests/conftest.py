@@ -64,8 +64,13 @@ def pytest_configure(config: pytest.Config) -> None:
 # Modules whose tests share nothing but the build: pytest-xdist hands their tests out one by
 # one. Every other module's tests go to one worker together (`--dist loadgroup`), so that its
 # module-scoped fixtures (a live run, a fleet of hosts) are set up once, not once per worker.
-INDEPENDENT_MODULES = frozenset({"test_fault_injection.py", "test_fleet.py", "test_bad_input.py",
+INDEPENDENT_MODULES = frozenset({"test_fault_injection.py", "test_bad_input.py",
                                  "test_properties.py", "test_stats.py"})
+# Modules that take the suite lock test by test rather than for the whole module: the
+# independent ones, and the fleet's, whose tests run on one worker (its module fixture, three
+# hosts each set up once, is made once) but last minutes each: a module-long shared hold
+# would keep a machine-wide module, and behind it every other test, waiting that long.
+LOCK_PER_TEST = INDEPENDENT_MODULES | {"test_fleet.py"}
 
 
 # Modules whose costly session fixture is the same run (every room's quick profile): one
@@ -75,9 +80,9 @@ SHARED_FIXTURE_GROUPS = {"test_findings.py": "all-rooms", "test_report_browser.p
 
 # Some modules check the machine as a whole after a run: no lttng-sessiond, uprobe, BPF program
 # or room process left, whoever's. They set MACHINE_WIDE = True and hold this lock
-# exclusively for the whole module (a test of INDEPENDENT_MODULES: @pytest.mark.machine_wide);
+# exclusively for the whole module (a test of LOCK_PER_TEST: @pytest.mark.machine_wide);
 # every other test that starts a live run holds it shared (a module at a time, or a test at a
-# time in INDEPENDENT_MODULES). So under pytest-xdist, or beside another suite on the same
+# time in LOCK_PER_TEST). So under pytest-xdist, or beside another suite on the same
 # machine, no other test of ours makes the things such a check would count. Tests that start
 # nothing (the fast tier) make nothing to count: they take no lock and run beside anything.
 SUITE_LOCK = Path("/tmp/bakeoff-test-suite.lock")
@@ -117,7 +122,7 @@ def _starts_live_runs(items: Iterable[pytest.Item]) -> bool:
 def _suite_lock_per_module(request: pytest.FixtureRequest) -> Iterator[None]:
     machine_wide = getattr(request.module, "MACHINE_WIDE", False)
     mine = [i for i in request.session.items if i.path == request.path]
-    if request.path.name in INDEPENDENT_MODULES or not (machine_wide or _starts_live_runs(mine)):
+    if request.path.name in LOCK_PER_TEST or not (machine_wide or _starts_live_runs(mine)):
         yield
         return
     fds = _hold_suite_lock(machine_wide, request.path.name)
@@ -131,7 +136,7 @@ def _suite_lock_per_module(request: pytest.FixtureRequest) -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def _suite_lock_per_test(request: pytest.FixtureRequest) -> Iterator[None]:
     alone = request.node.get_closest_marker("machine_wide") is not None
-    if request.path.name not in INDEPENDENT_MODULES or not (
+    if request.path.name not in LOCK_PER_TEST or not (
             alone or _starts_live_runs([request.node])):
         yield
         return
@@ -175,15 +180,30 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.write_line(text)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that needs the built benchmarks (the `built` fixture, directly or through
-    another fixture) runs them: slow, whether or not it says so. And the xdist groups."""
+    another fixture) runs them: slow, whether or not it says so. And the xdist groups:
+    before xdist's own hook reads them into the test IDs (tryfirst; without it the groups
+    were added too late and every module's tests went to every worker, each worker making
+    the module's live runs again)."""
     for item in items:
         if "built" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
         if item.path.name not in INDEPENDENT_MODULES:
             group = SHARED_FIXTURE_GROUPS.get(item.path.name, item.path.name)
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under `--dist loadgroup` every grouped test's ID carries its group by now; if none does,
+    the groups are silently ignored (pytest 9 with pytest-xdist 3.8 did that): say so."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    grouped = [i for i in session.items if i.get_closest_marker("xdist_group") is not None]
+    if grouped and not any("@" in i.nodeid for i in grouped):
+        raise pytest.UsageError("pytest-xdist ignored the xdist groups (no test ID carries its "
+                                "group): install the pytest version pyproject.toml pins")
 
 
 def run_bakeoff(*args: str, env: dict[str, str] | None = None,

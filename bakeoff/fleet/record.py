@@ -1,6 +1,6 @@
 """fleet.json: what happened on each host of a fleet run, built from the playbook's events.
 
-Per host: reachable or not, the status (complete, failed, unreachable, not tried), bakeoff
+Per host: reachable or not, the status (complete, failed, unreachable, interrupted, not tried), bakeoff
 run's exit status, the reason when it failed, the run IDs its results carry, and the start
 and end of each phase (connect, push, setup, run, fetch) by the controller's clock.
 """
@@ -38,7 +38,7 @@ class Phase:
 @dataclass
 class HostRecord:
     host: str
-    status: str = "not tried"  # complete, failed, unreachable, not tried
+    status: str = "not tried"  # complete, failed, unreachable, interrupted, not tried
     reachable: bool | None = None
     exit_status: int | None = None  # of `bakeoff run` on the host
     reason: str = ""

@@ -5,7 +5,7 @@
  *
  *     prog --variant V [--param NAME=VALUE]... [--samples N] [--warmup N]
  *
- * It prints one JSON object per line on stdout (see DESIGN.md "The program protocol"):
+ * It prints one JSON object per line on stdout (see docs/ARCHITECTURE.md "The program protocol"):
  *
  *     {"type":"meta","timer":"clock_gettime(CLOCK_MONOTONIC_RAW)","timer_overhead_ns":18,...}
  *     {"type":"sample","metric":"ns_per_op","value":7084.0}

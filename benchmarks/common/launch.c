@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 /* As bakeoff/process.py STOP_GRACE_S: how long a stopped trial has to clean up. */
-#define STOP_GRACE_S 5
+#define STOP_GRACE_S 10
 
 static volatile sig_atomic_t harness_gone;
 

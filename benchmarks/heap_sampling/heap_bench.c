@@ -17,7 +17,7 @@
  *   the errors (fresh processes: fresh ASLR, fresh PRNG; SAMPLER_COUNT=1). The sampler's
  *   summaries (SAMPLER_OUTPUT, in a private temp directory) become the errors and counters.
  *
- * Metrics (one JSON line each on stdout, see DESIGN.md):
+ * Metrics (one JSON line each on stdout, see docs/ARCHITECTURE.md "The program protocol"):
  *   added_ns_per_alloc                 variant minus NONE, one value per pair
  *   ns_per_alloc                       per allocation (its free included); micro: the
  *                                      decisions for one allocation (malloc + free path)

@@ -6,7 +6,7 @@
 Starts the variant's tracer, runs the app under it (traced_app through timed_exec, which
 measures the whole app process), stops the tracer, counts what it recorded, checks that
 captured + dropped = expected (2 events per call), deletes the trace, and prints the
-program protocol's JSON lines (DESIGN.md):
+program protocol's JSON lines (docs/ARCHITECTURE.md, "The program protocol"):
 
     samples   per_call_ns (one per timed batch of the app), app_wall_ms, app_cpu_ms,
               app_max_rss_kib (one each per trial)

@@ -1,4 +1,4 @@
-// The program protocol (DESIGN.md) on the Go side: arguments, JSON lines, exit statuses,
+// The program protocol (docs/ARCHITECTURE.md) on the Go side: arguments, JSON lines, exit statuses,
 // matching benchmarks/common/bench.c so that the harness and a person see one interface.
 package main
 
