@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -47,7 +48,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """In the fast tier, starting a live benchmark fails the test, module fixtures too."""
+    """Children start with SIGINT as a terminal gives it; in the fast tier, starting a live
+    benchmark fails the test, module fixtures too."""
+    # A suite started in the background by a script (`make test &` without job control)
+    # inherits SIGINT ignored, and so would every bakeoff it starts: a test's Ctrl-C would
+    # then be lost in the interpreter's start-up, where bakeoff has no handler yet. A
+    # Python handler here is reset to the default in each child at exec.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if not FAST_TIER:
         return
     real_init = subprocess.Popen.__init__
@@ -169,7 +177,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller: once per phase
         node = getattr(report, "node", None)
         _timeline({"worker": node.gateway.id if node is not None else "main",
-                   "test": report.nodeid, "phase": report.when,
+                   "test": report.nodeid, "phase": report.when, "outcome": report.outcome,
                    "start": report.start, "stop": report.stop})
 
 
