@@ -140,6 +140,16 @@ def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 
 
+def _runner_up(why: list[str], runner_up: CaseResult, best_ci: tuple[float, float],
+               its_ci: tuple[float, float], shown: str) -> tuple[CaseResult, ...]:
+    """The runner-up, if its CI overlaps the best's: the reason is added to why, and the
+    runner-up is returned to join the cases the finding involves."""
+    if not _overlap(best_ci, its_ci):
+        return ()
+    why.append(f"runner-up {runner_up.case.variant}'s CI overlaps ({shown})")
+    return (runner_up,)
+
+
 # ---- winner at a point -------------------------------------------------------------------
 
 
@@ -198,12 +208,10 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
     if verdict == "faster":
         text = (f"{best.case.variant} wins, "
                 f"{change_phrase(ba, g.metric, ratio.ratio)} than {base_name} {figure}")
-        if len(ranked) > 1 and ranked[1].vs_baseline is not None:
-            second = ranked[1].vs_baseline
-            if _overlap((ratio.ci_low, ratio.ci_high), (second.ci_low, second.ci_high)):
-                why.append(f"runner-up {ranked[1].case.variant}'s CI overlaps "
-                           f"({fmt_number(second.ci_low)}–{fmt_number(second.ci_high)})")
-                involved += (ranked[1],)
+        if len(ranked) > 1 and (second := ranked[1].vs_baseline) is not None:
+            involved += _runner_up(why, ranked[1], (ratio.ci_low, ratio.ci_high),
+                                   (second.ci_low, second.ci_high),
+                                   f"{fmt_number(second.ci_low)}–{fmt_number(second.ci_high)}")
     elif verdict == "slower":
         named = base_name if base_name == "baseline" else f"{base_name} (the baseline)"
         text = (f"{named} wins: the closest, "
@@ -240,12 +248,9 @@ def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | No
     if s.n_trials < MIN_TRIALS_FOR_VERDICT:
         why.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
     involved: tuple[CaseResult, ...] = (best,)
-    if len(ranked) > 1 and ranked[1].summary is not None:
-        t = ranked[1].summary
-        if _overlap((s.ci_low, s.ci_high), (t.ci_low, t.ci_high)):
-            why.append(f"runner-up {ranked[1].case.variant}'s CI overlaps "
-                       f"({fmt_range(t.ci_low, t.ci_high, unit)})")
-            involved += (ranked[1],)
+    if len(ranked) > 1 and (t := ranked[1].summary) is not None:
+        involved += _runner_up(why, ranked[1], (s.ci_low, s.ci_high), (t.ci_low, t.ci_high),
+                               fmt_range(t.ci_low, t.ci_high, unit))
     return Clause(_where(ba, g, point), text, why, involved, 0.0, named_first=False)
 
 
