@@ -46,9 +46,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 import pytest
 
-from bakeoff import store
+from bakeoff import procs, store
 from conftest import IN_CI, REPO
 
 SEED = int(os.environ.get("BAKEOFF_FI_SEED", "20261122"))
@@ -115,26 +116,18 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _alive(pid: int) -> bool:
-    stat = _read(Path(f"/proc/{pid}/stat"))
-    return bool(stat) and stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
 def _marked(token: str) -> dict[int, str]:
     """Live processes started by our runs (they inherit the marker): pid -> command."""
-    needle = f"{MARKER}={token}".encode()
     found = {}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+    for proc in psutil.process_iter():
         try:
-            if needle not in (proc / "environ").read_bytes().split(b"\0"):
+            if proc.environ().get(MARKER) != token:
                 continue
-            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
+            cmd = " ".join(proc.cmdline())
+        except psutil.Error:
             continue
-        if _alive(int(proc.name)):
-            found[int(proc.name)] = cmd.strip()[:160]
+        if procs.alive(proc.pid):
+            found[proc.pid] = cmd.strip()[:160]
     return found
 
 
@@ -246,7 +239,7 @@ class Ours:
                 left.append(item)
             else:  # ours carry the PID of a run of ours or of one of its trials (gone now)
                 owners = [int(p) for p in OWNED.findall(item)]
-                if any(p in self.pids or not _alive(p) for p in owners):
+                if any(p in self.pids or not procs.alive(p) for p in owners):
                     left.append(item)
         if left:  # still there a moment later? (a foreign trial's tmp dir may be going)
             time.sleep(0.5)
@@ -806,13 +799,13 @@ def test_sweep_removes_what_dead_runs_left_and_nothing_of_live_ones(tmp_path: Pa
         for thing in made["live"]:
             if not thing.startswith("process"):
                 assert any(thing in x for x in left), f"the live run's {thing} is gone"
-        assert _alive(sessiond), "the daemon in use was stopped"
+        assert procs.alive(sessiond), "the daemon in use was stopped"
         # The live run ends (without cleaning up): now the daemon is nobody's, and goes.
         holder.kill()
         holder.wait()
         res = _bakeoff(["doctor", "--cleanup"], ours)
         assert f"stopped lttng-sessiond {sessiond}" in res.stdout, res.stdout
-        assert not _alive(sessiond)
+        assert not procs.alive(sessiond)
 
 
 def _kill_all(procs: list[subprocess.Popen[bytes]]) -> None:
