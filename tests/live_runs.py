@@ -22,7 +22,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,10 @@ import pytest
 
 from bakeoff import procs
 from conftest import IN_CI, REPO
+
+# The rooms' own modules, imported as their programs import them (tracing_trial.in).
+sys.path.insert(0, str(REPO / "benchmarks"))
+from tracing_overhead import lttng
 
 MARKER = "BAKEOFF_LIVE_RUN"
 MEMCG = Path("/sys/fs/cgroup/memory")
@@ -156,14 +159,7 @@ def lttng_sessions(ns: Sequence[str] = ()) -> list[str]:
     the one in the namespace that the prefix ns enters."""
     res = subprocess.run([*ns, "lttng", "-n", "--mi", "xml", "list"], capture_output=True,
                          text=True, check=False)
-    if res.returncode != 0:
-        return []
-    xmlns = {"mi": "https://lttng.org/xml/ns/lttng-mi"}
-    try:
-        root = ET.fromstring(res.stdout)
-    except ET.ParseError:
-        return []
-    return [n.text for n in root.iterfind(".//mi:session/mi:name", xmlns) if n.text]
+    return lttng.session_names(res.stdout) if res.returncode == 0 else []
 
 
 def owned_names(names: Iterable[str], pids: set[int]) -> set[str]:

@@ -287,7 +287,7 @@ SHELL_CALLS = {"os.system", "os.popen", "subprocess.getoutput", "subprocess.gets
 SUBPROCESS = {"run", "Popen", "call", "check_call", "check_output"}
 # Command lines that are one string but reach no shell, each named with why it is safe.
 NOT_A_SHELL = {
-    ("benchmarks/tracing_overhead/tracing_trial.py", "joined argv"):
+    ("benchmarks/tracing_overhead/tracers.py", "joined argv"):
         "bpftrace -c takes the command as one string, but splits it at spaces and execve()s "
         "it itself, no shell (bpftrace 0.17 src/child.cpp); wrap() refuses any argument that "
         "holds a space, so nothing is split differently from the argv",
