@@ -834,9 +834,9 @@ def _wait_for_sessiond(token: str) -> int:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         for pid, cmd in _marked(token).items():
-            ppid = _read(Path(f"/proc/{pid}/stat")).rsplit(")", 1)[-1].split()[1:2]
-            if cmd.startswith("lttng-sessiond") and ppid == ["1"]:  # the daemon, not its child
-                return pid
+            with contextlib.suppress(psutil.Error):  # the daemon, not its child
+                if cmd.startswith("lttng-sessiond") and psutil.Process(pid).ppid() == 1:
+                    return pid
         time.sleep(0.05)
     raise AssertionError("lttng-sessiond did not start")
 
