@@ -40,7 +40,6 @@ import subprocess
 import sys
 import time
 import uuid
-import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -48,6 +47,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from live_runs import lttng
 
 from bakeoff import procs, store
 from conftest import IN_CI, REPO
@@ -162,11 +162,7 @@ def _lttng_sessions(prefix: list[str]) -> set[str]:
                          text=True, check=False, stdin=subprocess.DEVNULL)
     if res.returncode != 0:
         return set()
-    ns = {"mi": "https://lttng.org/xml/ns/lttng-mi"}
-    with contextlib.suppress(ET.ParseError):
-        return {f"lttng session {n.text}" for n in
-                ET.fromstring(res.stdout).iterfind(".//mi:session/mi:name", ns)}
-    return set()
+    return {f"lttng session {name}" for name in lttng.session_names(res.stdout)}
 
 
 def _cgroups() -> set[str]:
