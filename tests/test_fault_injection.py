@@ -735,12 +735,12 @@ def test_sweep_removes_what_dead_runs_left_and_nothing_of_live_ones(tmp_path: Pa
     live = subprocess.Popen(["sleep", "600"])  # stands for a run that is going on
     events = Path("/sys/kernel/tracing/uprobe_events")
     made: dict[str, list[str]] = {"dead": [], "live": []}
-    procs: list[subprocess.Popen[bytes]] = [live]
+    started: list[subprocess.Popen[bytes]] = [live]
     with contextlib.ExitStack() as stack:
         prefix = stack.enter_context(_private_run_dirs())
         ours = Ours(token=token, tmpdir=tmpdir, prefix=prefix)
         stack.callback(_kill_marked, token)  # the daemon, if a check failed before it went
-        stack.callback(_kill_all, procs)
+        stack.callback(_kill_all, started)
         for who, pid in (("dead", dead), ("live", live.pid)):
             scratch = tmpdir / f"bakeoff-{pid}-scratch"
             (scratch / "lib").mkdir(parents=True)
@@ -760,7 +760,7 @@ def test_sweep_removes_what_dead_runs_left_and_nothing_of_live_ones(tmp_path: Pa
             stack.callback(_remove_probe, events, probe)
             child = subprocess.Popen(["sleep", "600"], env={**os.environ, MARKER: token,
                                                             "BAKEOFF_RUN_PID": str(pid)})
-            procs.append(child)
+            started.append(child)
             made[who] += [scratch.name, heap.name, cgroup.name, bpffs.name, probe,
                           f"process {child.pid}"]
         # A session daemon bakeoff started (recorded in its lock file), with a session of each.
@@ -779,7 +779,7 @@ def test_sweep_removes_what_dead_runs_left_and_nothing_of_live_ones(tmp_path: Pa
         holder = subprocess.Popen(
             [*prefix, "flock", "--shared", "--no-fork", "/run/lock/bakeoff-lttng-sessiond-0.lock",
              "sleep", "600"])
-        procs.append(holder)
+        started.append(holder)
         time.sleep(0.3)
 
         res = _bakeoff(["doctor", "--cleanup"], ours)
@@ -804,8 +804,8 @@ def test_sweep_removes_what_dead_runs_left_and_nothing_of_live_ones(tmp_path: Pa
         assert not procs.alive(sessiond)
 
 
-def _kill_all(procs: list[subprocess.Popen[bytes]]) -> None:
-    for proc in procs:
+def _kill_all(started: list[subprocess.Popen[bytes]]) -> None:
+    for proc in started:
         proc.kill()
         proc.wait()
 
