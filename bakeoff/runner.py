@@ -225,8 +225,8 @@ class _Measurement:
 
     def _cpus_env(self) -> dict[str, str]:
         """STAND-IN (see __init__): the claimed CPUs in the trial's environment."""
-        cpus = self.ctx.trial_cpus
-        return {"BAKEOFF_TRIAL_CPUS": ",".join(map(str, cpus))} if cpus else {}
+        claimed = self.ctx.trial_cpus
+        return {"BAKEOFF_TRIAL_CPUS": ",".join(map(str, claimed))} if claimed else {}
 
     def _sweep_if_trials_were_killed(self, killed_before: int) -> None:
         if ActiveChild.killed_after_grace == killed_before:
