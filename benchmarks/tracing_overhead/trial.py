@@ -20,8 +20,8 @@ session, removes its temp directory, and exits 128 + signal.
 
 Python only orchestrates: the timed loop is C (traced_app), and the app is never run by
 Python directly but through timed_exec, the same way in every variant. It speaks the
-protocol through bakeoff.program, as a C program does through bench.h, and runs in
-bakeoff's environment (psutil reads the LTTng daemons).
+protocol through bakeoff.program, as a C program does through bench.h. It runs on the
+system's python3 (any user can), with python3-psutil to read the LTTng daemons.
 """
 
 from __future__ import annotations
