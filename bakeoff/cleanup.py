@@ -16,16 +16,16 @@ later sweep. The check errs on the side of leaving things, never of removing a l
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
-import signal
 import tempfile
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
+import psutil
+
+from bakeoff import procs
 from bakeoff.model import Benchmark
 
 # Set by `bakeoff run` in its own environment, so every process it starts carries it.
@@ -37,24 +37,6 @@ OWNED_NAME = re.compile(r"^bakeoff-(\d+)-")
 ORPHAN_GRACE_S = 10.0
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether pid is a running process. A zombie (dead, not yet reaped: PID 1 may take a
-    while) is gone for this purpose; a process we may not inspect counts as alive."""
-    if pid <= 0:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    try:
-        state = stat.rsplit(")", 1)[1].split()[0]
-    except IndexError:
-        return True
-    return state not in ("Z", "X")
-
-
 def owner_pid(name: str) -> int | None:
     """The PID in a `bakeoff-<pid>-...` name, or None for any other name."""
     m = OWNED_NAME.match(name)
@@ -64,7 +46,7 @@ def owner_pid(name: str) -> int | None:
 def left_by_dead_process(name: str) -> bool:
     """True for a `bakeoff-<pid>-...` name whose PID is gone."""
     pid = owner_pid(name)
-    return pid is not None and not pid_alive(pid)
+    return pid is not None and not procs.alive(pid)
 
 
 def mark_run() -> None:
@@ -73,37 +55,23 @@ def mark_run() -> None:
     os.environ[RUN_PID_ENV] = str(os.getpid())
 
 
-def _comm(pid: int) -> str:
+def _run_pid_of(proc: psutil.Process) -> int | None:
     try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return "?"
-
-
-def _run_pid_of(pid: int) -> int | None:
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
+        value = proc.environ().get(RUN_PID_ENV, "")
+    except psutil.Error:
         return None
-    prefix = f"{RUN_PID_ENV}=".encode()
-    for entry in environ.split(b"\0"):
-        if entry.startswith(prefix):
-            value = entry[len(prefix):]
-            return int(value) if value.isdigit() else None
-    return None
+    return int(value) if value.isdigit() else None
 
 
-def _orphans() -> dict[int, int]:
-    """Live processes started by runs that are gone: pid -> the run's pid."""
+def _orphans() -> dict[int, tuple[int, str]]:
+    """Live processes started by runs that are gone: pid -> (the run's pid, its name)."""
     me = os.getpid()
     found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        pid = int(entry.name)
-        run = _run_pid_of(pid)
-        if run is not None and run != pid and not pid_alive(run) and pid_alive(pid):
-            found[pid] = run
+    for proc in psutil.process_iter(["name"]):
+        run = _run_pid_of(proc) if proc.pid != me else None
+        if run is not None and run != proc.pid and not procs.alive(run) \
+                and procs.alive(proc.pid):
+            found[proc.pid] = (run, proc.info["name"] or "?")
     return found
 
 
@@ -113,21 +81,10 @@ def sweep_orphans(grace_s: float = ORPHAN_GRACE_S) -> list[str]:
     found = _orphans()
     if not found:
         return []
-    names = {pid: _comm(pid) for pid in found}
-    for pid in found:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    alive = list(found)
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.05)
-        alive = [p for p in alive if pid_alive(p)]
-    for pid in alive:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    return [f"stopped process {pid} ({names[pid]}) of bakeoff run {run}, which is gone"
-            + (" (SIGKILL: it outlived the grace)" if pid in alive else "")
-            for pid, run in sorted(found.items())]
+    done = procs.stop(found, grace_s)
+    return [f"stopped process {pid} ({name}) of bakeoff run {run}, which is gone"
+            + (f" ({done.how(pid)})" if done.how(pid) else "")
+            for pid, (run, name) in sorted(found.items())]
 
 
 def sweep_scratch(pattern: str = "bakeoff-*", base: Path | None = None) -> list[str]:

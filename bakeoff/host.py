@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 
 @dataclass(frozen=True)
 class Capability:
@@ -216,33 +218,27 @@ def _turbo() -> str:
     return "not exposed"
 
 
-def _cpu_ticks() -> dict[int, tuple[str, int]]:
-    """pid -> (command, user+system clock ticks so far), for every process we can read."""
-    out: dict[int, tuple[str, int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        # comm is in parentheses and may hold spaces; the fields after it are fixed.
-        comm = text[text.index("(") + 1 : text.rindex(")")]
-        fields = text[text.rindex(")") + 2 :].split()
-        out[int(stat.parent.name)] = (comm, int(fields[11]) + int(fields[12]))
+def _cpu_seconds() -> dict[int, tuple[str, float]]:
+    """pid -> (name, user+system CPU seconds so far), for every process we can read."""
+    out: dict[int, tuple[str, float]] = {}
+    for proc in psutil.process_iter(["name", "cpu_times"]):
+        times = proc.info["cpu_times"]
+        if times is not None:  # None: not ours to read
+            out[proc.pid] = (proc.info["name"] or "?", times.user + times.system)
     return out
 
 
 def busy_processes(window_s: float = 0.25, threshold: float = 0.10) -> list[str]:
     """Other processes using more than `threshold` of a CPU over a short window."""
-    first = _cpu_ticks()
+    first = _cpu_seconds()
     time.sleep(window_s)
-    second = _cpu_ticks()
-    hz = os.sysconf("SC_CLK_TCK")
+    second = _cpu_seconds()
     mine = {os.getpid(), os.getppid()}
     busy = []
-    for pid, (comm, ticks) in second.items():
+    for pid, (comm, seconds) in second.items():
         if pid in mine or pid not in first:
             continue
-        share = (ticks - first[pid][1]) / hz / window_s
+        share = (seconds - first[pid][1]) / window_s
         if share > threshold:
             busy.append(f"{comm} (pid {pid}, {share * 100:.0f}% CPU)")
     return sorted(busy)

@@ -226,10 +226,18 @@ class Case:
 
 @dataclass(frozen=True)
 class TrialPlan:
-    """How to start one trial: the argv, extra environment, and where to run it."""
+    """How to start one trial: the argv and extra environment; or, when `failure` is set,
+    a trial that cannot start (a helper it needs did not come up): the runner records it as
+    failed with that reason and runs nothing."""
 
     argv: list[str]
     env: Mapping[str, str] = field(default_factory=dict)
+    failure: str | None = None
+
+    @staticmethod
+    def failed(reason: str) -> TrialPlan:
+        """A planned trial that fails at once with `reason`; the run goes on."""
+        return TrialPlan(argv=[], failure=reason)
 
 
 @dataclass(frozen=True)
@@ -243,6 +251,10 @@ class RunContext:
     # The cases this benchmark will run (set when its trials start; empty while planning),
     # so a session hook can start only what they need.
     cases: tuple[Case, ...] = ()
+    # The CPUs claimed for this benchmark's trials (Benchmark.cpus of them): the first is the
+    # measured one the trial is pinned to, the rest are for its partner processes (a daemon,
+    # a consumer). Empty when nothing is pinned (one CPU, --no-pin).
+    trial_cpus: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -265,8 +277,13 @@ class Benchmark:
     # A case the user asked for that cannot work anywhere like this (e.g. too large for
     # memory) -> one sentence naming the fix; the run stops before measuring, exit 2.
     check_case: Callable[[Case, RunContext], str | None] | None = None
-    # Run-wide set-up and tear-down (a tracing daemon, a cgroup); entered once per run.
-    session: Callable[[RunContext], AbstractContextManager[None]] | None = None
+    # How many CPUs one trial needs: the measured one, plus one per partner process that
+    # must not share it (a tracing daemon, a consumer). See RunContext.trial_cpus.
+    cpus: int = 1
+    # Run-wide set-up and tear-down (a tracing daemon, a cgroup); entered once per benchmark
+    # per run. What it yields is the session's state, handed to every prepare_trial (None
+    # when the benchmark has no session).
+    session: Callable[[RunContext], AbstractContextManager[Any]] | None = None
     # Removes what runs that died without cleaning up (SIGKILL) left of this room's things
     # (a cgroup, a tracing session or daemon, a probe, a mount), found by the
     # `bakeoff-<pid>-...` names they carry when that PID is gone; never a live run's, so
@@ -274,8 +291,10 @@ class Benchmark:
     # every run and by `bakeoff doctor --cleanup` (bakeoff/cleanup.py, which also stops the
     # dead runs' processes and removes their $TMPDIR/bakeoff-<pid>-* before and after).
     sweep: Callable[[], list[str]] | None = None
-    # Per-trial argv; the default is the protocol's --variant/--param/--samples/--warmup.
-    plan_trial: Callable[[Case, Profile, RunContext], TrialPlan] | None = None
+    # Prepares one trial, warm-ups included: (case, profile, ctx, session state) -> its
+    # argv and environment (start from bakeoff.protocol.trial_argv), or TrialPlan.failed.
+    # The default is trial_argv for the benchmark's program.
+    prepare_trial: Callable[[Case, Profile, RunContext, Any], TrialPlan] | None = None
     # Besides ratio = 1 (where a variant starts to win), the ratios whose crossing along a
     # sweep the report names, e.g. (1.05, 1.01): where an overhead falls under 5% and 1%.
     crossover_ratios: tuple[float, ...] = ()

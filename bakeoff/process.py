@@ -8,7 +8,6 @@ harness decides what to stop and records what happened.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import selectors
@@ -19,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bakeoff import procs
 from bakeoff.model import Rusage
 from bakeoff.protocol import ProgramOutput, ProtocolError, parse_line
 
@@ -90,8 +90,7 @@ class ActiveChild:
         """SIGTERM to the child's process group; run_program escalates to SIGKILL later."""
         if cls.pgid is not None and cls.term_sent_at is None:
             cls.term_sent_at = time.monotonic()
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(cls.pgid, signal.SIGTERM)
+            procs.signal_group(cls.pgid, signal.SIGTERM)
 
     @classmethod
     def kill(cls) -> None:
@@ -103,8 +102,7 @@ class ActiveChild:
     def escalate_if_overdue(cls) -> None:
         if (cls.pgid is not None and cls.term_sent_at is not None
                 and time.monotonic() - cls.term_sent_at > STOP_GRACE_S):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(cls.pgid, signal.SIGKILL)
+            procs.signal_group(cls.pgid, signal.SIGKILL)
             cls.killed_after_grace += 1
             cls.pgid = None  # once: the group is gone; run_program reaps the child
 
@@ -133,6 +131,91 @@ def _launcher_report(fd: int) -> tuple[int, Rusage] | None:
         return None  # the launcher was killed before it could report
 
 
+@dataclass
+class _Deadline:
+    """The trial's timeout: past it the child is asked to stop (SIGTERM), then SIGKILLed
+    after the grace (ActiveChild)."""
+
+    start: float
+    timeout_s: float
+    timed_out: bool = False
+
+    def check(self) -> None:
+        if not self.timed_out and time.monotonic() >= self.start + self.timeout_s:
+            self.timed_out = True
+            ActiveChild.stop()
+        ActiveChild.escalate_if_overdue()
+
+
+def _start(argv: Sequence[str], env: Mapping[str, str], cpu: int | None,
+           launcher: Path | None, report_w: int) -> subprocess.Popen[bytes]:
+    """The trial in its own session (process group), through the launcher when there is
+    one. Raises OSError when it cannot start."""
+    return subprocess.Popen(
+        _launch_argv(launcher, report_w, cpu, argv) if launcher else list(argv),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, **env}, start_new_session=True,
+        pass_fds=(report_w,) if launcher else (),
+        preexec_fn=(lambda: _pin(cpu)) if cpu is not None and not launcher else None,
+    )
+
+
+def _read_streams(proc: subprocess.Popen[bytes], reader: _Reader, deadline: _Deadline) -> None:
+    """stdout (parsed as it arrives) and stderr, until the child closes both."""
+    assert proc.stdout is not None and proc.stderr is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ, reader.stdout)
+        sel.register(proc.stderr, selectors.EVENT_READ, reader.stderr_chunk)
+        open_streams = 2
+        while open_streams:
+            deadline.check()
+            for key, _ in sel.select(timeout=0.25):
+                chunk = os.read(key.fd, 65536)
+                if chunk:
+                    key.data(chunk)
+                else:
+                    sel.unregister(key.fileobj)
+                    open_streams -= 1
+
+
+def _reap(proc: subprocess.Popen[bytes], deadline: _Deadline) -> tuple[int, Rusage]:
+    """Both streams closed: the child is exiting, or closed them and lingers. Wait, still
+    bounded by the timeout and the grace after a stop; then SIGKILL whatever it left in its
+    group (a spawned helper). Its exit code and rusage."""
+    while True:
+        pid, wait_status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        deadline.check()
+        time.sleep(0.002)
+    # Popen must not wait for the pid again: it is reaped, and the number may be reused.
+    proc.returncode = os.waitstatus_to_exitcode(wait_status)
+    procs.signal_group(proc.pid, signal.SIGKILL)
+    ActiveChild.pgid = None
+    return proc.returncode, Rusage(user_s=ru.ru_utime, sys_s=ru.ru_stime,
+                                   max_rss_kib=ru.ru_maxrss)
+
+
+def _outcome(code: int | None, reader: _Reader, deadline: _Deadline) -> tuple[str, str | None]:
+    """(status, error) of a finished trial, the first that applies of: interrupted,
+    timed out, a non-zero exit, a protocol error, no samples."""
+    stderr_tail = reader.stderr.decode("utf-8", errors="replace")
+    last_line = stderr_tail.strip().splitlines()[-1] if stderr_tail.strip() else ""
+    if ActiveChild.interrupted:
+        return "interrupted", "stopped by the user"
+    if deadline.timed_out:
+        return "timeout", f"no exit within {deadline.timeout_s:g} s; killed"
+    if code != 0:
+        how = (f"killed by signal {-code}" if code is not None and code < 0
+               else f"exit status {code}")
+        return "failed", f"{how}: {last_line}" if last_line else how
+    if reader.protocol_error:
+        return "failed", reader.protocol_error
+    if not reader.output.samples:
+        return "failed", "printed no samples" + (f": {last_line}" if last_line else "")
+    return "ok", None
+
+
 def run_program(
     argv: Sequence[str],
     env: Mapping[str, str],
@@ -144,17 +227,11 @@ def run_program(
     its own; without, its peak RSS includes the harness's, which a fork copies (see
     benchmarks/common/launch.c)."""
     reader = _Reader()
-    start = time.monotonic()
+    deadline = _Deadline(time.monotonic(), timeout_s)
     ActiveChild.interrupted = False
     report_r, report_w = os.pipe() if launcher else (-1, -1)
     try:
-        proc = subprocess.Popen(
-            _launch_argv(launcher, report_w, cpu, argv) if launcher else list(argv),
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={**os.environ, **env}, start_new_session=True,
-            pass_fds=(report_w,) if launcher else (),
-            preexec_fn=(lambda: _pin(cpu)) if cpu is not None and not launcher else None,
-        )
+        proc = _start(argv, env, cpu, launcher, report_w)
     except OSError as exc:
         for fd in (report_r, report_w):
             if fd >= 0:
@@ -165,67 +242,18 @@ def run_program(
         os.close(report_w)
     ActiveChild.pgid = proc.pid
     ActiveChild.term_sent_at = None
-    timed_out = False
+    _read_streams(proc, reader, deadline)
+    code: int | None
+    rusage: Rusage | None
+    code, rusage = _reap(proc, deadline)
     assert proc.stdout is not None and proc.stderr is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ, reader.stdout)
-        sel.register(proc.stderr, selectors.EVENT_READ, reader.stderr_chunk)
-        open_streams = 2
-        while open_streams:
-            if not timed_out and time.monotonic() >= start + timeout_s:
-                timed_out = True
-                ActiveChild.stop()
-            ActiveChild.escalate_if_overdue()
-            for key, _ in sel.select(timeout=0.25):
-                chunk = os.read(key.fd, 65536)
-                if chunk:
-                    key.data(chunk)
-                else:
-                    sel.unregister(key.fileobj)
-                    open_streams -= 1
-    # Both streams closed: the child is exiting, or closed them and lingers. Wait, still
-    # bounded by the timeout and the grace after a stop.
-    while True:
-        pid, wait_status, ru = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if not timed_out and time.monotonic() >= start + timeout_s:
-            timed_out = True
-            ActiveChild.stop()
-        ActiveChild.escalate_if_overdue()
-        time.sleep(0.002)
-    # Popen must not wait for the pid again: it is reaped, and the number may be reused.
-    proc.returncode = os.waitstatus_to_exitcode(wait_status)
-    # Anything the child left in its group (a spawned helper) goes with it.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    ActiveChild.pgid = None
     proc.stdout.close()
     proc.stderr.close()
     reader.finish()
-    wall = time.monotonic() - start
-    rusage: Rusage | None = Rusage(user_s=ru.ru_utime, sys_s=ru.ru_stime,
-                                   max_rss_kib=ru.ru_maxrss)
-    code: int | None = proc.returncode
+    wall = time.monotonic() - deadline.start
     if launcher:
         report = _launcher_report(report_r)
         code, rusage = report if report else (code, None)
-    stderr_tail = reader.stderr.decode("utf-8", errors="replace")
-
-    def result(status: str, error: str | None) -> ProcessResult:
-        return ProcessResult(status, code, wall, reader.output, rusage, stderr_tail, error)
-
-    last_line = stderr_tail.strip().splitlines()[-1] if stderr_tail.strip() else ""
-    if ActiveChild.interrupted:
-        return result("interrupted", "stopped by the user")
-    if timed_out:
-        return result("timeout", f"no exit within {timeout_s:g} s; killed")
-    if code != 0:
-        how = (f"killed by signal {-code}" if code is not None and code < 0
-               else f"exit status {code}")
-        return result("failed", f"{how}: {last_line}" if last_line else how)
-    if reader.protocol_error:
-        return result("failed", reader.protocol_error)
-    if not reader.output.samples:
-        return result("failed", "printed no samples" + (f": {last_line}" if last_line else ""))
-    return result("ok", None)
+    status, error = _outcome(code, reader, deadline)
+    return ProcessResult(status, code, wall, reader.output, rusage,
+                         reader.stderr.decode("utf-8", errors="replace"), error)

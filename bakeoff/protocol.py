@@ -14,12 +14,28 @@ import json
 import math
 import re
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from os import PathLike
 from typing import Any
+
+from bakeoff.model import Case, ParamValue, Profile
 
 
 class ProtocolError(ValueError):
     pass
+
+
+def trial_argv(program: str | PathLike[str], case: Case, profile: Profile,
+               params: Iterable[tuple[str, ParamValue]] | None = None) -> list[str]:
+    """The protocol's argv for one trial: --variant, one --param NAME=VALUE per axis,
+    --samples, --warmup (what bench_parse_args and bakeoff.program accept). A room that
+    passes a param in another form (a count resolved from 'auto', a cgroup path for
+    'child') gives `params` in its place; one that passes more appends to the result."""
+    argv = [str(program), "--variant", case.variant]
+    for name, value in case.params if params is None else params:
+        argv += ["--param", f"{name}={value}"]
+    return [*argv, "--samples", str(profile.samples), "--warmup", str(profile.warmup_samples)]
 
 
 @dataclass

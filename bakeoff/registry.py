@@ -5,9 +5,10 @@ The harness learns benchmark names only from here; adding a room needs no harnes
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import sys
+import types
 from pathlib import Path
 
 from bakeoff.errors import UsageError
@@ -34,16 +35,33 @@ def launcher() -> Path | None:
     return None
 
 
+# Rooms are imported as packages under this name, so a spec.py may import the modules
+# beside it relatively (`from . import lttng`): bakeoff_benchmarks.<room dir>.spec.
+PACKAGE = "bakeoff_benchmarks"
+
+
+def _fresh_room_package(room: Path) -> str:
+    """bakeoff_benchmarks.<room dir> as a package whose path is the room's folder, with
+    nothing of an earlier import of it left (BAKEOFF_BENCHMARKS_DIR may point elsewhere
+    now, or the files may have changed)."""
+    if PACKAGE not in sys.modules:
+        top = types.ModuleType(PACKAGE, "bakeoff's rooms, each a subpackage (registry.py)")
+        top.__path__ = []  # rooms are entered one by one below, never searched for
+        sys.modules[PACKAGE] = top
+    name = f"{PACKAGE}.{room.name}"
+    for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+        del sys.modules[loaded]
+    package = types.ModuleType(name)
+    package.__path__ = [str(room)]
+    package.__package__ = name
+    sys.modules[name] = package
+    importlib.invalidate_caches()  # a room written since the last look is seen
+    return name
+
+
 def _load_spec(path: Path) -> Benchmark:
-    module_name = f"bakeoff_benchmarks.{path.parent.name}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    # Registered before it runs, as a normal import would be: dataclasses and pickling look
-    # a class's module up in sys.modules.
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    package = _fresh_room_package(path.parent)
+    module = importlib.import_module(f"{package}.spec")
     bench = getattr(module, "BENCHMARK", None)
     if not isinstance(bench, Benchmark):
         raise RuntimeError(f"{path} defines no BENCHMARK = Benchmark(...)")

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from rich.console import Console
@@ -31,10 +32,11 @@ from rich.text import Text
 from bakeoff import cleanup, cpus, interrupts, registry, stats, store
 from bakeoff import host as hostmod
 from bakeoff.errors import Interrupted, UsageError
-from bakeoff.model import Case, Profile, RunContext, RunRecord, RunSettings, Trial, TrialPlan
+from bakeoff.model import Case, RunContext, RunRecord, RunSettings, Trial, TrialPlan
 from bakeoff.plan import BenchmarkPlan
-from bakeoff.process import ActiveChild, run_program
+from bakeoff.process import ActiveChild, ProcessResult, run_program
 from bakeoff.progress import RunProgress, earlier_seconds
+from bakeoff.protocol import ProgramOutput, trial_argv
 
 DEFAULT_MAX_TRIALS = 50  # per case, when --target-ci is given without --max-trials
 MIN_TRIALS_FOR_TARGET = 3  # a case meets --target-ci only from this many trials on
@@ -50,15 +52,6 @@ class RunOptions:
     argv: list[str]
     profile: str
     settings: RunSettings = field(default_factory=RunSettings)
-
-
-def default_plan_trial(program: Path, case: Case, profile: Profile) -> TrialPlan:
-    """The protocol's argv: --variant, one --param per axis, --samples, --warmup."""
-    argv = [str(program), "--variant", case.variant]
-    for name, value in case.params:
-        argv += ["--param", f"{name}={value}"]
-    argv += ["--samples", str(profile.samples), "--warmup", str(profile.warmup_samples)]
-    return TrialPlan(argv=argv)
 
 
 def _trial_label(case: Case, round_no: int | None) -> str:
@@ -179,9 +172,14 @@ class _Measurement:
                  csv_out: store.SamplesCsv, ctx: RunContext, cpu: int | None,
                  progress: RunProgress, budget: _Budget) -> None:
         self.record, self.run_dir, self.plan, self.csv_out = run, run_dir, plan, csv_out
-        self.ctx = dataclasses.replace(ctx, cases=tuple(plan.cases))
+        # STAND-IN for the CPU claim of Benchmark.cpus (bakeoff/cpus.py, another branch): the
+        # measured CPU first, then as many of the harness's as the benchmark asks for more.
+        claimed = ((cpu, *sorted(os.sched_getaffinity(0) - {cpu}))[:plan.benchmark.cpus]
+                   if cpu is not None else ())
+        self.ctx = dataclasses.replace(ctx, cases=tuple(plan.cases), trial_cpus=claimed)
         self.cpu, self.progress = cpu, progress
         self.budget = budget
+        self.state: Any = None  # what the benchmark's session yielded, for prepare_trial
         self.program = ctx.build_dir / plan.benchmark.program
         self.launcher = registry.launcher()
         mine = [t for t in run.trials if t.case.benchmark == plan.benchmark.name]
@@ -215,7 +213,7 @@ class _Measurement:
             # could not remove (its temp directory, a probe) is a dead process's, so swept.
             stack.callback(self._sweep_if_trials_were_killed, ActiveChild.killed_after_grace)
             if bench.session is not None:
-                stack.enter_context(bench.session(self.ctx))
+                self.state = stack.enter_context(bench.session(self.ctx))
             for _ in range(profile.warmup_trials):
                 self._round(self.plan.cases, warmup=True)
             while todo:
@@ -224,6 +222,11 @@ class _Measurement:
                 todo = self._cases_needing_trials()
             interrupts.log_phase("teardown")  # the session's, as the stack closes
         self.progress.benchmark_done(bench.name)
+
+    def _cpus_env(self) -> dict[str, str]:
+        """STAND-IN (see __init__): the claimed CPUs in the trial's environment."""
+        claimed = self.ctx.trial_cpus
+        return {"BAKEOFF_TRIAL_CPUS": ",".join(map(str, claimed))} if claimed else {}
 
     def _sweep_if_trials_were_killed(self, killed_before: int) -> None:
         if ActiveChild.killed_after_grace == killed_before:
@@ -292,11 +295,14 @@ class _Measurement:
         bench, profile = self.plan.benchmark, self.plan.profile
         label = _trial_label(case, round_no)
         self.progress.starting(case, label)
-        trial_plan = (bench.plan_trial(case, profile, self.ctx) if bench.plan_trial
-                      else default_plan_trial(self.program, case, profile))
+        trial_plan = (bench.prepare_trial(case, profile, self.ctx, self.state)
+                      if bench.prepare_trial
+                      else TrialPlan(trial_argv(self.program, case, profile)))
         started = store.utc_now()
-        result = run_program(trial_plan.argv, trial_plan.env, profile.timeout_s, self.cpu,
-                             self.launcher)
+        result = (ProcessResult("failed", None, 0.0, ProgramOutput(), None, "",
+                                trial_plan.failure) if trial_plan.failure is not None
+                  else run_program(trial_plan.argv, {**self._cpus_env(), **trial_plan.env},
+                                   profile.timeout_s, self.cpu, self.launcher))
         self.progress.finished(case, label, result)
         if interrupts.received() or result.status == "interrupted":
             # The trial in flight is incomplete: it is not recorded, so a resumed run

@@ -13,9 +13,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
-from bakeoff import store
+from bakeoff import procs, store
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -311,14 +312,11 @@ def marked_env(marker: str) -> dict[str, str]:
 
 def marked_processes(marker: str) -> list[int]:
     """Live processes started under marked_env(marker)."""
-    needle = f"BAKEOFF_TEST_MARKER={marker}".encode()
     found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+    for proc in psutil.process_iter():
         try:
-            if needle in (proc / "environ").read_bytes().split(b"\0"):
-                found.append(int(proc.name))
-        except OSError:
-            continue  # exited, or a kernel thread
+            if proc.environ().get("BAKEOFF_TEST_MARKER") == marker and procs.alive(proc.pid):
+                found.append(proc.pid)
+        except psutil.Error:
+            continue  # exited, a kernel thread, or another user's
     return found

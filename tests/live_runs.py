@@ -22,15 +22,20 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
+from bakeoff import procs
 from conftest import IN_CI, REPO
+
+# The rooms' own modules, imported as their programs import them (tracing_trial.in).
+sys.path.insert(0, str(REPO / "benchmarks"))
+from tracing_overhead import lttng
 
 MARKER = "BAKEOFF_LIVE_RUN"
 MEMCG = Path("/sys/fs/cgroup/memory")
@@ -71,7 +76,7 @@ def shared_lttng_namespace() -> Iterator[list[str]]:
     holder = subprocess.Popen([*PRIVATE_LTTNG, "sleep", "infinity"])
     try:
         deadline = time.monotonic() + 10
-        while Path(f"/proc/{holder.pid}/comm").read_text().strip() != "sleep":
+        while procs.live_name(holder.pid) != "sleep":
             assert holder.poll() is None and time.monotonic() < deadline, "no namespace"
             time.sleep(0.01)
         yield ["nsenter", f"--target={holder.pid}", "--mount", "--"]
@@ -89,34 +94,26 @@ class Proc:
     env: frozenset[str]
 
 
-def _read_proc(pid: int, needles: Sequence[bytes]) -> tuple[Proc, bytes] | None:
-    """The process if it is alive (not a zombie) and its environment holds one of needles."""
-    base = Path(f"/proc/{pid}")
+def _read_proc(proc: psutil.Process, needles: Sequence[str]) -> tuple[Proc, str] | None:
+    """The process if it is alive (not a zombie) and its environment holds one of needles
+    (NAME=VALUE)."""
     try:
-        environ = (base / "environ").read_bytes().split(b"\0")
-        hit = next((n for n in needles if n in environ), None)
-        if hit is None:
+        env = frozenset(f"{k}={v}" for k, v in proc.environ().items())
+        hit = next((n for n in needles if n in env), None)
+        if hit is None or not procs.alive(proc.pid):
             return None
-        stat = (base / "stat").read_text()
-        cmdline = (base / "cmdline").read_bytes()
-    except OSError:
+        return Proc(proc.pid, proc.ppid(), proc.name(), tuple(proc.cmdline()), env), hit
+    except psutil.Error:
         return None  # exited, or a kernel thread
-    comm = stat[stat.index("(") + 1:stat.rindex(")")]
-    state, ppid = stat.rsplit(")", 1)[1].split()[:2]
-    if state in ("Z", "X"):
-        return None
-    argv = tuple(a.decode(errors="replace") for a in cmdline.split(b"\0") if a)
-    env = frozenset(e.decode(errors="replace") for e in environ if e)
-    return Proc(pid, int(ppid), comm, argv, env), hit
 
 
 def marked(tags: Iterable[str]) -> dict[str, list[Proc]]:
     """The live processes of each run, by its tag."""
-    needles = {f"{MARKER}={t}".encode(): t for t in tags}
+    needles = {f"{MARKER}={t}": t for t in tags}
     found: dict[str, list[Proc]] = {t: [] for t in needles.values()}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            got = _read_proc(int(entry.name), list(needles))
+    for proc in psutil.process_iter():
+        if proc.pid != os.getpid():
+            got = _read_proc(proc, list(needles))
             if got is not None:
                 found[needles[got[1]]].append(got[0])
     return found
@@ -162,14 +159,7 @@ def lttng_sessions(ns: Sequence[str] = ()) -> list[str]:
     the one in the namespace that the prefix ns enters."""
     res = subprocess.run([*ns, "lttng", "-n", "--mi", "xml", "list"], capture_output=True,
                          text=True, check=False)
-    if res.returncode != 0:
-        return []
-    xmlns = {"mi": "https://lttng.org/xml/ns/lttng-mi"}
-    try:
-        root = ET.fromstring(res.stdout)
-    except ET.ParseError:
-        return []
-    return [n.text for n in root.iterfind(".//mi:session/mi:name", xmlns) if n.text]
+    return lttng.session_names(res.stdout) if res.returncode == 0 else []
 
 
 def owned_names(names: Iterable[str], pids: set[int]) -> set[str]:

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from bakeoff import procs
 from conftest import IN_CI, REPO, assert_usage_error, marked_processes, run_bakeoff
 from conftest import trials_on_disk as conftest_trials_on_disk
 
@@ -87,10 +88,9 @@ def room_processes() -> list[str]:
     starts inherits (another test on the machine may be running the same programs)."""
     found = []
     for pid in marked_processes(os.environ.get("BAKEOFF_TEST_MARKER", "")):
-        with contextlib.suppress(OSError):
-            name = Path(f"/proc/{pid}/comm").read_text().strip()
-            if name in PROGRAMS:
-                found.append(f"{name}({pid})")
+        name = procs.live_name(pid)
+        if name in PROGRAMS:
+            found.append(f"{name}({pid})")
     return found
 
 

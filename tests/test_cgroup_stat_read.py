@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from bakeoff import procs
 from conftest import (
     IN_CI,
     REPO,
@@ -69,24 +70,16 @@ def programs() -> Path:
     return out
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def _leftovers(pid: int | None = None) -> list[str]:
     """bakeoff cgroups and bpffs mounts that outlived their creator (or any of `pid`'s)."""
     found = []
     for path in Path("/sys/fs/cgroup").rglob("*bakeoff*"):
         m = re.search(r"bakeoff-(\d+)-", path.name)
-        if m and (int(m.group(1)) == pid or not _pid_alive(int(m.group(1)))):
+        if m and (int(m.group(1)) == pid or not procs.alive(int(m.group(1)))):
             found.append(str(path))
     for line in Path("/proc/self/mounts").read_text().splitlines():
         m = re.search(r"/bakeoff-(\d+)-bpffs-\S*", line)
-        if m and not _pid_alive(int(m.group(1))):
+        if m and not procs.alive(int(m.group(1))):
             found.append(line)
     return found
 
@@ -297,12 +290,12 @@ def test_unreadable_target_is_one_line(programs: Path) -> None:
                              check=False)
         assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
         assert "is not readable" in res.stderr
-        check = ("import importlib.util, sys; sys.path.insert(0, sys.argv[1]); "
-                 "s = importlib.util.spec_from_file_location('spec', sys.argv[2]); "
-                 "m = importlib.util.module_from_spec(s); s.loader.exec_module(m); "
-                 "print(m.check_target(sys.argv[3]))")
-        res = subprocess.run([*nobody, "/usr/bin/python3", "-c", check, str(REPO),
-                              str(ROOM / "spec.py"), str(path)], capture_output=True,
+        # The room's params module, imported as the room's programs import it.
+        check = ("import sys; sys.path[:0] = sys.argv[1:3]; "
+                 "from cgroup_stat_read.params import check_target; "
+                 "print(check_target(sys.argv[3]))")
+        res = subprocess.run([*nobody, "/usr/bin/python3", "-c", check, str(REPO / "benchmarks"),
+                              str(REPO), str(path)], capture_output=True,
                              text=True, check=False)
         assert res.returncode == 0, res.stderr
         assert "is not readable" in res.stdout and "Permission denied" in res.stdout

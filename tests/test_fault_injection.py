@@ -40,15 +40,16 @@ import subprocess
 import sys
 import time
 import uuid
-import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 import pytest
+from live_runs import lttng
 
-from bakeoff import store
+from bakeoff import procs, store
 from conftest import IN_CI, REPO
 
 SEED = int(os.environ.get("BAKEOFF_FI_SEED", "20261122"))
@@ -115,26 +116,18 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _alive(pid: int) -> bool:
-    stat = _read(Path(f"/proc/{pid}/stat"))
-    return bool(stat) and stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
 def _marked(token: str) -> dict[int, str]:
     """Live processes started by our runs (they inherit the marker): pid -> command."""
-    needle = f"{MARKER}={token}".encode()
     found = {}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+    for proc in psutil.process_iter():
         try:
-            if needle not in (proc / "environ").read_bytes().split(b"\0"):
+            if proc.environ().get(MARKER) != token:
                 continue
-            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
+            cmd = " ".join(proc.cmdline())
+        except psutil.Error:
             continue
-        if _alive(int(proc.name)):
-            found[int(proc.name)] = cmd.strip()[:160]
+        if procs.alive(proc.pid):
+            found[proc.pid] = cmd.strip()[:160]
     return found
 
 
@@ -169,11 +162,7 @@ def _lttng_sessions(prefix: list[str]) -> set[str]:
                          text=True, check=False, stdin=subprocess.DEVNULL)
     if res.returncode != 0:
         return set()
-    ns = {"mi": "https://lttng.org/xml/ns/lttng-mi"}
-    with contextlib.suppress(ET.ParseError):
-        return {f"lttng session {n.text}" for n in
-                ET.fromstring(res.stdout).iterfind(".//mi:session/mi:name", ns)}
-    return set()
+    return {f"lttng session {name}" for name in lttng.session_names(res.stdout)}
 
 
 def _cgroups() -> set[str]:
@@ -246,7 +235,7 @@ class Ours:
                 left.append(item)
             else:  # ours carry the PID of a run of ours or of one of its trials (gone now)
                 owners = [int(p) for p in OWNED.findall(item)]
-                if any(p in self.pids or not _alive(p) for p in owners):
+                if any(p in self.pids or not procs.alive(p) for p in owners):
                     left.append(item)
         if left:  # still there a moment later? (a foreign trial's tmp dir may be going)
             time.sleep(0.5)
@@ -746,12 +735,12 @@ def test_sweep_removes_what_dead_runs_left_and_nothing_of_live_ones(tmp_path: Pa
     live = subprocess.Popen(["sleep", "600"])  # stands for a run that is going on
     events = Path("/sys/kernel/tracing/uprobe_events")
     made: dict[str, list[str]] = {"dead": [], "live": []}
-    procs: list[subprocess.Popen[bytes]] = [live]
+    started: list[subprocess.Popen[bytes]] = [live]
     with contextlib.ExitStack() as stack:
         prefix = stack.enter_context(_private_run_dirs())
         ours = Ours(token=token, tmpdir=tmpdir, prefix=prefix)
         stack.callback(_kill_marked, token)  # the daemon, if a check failed before it went
-        stack.callback(_kill_all, procs)
+        stack.callback(_kill_all, started)
         for who, pid in (("dead", dead), ("live", live.pid)):
             scratch = tmpdir / f"bakeoff-{pid}-scratch"
             (scratch / "lib").mkdir(parents=True)
@@ -771,7 +760,7 @@ def test_sweep_removes_what_dead_runs_left_and_nothing_of_live_ones(tmp_path: Pa
             stack.callback(_remove_probe, events, probe)
             child = subprocess.Popen(["sleep", "600"], env={**os.environ, MARKER: token,
                                                             "BAKEOFF_RUN_PID": str(pid)})
-            procs.append(child)
+            started.append(child)
             made[who] += [scratch.name, heap.name, cgroup.name, bpffs.name, probe,
                           f"process {child.pid}"]
         # A session daemon bakeoff started (recorded in its lock file), with a session of each.
@@ -790,7 +779,7 @@ def test_sweep_removes_what_dead_runs_left_and_nothing_of_live_ones(tmp_path: Pa
         holder = subprocess.Popen(
             [*prefix, "flock", "--shared", "--no-fork", "/run/lock/bakeoff-lttng-sessiond-0.lock",
              "sleep", "600"])
-        procs.append(holder)
+        started.append(holder)
         time.sleep(0.3)
 
         res = _bakeoff(["doctor", "--cleanup"], ours)
@@ -806,17 +795,17 @@ def test_sweep_removes_what_dead_runs_left_and_nothing_of_live_ones(tmp_path: Pa
         for thing in made["live"]:
             if not thing.startswith("process"):
                 assert any(thing in x for x in left), f"the live run's {thing} is gone"
-        assert _alive(sessiond), "the daemon in use was stopped"
+        assert procs.alive(sessiond), "the daemon in use was stopped"
         # The live run ends (without cleaning up): now the daemon is nobody's, and goes.
         holder.kill()
         holder.wait()
         res = _bakeoff(["doctor", "--cleanup"], ours)
         assert f"stopped lttng-sessiond {sessiond}" in res.stdout, res.stdout
-        assert not _alive(sessiond)
+        assert not procs.alive(sessiond)
 
 
-def _kill_all(procs: list[subprocess.Popen[bytes]]) -> None:
-    for proc in procs:
+def _kill_all(started: list[subprocess.Popen[bytes]]) -> None:
+    for proc in started:
         proc.kill()
         proc.wait()
 
@@ -841,9 +830,9 @@ def _wait_for_sessiond(token: str) -> int:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         for pid, cmd in _marked(token).items():
-            ppid = _read(Path(f"/proc/{pid}/stat")).rsplit(")", 1)[-1].split()[1:2]
-            if cmd.startswith("lttng-sessiond") and ppid == ["1"]:  # the daemon, not its child
-                return pid
+            with contextlib.suppress(psutil.Error):  # the daemon, not its child
+                if cmd.startswith("lttng-sessiond") and psutil.Process(pid).ppid() == 1:
+                    return pid
         time.sleep(0.05)
     raise AssertionError("lttng-sessiond did not start")
 

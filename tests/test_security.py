@@ -27,8 +27,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import psutil
 import pytest
 
+from bakeoff import procs
 from browser import Browser
 from conftest import FIXTURES, REPO, build_dir
 
@@ -287,7 +289,7 @@ SHELL_CALLS = {"os.system", "os.popen", "subprocess.getoutput", "subprocess.gets
 SUBPROCESS = {"run", "Popen", "call", "check_call", "check_output"}
 # Command lines that are one string but reach no shell, each named with why it is safe.
 NOT_A_SHELL = {
-    ("benchmarks/tracing_overhead/tracing_trial.py", "joined argv"):
+    ("benchmarks/tracing_overhead/tracers.py", "joined argv"):
         "bpftrace -c takes the command as one string, but splits it at spaces and execve()s "
         "it itself, no shell (bpftrace 0.17 src/child.cpp); wrap() refuses any argument that "
         "holds a space, so nothing is split differently from the argv",
@@ -488,16 +490,11 @@ NEEDS_ROOT = ("bpf-map-dump", "cgroup-stat-read")
 
 def _uid_processes(uid: int) -> set[int]:
     pids = set()
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            text = status.read_text()
-        except OSError:
-            continue
-        m = re.search(r"^Uid:\s+(\d+)", text, re.M)
+    for proc in psutil.process_iter(["uids"]):
         # A zombie has exited: it waits for PID 1 (slow to reap in this sandbox), holds nothing.
-        zombie = re.search(r"^State:\s+Z", text, re.M)
-        if m and int(m.group(1)) == uid and not zombie:
-            pids.add(int(status.parent.name))
+        if proc.info["uids"] is not None and proc.info["uids"].real == uid \
+                and procs.alive(proc.pid):
+            pids.add(proc.pid)
     return pids
 
 

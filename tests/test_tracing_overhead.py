@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bakeoff import procs
 from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff
 
 # Its leftover checks look at the whole machine (tests/conftest.py: SUITE_LOCK).
@@ -52,14 +53,7 @@ def _sessiond_pids() -> set[int]:
     """Live session daemons. A zombie one has exited and waits for PID 1 to reap it (this
     sandbox's init can take seconds): nothing is left running."""
     res = subprocess.run(["pgrep", "-x", "lttng-sessiond"], capture_output=True, text=True)
-    return {int(p) for p in res.stdout.split() if not _zombie(int(p))}
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except (OSError, IndexError):
-        return True  # gone already
+    return {int(p) for p in res.stdout.split() if procs.alive(int(p))}
 
 
 def _ours_running() -> list[str]:

@@ -12,18 +12,9 @@ if the harness is killed (PR_SET_PDEATHSIG); the map dies with its loader. METHO
 from __future__ import annotations
 
 import contextlib
-import json
 import math
-import os
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from types import FrameType
+from collections.abc import Iterator
 
-from bakeoff.errors import Interrupted
 from bakeoff.model import (
     Benchmark,
     Case,
@@ -36,22 +27,22 @@ from bakeoff.model import (
     Variant,
     format_bytes,
 )
+from bakeoff.protocol import trial_argv
+
+from .loaders import Loaders
+from .memory import bytes_needed, map_bytes
 
 ROOM = "bpf_map_dump"
 C_READER = f"{ROOM}/dump_reader"
 GO_READER = f"{ROOM}/dump-go"
-LOADER = f"{ROOM}/dump_loader"
 
-# The environment the programs read (dump.h, go/mapsource.go).
-ENV_PARENT_PID = "BAKEOFF_DUMP_PARENT_PID"
+# The environment the readers read (dump.h, go/mapsource.go).
 ENV_MAP_ID = "BAKEOFF_DUMP_MAP_ID"
 ENV_FILL = "BAKEOFF_DUMP_FILL"
 ENV_LOADER_PID = "BAKEOFF_DUMP_LOADER_PID"
 
 MAX_ENTRIES = 1 << 28  # dump.h DUMP_MAX_ENTRIES: the kernel's hash bucket limit
 SEED_ENTRIES = 1024 * 1024 * 100  # the seed's "100M": max_entries 1024 * 1024 * 100
-MAX_BATCH = 65536
-LOADER_STOP_GRACE_S = 5.0
 
 GO_VARIANTS = ("go-iterate", "go-batch")
 
@@ -66,33 +57,6 @@ def _entries(value: ParamValue) -> str | None:
     if not 1 <= int(value) <= MAX_ENTRIES:
         return f"must be 1 to {MAX_ENTRIES} (2^28, the kernel's hash bucket limit)"
     return None
-
-
-# ---- memory: what one (map type, entries) costs while a trial runs ---------------------------
-
-
-def map_bytes(kind: str, entries: int) -> int:
-    """The map's kernel memory, from the memlock figures measured here (METHOD.md): a
-    preallocated hash element is 64 B plus a 16 B bucket per power-of-two slot; an array
-    value slot is 8 B (value_size rounded up to 8), page-aligned for BPF_F_MMAPABLE."""
-    if kind == "hash":
-        return 64 * entries + 16 * (1 << max(0, entries - 1).bit_length())
-    return 8 * entries + 2 * 4096
-
-
-def bytes_needed(kind: str, entries: int) -> int:
-    """The map, the loader's fill input (keys and values, freed before it holds), and the
-    reader's output buffers (8 B per entry plus room for two 64Ki batches) and bitmap."""
-    reader = 8 * (entries + 2 * MAX_BATCH) + entries // 8 + 16 * 1024 * 1024
-    return map_bytes(kind, entries) + 8 * entries + reader
-
-
-def _mem_available_kib() -> int:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1])
-    return 0
 
 
 # ---- which cases run here ---------------------------------------------------------------------
@@ -116,185 +80,35 @@ def _skip_case(case: Case, ctx: RunContext) -> str | None:
     return None
 
 
-# ---- the session: one held map per (map type, entries) ------------------------------------------
-
-
-def fill_reps(entries: int) -> int:
-    """Fill-timing rounds per loader (each fills both ways, and a hash map is emptied between
-    fills): about 2 us per entry per round for a hash map, so fewer rounds for larger maps."""
-    if entries >= 16_000_000:
-        return 1
-    return max(2, min(5, 4_000_000 // entries))
-
-
-class _Loader:
-    """One held map. (Not a dataclass: the registry loads spec.py without entering it in
-    sys.modules, which dataclasses need to resolve string annotations.)"""
-
-    def __init__(self, proc: subprocess.Popen[bytes], map_id: int, fill: dict[str, float]) -> None:
-        self.proc = proc
-        self.map_id = map_id
-        self.fill = fill
-        self.last_used = time.monotonic()
+# ---- the session: one held map per (map type, entries) (loaders.py) ------------------------
 
 
 @contextlib.contextmanager
-def _signals_stop(proc: subprocess.Popen[bytes]) -> Iterator[list[int]]:
-    """While the harness waits for a loader to fill its map (up to minutes at 100M entries),
-    Ctrl-C or SIGTERM kills the loader so the wait ends now; the harness's own handler is
-    still called, so it knows the run was interrupted."""
-    received: list[int] = []
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        received.append(signum)
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        previous = old[signum]
-        if callable(previous):
-            previous(signum, frame)
-
-    old: dict[int, signal.Handlers | Callable[[int, FrameType | None], object] | int | None] = {
-        s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s in old:
-        signal.signal(s, handler)
+def _session(ctx: RunContext) -> Iterator[Loaders]:
+    loaders = Loaders(ctx)
     try:
-        yield received
+        yield loaders
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+        loaders.stop_all()
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=LOADER_STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    if proc.stdout:
-        proc.stdout.close()
-
-
-class _Loaders:
-    """The loaders of one run, started on first use, stopped when the session ends."""
-
-    def __init__(self, ctx: RunContext) -> None:
-        self.ctx = ctx
-        self.held: dict[tuple[str, int], _Loader] = {}
-        self.failed: dict[tuple[str, int], str] = {}
-
-    def get(self, kind: str, entries: int) -> _Loader | str:
-        """The held map for (kind, entries), or why there is none."""
-        key = (kind, entries)
-        if key in self.failed:
-            return self.failed[key]
-        loader = self.held.get(key)
-        if loader is not None and loader.proc.poll() is not None:
-            del self.held[key]  # it died (e.g. the OOM killer): start another
-            loader = None
-        if loader is None:
-            got = self._start(kind, entries)
-            if isinstance(got, str):
-                self.failed[key] = got
-                return got
-            loader = self.held[key] = got
-        loader.last_used = time.monotonic()
-        return loader
-
-    def _make_room(self, need: int) -> str | None:
-        """Stops idle loaders, least recently used first, until `need` bytes are free."""
-        while _mem_available_kib() * 1024 < need and self.held:
-            key = min(self.held, key=lambda k: self.held[k].last_used)
-            _stop(self.held.pop(key).proc)
-            time.sleep(0.5)  # the kernel frees a map's memory in a deferred work item
-        available = _mem_available_kib() * 1024
-        if available and available < need:
-            return (f"needs about {format_bytes(need)} of free memory and "
-                    f"{format_bytes(available)} is available")
-        return None
-
-    def _start(self, kind: str, entries: int) -> _Loader | str:
-        need = bytes_needed(kind, entries)
-        problem = self._make_room(need)
-        if problem:
-            return problem
-        err_path = self.ctx.scratch_dir / f"loader-{kind}-{entries}.stderr"
-        argv = [str(self.ctx.build_dir / LOADER), "--variant", "hold", "--param", f"map={kind}",
-                "--param", f"entries={entries}", "--samples", str(fill_reps(entries)),
-                "--warmup", "0"]
-        with err_path.open("wb") as err:
-            # Its own session: a Ctrl-C at the terminal reaches the harness, which decides.
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=err, start_new_session=True,
-                                    env={**os.environ, ENV_PARENT_PID: str(os.getpid())})
-        assert proc.stdout is not None
-        fill: dict[str, float] = {}
-        map_id = None
-        with _signals_stop(proc) as received:
-            for raw in proc.stdout:
-                with contextlib.suppress(ValueError):
-                    line = json.loads(raw)
-                    if isinstance(line, dict) and line.get("type") == "counter":
-                        if line["name"] == "map_id":
-                            map_id = int(line["value"])
-                            break
-                        fill[str(line["name"])] = float(line["value"])
-        if received:
-            _stop(proc)
-            raise Interrupted(received[0])
-        if map_id is None:
-            _stop(proc)
-            lines = err_path.read_text(errors="replace").strip().splitlines()
-            why = lines[-1] if lines else f"exit status {proc.returncode}"
-            return f"the {kind} map of {entries} entries could not be loaded: {why}"
-        return _Loader(proc, map_id, fill)
-
-    def stop_all(self) -> None:
-        for loader in self.held.values():
-            _stop(loader.proc)
-        self.held.clear()
-
-
-_SESSION: _Loaders | None = None
-
-
-@contextlib.contextmanager
-def _session(ctx: RunContext) -> Iterator[None]:
-    global _SESSION
-    _SESSION = _Loaders(ctx)
-    try:
-        yield
-    finally:
-        _SESSION.stop_all()
-        _SESSION = None
-
-
-def _failing_plan(reason: str) -> TrialPlan:
-    """A trial that fails at once with the reason: the run records it and goes on."""
-    return TrialPlan(argv=[sys.executable, "-c", "import sys; sys.exit(sys.argv[1])", reason])
-
-
-def _plan_trial(case: Case, profile: Profile, ctx: RunContext) -> TrialPlan:
+def _prepare_trial(case: Case, profile: Profile, ctx: RunContext,
+                   loaders: Loaders | None) -> TrialPlan:
     kind, entries = str(case.param("map")), int(case.param("entries"))
     program = GO_READER if case.variant in GO_VARIANTS else C_READER
-    argv = [str(ctx.build_dir / program), "--variant", case.variant, "--param", f"map={kind}",
-            "--param", f"entries={entries}", "--samples", str(profile.samples),
-            "--warmup", str(profile.warmup_samples)]
+    argv = trial_argv(ctx.build_dir / program, case, profile)
     # The reader's parent is bakeoff-launch (which dies with the harness), not this process:
     # its PDEATHSIG follows the launcher, so no parent pid to check here.
-    env: dict[str, str] = {}
-    if _SESSION is None:  # no session: the reader starts (and stops) its own loader
-        return TrialPlan(argv=argv, env=env)
-    loader = _SESSION.get(kind, entries)
+    if loaders is None:  # no session: the reader starts (and stops) its own loader
+        return TrialPlan(argv=argv)
+    loader = loaders.get(kind, entries)
     if isinstance(loader, str):
-        return _failing_plan(loader)
-    env[ENV_MAP_ID] = str(loader.map_id)
-    env[ENV_FILL] = ",".join(f"{k}={v!r}" for k, v in loader.fill.items() if math.isfinite(v))
+        return TrialPlan.failed(loader)
+    fill = ",".join(f"{k}={v!r}" for k, v in loader.fill.items() if math.isfinite(v))
     # The reader watches its loader: one that dies mid-trial fails the trial, and get()
     # above starts a new one for the next.
-    env[ENV_LOADER_PID] = str(loader.proc.pid)
-    return TrialPlan(argv=argv, env=env)
+    return TrialPlan(argv=argv, env={ENV_MAP_ID: str(loader.map_id), ENV_FILL: fill,
+                                     ENV_LOADER_PID: str(loader.proc.pid)})
 
 
 # ---- the benchmark ------------------------------------------------------------------------------
@@ -382,5 +196,5 @@ BENCHMARK = Benchmark(
     # ps): loaders die with the harness and readers with their launcher (PR_SET_PDEATHSIG),
     # and no map or iterator program is ever pinned, so each goes with its last fd. The
     # loaders' stderr files are in the run's scratch directory, which bakeoff.cleanup sweeps.
-    plan_trial=_plan_trial,
+    prepare_trial=_prepare_trial,
 )

@@ -1,0 +1,333 @@
+"""Everything this room knows about LTTng's daemons and its client: the session daemon's pid
+file, starting it for a run and stopping it when the last run leaves (the counted hold),
+reviving it mid-run, the `lttng --mi xml list` answers (sessions, a channel's statistics),
+the daemons' CPU time and memory for a trial, and what killed runs left (sweeps).
+
+Used by the harness (spec.py: the session hook, prepare_trial, the sweep) and by the trial
+(tracers.py: LttngTracer), so it imports nothing of either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from bakeoff import procs
+from bakeoff.cleanup import RUN_PID_ENV
+
+MI_NS = {"mi": "https://lttng.org/xml/ns/lttng-mi"}
+SESSIOND = "lttng-sessiond"
+STOP_GRACE_S = 10.0
+# bakeoff-<run pid>-<trial pid> (a trial under bakeoff run), bakeoff-<trial pid> (by hand).
+SESSION_NAME = re.compile(r"^bakeoff-(\d+)(?:-(\d+))?$")
+
+
+# ---- the client -----------------------------------------------------------------------------
+
+
+def lttng(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str] | None:
+    """`lttng -n ARGS`; None when it could not run or did not answer in time. -n: the client
+    must never spawn a daemon on its own (one left behind would outlive the run)."""
+    try:
+        return subprocess.run(["lttng", "-n", *args], capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def session_names(mi_xml: str) -> list[str]:
+    """The session names in the answer of `lttng --mi xml list`."""
+    with contextlib.suppress(ET.ParseError):
+        root = ET.fromstring(mi_xml)
+        return [n.text for n in root.iterfind(".//mi:session/mi:name", MI_NS) if n.text]
+    return []
+
+
+def list_sessions() -> list[str]:
+    """The sessions the running daemon has; [] when none answers."""
+    res = lttng("--mi", "xml", "list")
+    return session_names(res.stdout) if res is not None and res.returncode == 0 else []
+
+
+def channel_stats(mi_xml: str, channel: str) -> tuple[int, int] | None:
+    """(discarded events, lost packets) of `channel` in the answer of `lttng --mi xml list
+    SESSION`; None when the session has no such channel."""
+    root = ET.fromstring(mi_xml)
+    for chan in root.iterfind(".//mi:channel", MI_NS):
+        if chan.findtext("mi:name", namespaces=MI_NS) == channel:
+            attrs = chan.find("mi:attributes", MI_NS)
+            if attrs is None:
+                return None
+            return (int(attrs.findtext("mi:discarded_events", "0", MI_NS)),
+                    int(attrs.findtext("mi:lost_packets", "0", MI_NS)))
+    return None
+
+
+# ---- the session daemon ---------------------------------------------------------------------
+
+
+def sessiond_pid() -> int | None:
+    """The PID in the daemon's pid file: its first line. lttng-sessiond rewrites the file
+    without truncating it, so after a killed daemon with a longer PID (32565) the file of
+    the next one (639) reads '639\\n5\\n'. None when there is no file."""
+    if os.geteuid() == 0:
+        pidfile = Path("/var/run/lttng/lttng-sessiond.pid")
+    else:
+        pidfile = Path(os.environ.get("LTTNG_HOME", os.path.expanduser("~"))) / ".lttng" / \
+            "lttng-sessiond.pid"
+    try:
+        return int(pidfile.read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return None
+
+
+def is_sessiond(pid: int | None) -> bool:
+    """A live session daemon (a killed one may stay a zombie a while, still so named)."""
+    return pid is not None and procs.live_name(pid) == SESSIOND
+
+
+def sessiond_answers() -> bool:
+    res = lttng("list")
+    return res is not None and res.returncode == 0
+
+
+def start_sessiond(cpus: Sequence[int]) -> int | None:
+    """lttng-sessiond --daemonize --no-kernel (UST only), on `cpus` (with the consumer
+    daemons it spawns) when given; its PID, or None if it failed."""
+    place = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+    try:
+        # Without the run's mark: the daemon is shared by runs and outlives this one when
+        # another still uses it, so the sweep of a dead run's processes must not stop it.
+        res = subprocess.run([SESSIOND, "--daemonize", "--no-kernel"],
+                             capture_output=True, text=True, timeout=30, check=False,
+                             stdin=subprocess.DEVNULL, preexec_fn=place,
+                             env={k: v for k, v in os.environ.items() if k != RUN_PID_ENV})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        print(f"tracing-overhead: cannot start {SESSIOND}: {exc}", file=sys.stderr)
+        return None
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        pid = sessiond_pid()
+        if is_sessiond(pid) and sessiond_answers():
+            return pid
+        time.sleep(0.05)
+    detail = (res.stderr.strip().splitlines() or ["no answer"])[-1]
+    print(f"tracing-overhead: {SESSIOND} did not come up: {detail}", file=sys.stderr)
+    return None
+
+
+def stop_sessiond(pid: int) -> None:
+    """By PID, with its consumer daemons and run-as helper: SIGTERM, then SIGKILL."""
+    if is_sessiond(pid):  # else already gone; the number may belong to someone else by now
+        procs.stop_tree(pid, STOP_GRACE_S, name_prefix="lttng-")
+
+
+def _lock_path(suffix: str = "") -> Path:
+    # Not under /tmp: the tests look there for leftovers, and these files are meant to stay.
+    run_lock = Path("/run/lock")
+    base = run_lock if os.access(run_lock, os.W_OK) else Path(tempfile.gettempdir())
+    return base / f"bakeoff-lttng-sessiond-{os.geteuid()}{suffix}.lock"
+
+
+@contextlib.contextmanager
+def _deciding() -> Iterator[None]:
+    """The start lock: one run at a time decides whether to start the daemon (as it begins,
+    or when the daemon died mid-run) or, leaving last, to stop it. Never held while a run
+    measures, so a second run starts at once instead of waiting for the first to end."""
+    fd = os.open(_lock_path("-start"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _recorded_pid(fd: int) -> int | None:
+    os.lseek(fd, 0, os.SEEK_SET)
+    text = os.read(fd, 64).decode(errors="replace").strip()
+    return int(text) if text.isdigit() else None
+
+
+def _record_pid(fd: int, pid: int | None) -> None:
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    if pid is not None:
+        os.write(fd, f"{pid}\n".encode())
+
+
+@dataclass
+class DaemonHold:
+    """This run's hold on the daemon: the counted lock file, open while the session lasts,
+    and the CPUs a daemon started for it goes on. The session's state (spec.py)."""
+
+    fd: int
+    cpus: tuple[int, ...]
+
+    def revive(self) -> None:
+        """Before an lttng trial: a daemon that died mid-run (killed, crashed) is started
+        again, so that its death fails the trial it hit, not every lttng trial after it. The
+        new one is bakeoff's, recorded, and stopped by the last run out like the first."""
+        if is_sessiond(sessiond_pid()):
+            return
+        with _deciding():
+            if not sessiond_answers():
+                _record_pid(self.fd, start_sessiond(self.cpus))
+
+
+@contextlib.contextmanager
+def session_daemon(cpus: tuple[int, ...]) -> Iterator[DaemonHold]:
+    """A session daemon for the run: the one already running, or one started here on `cpus`.
+
+    Several bakeoff runs may share the daemon, so it is counted: each run holds a shared
+    lock on a file that names the daemon bakeoff started (if it did); the last run out (the
+    one that gets the lock exclusively) stops that daemon by its PID. Starting and stopping
+    are decided under a second lock (_deciding), never the counted one, so concurrent runs
+    measure at the same time. A daemon someone else started is never stopped; one that dies
+    mid-run is started again before the next lttng trial (DaemonHold.revive). Exited on
+    success, error, Ctrl-C and SIGTERM alike.
+    """
+    fd = os.open(_lock_path(), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        with _deciding():
+            if not sessiond_answers():
+                _record_pid(fd, start_sessiond(cpus))
+            fcntl.flock(fd, fcntl.LOCK_SH)  # only a run leaving, under _deciding, holds EX
+        try:
+            yield DaemonHold(fd, cpus)
+        finally:
+            _destroy_sessions_of_this_run()
+            with _deciding():
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                with contextlib.suppress(BlockingIOError):
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    pid = _recorded_pid(fd)
+                    if pid is not None:
+                        stop_sessiond(pid)
+                        _record_pid(fd, None)
+    finally:
+        os.close(fd)
+
+
+def _destroy_sessions_of_this_run() -> None:
+    """A trial killed before it could clean up (SIGKILL after the grace) leaves its session;
+    its name says which run it belongs to."""
+    prefix = f"bakeoff-{os.getpid()}-"
+    for name in list_sessions():
+        if name.startswith(prefix):
+            lttng("destroy", name)
+
+
+# ---- the daemons as a trial sees them ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Daemons:
+    """The session daemon the lttng client talks to and its children (the consumer daemons,
+    which it spawns on the first session, and the run-as helper)."""
+
+    sessiond: int
+
+    @staticmethod
+    def find() -> Daemons | None:
+        pid = sessiond_pid()
+        return Daemons(pid) if pid is not None and is_sessiond(pid) else None
+
+    def alive(self) -> bool:
+        return is_sessiond(self.sessiond)
+
+    def _children(self) -> list[psutil.Process]:
+        try:
+            return psutil.Process(self.sessiond).children()
+        except psutil.Error:
+            return []
+
+    def pids(self) -> list[int]:
+        return [self.sessiond, *(c.pid for c in self._children())]
+
+    def consumerds(self) -> list[int]:
+        return [c.pid for c in self._children()
+                if procs.live_name(c.pid).startswith("lttng-consumerd")]
+
+    def cpu_ns(self) -> dict[int, int]:
+        return {p: _task_cpu_ns(p) for p in self.pids()}
+
+    def cpu_ns_since(self, before: dict[int, int]) -> int:
+        """A daemon spawned since (a consumer daemon, at the first session) counts whole."""
+        return sum(ns - before.get(p, 0) for p, ns in self.cpu_ns().items())
+
+
+def _task_cpu_ns(pid: int) -> int:
+    """On-CPU time of every thread of pid, in ns, from schedstat: exact, where psutil's
+    cpu_times (/proc/PID/stat) counts 10 ms ticks, too coarse for a daemon that works a
+    few ms per trial. Threads that exited are not counted."""
+    total = 0
+    for f in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            total += int(f.read_text().split()[0])
+    return total
+
+
+def rss_kib(pid: int) -> int:
+    try:
+        return int(psutil.Process(pid).memory_info().rss // 1024)
+    except psutil.Error:
+        return 0
+
+
+# ---- what dead runs left (part of Benchmark.sweep) ------------------------------------------
+
+
+def sweep_sessions() -> list[str]:
+    """LTTng sessions of trials whose run and trial processes are both gone."""
+    if shutil.which("lttng") is None:
+        return []
+    lines = []
+    for name in list_sessions():
+        m = SESSION_NAME.match(name)
+        pids = [int(g) for g in m.groups() if g] if m else []
+        if pids and not any(procs.alive(p) for p in pids):
+            done = lttng("destroy", name)
+            ok = done is not None and done.returncode == 0
+            lines.append(f"{'destroyed' if ok else 'could not destroy'} LTTng session "
+                         f"{name} (its run is gone)")
+    return lines
+
+
+def sweep_sessiond() -> list[str]:
+    """The session daemon a bakeoff run started, when no run uses it any more: the runs that
+    did were killed before they could stop it (their shared locks went with them)."""
+    try:
+        fd = os.open(_lock_path(), os.O_RDWR)  # none: no run ever started a daemon here
+    except OSError:
+        return []
+    try:
+        with _deciding():
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return []  # a live run holds it: the daemon is in use
+            pid = _recorded_pid(fd)
+            if pid is None:
+                return []
+            lines = []
+            if is_sessiond(pid):
+                stop_sessiond(pid)
+                lines.append(f"stopped lttng-sessiond {pid} (and its consumer daemons), "
+                             "started by bakeoff runs that are gone")
+            _record_pid(fd, None)
+            return lines
+    finally:
+        os.close(fd)
