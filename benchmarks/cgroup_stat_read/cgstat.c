@@ -51,8 +51,10 @@ static const struct bench_param params[] = {
 	{ "content", false, "legacy",
 	  "legacy | legacy-parse | ks | bpf-iter | bpf-iter-flush (see METHOD.md)" },
 	{ "fields", false, "all", "N fields selected (parse, ks, bpf-iter), or all" },
-	{ "reads", false, "100000", "queries per trial, split over the samples" },
-	{ "emit_values", false, "0", "1: also print each field's value as a counter value.<name>" },
+	{ "reads", false, "100000", "queries per trial, split over the samples; the spec sets it "
+					"per profile (not in the benchmark's grid)" },
+	{ "emit_values", false, "0", "1: also print each field's value as a counter "
+					  "value.<name> (not in the benchmark's grid)" },
 	{ NULL, false, NULL, NULL },
 };
 

@@ -76,7 +76,8 @@ static const struct bench_variant variants[] = {
 
 static const struct bench_param params[] = {
 	{ "size", true, NULL, "bytes per operation; a multiple of the page size" },
-	{ "offset", false, "0", "sources start this many bytes past a 2 MiB boundary" },
+	{ "offset", false, "0", "sources start this many bytes past a 2 MiB boundary "
+				  "(not in the benchmark's grid)" },
 	{ NULL, false, NULL, NULL },
 };
 

@@ -133,6 +133,10 @@ def _print_help() -> None:
     print("\nvariants:")
     for name, what in VARIANTS.items():
         print(f"  {name:14} {what}")
+    # Named like bench.h's usage, so the conformance test compares them with the spec.
+    print("params (--param NAME=VALUE):")
+    print(f"  {'duration_us':14} microseconds one call of the traced function busy-waits")
+    print(f"  {'calls':14} calls the app makes (the spec turns auto/N into a count)")
     sys.exit(0)
 
 
