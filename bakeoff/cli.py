@@ -1,4 +1,4 @@
-"""The command line: list, run, report, compare, doctor (and commands rooms add).
+"""The command line: list, run, report, compare, doctor, new (and commands rooms add).
 
 Each handler reads as a pipeline (parse -> validate -> run -> analyse -> export). Every
 problem the user can fix surfaces as UsageError and is printed by main() as one line,
@@ -586,6 +586,23 @@ def cmd_doctor(
     out_console.print(ft)
     for w in hostmod.noise_warnings(facts):
         out_console.print(Text("warning: ", style="yellow") + Text(w))
+
+
+@app.command("new")
+def cmd_new(
+    name: Annotated[str, typer.Argument(help="The benchmark's name, e.g. ipc-ping-pong; its "
+                                        "folder is benchmarks/ipc_ping_pong.")],
+    title: Annotated[str | None, typer.Option(help="One line for the report's heading.")] = None,
+) -> None:
+    """Write a room skeleton that builds, runs and passes the conformance test as it is."""
+    from bakeoff import scaffold  # only this command needs it
+
+    room = scaffold.new_room(name, title)
+    out_console.print(f"wrote {room}/: {', '.join(sorted(p.name for p in room.iterdir()))}",
+                      highlight=False, soft_wrap=True)
+    out_console.print(f"next: make -C {room.parent} && bakeoff run {name} --profile quick; "
+                      "docs/ADDING-A-BENCHMARK.md says what to change", highlight=False,
+                      soft_wrap=True)
 
 
 def _room_commands() -> dict[str, tuple[str, Callable[[list[str]], int]]]:
