@@ -243,6 +243,11 @@ class RunContext:
     # The cases this benchmark will run (set when its trials start; empty while planning),
     # so a session hook can start only what they need.
     cases: tuple[Case, ...] = ()
+    # The CPUs claimed for this benchmark's trials (Benchmark.cpus of them), the measured
+    # one first: the trial program is pinned to it; partner processes (a daemon, a consumer)
+    # belong on the others. Also in the trial's environment as BAKEOFF_TRIAL_CPUS=3,1.
+    # Empty when not pinned (one CPU, --no-pin) and while planning.
+    trial_cpus: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -259,6 +264,10 @@ class Benchmark:
     # The program, relative to the build directory; it speaks the program protocol.
     program: str
     requires: tuple[str, ...] = ()
+    # CPUs one trial needs: 1 for the measured program, plus one per partner process that
+    # must not share its CPU (a tracer's consumer, a ping-pong peer). The harness claims them
+    # and passes them as RunContext.trial_cpus and BAKEOFF_TRIAL_CPUS (docs/ARCHITECTURE.md).
+    cpus: int = 1
     legacy_csv: LegacyCsv | None = None
     # A case this machine cannot run (e.g. THP off) -> reason; the run records it as a skip.
     skip_case: Callable[[Case, RunContext], str | None] | None = None

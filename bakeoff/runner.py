@@ -137,8 +137,10 @@ def measure(
     earlier = earlier_seconds(earlier_runs, todo) if earlier_runs is not None and not quiet \
         else {}
     progress = RunProgress(todo, quiet, console, earlier)
-    cpu = cpus.claim(run.settings.pin)
+    # As many CPUs as the most demanding benchmark's trials need (Benchmark.cpus).
+    cpu = cpus.claim(run.settings.pin, max((p.benchmark.cpus for p in plans), default=1))
     run.host["pinning"] = {"measured_cpu": cpu.measured,
+                           "trial_cpus": list(cpu.cpus) or None,
                            "harness_cpus": sorted(cpu.harness) if cpu.harness else None}
     if cpu.warning and cpu.warning not in run.warnings:
         run.warnings.append(cpu.warning)
@@ -154,7 +156,7 @@ def measure(
         if cpu.harness:
             os.sched_setaffinity(0, cpu.harness)
         for plan in plans:
-            _Measurement(run, run_dir, plan, csv_out, ctx, cpu.measured, progress, budget).run()
+            _Measurement(run, run_dir, plan, csv_out, ctx, cpu, progress, budget).run()
         # A signal during the last benchmark's tear-down: every trial is measured, so the run
         # is complete; the caller stops at its next checkpoint, before the reports.
         run.status = "complete"
@@ -176,11 +178,13 @@ class _Measurement:
     """One benchmark's trials: warm-up rounds, then rounds until no case needs more."""
 
     def __init__(self, run: RunRecord, run_dir: Path, plan: BenchmarkPlan,
-                 csv_out: store.SamplesCsv, ctx: RunContext, cpu: int | None,
+                 csv_out: store.SamplesCsv, ctx: RunContext, claim: cpus.CpuClaim,
                  progress: RunProgress, budget: _Budget) -> None:
         self.record, self.run_dir, self.plan, self.csv_out = run, run_dir, plan, csv_out
-        self.ctx = dataclasses.replace(ctx, cases=tuple(plan.cases))
-        self.cpu, self.progress = cpu, progress
+        # The trial runs on the first; a session or the trial's partners use the others.
+        self.trial_cpus = claim.for_trial(plan.benchmark.cpus) if claim.cpus else ()
+        self.ctx = dataclasses.replace(ctx, cases=tuple(plan.cases), trial_cpus=self.trial_cpus)
+        self.progress = progress
         self.budget = budget
         self.program = ctx.build_dir / plan.benchmark.program
         self.launcher = registry.launcher()
@@ -295,8 +299,9 @@ class _Measurement:
         trial_plan = (bench.plan_trial(case, profile, self.ctx) if bench.plan_trial
                       else default_plan_trial(self.program, case, profile))
         started = store.utc_now()
-        result = run_program(trial_plan.argv, trial_plan.env, profile.timeout_s, self.cpu,
-                             self.launcher)
+        env = {**trial_plan.env, **cpus.trial_env(self.trial_cpus)}
+        result = run_program(trial_plan.argv, env, profile.timeout_s,
+                             self.trial_cpus[0] if self.trial_cpus else None, self.launcher)
         self.progress.finished(case, label, result)
         if interrupts.received() or result.status == "interrupted":
             # The trial in flight is incomplete: it is not recorded, so a resumed run

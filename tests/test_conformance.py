@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import IN_CI, saved_results
 
 from bakeoff import cleanup, registry
 from bakeoff.model import Benchmark
+from conftest import IN_CI, saved_results
 
 # The sweep below removes dead runs' things machine-wide: no other test of ours may run
 # beside it (conftest: the suite lock, held exclusively for this module).

@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from bakeoff import registry
+from bakeoff.model import Benchmark
 from conftest import REPO, assert_usage_error, run_bakeoff, saved_results
 from test_conformance import (
     check_bad_arguments,
@@ -22,9 +25,6 @@ from test_conformance import (
     check_quick_run,
     check_usage,
 )
-
-from bakeoff import registry
-from bakeoff.model import Benchmark
 
 # The conformance checks sweep dead runs' things machine-wide (see test_conformance.py).
 MACHINE_WIDE = True
