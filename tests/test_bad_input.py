@@ -21,9 +21,8 @@ from typing import Any
 
 import pytest
 
-from conftest import assert_usage_error, build_dir, cgroup_without_memory, run_bakeoff
-
 from bakeoff import registry
+from conftest import assert_usage_error, build_dir, cgroup_without_memory, run_bakeoff
 
 MREMAP = "mremap-vs-memcpy"
 TRACING = "tracing-overhead"
