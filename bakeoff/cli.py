@@ -453,8 +453,8 @@ def cmd_compare(
         raise UsageError("--fail-on-regression is a percentage of 0 or more, e.g. 5")
     before, after = store.load(old), store.load(new)
     with lazy.signals_held():  # imported only when comparing (bakeoff/lazy.py says why)
-        from bakeoff.compare import compare_runs
         from bakeoff.report.compare import print_comparison, render_comparison_markdown
+        from bakeoff.run_comparison import compare_runs
 
     cmp = compare_runs(before, after, threshold / 100)
     if not cmp.changes:

@@ -212,7 +212,7 @@ def test_what_loads_can_be_reported_and_compared(data: st.DataObject) -> None:
     """`bakeoff report` and `compare` never crash on a directory the loader accepted: what
     the loader lets through, the analysis can take (else the loader must refuse it)."""
     from bakeoff.analysis import analyze
-    from bakeoff.compare import compare_runs
+    from bakeoff.run_comparison import compare_runs
 
     with tempfile.TemporaryDirectory() as d:
         Path(d, "results.json").write_text(json.dumps(_damaged_doc(data)))
