@@ -14,8 +14,9 @@ from test_store import make_run
 
 from bakeoff import registry, store
 from bakeoff.errors import UsageError
-from bakeoff.model import Param, parse_bytes
+from bakeoff.model import Param
 from bakeoff.plan import parse_param_overrides
+from bakeoff.units import parse_bytes
 
 SCALES = {"": 1, "B": 1, "K": 1024, "KiB": 1024, "M": 1024**2, "MiB": 1024**2, "GiB": 1024**3}
 
