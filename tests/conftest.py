@@ -36,7 +36,11 @@ def _live_run(args: Any) -> str | None:
     for i, arg in enumerate(argv[:-1]):
         if (arg == "bakeoff" or arg.endswith("/bakeoff")) and argv[i + 1] in LIVE_COMMANDS:
             return f"bakeoff {argv[i + 1]}"
-    built_programs = [a for a in argv if a.startswith(str(REPO / "build") + "/")]
+    # bakeoff-launch is the harness's, not a room's: what it starts decides (a fixture
+    # room's script is not a live benchmark).
+    launcher = str(REPO / "build" / "common" / "bakeoff-launch")
+    built_programs = [a for a in argv if a.startswith(str(REPO / "build") + "/")
+                      and a != launcher]
     return f"the built program {built_programs[0]}" if built_programs else None
 
 
