@@ -4,8 +4,8 @@ before the next round starts, the order within a round comes from the recorded s
 warm-up rounds run first and are never recorded.
 
 The fixture room `order` (tests/fixtures/rooms/order): 3 variants x 2 values of n, 2
-warm-up rounds, 4 measured rounds; its program (a shell script: it starts dozens of times) appends "<variant> <n>" to
-$ORDER_LOG.
+warm-up rounds, 4 measured rounds; its program, a shell script since it starts dozens of
+times, appends "<variant> <n>" to $ORDER_LOG.
 """
 
 from __future__ import annotations
