@@ -43,7 +43,7 @@ err_console = Console(stderr=True, width=None if Console(stderr=True).is_termina
 
 
 def _context(build_dir: Path, scratch: Path, caps: dict[str, hostmod.Capability],
-             facts: dict[str, Any]) -> RunContext:
+             facts: hostmod.HostFacts) -> RunContext:
     return RunContext(build_dir=build_dir, scratch_dir=scratch,
                       capabilities={k: c.available for k, c in caps.items()}, host=facts)
 
@@ -206,7 +206,7 @@ def _resume(run_dir: Path, quiet: bool) -> tuple[RunRecord, Path]:
     caps = hostmod.capabilities()
     scratch = Path(tempfile.mkdtemp(prefix=f"bakeoff-{os.getpid()}-"))
     try:
-        ctx = _context(build_dir, scratch, caps, run.host)
+        ctx = _context(build_dir, scratch, caps, hostmod.HostFacts.from_json(run.host))
         param_names = list(dict.fromkeys(p.name for pl in plans for p in pl.benchmark.params))
         store.rewrite_samples_csv(run, run_dir, param_names)
         run.status = "running"
@@ -581,7 +581,7 @@ def cmd_doctor(
     out_console.print(table)
     facts = hostmod.facts(registry.build_dir())
     ft = Table("host fact", "value")
-    for k, v in facts.items():
+    for k, v in facts.to_json().items():
         ft.add_row(k, str(v))
     out_console.print(ft)
     for w in hostmod.noise_warnings(facts):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from bakeoff import units
 from bakeoff.errors import UsageError
@@ -24,6 +24,9 @@ from bakeoff.errors import UsageError
 # Re-exported: rooms' specs import these from here (bakeoff/units.py owns them).
 from bakeoff.units import format_bytes as format_bytes
 from bakeoff.units import parse_bytes as parse_bytes
+
+if TYPE_CHECKING:
+    from bakeoff.host import HostFacts
 
 ParamValue = int | float | str
 ParamKind = Literal["bytes", "int", "float", "str"]
@@ -203,7 +206,7 @@ class RunContext:
     build_dir: Path
     scratch_dir: Path
     capabilities: Mapping[str, bool]
-    host: Mapping[str, Any]
+    host: HostFacts
     # The cases this benchmark will run (set when its trials start; empty while planning),
     # so a session hook can start only what they need.
     cases: tuple[Case, ...] = ()

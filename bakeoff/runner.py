@@ -70,7 +70,7 @@ def _trial_label(case: Case, round_no: int | None) -> str:
 def new_run(
     plans: Sequence[BenchmarkPlan],
     opts: RunOptions,
-    facts: dict[str, object],
+    facts: hostmod.HostFacts,
     console: Console,
 ) -> tuple[RunRecord, Path]:
     """Create the results directory and the run's record, saved before any trial runs."""
@@ -78,7 +78,7 @@ def new_run(
         opts.out, "-".join(p.benchmark.name for p in plans) or "empty", opts.results_root)
     seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31)
     # "pinning" is added when measuring starts and the run claims its CPU (bakeoff.cpus).
-    host = {**facts, "trial_rusage": ("the trial's own (bakeoff-launch)" if registry.launcher() else
+    host = {**facts.to_json(), "trial_rusage": ("the trial's own (bakeoff-launch)" if registry.launcher() else
                              "includes the harness's copied memory: bakeoff-launch not built")}
     infos = {}
     for p in plans:
@@ -90,7 +90,7 @@ def new_run(
     run = RunRecord(
         schema_version=store.SCHEMA_VERSION, run_id=run_dir.name, status="running",
         started_at=store.utc_now(), finished_at=None, argv=opts.argv, profile=opts.profile,
-        seed=seed, host=host, warnings=hostmod.noise_warnings(host), benchmarks=infos,
+        seed=seed, host=host, warnings=hostmod.noise_warnings(facts), benchmarks=infos,
         cases=[c for p in plans for c in p.cases], skips=[s for p in plans for s in p.skips],
         trials=[], settings=opts.settings,
     )

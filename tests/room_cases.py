@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from bakeoff import registry
-from bakeoff.host import capabilities
+from bakeoff.host import capabilities, facts
 from bakeoff.model import Benchmark, Case, RunContext
 
 ROOMS: dict[str, Benchmark] = registry.discover()
@@ -29,7 +29,7 @@ def cheapest_args(bench: Benchmark) -> tuple[str, ...]:
     quick = bench.profiles["quick"]
     caps = capabilities()
     ctx = RunContext(build_dir=registry.build_dir(), scratch_dir=Path(tempfile.gettempdir()),
-                     capabilities={k: c.available for k, c in caps.items()}, host={})
+                     capabilities={k: c.available for k, c in caps.items()}, host=facts())
     runnable = [v for v in bench.variants if not v.baseline
                 and all(caps[r].available for r in (*bench.requires, *v.requires))]
     for variant in [*runnable, bench.baseline]:

@@ -45,7 +45,8 @@ class Measured:
 
 def _measure(bench: Benchmark, tmp: Path, seed: int) -> Measured:
     log = tmp / "order.log"
-    ctx = RunContext(build_dir=BUILD, scratch_dir=tmp, capabilities={}, host={})
+    facts = host.facts()
+    ctx = RunContext(build_dir=BUILD, scratch_dir=tmp, capabilities={}, host=facts)
     plan = plan_benchmark(bench, "quick", [], {}, None, None, {}, ctx)
     quiet = Console(quiet=True)
     opts = RunOptions(out=tmp / "run", results_root=tmp, build_dir=BUILD, seed=seed,
@@ -57,7 +58,7 @@ def _measure(bench: Benchmark, tmp: Path, seed: int) -> Measured:
     try:
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("ORDER_LOG", str(log))
-            run, run_dir = new_run([plan], opts, host.facts(), quiet)
+            run, run_dir = new_run([plan], opts, facts, quiet)
             measure(run, run_dir, [plan], quiet, ctx, quiet=True)
     finally:
         for s, handler in saved.items():
