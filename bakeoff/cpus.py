@@ -28,6 +28,7 @@ class CpuClaim:
     cpus: tuple[int, ...]
     harness: set[int] | None
     warning: str | None = None
+    owned: tuple[int, ...] = ()  # the CPUs among them this run holds the lock of
     _fds: list[int] = field(default_factory=list, repr=False)
 
     @property
@@ -90,7 +91,8 @@ def claim(pin: bool, count: int = 1) -> CpuClaim:
     # (when every one is claimed) or, with too few CPUs, the harness's.
     shared = [c for c in reversed(cpus) if c not in owned][:count - len(owned)]
     harness = set(cpus) - set(owned) if owned else set(cpus[:-1])
-    return CpuClaim((*owned, *shared), harness, _warning(count, owned, shared, cpus), fds)
+    return CpuClaim((*owned, *shared), harness, _warning(count, owned, shared, cpus),
+                    tuple(owned), fds)
 
 
 def _warning(count: int, owned: list[int], shared: list[int], cpus: list[int]) -> str | None:
