@@ -9,7 +9,9 @@ the case applies (a spelled-out case that cannot apply exits 2, bakeoff/plan.py)
 from __future__ import annotations
 
 import itertools
+import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from bakeoff import registry
@@ -17,6 +19,14 @@ from bakeoff.host import capabilities, facts
 from bakeoff.model import Benchmark, Case, RunContext
 
 ROOMS: dict[str, Benchmark] = registry.discover()
+
+
+def check_tuned(suite: str, names: Iterable[str]) -> None:
+    """A room renamed or removed would lose its tuned case silently (the suite would give
+    the new name the generic one): with the repository's rooms, every tuned name exists."""
+    stale = set(names) - set(ROOMS)
+    if stale and "BAKEOFF_BENCHMARKS_DIR" not in os.environ:
+        raise AssertionError(f"{suite} tunes {sorted(stale)}, which no room declares")
 
 
 def _applies(bench: Benchmark, case: Case, ctx: RunContext) -> bool:

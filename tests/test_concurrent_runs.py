@@ -43,7 +43,7 @@ from live_runs import (
 )
 
 from conftest import REPO
-from room_cases import ROOMS, cheapest_args
+from room_cases import ROOMS, cheapest_args, check_tuned
 
 # Its leftover checks look at the whole machine (tests/conftest.py: SUITE_LOCK).
 MACHINE_WIDE = True
@@ -146,6 +146,7 @@ TUNED = {
 # milliseconds (bakeoff new's skeleton) measures for too short a time with 2 for the two
 # runs to be seen measuring at one moment.
 GENERIC_TRIALS = 20
+check_tuned("test_concurrent_runs", TUNED)
 PAIRS = {name: TUNED.get(name) or Pair(["--profile", "quick", *cheapest_args(bench),
                                         "--trials", str(GENERIC_TRIALS)], GENERIC_TRIALS,
                                        ("tmp",), _measured)

@@ -50,7 +50,7 @@ import pytest
 
 from bakeoff import store
 from conftest import IN_CI, REPO
-from room_cases import ROOMS, cheapest_args
+from room_cases import ROOMS, cheapest_args, check_tuned
 
 SEED = int(os.environ.get("BAKEOFF_FI_SEED", "20261122"))
 PER_SIGNAL = int(os.environ.get("BAKEOFF_FI_PER_SIGNAL", "7"))
@@ -105,6 +105,7 @@ TUNED = (
          late=("--variant", "reopen", "--param", "content=bpf-iter", "--param", "fields=3")),
 )
 # Every discovered room: its tuned grid above, or its cheapest case of the quick profile.
+check_tuned("test_fault_injection", (g.name for g in TUNED))
 GRIDS = tuple(next((g for g in TUNED if g.name == name), None)
               or Grid(name, (*cheapest_args(bench), "--trials", "2"))
               for name, bench in ROOMS.items())
