@@ -88,7 +88,8 @@ LOCK_PER_TEST = INDEPENDENT_MODULES | {"test_fleet.py"}
 # Modules whose costly session fixture is the same run (every room's quick profile): one
 # worker runs them all, so the run is made once.
 SHARED_FIXTURE_GROUPS = {"test_findings.py": "all-rooms", "test_report_browser.py": "all-rooms",
-                         "test_conformance.py": "all-rooms"}
+                         "test_conformance.py": "all-rooms",
+                         "test_conformance_sweep.py": "all-rooms"}
 
 
 # Some modules check the machine as a whole after a run: no lttng-sessiond, uprobe, BPF program

@@ -9,7 +9,8 @@ BAKEOFF_BENCHMARKS_DIR):
 - a quick run measures every variant the spec declares, each trial printing only valid
   protocol lines (the harness parses them with bakeoff.protocol and fails a trial on any
   bad line) of declared metrics;
-- after that clean run the room's sweep, and the harness's, find nothing left.
+- after that clean run the room's sweep, and the harness's, find nothing left
+  (test_conformance_sweep.py: a sweep is machine-wide, so that module runs alone).
 
 The live run is the one the report tests share (conftest `all_rooms_quick_run`), so this
 module adds only the programs' own start-ups to the suite.
@@ -30,10 +31,6 @@ import pytest
 from bakeoff import cleanup, registry
 from bakeoff.model import Benchmark
 from conftest import IN_CI, saved_results
-
-# The sweep below removes dead runs' things machine-wide: no other test of ours may run
-# beside it (conftest: the suite lock, held exclusively for this module).
-MACHINE_WIDE = True
 
 ROOMS: dict[str, Benchmark] = registry.discover()
 NOT_IN_GRID = "(not in the benchmark's grid)"
@@ -215,7 +212,3 @@ def test_bad_arguments_exit_2_with_one_line(room: str, build: Path) -> None:
 def test_a_quick_run_measures_every_variant(room: str, quick_run: dict[str, Any]) -> None:
     check_quick_run(ROOMS[room], quick_run)
 
-
-@pytest.mark.parametrize("room", list(ROOMS))
-def test_nothing_is_left_to_sweep_after_a_clean_run(room: str, quick_run: dict[str, Any]) -> None:
-    check_nothing_to_sweep(ROOMS[room], quick_run)
