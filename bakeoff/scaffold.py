@@ -60,7 +60,7 @@ def _files(name: str, title: str) -> dict[str, str]:
 def new_room(name: str, title: str | None = None) -> Path:
     """Writes benchmarks/<room>/ (or under BAKEOFF_BENCHMARKS_DIR) and returns it."""
     check_name(name)
-    title = " ".join((title or f"{name}: a new benchmark").split())
+    title = " ".join((f"{name}: a new benchmark" if title is None else title).split())
     if not title:
         raise UsageError("--title is empty; give one line, e.g. --title 'Pipe vs socketpair'")
     rooms = registry.benchmarks_dir()

@@ -141,6 +141,13 @@ def test_bad_names_exit_2(new_room: NewRoom, name: str, problem: str) -> None:
     assert sorted(p.name for p in new_room.rooms.iterdir()) == before
 
 
+def test_an_empty_title_is_refused(new_room: NewRoom) -> None:
+    before = sorted(p.name for p in new_room.rooms.iterdir())
+    assert_usage_error(run_bakeoff("new", "other-room", "--title", " ", env=new_room.env),
+                       "--title is empty", fix="give one line")
+    assert sorted(p.name for p in new_room.rooms.iterdir()) == before
+
+
 def test_new_refuses_a_missing_benchmarks_folder(tmp_path: Path) -> None:
     assert_usage_error(run_bakeoff("new", NAME, env={
         "BAKEOFF_BENCHMARKS_DIR": str(tmp_path / "nowhere")}), "is not a folder of rooms",
