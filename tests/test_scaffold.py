@@ -91,10 +91,12 @@ def test_new_writes_the_room(new_room: NewRoom) -> None:
     assert f"wrote {room}/" in new_room.new.stdout
 
 
+@pytest.mark.slow
 def test_the_skeleton_builds(built_room: NewRoom) -> None:
     assert (built_room.build / "ipc_ping_pong" / "ipc_ping_pong_bench").is_file()
 
 
+@pytest.mark.slow
 def test_the_skeleton_passes_the_conformance_checks(
         built_room: NewRoom, bench: Benchmark, quick_run: dict[str, Any]) -> None:
     check_usage(bench, built_room.build)
@@ -103,6 +105,7 @@ def test_the_skeleton_passes_the_conformance_checks(
     check_nothing_to_sweep(bench, quick_run)
 
 
+@pytest.mark.slow
 def test_the_skeleton_measures_its_quick_profile(bench: Benchmark,
                                                  quick_run: dict[str, Any]) -> None:
     quick = bench.profiles["quick"]
