@@ -21,7 +21,7 @@ MIN_TRIALS_FOR_VERDICT = 5
 
 
 @dataclass
-class Comparison:
+class BaselineComparison:
     """A non-baseline case against the baseline case with the same params."""
 
     ratio: stats.Ratio  # median(variant) / median(baseline), 95% CI, rank-test p
@@ -37,7 +37,7 @@ class CaseResult:
     metric: str
     unit: str
     summary: stats.Summary | None  # None when no trial of the case succeeded
-    comparison: Comparison | None  # None for the baseline itself, or with no baseline data
+    comparison: BaselineComparison | None  # None for the baseline itself, or with no baseline data
     n_failed: int
     failures: list[str]
     outliers: stats.Outliers | None = None
@@ -193,7 +193,7 @@ def _decide(
         adjusted = stats.holm([ratio.p_boot for _, ratio, _, _ in members])
         for (result, ratio, shift, delta), p_holm in zip(members, adjusted, strict=True):
             lower = bool(info.metric(result.metric)["lower_is_better"])
-            result.comparison = Comparison(
+            result.comparison = BaselineComparison(
                 ratio=ratio, p_holm=p_holm, shift=shift, cliffs_delta=delta,
                 verdict=stats.verdict(ratio, p_holm, lower, threshold))
 

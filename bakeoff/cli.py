@@ -1,4 +1,4 @@
-"""The command line: list, run, report, compare, doctor (and commands rooms add).
+"""The command line: list, run, report, compare, doctor, new (and commands rooms add).
 
 Each handler reads as a pipeline (parse -> validate -> run -> analyse -> export). Every
 problem the user can fix surfaces as UsageError and is printed by main() as one line,
@@ -43,7 +43,7 @@ err_console = Console(stderr=True, width=None if Console(stderr=True).is_termina
 
 
 def _context(build_dir: Path, scratch: Path, caps: dict[str, hostmod.Capability],
-             facts: dict[str, Any]) -> RunContext:
+             facts: hostmod.HostFacts) -> RunContext:
     return RunContext(build_dir=build_dir, scratch_dir=scratch,
                       capabilities={k: c.available for k, c in caps.items()}, host=facts)
 
@@ -206,7 +206,7 @@ def _resume(run_dir: Path, quiet: bool) -> tuple[RunRecord, Path]:
     caps = hostmod.capabilities()
     scratch = Path(tempfile.mkdtemp(prefix=f"bakeoff-{os.getpid()}-"))
     try:
-        ctx = _context(build_dir, scratch, caps, run.host)
+        ctx = _context(build_dir, scratch, caps, hostmod.HostFacts.from_json(run.host))
         param_names = list(dict.fromkeys(p.name for pl in plans for p in pl.benchmark.params))
         store.rewrite_samples_csv(run, run_dir, param_names)
         run.status = "running"
@@ -453,8 +453,8 @@ def cmd_compare(
         raise UsageError("--fail-on-regression is a percentage of 0 or more, e.g. 5")
     before, after = store.load(old), store.load(new)
     with lazy.signals_held():  # imported only when comparing (bakeoff/lazy.py says why)
-        from bakeoff.compare import compare_runs
         from bakeoff.report.compare import print_comparison, render_comparison_markdown
+        from bakeoff.run_comparison import compare_runs
 
     cmp = compare_runs(before, after, threshold / 100)
     if not cmp.changes:
@@ -581,11 +581,28 @@ def cmd_doctor(
     out_console.print(table)
     facts = hostmod.facts(registry.build_dir())
     ft = Table("host fact", "value")
-    for k, v in facts.items():
+    for k, v in facts.to_json().items():
         ft.add_row(k, str(v))
     out_console.print(ft)
     for w in hostmod.noise_warnings(facts):
         out_console.print(Text("warning: ", style="yellow") + Text(w))
+
+
+@app.command("new")
+def cmd_new(
+    name: Annotated[str, typer.Argument(help="The benchmark's name, e.g. ipc-ping-pong; its "
+                                        "folder is benchmarks/ipc_ping_pong.")],
+    title: Annotated[str | None, typer.Option(help="One line for the report's heading.")] = None,
+) -> None:
+    """Write a room skeleton that builds, runs and passes the conformance test as it is."""
+    from bakeoff import scaffold  # only this command needs it
+
+    room = scaffold.new_room(name, title)
+    out_console.print(f"wrote {room}/: {', '.join(sorted(p.name for p in room.iterdir()))}",
+                      highlight=False, soft_wrap=True)
+    out_console.print(f"next: make -C {room.parent} && bakeoff run {name} --profile quick; "
+                      "docs/ADDING-A-BENCHMARK.md says what to change", highlight=False,
+                      soft_wrap=True)
 
 
 def _room_commands() -> dict[str, tuple[str, Callable[[list[str]], int]]]:

@@ -8,6 +8,7 @@ Nothing here changes the machine.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno
 import gzip
 import hashlib
@@ -19,8 +20,8 @@ import socket
 import struct
 import subprocess
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -244,46 +245,95 @@ def busy_processes(window_s: float = 0.25, threshold: float = 0.10) -> list[str]
     return sorted(busy)
 
 
-def facts(build_dir: Path | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class HostFacts:
+    """The machine facts a run records (results.json "host"), read by name, not by string key:
+    by the noise warnings, the rooms' checks (RunContext.host) and the reports. The defaults
+    are what an older record that lacks a fact reads as."""
+
+    hostname: str = "unknown"
+    kernel: str = "unknown"
+    kernel_build: str = ""
+    arch: str = ""
+    os: str = "unknown"
+    cpu_model: str = "unknown"
+    cpus_online: str = ""
+    cores: int = 1
+    smt_active: str = "not exposed"
+    clocksource: str = "unknown"
+    thp: str = "absent"
+    governor: str = "not exposed"
+    turbo: str = "not exposed"
+    virtualisation: str = "none"
+    container: str = "none"
+    aslr: str = "unknown"
+    bpf_jit: str = "unknown"
+    loadavg_1m: float = 0.0
+    mem_total_kib: int = 0
+    mem_available_kib: int = 0  # 0: unknown (a check then assumes enough)
+    page_size: int = 4096
+    python: str = ""
+    timer: dict[str, Any] = field(default_factory=dict)
+    perf_counters: bool | None = None
+    busy_processes: list[str] = field(default_factory=list)
+    microcode: str = "not exposed"
+    smt_control: str = "not exposed"
+    thp_defrag: str = "absent"
+    mitigations: dict[str, str] = field(default_factory=dict)
+    sysctls: dict[str, str] = field(default_factory=dict)
+    kernel_config: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, recorded: Mapping[str, Any]) -> HostFacts:
+        """The facts of a record: keys it does not know (pinning, trial_rusage, a newer
+        bakeoff's) are left to the record; facts it lacks take the defaults."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in recorded.items() if k in names})
+
+
+def facts(build_dir: Path | None = None) -> HostFacts:
     """Machine facts recorded with every run. No absolute paths: results travel between hosts."""
     uname = os.uname()
     governor = _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "not exposed")
     online = _read("/sys/devices/system/cpu/online")
     smt = _read("/sys/devices/system/cpu/smt/active", "")
-    return {
-        "hostname": socket.gethostname(),
-        "kernel": uname.release,
-        "kernel_build": uname.version,
-        "arch": uname.machine,
-        "os": next((ln.split("=", 1)[1].strip('"') for ln in _read("/etc/os-release").splitlines()
-                    if ln.startswith("PRETTY_NAME=")), "unknown"),
-        "cpu_model": _cpu_model(),
-        "cpus_online": online,
-        "cores": os.cpu_count() or 1,
-        "smt_active": {"1": "yes", "0": "no"}.get(smt, "not exposed"),
-        "clocksource": _read("/sys/devices/system/clocksource/clocksource0/current_clocksource", "unknown"),
-        "thp": _bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled", "absent")),
-        "governor": governor,
-        "turbo": _turbo(),
-        "virtualisation": _virtualisation(),
-        "container": _detect_virt("--container") or "none",
-        "aslr": _read("/proc/sys/kernel/randomize_va_space", "unknown"),
-        "bpf_jit": _read("/proc/sys/net/core/bpf_jit_enable", "unknown"),
-        "loadavg_1m": os.getloadavg()[0],
-        "mem_total_kib": _meminfo_kib("MemTotal"),
-        "mem_available_kib": _meminfo_kib("MemAvailable"),
-        "page_size": os.sysconf("SC_PAGE_SIZE"),
-        "python": platform.python_version(),
-        "timer": _timer_probe(build_dir),
-        "perf_counters": _probe_perf_counters().available,
-        "busy_processes": busy_processes(),
-        "microcode": _microcode(),
-        "smt_control": _read("/sys/devices/system/cpu/smt/control", "not exposed"),
-        "thp_defrag": _bracketed(_read("/sys/kernel/mm/transparent_hugepage/defrag", "absent")),
-        "mitigations": _mitigations(),
-        "sysctls": sysctls(),
-        "kernel_config": kernel_config(),
-    }
+    return HostFacts(
+        hostname=socket.gethostname(),
+        kernel=uname.release,
+        kernel_build=uname.version,
+        arch=uname.machine,
+        os=next((ln.split("=", 1)[1].strip('"') for ln in _read("/etc/os-release").splitlines()
+                 if ln.startswith("PRETTY_NAME=")), "unknown"),
+        cpu_model=_cpu_model(),
+        cpus_online=online,
+        cores=os.cpu_count() or 1,
+        smt_active={"1": "yes", "0": "no"}.get(smt, "not exposed"),
+        clocksource=_read("/sys/devices/system/clocksource/clocksource0/current_clocksource", "unknown"),
+        thp=_bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled", "absent")),
+        governor=governor,
+        turbo=_turbo(),
+        virtualisation=_virtualisation(),
+        container=_detect_virt("--container") or "none",
+        aslr=_read("/proc/sys/kernel/randomize_va_space", "unknown"),
+        bpf_jit=_read("/proc/sys/net/core/bpf_jit_enable", "unknown"),
+        loadavg_1m=os.getloadavg()[0],
+        mem_total_kib=_meminfo_kib("MemTotal"),
+        mem_available_kib=_meminfo_kib("MemAvailable"),
+        page_size=os.sysconf("SC_PAGE_SIZE"),
+        python=platform.python_version(),
+        timer=_timer_probe(build_dir),
+        perf_counters=_probe_perf_counters().available,
+        busy_processes=busy_processes(),
+        microcode=_microcode(),
+        smt_control=_read("/sys/devices/system/cpu/smt/control", "not exposed"),
+        thp_defrag=_bracketed(_read("/sys/kernel/mm/transparent_hugepage/defrag", "absent")),
+        mitigations=_mitigations(),
+        sysctls=sysctls(),
+        kernel_config=kernel_config(),
+    )
 
 
 # Kernel options that change what these mechanisms cost (preemption, timer tick, BPF JIT,
@@ -352,43 +402,42 @@ def sysctls() -> dict[str, str]:
     return {name: _read("/proc/sys/" + name.replace(".", "/"), "absent") for name in SYSCTLS}
 
 
-def noise_warnings(host: dict[str, Any]) -> list[str]:
+def noise_warnings(host: HostFacts) -> list[str]:
     """Conditions that make numbers noisy. Printed with every run, never hidden."""
     out: list[str] = []
-    cores = int(host.get("cores", 1))
-    load = float(host.get("loadavg_1m", 0.0))
+    cores, load = host.cores, host.loadavg_1m
     if load > 0.5 * cores:
         out.append(f"load average {load:.2f} is above 0.5 per core ({cores} cores): "
                    "other work is competing; close it or expect wider intervals")
-    if host.get("virtualisation") not in ("none", None):
-        out.append(f"virtualised ({host['virtualisation']}): steal time and exits add noise; "
+    if host.virtualisation != "none":
+        out.append(f"virtualised ({host.virtualisation}): steal time and exits add noise; "
                    "compare ratios within one run, not absolute times across runs")
-    if host.get("clocksource") not in ("tsc", "arch_sys_counter"):
-        out.append(f"clocksource is {host.get('clocksource')}: clock reads are slow or coarse")
-    if host.get("governor") not in ("performance", "not exposed"):
-        out.append(f"CPU governor is {host['governor']}: frequency scaling adds noise "
+    if host.clocksource not in ("tsc", "arch_sys_counter"):
+        out.append(f"clocksource is {host.clocksource}: clock reads are slow or coarse")
+    if host.governor not in ("performance", "not exposed"):
+        out.append(f"CPU governor is {host.governor}: frequency scaling adds noise "
                    "(cpupower frequency-set -g performance)")
     if cores < 2:
         out.append("one CPU: the measured program shares it with the harness")
-    if host.get("turbo") == "on":
+    if host.turbo == "on":
         out.append("turbo boost is on: the clock speed follows temperature and load "
                    "(echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo)")
-    if host.get("smt_active") == "yes":
+    if host.smt_active == "yes":
         out.append("SMT is on: a sibling hyperthread shares the measured core's resources")
-    if host.get("thp") == "always":
+    if host.thp == "always":
         out.append("THP is 'always': khugepaged may collapse pages during a trial "
                    "(echo madvise > /sys/kernel/mm/transparent_hugepage/enabled)")
-    if host.get("aslr") not in ("0", None, "unknown"):
+    if host.aslr not in ("0", "unknown"):
         out.append("ASLR is on: every trial gets a different address layout; the spread "
                    "across trials includes that (echo 0 > /proc/sys/kernel/randomize_va_space "
                    "to remove it)")
-    if host.get("bpf_jit") == "0":
+    if host.bpf_jit == "0":
         out.append("the BPF JIT is off: BPF programs run interpreted "
                    "(echo 1 > /proc/sys/net/core/bpf_jit_enable)")
-    if host.get("perf_counters") is False:
+    if host.perf_counters is False:
         out.append("no hardware perf counters: times come from clock_gettime/rdtsc, "
                    "cycle counts are not available")
-    busy = host.get("busy_processes") or []
+    busy = host.busy_processes
     if busy:
         out.append(f"other busy processes: {', '.join(busy[:5])}"
                    + (f" and {len(busy) - 5} more" if len(busy) > 5 else ""))

@@ -15,56 +15,23 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from bakeoff import units
 from bakeoff.errors import UsageError
+
+# Re-exported: rooms' specs import these from here (bakeoff/units.py owns them).
+from bakeoff.units import format_bytes as format_bytes
+from bakeoff.units import parse_bytes as parse_bytes
+
+if TYPE_CHECKING:
+    from bakeoff.host import HostFacts
 
 ParamValue = int | float | str
 ParamKind = Literal["bytes", "int", "float", "str"]
 
-_SIZE_SUFFIXES = {
-    "": 1, "b": 1,
-    "k": 1024, "kb": 1024, "kib": 1024,
-    "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
-    "g": 1024**3, "gb": 1024**3, "gib": 1024**3,
-    "t": 1024**4, "tb": 1024**4, "tib": 1024**4,
-}
-# ASCII digits only (\d would take any script's digits); whitespace, ASCII or not, is trimmed.
-_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
 _INT_RE = re.compile(r"^\s*[-+]?[0-9]+\s*$")
-# More digits than any count or size can use (2^64 has 20); also keeps Python's own limit on
-# converting long digit strings (4300) out of the way.
-_MAX_DIGITS = 30
-
-
-def _shown(text: str) -> str:
-    """A value as an error quotes it: a 5000-character paste is cut, not echoed whole."""
-    return repr(text if len(text) <= 40 else text[:37] + "...")
-
-
-def parse_bytes(text: str) -> int:
-    """'4096', '4KiB', '16M', '1.5GiB' -> bytes. Binary units: 1 KiB = 1024 B. Exact: no
-    float in between, so 2^53 + 1 stays itself and 400 nines are an error, not infinity."""
-    m = _SIZE_RE.match(text)
-    if not m or m.group(2).lower() not in _SIZE_SUFFIXES:
-        raise ValueError(f"{_shown(text)} is not a size; use e.g. 4096, 4KiB, 16MiB")
-    if len(m.group(1)) > _MAX_DIGITS:
-        raise ValueError(f"{_shown(text)} is far too large a size; use e.g. 4096, 4KiB, 16MiB")
-    value = Fraction(m.group(1)) * _SIZE_SUFFIXES[m.group(2).lower()]
-    if value.denominator != 1:
-        raise ValueError(f"{_shown(text)} is not a whole number of bytes; use e.g. 1536 or 1.5KiB")
-    return int(value)
-
-
-def format_bytes(n: float) -> str:
-    """4096 -> '4 KiB', 1536 -> '1.5 KiB', 100 -> '100 B'."""
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if abs(n) >= scale:
-            v = n / scale
-            return f"{v:g} {unit}" if v == int(v) else f"{v:.3g} {unit}"
-    return f"{n:g} B"
 
 
 @dataclass(frozen=True)
@@ -85,16 +52,16 @@ class Param:
             if self.kind == "bytes":
                 value = parse_bytes(text)
             elif self.kind == "int":
-                if not _INT_RE.match(text) or len(text.strip()) > _MAX_DIGITS:
-                    raise ValueError(f"{_shown(text)} is not a whole number; give e.g. 100")
+                if not _INT_RE.match(text) or len(text.strip()) > units.MAX_DIGITS:
+                    raise ValueError(f"{units.shown(text)} is not a whole number; give e.g. 100")
                 value = int(text.strip())
             elif self.kind == "float":
                 try:
                     value = float(text.strip())
                 except ValueError:
-                    raise ValueError(f"{_shown(text)} is not a number; give e.g. 0.5") from None
+                    raise ValueError(f"{units.shown(text)} is not a number; give e.g. 0.5") from None
                 if not math.isfinite(value):
-                    raise ValueError(f"{_shown(text)} is not a finite number; give e.g. 0.5")
+                    raise ValueError(f"{units.shown(text)} is not a finite number; give e.g. 0.5")
             else:
                 value = text.strip()
                 if not value:
@@ -247,13 +214,14 @@ class RunContext:
     build_dir: Path
     scratch_dir: Path
     capabilities: Mapping[str, bool]
-    host: Mapping[str, Any]
+    host: HostFacts
     # The cases this benchmark will run (set when its trials start; empty while planning),
     # so a session hook can start only what they need.
     cases: tuple[Case, ...] = ()
-    # The CPUs claimed for this benchmark's trials (Benchmark.cpus of them): the first is the
-    # measured one the trial is pinned to, the rest are for its partner processes (a daemon,
-    # a consumer). Empty when nothing is pinned (one CPU, --no-pin).
+    # The CPUs claimed for this benchmark's trials (Benchmark.cpus of them), the measured
+    # one first: the trial program is pinned to it; partner processes (a daemon, a consumer)
+    # belong on the others. Also in the trial's environment as BAKEOFF_TRIAL_CPUS=3,1.
+    # Empty when not pinned (one CPU, --no-pin) and while planning.
     trial_cpus: tuple[int, ...] = ()
 
 
@@ -271,15 +239,16 @@ class Benchmark:
     # The program, relative to the build directory; it speaks the program protocol.
     program: str
     requires: tuple[str, ...] = ()
+    # CPUs one trial needs: 1 for the measured program, plus one per partner process that
+    # must not share its CPU (a tracer's consumer, a ping-pong peer). The harness claims them
+    # and passes them as RunContext.trial_cpus and BAKEOFF_TRIAL_CPUS (docs/ARCHITECTURE.md).
+    cpus: int = 1
     legacy_csv: LegacyCsv | None = None
     # A case this machine cannot run (e.g. THP off) -> reason; the run records it as a skip.
     skip_case: Callable[[Case, RunContext], str | None] | None = None
     # A case the user asked for that cannot work anywhere like this (e.g. too large for
     # memory) -> one sentence naming the fix; the run stops before measuring, exit 2.
     check_case: Callable[[Case, RunContext], str | None] | None = None
-    # How many CPUs one trial needs: the measured one, plus one per partner process that
-    # must not share it (a tracing daemon, a consumer). See RunContext.trial_cpus.
-    cpus: int = 1
     # Run-wide set-up and tear-down (a tracing daemon, a cgroup); entered once per benchmark
     # per run. What it yields is the session's state, handed to every prepare_trial (None
     # when the benchmark has no session).

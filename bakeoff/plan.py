@@ -91,6 +91,8 @@ def plan_benchmark(
     if bench.baseline not in wanted:
         wanted.insert(0, bench.baseline)
     values = _param_values(bench, profile, overrides)
+    # Every value typed: the user asked for exactly these cases of the variants they named.
+    all_typed = all(p.name in overrides for p in bench.params)
     bench_skip = _missing_capability(bench.requires, caps, bench.name)
     cases: list[Case] = []
     skips: list[Skip] = []
@@ -100,6 +102,8 @@ def plan_benchmark(
             reason = bench_skip or _missing_capability(variant.requires, caps, variant.name)
             if reason is None and bench.skip_case is not None:
                 reason = bench.skip_case(case, ctx)
+                if reason is not None and all_typed and variant.name in variants:
+                    raise UsageError(_explicit_case_refused(case, bench, reason))
             if reason is not None:
                 skips.append(Skip(case, reason))
                 continue
@@ -109,6 +113,14 @@ def plan_benchmark(
                     raise UsageError(problem)
             cases.append(case)
     return BenchmarkPlan(bench, profile, cases, skips)
+
+
+def _explicit_case_refused(case: Case, bench: Benchmark, reason: str) -> str:
+    """A case the user spelled out (its variant and every value) that cannot apply is a
+    request to fix, not a skip to find in the report: the run would measure something else."""
+    typed = " ".join(f"--param {k}={bench.param(k).to_arg(v)}" for k, v in case.params)
+    return (f"--variant {case.variant} {typed}".strip() + f": {reason}; ask for values that "
+            "apply (see bakeoff list), or leave out --variant to run those that do")
 
 
 # Beyond these a run would never end (--trials) or the programs refuse the count (--samples).

@@ -63,7 +63,7 @@ def _trial_label(case: Case, round_no: int | None) -> str:
 def new_run(
     plans: Sequence[BenchmarkPlan],
     opts: RunOptions,
-    facts: dict[str, object],
+    facts: hostmod.HostFacts,
     console: Console,
 ) -> tuple[RunRecord, Path]:
     """Create the results directory and the run's record, saved before any trial runs."""
@@ -71,7 +71,7 @@ def new_run(
         opts.out, "-".join(p.benchmark.name for p in plans) or "empty", opts.results_root)
     seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31)
     # "pinning" is added when measuring starts and the run claims its CPU (bakeoff.cpus).
-    host = {**facts, "trial_rusage": ("the trial's own (bakeoff-launch)" if registry.launcher() else
+    host = {**facts.to_json(), "trial_rusage": ("the trial's own (bakeoff-launch)" if registry.launcher() else
                              "includes the harness's copied memory: bakeoff-launch not built")}
     infos = {}
     for p in plans:
@@ -83,7 +83,7 @@ def new_run(
     run = RunRecord(
         schema_version=store.SCHEMA_VERSION, run_id=run_dir.name, status="running",
         started_at=store.utc_now(), finished_at=None, argv=opts.argv, profile=opts.profile,
-        seed=seed, host=host, warnings=hostmod.noise_warnings(host), benchmarks=infos,
+        seed=seed, host=host, warnings=hostmod.noise_warnings(facts), benchmarks=infos,
         cases=[c for p in plans for c in p.cases], skips=[s for p in plans for s in p.skips],
         trials=[], settings=opts.settings,
     )
@@ -130,8 +130,10 @@ def measure(
     earlier = earlier_seconds(earlier_runs, todo) if earlier_runs is not None and not quiet \
         else {}
     progress = RunProgress(todo, quiet, console, earlier)
-    cpu = cpus.claim(run.settings.pin)
+    # As many CPUs as the most demanding benchmark's trials need (Benchmark.cpus).
+    cpu = cpus.claim(run.settings.pin, max((p.benchmark.cpus for p in plans), default=1))
     run.host["pinning"] = {"measured_cpu": cpu.measured,
+                           "trial_cpus": list(cpu.cpus) or None,
                            "harness_cpus": sorted(cpu.harness) if cpu.harness else None}
     if cpu.warning and cpu.warning not in run.warnings:
         run.warnings.append(cpu.warning)
@@ -147,7 +149,7 @@ def measure(
         if cpu.harness:
             os.sched_setaffinity(0, cpu.harness)
         for plan in plans:
-            _Measurement(run, run_dir, plan, csv_out, ctx, cpu.measured, progress, budget).run()
+            _Measurement(run, run_dir, plan, csv_out, ctx, cpu, progress, budget).run()
         # A signal during the last benchmark's tear-down: every trial is measured, so the run
         # is complete; the caller stops at its next checkpoint, before the reports.
         run.status = "complete"
@@ -169,15 +171,13 @@ class _Measurement:
     """One benchmark's trials: warm-up rounds, then rounds until no case needs more."""
 
     def __init__(self, run: RunRecord, run_dir: Path, plan: BenchmarkPlan,
-                 csv_out: store.SamplesCsv, ctx: RunContext, cpu: int | None,
+                 csv_out: store.SamplesCsv, ctx: RunContext, claim: cpus.CpuClaim,
                  progress: RunProgress, budget: _Budget) -> None:
         self.record, self.run_dir, self.plan, self.csv_out = run, run_dir, plan, csv_out
-        # STAND-IN for the CPU claim of Benchmark.cpus (bakeoff/cpus.py, another branch): the
-        # measured CPU first, then as many of the harness's as the benchmark asks for more.
-        claimed = ((cpu, *sorted(os.sched_getaffinity(0) - {cpu}))[:plan.benchmark.cpus]
-                   if cpu is not None else ())
-        self.ctx = dataclasses.replace(ctx, cases=tuple(plan.cases), trial_cpus=claimed)
-        self.cpu, self.progress = cpu, progress
+        # The trial runs on the first; a session or the trial's partners use the others.
+        self.trial_cpus = claim.for_trial(plan.benchmark.cpus) if claim.cpus else ()
+        self.ctx = dataclasses.replace(ctx, cases=tuple(plan.cases), trial_cpus=self.trial_cpus)
+        self.progress = progress
         self.budget = budget
         self.state: Any = None  # what the benchmark's session yielded, for prepare_trial
         self.program = ctx.build_dir / plan.benchmark.program
@@ -222,11 +222,6 @@ class _Measurement:
                 todo = self._cases_needing_trials()
             interrupts.log_phase("teardown")  # the session's, as the stack closes
         self.progress.benchmark_done(bench.name)
-
-    def _cpus_env(self) -> dict[str, str]:
-        """STAND-IN (see __init__): the claimed CPUs in the trial's environment."""
-        claimed = self.ctx.trial_cpus
-        return {"BAKEOFF_TRIAL_CPUS": ",".join(map(str, claimed))} if claimed else {}
 
     def _sweep_if_trials_were_killed(self, killed_before: int) -> None:
         if ActiveChild.killed_after_grace == killed_before:
@@ -299,10 +294,12 @@ class _Measurement:
                       if bench.prepare_trial
                       else TrialPlan(trial_argv(self.program, case, profile)))
         started = store.utc_now()
+        env = {**trial_plan.env, **cpus.trial_env(self.trial_cpus)}
         result = (ProcessResult("failed", None, 0.0, ProgramOutput(), None, "",
                                 trial_plan.failure) if trial_plan.failure is not None
-                  else run_program(trial_plan.argv, {**self._cpus_env(), **trial_plan.env},
-                                   profile.timeout_s, self.cpu, self.launcher))
+                  else run_program(trial_plan.argv, env, profile.timeout_s,
+                                   self.trial_cpus[0] if self.trial_cpus else None,
+                                   self.launcher))
         self.progress.finished(case, label, result)
         if interrupts.received() or result.status == "interrupted":
             # The trial in flight is incomplete: it is not recorded, so a resumed run

@@ -16,6 +16,7 @@ after a kill the CSV may hold rows of one unrecorded trial, which --resume drops
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import os
@@ -173,6 +174,14 @@ class NewerSchema(ValueError):
     pass
 
 
+def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
+    """The keys of d that are fields of the dataclass cls. The schema lets a newer bakeoff
+    of the same version add keys (schema.py: "other keys allowed"); an older one reads on
+    without them instead of refusing the whole file."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
 def run_from_json(d: dict[str, Any]) -> RunRecord:
     version = d.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
@@ -192,11 +201,12 @@ def run_from_json(d: dict[str, Any]) -> RunRecord:
         seed=int(d["seed"]),
         host=dict(d["host"]),
         warnings=[str(w) for w in d["warnings"]],
-        benchmarks={name: BenchmarkInfo(**info) for name, info in d["benchmarks"].items()},
+        benchmarks={name: BenchmarkInfo(**_known(BenchmarkInfo, info))
+                    for name, info in d["benchmarks"].items()},
         cases=[Case.from_json(c) for c in d["cases"]],
         skips=[Skip(Case.from_json(s["case"]), str(s["reason"])) for s in d["skips"]],
         trials=[_trial_from_json(t) for t in d["trials"]],
-        settings=RunSettings(**d.get("settings", {})),
+        settings=RunSettings(**_known(RunSettings, d.get("settings", {}))),
         stop_reason=d.get("stop_reason"),
         capped=[Case.from_json(c) for c in d.get("capped", [])],
     )

@@ -37,7 +37,11 @@ def _live_run(args: Any) -> str | None:
     for i, arg in enumerate(argv[:-1]):
         if (arg == "bakeoff" or arg.endswith("/bakeoff")) and argv[i + 1] in LIVE_COMMANDS:
             return f"bakeoff {argv[i + 1]}"
-    built_programs = [a for a in argv if a.startswith(str(REPO / "build") + "/")]
+    # bakeoff-launch is the harness's, not a room's: what it starts decides (a fixture
+    # room's script is not a live benchmark).
+    launcher = str(REPO / "build" / "common" / "bakeoff-launch")
+    built_programs = [a for a in argv if a.startswith(str(REPO / "build") + "/")
+                      and a != launcher]
     return f"the built program {built_programs[0]}" if built_programs else None
 
 
@@ -84,7 +88,9 @@ LOCK_PER_TEST = INDEPENDENT_MODULES | {"test_fleet.py"}
 
 # Modules whose costly session fixture is the same run (every room's quick profile): one
 # worker runs them all, so the run is made once.
-SHARED_FIXTURE_GROUPS = {"test_findings.py": "all-rooms", "test_report_browser.py": "all-rooms"}
+SHARED_FIXTURE_GROUPS = {"test_findings.py": "all-rooms", "test_report_browser.py": "all-rooms",
+                         "test_conformance.py": "all-rooms",
+                         "test_conformance_sweep.py": "all-rooms"}
 
 
 # Some modules check the machine as a whole after a run: no lttng-sessiond, uprobe, BPF program

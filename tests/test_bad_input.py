@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from bakeoff import registry
 from conftest import assert_usage_error, build_dir, cgroup_without_memory, run_bakeoff
 
 MREMAP = "mremap-vs-memcpy"
@@ -384,7 +385,40 @@ RESULTS: list[Case] = [
      "compare runs of the same benchmarks and params"),
 ]
 
-CATALOGUE = NAMES + PARAM_SYNTAX + PARAM_CHECKS + OPTIONS + RESULTS
+
+def _every_room() -> list[Case]:
+    """What every discovered room must refuse alike, so a new room gets these for free: an
+    unknown variant and param, a value its param's kind cannot parse, a spelled-out case
+    that cannot apply (its variant and every value given)."""
+    not_parsed = {"bytes": "is not a size", "int": "is not a whole number",
+                  "float": "is not a number"}
+    cases: list[Case] = []
+    for name, bench in registry.discover().items():
+        cases += [
+            (f"{name}:unknown-variant", ("run", name, "--variant", "no-such-variant"),
+             "--variant no-such-variant: no selected benchmark has that variant",
+             "see bakeoff list"),
+            (f"{name}:unknown-param", ("run", name, "--param", "no_such_param=1"),
+             "--param no_such_param: no selected benchmark has that param", "see bakeoff list"),
+        ]
+        cases += [(f"{name}:{p.name}-not-parsed", ("run", name, "--param", f"{p.name}=twelve"),
+                   f"--param {p.name}: 'twelve' {not_parsed[p.kind]}", "e.g.")
+                  for p in bench.params if p.kind in not_parsed]
+    return cases
+
+
+EXPLICIT: list[Case] = [
+    ("explicit-case-not-applicable", ("run", MREMAP, "--variant", "mremap-thp", "--param",
+                                      "size=4KiB"),
+     "--variant mremap-thp --param size=4096: not applicable",
+     "ask for values that apply (see bakeoff list), or leave out --variant"),
+    ("explicit-case-one-value-not-applicable", ("run", BPF, "--variant", "mmap", "--param",
+                                                "map=hash,array", "--param", "entries=1000"),
+     "--variant mmap --param map=hash --param entries=1000: not applicable",
+     "ask for values that apply"),
+]
+
+CATALOGUE = NAMES + PARAM_SYNTAX + PARAM_CHECKS + OPTIONS + RESULTS + EXPLICIT + _every_room()
 assert len({name for name, *_ in CATALOGUE}) == len(CATALOGUE), "case ids must be distinct"
 assert len({args for _, args, *_ in CATALOGUE}) == len(CATALOGUE), "cases must be distinct"
 

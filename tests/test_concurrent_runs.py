@@ -43,6 +43,7 @@ from live_runs import (
 )
 
 from conftest import REPO
+from room_cases import ROOMS, cheapest_args, check_tuned
 
 # Its leftover checks look at the whole machine (tests/conftest.py: SUITE_LOCK).
 MACHINE_WIDE = True
@@ -114,7 +115,15 @@ class Pair:
     check: Callable[[Trials, Observed], None]
 
 
-PAIRS = {
+def _measured(trials: Trials, _: Observed) -> None:
+    """A room with no tuned pair: each trial printed samples of a declared metric."""
+    for t in trials:
+        declared = {m.name for m in ROOMS[t["case"]["benchmark"]].metrics}
+        assert t["samples"] and set(t["samples"]) <= declared, t
+        assert all(len(v) > 0 for v in t["samples"].values()), t
+
+
+TUNED = {
     "mremap-vs-memcpy": Pair(
         ["--profile", "quick", "--param", "size=4KiB,16MiB", "--trials", "3", "--samples", "3"],
         3, ("tmp",), _mremap),
@@ -132,6 +141,16 @@ PAIRS = {
         ["--profile", "quick", "--param", "content=legacy-parse,bpf-iter", "--param",
          "fields=3", "--trials", "2", "--samples", "3"], 2, ("tmp", "cgroup"), _cgroup),
 }
+# Every discovered room: its tuned pair above, or its cheapest quick case; the harness's
+# scratch directory ("tmp") is what every run makes. 20 trials: a room whose trial lasts
+# milliseconds (bakeoff new's skeleton) measures for too short a time with 2 for the two
+# runs to be seen measuring at one moment.
+GENERIC_TRIALS = 20
+check_tuned("test_concurrent_runs", TUNED)
+PAIRS = {name: TUNED.get(name) or Pair(["--profile", "quick", *cheapest_args(bench),
+                                        "--trials", str(GENERIC_TRIALS)], GENERIC_TRIALS,
+                                       ("tmp",), _measured)
+         for name, bench in ROOMS.items()}
 
 
 class Observed:

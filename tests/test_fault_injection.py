@@ -51,6 +51,7 @@ from live_runs import lttng
 
 from bakeoff import procs, store
 from conftest import IN_CI, REPO
+from room_cases import ROOMS, cheapest_args, check_tuned
 
 SEED = int(os.environ.get("BAKEOFF_FI_SEED", "20261122"))
 PER_SIGNAL = int(os.environ.get("BAKEOFF_FI_PER_SIGNAL", "7"))
@@ -77,7 +78,7 @@ class Grid:
     late: tuple[str, ...] | None = None
 
 
-GRIDS = (
+TUNED = (
     Grid("mremap-vs-memcpy", ("--variant", "mremap", "--param", "size=16MiB", "--trials", "2",
                               "--samples", "10")),
     # tracer up and down in every trial: LTTng (a session daemon bakeoff starts), libbpf
@@ -104,6 +105,11 @@ GRIDS = (
                               "--param", "fields=3", "--trials", "2"),
          late=("--variant", "reopen", "--param", "content=bpf-iter", "--param", "fields=3")),
 )
+# Every discovered room: its tuned grid above, or its cheapest case of the quick profile.
+check_tuned("test_fault_injection", (g.name for g in TUNED))
+GRIDS = tuple(next((g for g in TUNED if g.name == name), None)
+              or Grid(name, (*cheapest_args(bench), "--trials", "2"))
+              for name, bench in ROOMS.items())
 
 
 # ---- what is on the machine -------------------------------------------------------------
@@ -495,7 +501,6 @@ def ours(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ours]:
         _kill_marked(o.token)
 
 
-@pytest.mark.parametrize("grid", GRIDS, ids=[g.name for g in GRIDS])
 @dataclass(frozen=True)
 class Timing:
     """When an uninterrupted run of the grid wrote results.json, saved its last trial and

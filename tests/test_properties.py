@@ -14,8 +14,9 @@ from test_store import make_run
 
 from bakeoff import registry, store
 from bakeoff.errors import UsageError
-from bakeoff.model import Param, parse_bytes
+from bakeoff.model import Param
 from bakeoff.plan import parse_param_overrides
+from bakeoff.units import parse_bytes
 
 SCALES = {"": 1, "B": 1, "K": 1024, "KiB": 1024, "M": 1024**2, "MiB": 1024**2, "GiB": 1024**3}
 
@@ -212,7 +213,7 @@ def test_what_loads_can_be_reported_and_compared(data: st.DataObject) -> None:
     """`bakeoff report` and `compare` never crash on a directory the loader accepted: what
     the loader lets through, the analysis can take (else the loader must refuse it)."""
     from bakeoff.analysis import analyze
-    from bakeoff.compare import compare_runs
+    from bakeoff.run_comparison import compare_runs
 
     with tempfile.TemporaryDirectory() as d:
         Path(d, "results.json").write_text(json.dumps(_damaged_doc(data)))

@@ -31,8 +31,10 @@ import psutil
 import pytest
 
 from bakeoff import procs
+from bakeoff.model import Benchmark, Variant
 from browser import Browser
 from conftest import FIXTURES, REPO, build_dir
+from room_cases import ROOMS
 
 ROOMS_ENV = {"BAKEOFF_BENCHMARKS_DIR": str(FIXTURES / "rooms"),
              "BAKEOFF_BUILD_DIR": str(FIXTURES / "build")}
@@ -484,8 +486,10 @@ def test_sample_scratch_dir_is_private(tmp_path: Path) -> None:
 # ---- 5. without root ----------------------------------------------------------------------
 
 USER = "nobody"
-NEEDS_NO_PRIVILEGE = ("mremap-vs-memcpy", "heap-sampling")
-NEEDS_ROOT = ("bpf-map-dump", "cgroup-stat-read")
+
+
+def _needs(bench: Benchmark, variant: Variant) -> set[str]:
+    return {*bench.requires, *variant.requires}
 
 
 def _uid_processes(uid: int) -> set[int]:
@@ -590,19 +594,22 @@ def test_without_root_what_needs_no_privilege_runs(unprivileged: Unprivileged) -
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "Traceback" not in res.stdout + res.stderr
     data = json.loads((out / "results.json").read_text())
-    ok = {t["case"]["benchmark"] for t in data["trials"] if t["status"] == "ok"}
-    assert set(NEEDS_NO_PRIVILEGE) <= ok
-    for name in NEEDS_NO_PRIVILEGE:
+    # Every discovered room, from what it declares: a variant that needs nothing runs, one
+    # that needs root is skipped saying so, and every case planned is measured.
+    for name, bench in ROOMS.items():
         cases = [c for c in data["cases"] if c["benchmark"] == name]
         measured = {json.dumps(t["case"], sort_keys=True) for t in data["trials"]
                     if t["case"]["benchmark"] == name and t["status"] == "ok"}
         assert len(measured) == len(cases), name  # every planned case, not just some
-    for name in NEEDS_ROOT:
-        assert not [c for c in data["cases"] if c["benchmark"] == name], name
-        assert [s for s in data["skips"] if s["case"]["benchmark"] == name], name
-    ebpf = [s for s in data["skips"] if s["case"]["benchmark"] == "tracing-overhead"
-            and s["case"]["variant"].startswith(("ebpf-", "bpftrace"))]
-    assert ebpf and all("root" in s["reason"] for s in ebpf)
+        for v in bench.variants:
+            planned = [c for c in cases if c["variant"] == v.name]
+            skips = [s for s in data["skips"]
+                     if s["case"]["benchmark"] == name and s["case"]["variant"] == v.name]
+            if not _needs(bench, v):
+                assert planned, f"{name} {v.name} needs nothing, yet did not run"
+            if "root" in _needs(bench, v):
+                assert not planned and skips, f"{name} {v.name} needs root"
+                assert all("root" in s["reason"] for s in skips), skips
     # Every skip says why and what to do, unless it cannot apply anywhere.
     unfixable = sorted({s["reason"] for s in data["skips"]
                         if not s["reason"].startswith("not applicable") and "fix:" not in s["reason"]})
@@ -610,7 +617,7 @@ def test_without_root_what_needs_no_privilege_runs(unprivileged: Unprivileged) -
     # ... and the terminal says so too, not only the reports.
     printed = " ".join(res.stdout.split())
     for s in data["skips"]:
-        if s["case"]["benchmark"] in NEEDS_ROOT and "root" in s["reason"]:
+        if "root" in ROOMS[s["case"]["benchmark"]].requires and "root" in s["reason"]:
             assert " ".join(s["reason"].split()) in printed, s["reason"]
     assert _uid_processes(user.uid) - before == set()  # no daemon or helper left behind
 

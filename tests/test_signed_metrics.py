@@ -19,13 +19,13 @@ from rich.console import Console
 
 from bakeoff import store
 from bakeoff.analysis import analyze
-from bakeoff.compare import compare_runs
 from bakeoff.model import Benchmark, Case, Metric, Param, Profile, RunRecord, Trial, Variant
 from bakeoff.report.compare import render_comparison_markdown
 from bakeoff.report.format import fmt_number
 from bakeoff.report.html import render_html
 from bakeoff.report.markdown import md_escape, render_details, render_markdown
 from bakeoff.report.terminal import print_summary
+from bakeoff.run_comparison import compare_runs
 from bakeoff.stats import MIN_VALUES_FOR_TAIL_QUANTILES
 
 ERROR = "error_pct"

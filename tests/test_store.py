@@ -47,6 +47,21 @@ def test_round_trip(tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".*.tmp"))  # the temp file was renamed, not left
 
 
+def test_keys_a_newer_bakeoff_adds_are_read_past(tmp_path: Path) -> None:
+    """schema.py allows other keys within a version: a benchmark info or settings with one
+    more key loads as before instead of making the whole results file unreadable."""
+    run = make_run()
+    store.save(run, tmp_path)
+    doc = json.loads((tmp_path / store.RESULTS_JSON).read_text())
+    doc["benchmarks"]["demo"]["cpus"] = 2
+    doc["benchmarks"]["demo"]["future_field"] = {"anything": [1, 2]}
+    doc["settings"]["future_setting"] = True
+    (tmp_path / store.RESULTS_JSON).write_text(json.dumps(doc))
+    back = store.load(tmp_path)
+    assert back.benchmarks == run.benchmarks and back.settings == run.settings
+    assert back.trials == run.trials
+
+
 def _csv_of(run: RunRecord, run_dir: Path) -> store.SamplesCsv:
     out = store.SamplesCsv(run_dir / store.SAMPLES_CSV, ["size"])
     for t in run.trials:

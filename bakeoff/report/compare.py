@@ -6,10 +6,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from bakeoff.compare import CaseChange, Comparison
 from bakeoff.report.facts import machine
 from bakeoff.report.format import case_params_label, fmt_p, fmt_range, fmt_ratio, fmt_value
 from bakeoff.report.markdown import md_escape
+from bakeoff.run_comparison import CaseChange, RunComparison
 
 _STYLE = {"faster": "bold green", "slower": "bold red", "same": "dim"}
 HEADERS = ["benchmark", "variant", "params", "old median (95% CI)", "new median (95% CI)",
@@ -29,11 +29,11 @@ def _cells(c: CaseChange) -> list[str]:
     ]
 
 
-def _machines(cmp: Comparison) -> tuple[str, str]:
+def _machines(cmp: RunComparison) -> tuple[str, str]:
     return machine(cmp.old.host).sentence(), machine(cmp.new.host).sentence()
 
 
-def print_comparison(cmp: Comparison, console: Console) -> None:
+def print_comparison(cmp: RunComparison, console: Console) -> None:
     old_m, new_m = _machines(cmp)
     table = Table(title=Text(f"old: {cmp.old.run_id} on {old_m}\nnew: {cmp.new.run_id} on {new_m}"),
                   title_justify="left")
@@ -51,7 +51,7 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
             console.print(Text(f"{label}: " + "; ".join(c.key for c in cases), style="yellow"))
 
 
-def render_comparison_markdown(cmp: Comparison) -> str:
+def render_comparison_markdown(cmp: RunComparison) -> str:
     old_m, new_m = _machines(cmp)
     lines = [f"**old**: `{md_escape(cmp.old.run_id)}` on {md_escape(old_m)}  ",
              f"**new**: `{md_escape(cmp.new.run_id)}` on {md_escape(new_m)}", "",

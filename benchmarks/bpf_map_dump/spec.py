@@ -71,7 +71,7 @@ def _skip_case(case: Case, ctx: RunContext) -> str | None:
         return ("dump-go is not built: make found no Go toolchain (go on PATH or "
                 "/usr/local/go/bin/go); install Go >= 1.25 and run make")
     need = bytes_needed(kind, entries)
-    available = int(ctx.host.get("mem_available_kib", 0)) * 1024
+    available = ctx.host.mem_available_kib * 1024
     if available and need > available:
         return (f"needs about {format_bytes(need)} of free memory (map ~"
                 f"{format_bytes(map_bytes(kind, entries))}, fill input and reader buffers "

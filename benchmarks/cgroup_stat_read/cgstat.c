@@ -51,8 +51,10 @@ static const struct bench_param params[] = {
 	{ "content", false, "legacy",
 	  "legacy | legacy-parse | ks | bpf-iter | bpf-iter-flush (see METHOD.md)" },
 	{ "fields", false, "all", "N fields selected (parse, ks, bpf-iter), or all" },
-	{ "reads", false, "100000", "queries per trial, split over the samples" },
-	{ "emit_values", false, "0", "1: also print each field's value as a counter value.<name>" },
+	{ "reads", false, "100000", "queries per trial, split over the samples; the spec sets it "
+					"per profile (not in the benchmark's grid)" },
+	{ "emit_values", false, "0", "1: also print each field's value as a counter "
+					  "value.<name> (not in the benchmark's grid)" },
 	{ NULL, false, NULL, NULL },
 };
 
@@ -558,36 +560,28 @@ static uint64_t run_queries(struct result *r, uint64_t count, uint64_t batch, st
 	return total;
 }
 
-int main(int argc, char **argv)
+static bool is_bpf(void)
 {
-	static struct memstat_line lines[MEMSTAT_MAX_LINES];
-	static const char *names[CGSTAT_MAX_FIELDS];
-	struct bench_args args;
-	struct memcg_target target;
-	struct result r;
-	struct check chk = { 0, 0, 0 };
-	struct timing tm = { NULL, 0 };
-	char err[512];
-	uint64_t reads, per_sample, batch;
-	double est_ns;
-	bool bpf;
+	return src.content == C_BPF || src.content == C_BPF_FLUSH;
+}
 
-	bench_parse_args(argc, argv, &spec, &args);
-	src.variant = (enum variant)args.variant_index;
-	src.content = parse_content(bench_param(&args, "content"));
-	bpf = src.content == C_BPF || src.content == C_BPF_FLUSH;
-	reads = bench_param_u64(&args, "reads");
-	if (reads < args.samples)
+/* The arguments beyond bench.h's own rules; the target resolved. Returns reads per trial. */
+static uint64_t check_args(const struct bench_args *args, struct memcg_target *target)
+{
+	char err[512];
+	uint64_t reads = bench_param_u64(args, "reads");
+
+	if (reads < args->samples)
 		bench_usage_error("--param reads=%llu: give at least one read per sample (%llu)",
-				  (unsigned long long)reads, (unsigned long long)args.samples);
-	if (bpf && src.variant == V_PREAD)
+				  (unsigned long long)reads, (unsigned long long)args->samples);
+	if (is_bpf() && src.variant == V_PREAD)
 		bench_usage_error("--variant pread does not apply to content=%s: an iterator fd has "
 				  "no offset to pread at; use held, reopen or cat",
 				  content_names[src.content]);
-	if (strcmp(bench_param(&args, "target"), "child") == 0)
+	if (strcmp(bench_param(args, "target"), "child") == 0)
 		bench_usage_error("--param target=child is the cgroup bakeoff's session creates; "
 				  "by hand give root or a memory cgroup path");
-	switch (memcg_target_resolve(bench_param(&args, "target"), &target, err, sizeof(err))) {
+	switch (memcg_target_resolve(bench_param(args, "target"), target, err, sizeof(err))) {
 	case TARGET_BAD:
 		bench_usage_error("%s", err);
 	case TARGET_UNMET:
@@ -597,50 +591,67 @@ int main(int argc, char **argv)
 	}
 	if (src.variant == V_CAT && !resolve_in_path("cat", src.cat_path, sizeof(src.cat_path)))
 		bench_unmet("cat is not on PATH");
-	install_stop_handlers();
-	charger = bench_watch_env(ENV_CHARGER_PID, "the memory charger of the target cgroup");
+	return reads;
+}
 
-	memset(&r, 0, sizeof(r));
-	r.cap = FILE_BUF_BYTES;
-	r.buf = malloc(r.cap);
-	if (!r.buf)
+/* The read buffer, the fields, the files or the iterator, opened; with the iterator, its
+ * values checked against memory.stat before any timing: wrong values would make every
+ * number meaningless. */
+static struct check prepare(const struct bench_args *args, struct memcg_target *target,
+			    struct result *r, const char **names)
+{
+	static struct memstat_line lines[MEMSTAT_MAX_LINES];
+	struct check chk = { 0, 0, 0 };
+
+	memset(r, 0, sizeof(*r));
+	r->cap = FILE_BUF_BYTES;
+	r->buf = malloc(r->cap);
+	if (!r->buf)
 		bench_fatal_errno("failed to allocate the read buffer");
-	r.nfields = select_fields(&target, bench_param(&args, "fields"), lines, names);
-	field_set_init(&r.fields, names, r.nfields);
-	if (bpf)
-		setup_bpf(&target, names, r.nfields);
+	r->nfields = select_fields(target, bench_param(args, "fields"), lines, names);
+	field_set_init(&r->fields, names, r->nfields);
+	if (is_bpf())
+		setup_bpf(target, names, r->nfields);
 	else
-		setup_files(&target, names, r.nfields);
-	open_held(&r);
+		setup_files(target, names, r->nfields);
+	open_held(r);
 	stop_if_asked();
-	if (bpf) /* before any timing: wrong values would make every number meaningless */
-		chk = check_values(&target, &r, names, false);
+	if (is_bpf())
+		chk = check_values(target, r, names, false);
 	if (chk.mismatches)
 		bench_fatal("%zu of %zu iterator values disagree with memory.stat (listed above)",
 			    chk.mismatches, chk.fields);
+	return chk;
+}
 
-	est_ns = calibrate_ns(&r);
-	batch = bench_batch_size(est_ns);
-	per_sample = reads / args.samples;
-	tm.latency_us = calloc(args.samples * (per_sample / batch + 1), sizeof(double));
-	if (!tm.latency_us)
-		bench_fatal_errno("failed to allocate the latency array");
-
+static void emit_meta(const struct bench_args *args, const struct memcg_target *target,
+		      const struct result *r, uint64_t per_sample, uint64_t batch, double est_ns)
+{
 	bench_meta_begin();
-	bench_meta_str("variant", args.variant);
+	bench_meta_str("variant", args->variant);
 	bench_meta_str("content", content_names[src.content]);
-	bench_meta_str("cgroup_version", target.version == CG_V1 ? "v1" : "v2");
-	bench_meta_num("fields", (double)r.nfields);
+	bench_meta_str("cgroup_version", target->version == CG_V1 ? "v1" : "v2");
+	bench_meta_num("fields", (double)r->nfields);
 	bench_meta_num("files", (double)src.nfiles);
 	bench_meta_num("queries_per_sample", (double)per_sample);
 	bench_meta_num("batch", (double)batch);
 	bench_meta_num("calibration_ns", est_ns);
 	bench_meta_end();
+}
 
-	run_queries(&r, args.warmup * per_sample, batch, NULL);
-	r.misses = 0;
-	for (uint64_t s = 0; s < args.samples; s++) {
-		uint64_t ns = run_queries(&r, per_sample, batch, &tm);
+/* The warm-up, the samples, then the latency quantiles over every timed batch. */
+static void emit_samples(const struct bench_args *args, struct result *r, uint64_t per_sample,
+			 uint64_t batch)
+{
+	struct timing tm = { NULL, 0 };
+
+	tm.latency_us = calloc(args->samples * (per_sample / batch + 1), sizeof(double));
+	if (!tm.latency_us)
+		bench_fatal_errno("failed to allocate the latency array");
+	run_queries(r, args->warmup * per_sample, batch, NULL);
+	r->misses = 0;
+	for (uint64_t s = 0; s < args->samples; s++) {
+		uint64_t ns = run_queries(r, per_sample, batch, &tm);
 
 		check_charger();
 		bench_emit_sample("us_per_query", (double)ns / (double)per_sample / 1000.0);
@@ -650,11 +661,19 @@ int main(int argc, char **argv)
 	bench_emit_sample("p50_us", tm.latency_us[(size_t)ceil(0.50 * (double)tm.nlat) - 1]);
 	bench_emit_sample("p99_us", tm.latency_us[(size_t)ceil(0.99 * (double)tm.nlat) - 1]);
 	bench_emit_sample("max_us", tm.latency_us[tm.nlat - 1]);
-	bench_emit_counter("bytes_per_query", (double)r.total_len);
-	bench_emit_counter("missed_queries", (double)r.misses);
-	if (bpf) { /* again after measuring, and the values for whoever asked */
-		struct check after = check_values(&target, &r, names,
-						  bench_param_u64(&args, "emit_values") != 0);
+	bench_emit_counter("bytes_per_query", (double)r->total_len);
+	bench_emit_counter("missed_queries", (double)r->misses);
+	free(tm.latency_us);
+}
+
+/* The iterator's values checked again after measuring (and printed for whoever asked);
+ * then every query must have returned every field. */
+static void check_after(const struct bench_args *args, struct memcg_target *target,
+			struct result *r, const char **names, struct check chk)
+{
+	if (is_bpf()) {
+		struct check after = check_values(target, r, names,
+						  bench_param_u64(args, "emit_values") != 0);
 
 		chk.fields = after.fields;
 		chk.mismatches += after.mismatches;
@@ -665,15 +684,37 @@ int main(int argc, char **argv)
 		bench_emit_counter("check_max_abs_diff", chk.max_abs_diff);
 	}
 	check_charger(); /* the p50/p99/max samples above cover every query, the last included */
-	if (r.misses)
+	if (r->misses)
 		bench_fatal("%llu queries did not return all %zu fields",
-			    (unsigned long long)r.misses, r.nfields);
+			    (unsigned long long)r->misses, r->nfields);
 	if (chk.mismatches)
 		bench_fatal("iterator values disagree with memory.stat after measuring");
+}
+
+int main(int argc, char **argv)
+{
+	static const char *names[CGSTAT_MAX_FIELDS];
+	struct bench_args args;
+	struct memcg_target target;
+	struct result r;
+
+	bench_parse_args(argc, argv, &spec, &args);
+	src.variant = (enum variant)args.variant_index;
+	src.content = parse_content(bench_param(&args, "content"));
+	uint64_t reads = check_args(&args, &target);
+	install_stop_handlers();
+	charger = bench_watch_env(ENV_CHARGER_PID, "the memory charger of the target cgroup");
+
+	struct check chk = prepare(&args, &target, &r, names);
+	double est_ns = calibrate_ns(&r);
+	uint64_t batch = bench_batch_size(est_ns);
+	uint64_t per_sample = reads / args.samples;
+	emit_meta(&args, &target, &r, per_sample, batch, est_ns);
+	emit_samples(&args, &r, per_sample, batch);
+	check_after(&args, &target, &r, names, chk);
 	/* The sink keeps the compiler from dropping the queries' results. */
 	if (r.sink == 42)
 		fputc('\n', stderr);
-	free(tm.latency_us);
 	free(r.buf);
 	return 0;
 }

@@ -85,96 +85,129 @@ static long parse_long(const char *text)
 	return v;
 }
 
-int main(int argc, char **argv)
+struct options {
+	long report_fd, cpu, parent; /* -1: not given */
+	char **trial_argv;           /* PROGRAM [ARGS...] */
+};
+
+static struct options parse_options(int argc, char **argv)
 {
-	long report_fd = -1, cpu = -1, parent = -1;
+	struct options o = { -1, -1, -1, NULL };
 	int i = 1;
 	for (; i < argc; i++) {
 		if (!strcmp(argv[i], "--report-fd") && i + 1 < argc)
-			report_fd = parse_long(argv[++i]);
+			o.report_fd = parse_long(argv[++i]);
 		else if (!strcmp(argv[i], "--cpu") && i + 1 < argc)
-			cpu = parse_long(argv[++i]);
+			o.cpu = parse_long(argv[++i]);
 		else if (!strcmp(argv[i], "--parent-pid") && i + 1 < argc)
-			parent = parse_long(argv[++i]);
+			o.parent = parse_long(argv[++i]);
 		else if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
 		} else
 			usage();
 	}
-	if (report_fd < 0 || i >= argc)
+	if (o.report_fd < 0 || i >= argc)
 		usage();
+	o.trial_argv = &argv[i];
+	return o;
+}
 
-	/* Stop with the harness (see the top); if it is already gone, there is nobody to report
-	 * to. SIGHUP and SIGCHLD stay blocked except inside sigsuspend, so that neither can
-	 * slip in between a check and the wait. */
-	sigset_t wake, waiting;
+/* Stop with the harness (see the top); if it is already gone, there is nobody to report
+ * to: false. SIGHUP and SIGCHLD stay blocked except inside sigsuspend, so that neither can
+ * slip in between a check and the wait; *trial_mask is the mask the trial inherits. */
+static bool watch_harness_and_trial(long parent, sigset_t *trial_mask)
+{
+	sigset_t wake;
 	sigemptyset(&wake);
 	sigaddset(&wake, SIGHUP);
 	sigaddset(&wake, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &wake, &waiting); /* waiting: the mask the trial inherits */
+	sigprocmask(SIG_BLOCK, &wake, trial_mask);
 	struct sigaction act = { .sa_handler = on_harness_death };
 	sigemptyset(&act.sa_mask);
 	sigaction(SIGHUP, &act, NULL);
 	act.sa_handler = on_child;
 	sigaction(SIGCHLD, &act, NULL);
 	if (parent > 0 && (prctl(PR_SET_PDEATHSIG, SIGHUP) || getppid() != (pid_t)parent))
-		return 1;
+		return false;
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
+	return true;
+}
+
+/* In the child: the signals as a shell would give them, pinned, exec'd. Never returns. */
+__attribute__((noreturn)) static void exec_trial(const struct options *o,
+					    const sigset_t *trial_mask)
+{
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL); /* fork cleared PDEATHSIG: the trial chooses its own */
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	sigprocmask(SIG_SETMASK, trial_mask, NULL);
+	close((int)o->report_fd);
+	if (o->cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET((int)o->cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set)) {
+			fprintf(stderr, "bakeoff-launch: failed to pin to CPU %ld: %s\n", o->cpu,
+				strerror(errno));
+			_exit(127);
+		}
+	}
+	execvp(o->trial_argv[0], o->trial_argv);
+	fprintf(stderr, "cannot start %s: %s\n", o->trial_argv[0], strerror(errno));
+	_exit(127);
+}
+
+/* Until the trial exits: its status and rusage; false if waiting failed. If the harness
+ * dies meanwhile, the trial is stopped as the harness would: SIGTERM, SIGKILL after the
+ * grace (the launcher ignores the first and goes with the second). */
+static bool wait_for_trial(pid_t pid, const sigset_t *wait_mask, int *status, struct rusage *ru)
+{
+	bool stopping = false;
+	for (;;) {
+		pid_t got = wait4(pid, status, WNOHANG, ru);
+		if (got == pid)
+			return true;
+		if (got < 0 && errno != EINTR) {
+			fprintf(stderr, "bakeoff-launch: failed to wait: %s\n", strerror(errno));
+			return false;
+		}
+		if (harness_gone && !stopping) {
+			stopping = true;
+			signal(SIGALRM, on_grace_over);
+			alarm(STOP_GRACE_S);
+			signal_trial(pid, SIGTERM);
+		}
+		sigsuspend(wait_mask);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = parse_options(argc, argv);
+	sigset_t trial_mask;
+	if (!watch_harness_and_trial(o.parent, &trial_mask))
+		return 1;
 
 	pid_t pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "bakeoff-launch: failed to fork: %s\n", strerror(errno));
 		return 1;
 	}
-	if (pid == 0) {
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL); /* fork cleared PDEATHSIG: the trial chooses its own */
-		signal(SIGHUP, SIG_DFL);
-		signal(SIGCHLD, SIG_DFL);
-		sigprocmask(SIG_SETMASK, &waiting, NULL);
-		close((int)report_fd);
-		if (cpu >= 0) {
-			cpu_set_t set;
-			CPU_ZERO(&set);
-			CPU_SET((int)cpu, &set);
-			if (sched_setaffinity(0, sizeof(set), &set)) {
-				fprintf(stderr, "bakeoff-launch: failed to pin to CPU %ld: %s\n", cpu,
-					strerror(errno));
-				_exit(127);
-			}
-		}
-		execvp(argv[i], &argv[i]);
-		fprintf(stderr, "cannot start %s: %s\n", argv[i], strerror(errno));
-		_exit(127);
-	}
+	if (pid == 0)
+		exec_trial(&o, &trial_mask);
 	trial_pid = pid;
-	sigdelset(&waiting, SIGHUP);
-	sigdelset(&waiting, SIGCHLD);
-	sigdelset(&waiting, SIGALRM);
+	sigset_t wait_mask = trial_mask; /* SIGHUP, SIGCHLD and the grace's alarm let through */
+	sigdelset(&wait_mask, SIGHUP);
+	sigdelset(&wait_mask, SIGCHLD);
+	sigdelset(&wait_mask, SIGALRM);
 
 	int status;
 	struct rusage ru;
-	bool stopping = false;
-	for (;;) {
-		pid_t got = wait4(pid, &status, WNOHANG, &ru);
-		if (got == pid)
-			break;
-		if (got < 0 && errno != EINTR) {
-			fprintf(stderr, "bakeoff-launch: failed to wait: %s\n", strerror(errno));
-			return 1;
-		}
-		if (harness_gone && !stopping) {
-			/* As the harness stops a trial on Ctrl-C: SIGTERM now, SIGKILL after the
-			 * grace (the launcher ignores the first and goes with the second). */
-			stopping = true;
-			signal(SIGALRM, on_grace_over);
-			alarm(STOP_GRACE_S);
-			signal_trial(pid, SIGTERM);
-		}
-		sigsuspend(&waiting);
-	}
+	if (!wait_for_trial(pid, &wait_mask, &status, &ru))
+		return 1;
 	if (harness_gone) {
 		/* The trial has cleaned up and exited; what it left in its group (a helper it
 		 * spawned) goes too, as the harness would do. No report: nobody reads it. */
@@ -183,7 +216,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-	dprintf((int)report_fd,
+	dprintf((int)o.report_fd,
 		"{\"exit_code\":%d,\"user_s\":%ld.%06ld,\"sys_s\":%ld.%06ld,\"max_rss_kib\":%ld}\n",
 		exit_code, (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec,
 		(long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec, ru.ru_maxrss);

@@ -76,7 +76,8 @@ static const struct bench_variant variants[] = {
 
 static const struct bench_param params[] = {
 	{ "size", true, NULL, "bytes per operation; a multiple of the page size" },
-	{ "offset", false, "0", "sources start this many bytes past a 2 MiB boundary" },
+	{ "offset", false, "0", "sources start this many bytes past a 2 MiB boundary "
+				  "(not in the benchmark's grid)" },
 	{ NULL, false, NULL, NULL },
 };
 
@@ -642,25 +643,22 @@ static void check_args(const struct bench_args *args)
 	offset = (size_t)o;
 }
 
-int main(int argc, char **argv)
+/* How many operations one timed sample holds, and the figures that chose it. */
+struct calibration {
+	size_t batch;    /* operations per sample */
+	size_t want;     /* what the rule asked for, before the memory cap */
+	double floor_ns; /* the shortest a sample may last */
+	double est_ns;   /* the calibration's estimate of one operation */
+};
+
+/* Calibration, never reported; it also warms code and caches. */
+static struct calibration calibrate(void)
 {
-	struct bench_args args;
+	struct calibration cal;
 	long faults = 0;
-
-	bench_parse_args(argc, argv, &spec, &args);
-	variant = (enum variant)args.variant_index;
-	long ps = sysconf(_SC_PAGESIZE);
-	if (ps <= 0)
-		bench_fatal_errno("failed to read the page size");
-	page_size = (size_t)ps;
-	check_args(&args);
-
-	/* Calibration, never reported; it also warms code and caches. */
 	uint64_t one = run_batch(1, &faults);
 	size_t mem_cap = bytes_per_op() ? BATCH_MEMORY_BYTES / bytes_per_op() : BENCH_BATCH_MAX;
 	size_t cap = variant == V_MEMCPY ? BENCH_BATCH_MAX : BATCH_MAX_SLOTS;
-	double floor_ns, est;
-	size_t want;
 
 	if (mem_cap < cap)
 		cap = mem_cap;
@@ -673,40 +671,46 @@ int main(int argc, char **argv)
 
 		if (k1 > cap)
 			k1 = cap;
-		est = (double)run_batch(k1, &faults) / (double)k1;
-		if ((double)one < est)
-			est = (double)one;
-		floor_ns = BENCH_BATCH_FACTOR * bench_timer_overhead_ns();
-		want = bench_batch_size(est);
+		cal.est_ns = (double)run_batch(k1, &faults) / (double)k1;
+		if ((double)one < cal.est_ns)
+			cal.est_ns = (double)one;
+		cal.floor_ns = BENCH_BATCH_FACTOR * bench_timer_overhead_ns();
+		cal.want = bench_batch_size(cal.est_ns);
 	} else {
 		/* A move: alone unless even the cheapest of a few single moves is below the
 		 * floor; then the fewest moves that clear it. */
-		floor_ns = MOVE_FLOOR_TIMER_READS * bench_timer_overhead_ns();
-		est = (double)one;
-		for (int i = 1; i < MOVE_CALIBRATIONS && est < 4.0 * floor_ns; i++) {
+		cal.floor_ns = MOVE_FLOOR_TIMER_READS * bench_timer_overhead_ns();
+		cal.est_ns = (double)one;
+		for (int i = 1; i < MOVE_CALIBRATIONS && cal.est_ns < 4.0 * cal.floor_ns; i++) {
 			double again = (double)run_batch(1, &faults);
 
-			if (again < est)
-				est = again;
+			if (again < cal.est_ns)
+				cal.est_ns = again;
 		}
-		want = est >= floor_ns ? 1 : (size_t)ceil(floor_ns / (est > 1.0 ? est : 1.0));
+		cal.want = cal.est_ns >= cal.floor_ns
+				   ? 1
+				   : (size_t)ceil(cal.floor_ns / (cal.est_ns > 1.0 ? cal.est_ns : 1.0));
 	}
-	size_t batch = want < cap ? want : cap;
+	cal.batch = cal.want < cap ? cal.want : cap;
+	return cal;
+}
 
+static void emit_meta(const struct bench_args *args, const struct calibration *cal)
+{
 	bench_meta_begin();
-	bench_meta_str("variant", args.variant);
+	bench_meta_str("variant", args->variant);
 	bench_meta_num("size", (double)size);
 	bench_meta_num("page_size", (double)page_size);
-	bench_meta_num("batch", (double)batch);
-	bench_meta_bool("batch_capped", batch < want);
-	bench_meta_num("batch_floor_ns", floor_ns);
+	bench_meta_num("batch", (double)cal->batch);
+	bench_meta_bool("batch_capped", cal->batch < cal->want);
+	bench_meta_num("batch_floor_ns", cal->floor_ns);
 	bench_meta_str("batch_rule",
 		       variant == V_MEMCPY
 			       ? "hot copy repeated on the same buffers until a sample lasts "
 				 "1000 timer reads"
 			       : "one move per sample; a batch only when one move lasts under 50 "
 				 "timer reads");
-	bench_meta_num("calibration_ns_per_op", est);
+	bench_meta_num("calibration_ns_per_op", cal->est_ns);
 	bench_meta_num("src_pmd_offset", (double)offset);
 	if (variant != V_MEMCPY && variant != V_MEMCPY_COLD) {
 		size_t src_off[1], dst_off[1];
@@ -726,18 +730,27 @@ int main(int argc, char **argv)
 		bench_meta_str("thp", "off");
 	}
 	bench_meta_end();
+}
 
-	for (uint64_t i = 0; i < args.warmup; i++)
+/* The warm-up, then the samples and the counters of the faults they took. */
+static void emit_samples(const struct bench_args *args, size_t batch)
+{
+	long faults = 0;
+
+	for (uint64_t i = 0; i < args->warmup; i++)
 		run_batch(batch, &faults);
 	faults = 0;
-	for (uint64_t i = 0; i < args.samples; i++)
+	for (uint64_t i = 0; i < args->samples; i++)
 		bench_emit_sample("ns_per_op", (double)run_batch(batch, &faults) / (double)batch);
 	bench_emit_counter("minor_faults_per_op",
-			   (double)faults / ((double)args.samples * (double)batch));
+			   (double)faults / ((double)args->samples * (double)batch));
 	/* Shows in the report's counters column which cases were batched, and by how much. */
 	bench_emit_counter("ops_per_sample", (double)batch);
+}
 
-	/* The kernel evidence pass: one more timed section, with tracepoints counted. */
+/* The kernel evidence pass: one more timed section, with tracepoints counted. */
+static void emit_kernel_evidence(size_t batch)
+{
 	tp_open();
 	if (tp.n) {
 		long ignored = 0;
@@ -748,6 +761,24 @@ int main(int argc, char **argv)
 	} else if (tp.why) {
 		fprintf(stderr, "mremap_bench: tracepoint counts left out: %s\n", tp.why);
 	}
+}
+
+int main(int argc, char **argv)
+{
+	struct bench_args args;
+
+	bench_parse_args(argc, argv, &spec, &args);
+	variant = (enum variant)args.variant_index;
+	long ps = sysconf(_SC_PAGESIZE);
+	if (ps <= 0)
+		bench_fatal_errno("failed to read the page size");
+	page_size = (size_t)ps;
+	check_args(&args);
+
+	struct calibration cal = calibrate();
+	emit_meta(&args, &cal);
+	emit_samples(&args, cal.batch);
+	emit_kernel_evidence(cal.batch);
 	if (hot.raw)
 		batch_release(&hot);
 	return 0;

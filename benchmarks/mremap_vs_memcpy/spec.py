@@ -42,7 +42,7 @@ def _fits_in_memory(case: Case, ctx: RunContext) -> str | None:
     # its size (address space only). 3x covers both with room for the batch and the harness.
     size = int(case.param("size"))
     need_kib = 3 * size // 1024
-    available = int(ctx.host.get("mem_available_kib", 0))
+    available = ctx.host.mem_available_kib
     if available and need_kib > available:
         return (f"--param size={format_bytes(size)} needs about {format_bytes(need_kib * 1024)} "
                 f"of free memory and {format_bytes(available * 1024)} is available; "

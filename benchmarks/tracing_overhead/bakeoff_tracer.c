@@ -206,6 +206,129 @@ static unsigned long long sum_drops(struct bakeoff_tracer_bpf *skel)
 	return total;
 }
 
+/* The trace file, fully buffered: the consumer writes every record there. */
+static void open_trace(struct consumer *c, const char *output)
+{
+	static char outbuf[1 << 20];
+
+	c->out = fopen(output, "wx");
+	if (!c->out)
+		bench_fatal_errno("failed to create the trace file %s", output);
+	setvbuf(c->out, outbuf, _IOFBF, sizeof(outbuf));
+}
+
+/* Open and load the skeleton: the floor loads only the empty programs. 0 or -errno. */
+static int load_programs(struct bakeoff_tracer_bpf **skel_out, enum mode mode)
+{
+	struct bakeoff_tracer_bpf *skel = bakeoff_tracer_bpf__open();
+
+	*skel_out = skel;
+	if (!skel) {
+		int err = -errno;
+		fprintf(stderr, "bakeoff_tracer: failed to open BPF skeleton: %s\n", strerror(-err));
+		return err;
+	}
+	/* Read-only config before load: the wake-up policy, and which programs exist at all. */
+	skel->rodata->submit_flags = mode == MODE_FORCE	  ? BPF_RB_FORCE_WAKEUP
+				     : mode == MODE_BATCHED ? BPF_RB_NO_WAKEUP
+							    : 0;
+	bool floor = mode == MODE_FLOOR;
+	bpf_program__set_autoload(skel->progs.bakeoff_entry, !floor);
+	bpf_program__set_autoload(skel->progs.bakeoff_exit, !floor);
+	bpf_program__set_autoload(skel->progs.bakeoff_nop_in, floor);
+	bpf_program__set_autoload(skel->progs.bakeoff_nop_out, floor);
+
+	/* Load (libbpf 1.x raises RLIMIT_MEMLOCK only where the kernel still charges it;
+	 * kernels >= 5.11 charge BPF memory to the memory cgroup instead). */
+	int err = bakeoff_tracer_bpf__load(skel);
+	if (err)
+		fprintf(stderr, "bakeoff_tracer: failed to load BPF programs: %s\n", strerror(-err));
+	return err;
+}
+
+/* Attach to the entry and return of the function, in every process mapping the library;
+ * unless this is the floor, the ring buffer's consumer in *rb. 0 or -errno. */
+static int attach_probes(struct bakeoff_tracer_bpf *skel, const struct options *o,
+			 const char *library, struct consumer *c, struct ring_buffer **rb)
+{
+	bool floor = o->mode == MODE_FLOOR;
+	struct bpf_program *on_entry = floor ? skel->progs.bakeoff_nop_in : skel->progs.bakeoff_entry;
+	struct bpf_program *on_exit = floor ? skel->progs.bakeoff_nop_out : skel->progs.bakeoff_exit;
+	LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .func_name = o->function, .retprobe = false);
+	LIBBPF_OPTS(bpf_uprobe_opts, exit_opts, .func_name = o->function, .retprobe = true);
+	struct bpf_link *entry_link = bpf_program__attach_uprobe_opts(on_entry, -1, library, 0,
+								      &entry_opts);
+	if (!entry_link) {
+		int err = -errno;
+		fprintf(stderr, "bakeoff_tracer: failed to attach uprobe to %s:%s: %s\n", library,
+			o->function, strerror(errno));
+		return err;
+	}
+	struct bpf_link *exit_link = bpf_program__attach_uprobe_opts(on_exit, -1, library, 0,
+								     &exit_opts);
+	if (!exit_link) {
+		int err = -errno;
+		fprintf(stderr, "bakeoff_tracer: failed to attach uretprobe to %s:%s: %s\n",
+			library, o->function, strerror(errno));
+		bpf_link__destroy(entry_link);
+		return err;
+	}
+	/* The skeleton destroys the links with itself. */
+	if (floor) {
+		skel->links.bakeoff_nop_in = entry_link;
+		skel->links.bakeoff_nop_out = exit_link;
+		return 0;
+	}
+	skel->links.bakeoff_entry = entry_link;
+	skel->links.bakeoff_exit = exit_link;
+	*rb = ring_buffer__new(bpf_map__fd(skel->maps.bakeoff_events), handle_event, c, NULL);
+	if (!*rb) {
+		int err = -errno;
+		fprintf(stderr, "bakeoff_tracer: failed to create ring buffer consumer: %s\n",
+			strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+/* Until stopped, then (the app is gone: every record is committed) drained until nothing
+ * is left. The number of wake-ups, or -errno. */
+static long long consume(struct ring_buffer *rb, const struct options *o)
+{
+	if (!rb)
+		return consume_until_stopped(NULL, o);
+	long long wakeups = consume_until_stopped(rb, o);
+	int n;
+	while (wakeups >= 0 && (n = ring_buffer__consume(rb)) > 0)
+		;
+	if (wakeups >= 0 && n < 0)
+		wakeups = n;
+	return wakeups;
+}
+
+/* The trace file closed (every record written) and its size. 0 or -errno. */
+static int finish_trace(struct consumer *c, const char *output, off_t *size)
+{
+	FILE *out = c->out;
+	struct stat st;
+
+	c->out = NULL;
+	if (fclose(out) != 0) {
+		int err = -errno;
+		fprintf(stderr, "bakeoff_tracer: failed to write the trace file: %s\n",
+			strerror(errno));
+		return err;
+	}
+	if (stat(output, &st) != 0) {
+		int err = -errno;
+		fprintf(stderr, "bakeoff_tracer: failed to stat the trace file: %s\n",
+			strerror(errno));
+		return err;
+	}
+	*size = st.st_size;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = parse_options(argc, argv);
@@ -213,8 +336,8 @@ int main(int argc, char **argv)
 	struct ring_buffer *rb = NULL;
 	struct consumer c = { 0 };
 	char library[PATH_MAX];
-	long long wakeups = 0;
-	int err = 0;
+	off_t trace_bytes = 0;
+	int err;
 
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
@@ -224,117 +347,32 @@ int main(int argc, char **argv)
 	/* libbpf resolves func_name from the ELF file itself: it wants the real path. */
 	if (!realpath(o.library, library))
 		bench_fatal_errno("failed to resolve --library %s", o.library);
-	c.out = fopen(o.output, "wx");
-	if (!c.out)
-		bench_fatal_errno("failed to create the trace file %s", o.output);
-	static char outbuf[1 << 20];
-	setvbuf(c.out, outbuf, _IOFBF, sizeof(outbuf));
-
-	/* Open the skeleton. */
-	skel = bakeoff_tracer_bpf__open();
-	if (!skel) {
-		err = -errno;
-		fprintf(stderr, "bakeoff_tracer: failed to open BPF skeleton: %s\n", strerror(errno));
+	open_trace(&c, o.output);
+	err = load_programs(&skel, o.mode);
+	if (!err)
+		err = attach_probes(skel, &o, library, &c, &rb);
+	if (err)
 		goto cleanup;
-	}
-
-	/* Read-only config before load: the wake-up policy, and which programs exist at all. */
-	skel->rodata->submit_flags = o.mode == MODE_FORCE   ? BPF_RB_FORCE_WAKEUP
-				     : o.mode == MODE_BATCHED ? BPF_RB_NO_WAKEUP
-							      : 0;
-	bool floor = o.mode == MODE_FLOOR;
-	bpf_program__set_autoload(skel->progs.bakeoff_entry, !floor);
-	bpf_program__set_autoload(skel->progs.bakeoff_exit, !floor);
-	bpf_program__set_autoload(skel->progs.bakeoff_nop_in, floor);
-	bpf_program__set_autoload(skel->progs.bakeoff_nop_out, floor);
-
-	/* Load (libbpf 1.x raises RLIMIT_MEMLOCK only where the kernel still charges it;
-	 * kernels >= 5.11 charge BPF memory to the memory cgroup instead). */
-	err = bakeoff_tracer_bpf__load(skel);
-	if (err) {
-		fprintf(stderr, "bakeoff_tracer: failed to load BPF programs: %s\n", strerror(-err));
-		goto cleanup;
-	}
-
-	/* Attach: entry and return of the function, in every process mapping the library. */
-	struct bpf_program *on_entry = floor ? skel->progs.bakeoff_nop_in : skel->progs.bakeoff_entry;
-	struct bpf_program *on_exit = floor ? skel->progs.bakeoff_nop_out : skel->progs.bakeoff_exit;
-	LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .func_name = o.function, .retprobe = false);
-	LIBBPF_OPTS(bpf_uprobe_opts, exit_opts, .func_name = o.function, .retprobe = true);
-	struct bpf_link *entry_link = bpf_program__attach_uprobe_opts(on_entry, -1, library, 0,
-								      &entry_opts);
-	if (!entry_link) {
-		err = -errno;
-		fprintf(stderr, "bakeoff_tracer: failed to attach uprobe to %s:%s: %s\n", library,
-			o.function, strerror(errno));
-		goto cleanup;
-	}
-	struct bpf_link *exit_link = bpf_program__attach_uprobe_opts(on_exit, -1, library, 0,
-								     &exit_opts);
-	if (!exit_link) {
-		err = -errno;
-		fprintf(stderr, "bakeoff_tracer: failed to attach uretprobe to %s:%s: %s\n",
-			library, o.function, strerror(errno));
-		bpf_link__destroy(entry_link);
-		goto cleanup;
-	}
-	/* The skeleton destroys the links with itself. */
-	if (floor) {
-		skel->links.bakeoff_nop_in = entry_link;
-		skel->links.bakeoff_nop_out = exit_link;
-	} else {
-		skel->links.bakeoff_entry = entry_link;
-		skel->links.bakeoff_exit = exit_link;
-		rb = ring_buffer__new(bpf_map__fd(skel->maps.bakeoff_events), handle_event, &c, NULL);
-		if (!rb) {
-			err = -errno;
-			fprintf(stderr, "bakeoff_tracer: failed to create ring buffer consumer: %s\n",
-				strerror(errno));
-			goto cleanup;
-		}
-	}
 
 	printf("{\"type\":\"ready\",\"mode\":\"%s\",\"libbpf\":\"%u.%u\"}\n", mode_names[o.mode],
 	       libbpf_major_version(), libbpf_minor_version());
 	fflush(stdout);
 
-	if (rb) {
-		wakeups = consume_until_stopped(rb, &o);
-		/* The app is gone: every record is committed; drain until nothing is left. */
-		int n;
-		while (wakeups >= 0 && (n = ring_buffer__consume(rb)) > 0)
-			;
-		if (wakeups >= 0 && n < 0)
-			wakeups = n;
-	} else {
-		wakeups = consume_until_stopped(NULL, &o);
-	}
+	long long wakeups = consume(rb, &o);
 	if (wakeups < 0) {
 		err = (int)wakeups;
 		fprintf(stderr, "bakeoff_tracer: failed to consume the ring buffer: %s\n",
 			strerror(c.write_errno ? c.write_errno : (int)-wakeups));
 		goto cleanup;
 	}
-	if (fclose(c.out) != 0) {
-		c.out = NULL;
-		err = -errno;
-		fprintf(stderr, "bakeoff_tracer: failed to write the trace file: %s\n",
-			strerror(errno));
+	err = finish_trace(&c, o.output, &trace_bytes);
+	if (err)
 		goto cleanup;
-	}
-	c.out = NULL;
-	struct stat st;
-	if (stat(o.output, &st) != 0) {
-		err = -errno;
-		fprintf(stderr, "bakeoff_tracer: failed to stat the trace file: %s\n",
-			strerror(errno));
-		goto cleanup;
-	}
 	printf("{\"type\":\"tracer_done\",\"mode\":\"%s\",\"events\":%llu,\"entries\":%llu,"
 	       "\"exits\":%llu,\"malformed\":%llu,\"dropped\":%llu,\"trace_bytes\":%lld,"
 	       "\"wakeups\":%lld}\n",
 	       mode_names[o.mode], c.entries + c.exits, c.entries, c.exits, c.other,
-	       floor ? 0ULL : sum_drops(skel), (long long)st.st_size, wakeups);
+	       o.mode == MODE_FLOOR ? 0ULL : sum_drops(skel), (long long)trace_bytes, wakeups);
 	fflush(stdout);
 
 cleanup:

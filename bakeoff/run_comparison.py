@@ -38,7 +38,7 @@ class CaseChange:
 
 
 @dataclass
-class Comparison:
+class RunComparison:
     old: RunRecord
     new: RunRecord
     changes: list[CaseChange]
@@ -59,7 +59,7 @@ def _samples_by_case(run: RunRecord, metric_of: dict[str, str],
     return out
 
 
-def compare_runs(old: RunRecord, new: RunRecord, threshold: float) -> Comparison:
+def compare_runs(old: RunRecord, new: RunRecord, threshold: float) -> RunComparison:
     """Compare the primary metric of every case measured in both runs."""
     rng = np.random.default_rng(new.seed)
     metric_of = {name: info.primary_metric for name, info in new.benchmarks.items()
@@ -85,7 +85,7 @@ def compare_runs(old: RunRecord, new: RunRecord, threshold: float) -> Comparison
             old=s_old, new=s_new, ratio=ratio, p_holm=p_holm,
             verdict=stats.verdict(ratio, p_holm, lower, threshold), lower_is_better=lower,
             signed=info.is_signed(metric)))
-    return Comparison(
+    return RunComparison(
         old=old, new=new, changes=changes,
         only_old=sorted((c for c in old_samples if c not in new_samples), key=lambda c: c.key),
         only_new=sorted((c for c in new_samples if c not in old_samples), key=lambda c: c.key),

@@ -1,0 +1,157 @@
+"""`bakeoff new ROOM`: the skeleton builds with `make -C benchmarks`, passes every check of the
+conformance test and runs `bakeoff run ROOM --profile quick` unchanged; bad names exit 2.
+
+Generated into a temporary benchmarks folder (BAKEOFF_BENCHMARKS_DIR, BAKEOFF_BUILD_DIR)
+beside the repository's common/ build rules, so the repository's rooms are not touched.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bakeoff import registry
+from bakeoff.model import Benchmark
+from conftest import REPO, assert_usage_error, run_bakeoff, saved_results
+from test_conformance import (
+    check_bad_arguments,
+    check_nothing_to_sweep,
+    check_quick_run,
+    check_usage,
+)
+
+# The conformance checks sweep dead runs' things machine-wide (see test_conformance.py).
+MACHINE_WIDE = True
+NAME = "ipc-ping-pong"
+FILES = {"spec.py", "ipc_ping_pong_bench.c", "Makefile", "METHOD.md", "debian-packages"}
+
+
+@dataclass(frozen=True)
+class NewRoom:
+    rooms: Path
+    build: Path
+    env: dict[str, str]
+    new: subprocess.CompletedProcess[str]
+
+
+def _benchmarks_folder(root: Path) -> Path:
+    """A benchmarks folder with no room, whose Makefile and common/ are the repository's."""
+    rooms = root / "benchmarks"
+    rooms.mkdir()
+    (rooms / "common").symlink_to(REPO / "benchmarks" / "common")
+    (rooms / "Makefile").symlink_to(REPO / "benchmarks" / "Makefile")
+    return rooms
+
+
+@pytest.fixture(scope="module")
+def new_room(tmp_path_factory: pytest.TempPathFactory) -> NewRoom:
+    root = tmp_path_factory.mktemp("scaffold")
+    rooms, build = _benchmarks_folder(root), root / "build"
+    env = {"BAKEOFF_BENCHMARKS_DIR": str(rooms), "BAKEOFF_BUILD_DIR": str(build)}
+    return NewRoom(rooms, build, env, run_bakeoff("new", NAME, env=env))
+
+
+@pytest.fixture(scope="module")
+def built_room(new_room: NewRoom) -> NewRoom:
+    make = subprocess.run(["make", "-C", str(new_room.rooms), f"BUILD={new_room.build}"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert make.returncode == 0, make.stdout + make.stderr
+    return new_room
+
+
+@pytest.fixture(scope="module")
+def bench(new_room: NewRoom) -> Iterator[Benchmark]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BAKEOFF_BENCHMARKS_DIR", str(new_room.rooms))
+        yield registry.discover()[NAME]
+
+
+@pytest.fixture(scope="module")
+def quick_run(built_room: NewRoom, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("scaffold-run") / "run"
+    res = run_bakeoff("run", NAME, "--profile", "quick", "--out", str(out), "--seed", "3",
+                      env=built_room.env)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return saved_results(out)
+
+
+def test_new_writes_the_room(new_room: NewRoom) -> None:
+    assert new_room.new.returncode == 0, new_room.new.stderr
+    room = new_room.rooms / "ipc_ping_pong"
+    assert {p.name for p in room.iterdir()} == FILES
+    assert not list(new_room.rooms.glob(".bakeoff-new-*")), "the staging folder was left"
+    for f in room.iterdir():
+        assert "{{" not in f.read_text(), f"{f.name} keeps a template placeholder"
+    assert f"wrote {room}/" in new_room.new.stdout
+
+
+@pytest.mark.slow
+def test_the_skeleton_builds(built_room: NewRoom) -> None:
+    assert (built_room.build / "ipc_ping_pong" / "ipc_ping_pong_bench").is_file()
+
+
+@pytest.mark.slow
+def test_the_skeleton_passes_the_conformance_checks(
+        built_room: NewRoom, bench: Benchmark, quick_run: dict[str, Any]) -> None:
+    check_usage(bench, built_room.build)
+    check_bad_arguments(bench, built_room.build)
+    check_quick_run(bench, quick_run)
+    check_nothing_to_sweep(bench, quick_run)
+
+
+@pytest.mark.slow
+def test_the_skeleton_measures_its_quick_profile(bench: Benchmark,
+                                                 quick_run: dict[str, Any]) -> None:
+    quick = bench.profiles["quick"]
+    assert quick_run["status"] == "complete"
+    assert len(quick_run["cases"]) == len(bench.variants) * len(quick.params["size"])
+    per_case: dict[tuple[str, int], list[float]] = {}
+    for t in quick_run["trials"]:
+        assert t["status"] == "ok", t["error"]
+        values = t["samples"]["ns_per_op"]
+        assert len(values) == quick.samples
+        assert all(v > 0 for v in values)
+        key = (t["case"]["variant"], t["case"]["params"]["size"])
+        per_case.setdefault(key, []).extend(values)
+    assert all(len(v) == quick.trials * quick.samples for v in per_case.values())
+    # Single-byte volatile stores cannot beat memset over 64 KiB: a check that the two
+    # variants run what they say, not just that numbers came out.
+    biggest = max(quick.params["size"])
+    assert statistics.median(per_case[("byte-loop", biggest)]) > statistics.median(
+        per_case[("memset", biggest)])
+
+
+@pytest.mark.parametrize(("name", "problem"), [
+    ("Bad_Name", "cannot name a benchmark"),
+    ("ping-", "cannot name a benchmark"),
+    ("ping--pong", "cannot name a benchmark"),
+    ("../ping", "cannot name a benchmark"),
+    ("p" * 41, "cannot name a benchmark"),
+    ("common", "shared build rules"),
+    (NAME, "exists already"),
+])
+def test_bad_names_exit_2(new_room: NewRoom, name: str, problem: str) -> None:
+    before = sorted(p.name for p in new_room.rooms.iterdir())
+    assert_usage_error(run_bakeoff("new", name, env=new_room.env), problem,
+                       fix="choose another name" if "exists" in problem or
+                       name == "common" else "use lower-case letters")
+    assert sorted(p.name for p in new_room.rooms.iterdir()) == before
+
+
+def test_an_empty_title_is_refused(new_room: NewRoom) -> None:
+    before = sorted(p.name for p in new_room.rooms.iterdir())
+    assert_usage_error(run_bakeoff("new", "other-room", "--title", " ", env=new_room.env),
+                       "--title is empty", fix="give one line")
+    assert sorted(p.name for p in new_room.rooms.iterdir()) == before
+
+
+def test_new_refuses_a_missing_benchmarks_folder(tmp_path: Path) -> None:
+    assert_usage_error(run_bakeoff("new", NAME, env={
+        "BAKEOFF_BENCHMARKS_DIR": str(tmp_path / "nowhere")}), "is not a folder of rooms",
+        fix="BAKEOFF_BENCHMARKS_DIR")
