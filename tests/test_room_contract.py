@@ -59,6 +59,7 @@ def contract_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     return saved_results(out)
 
 
+@pytest.mark.slow
 def test_a_failed_plan_is_a_failed_trial_that_never_ran(contract_run: dict[str, object]) -> None:
     trials = contract_run["trials"]
     assert isinstance(trials, list)
@@ -70,6 +71,7 @@ def test_a_failed_plan_is_a_failed_trial_that_never_ran(contract_run: dict[str, 
         assert t["samples"] == {} and t["stderr_tail"] == ""
 
 
+@pytest.mark.slow
 def test_the_session_state_reaches_every_trial(contract_run: dict[str, object]) -> None:
     trials = contract_run["trials"]
     assert isinstance(trials, list)
