@@ -200,10 +200,14 @@ def _shell_words(text: str) -> list[str]:
         tokens = list(lex)
     except ValueError as exc:
         raise UsageError(f"command {text!r}: {exc}; close the quote") from None
-    words, expect = [], True
+    words, expect, target = [], True, False
     for tok in tokens:
+        if target:  # the file of a redirection, not a command
+            target = False
+            continue
         if tok and all(ch in "();<>|&" for ch in tok):
-            expect = True
+            target = any(ch in "<>" for ch in tok)
+            expect = expect or not target
             continue
         if expect and re.match(r"^\w+=", tok):
             continue  # VAR=value before the command

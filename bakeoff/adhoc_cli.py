@@ -175,6 +175,9 @@ def cmd_cmd(
                            parameter_list or [], shell, shell_program, setup, prepare,
                            cleanup_cmd, ignore_failure, check_output)
         adhoc.check(defn)
+        for flag, count in (("--runs", runs), ("--trials", trials)):
+            if count is not None and count < 1:
+                raise UsageError(f"{flag} must be at least 1, e.g. {flag} 10")
         if warmup < 0 or warmup_trials < 0:
             raise UsageError("--warmup and --warmup-trials are counts of 0 or more, e.g. -w 1")
         if not timeout > 0:

@@ -21,9 +21,10 @@
  * with --check-output, hashed (64-bit FNV-1a): executions that print different output fail
  * the trial, and the hash is the meta "output_hash" the harness compares across commands.
  * Its stderr is this program's, so the harness quotes a failing command's last line.
- * A non-zero exit fails the trial (exit 1) unless --ignore-failure, which counts them in the
- * counter failed_executions. --setup, --prepare and --cleanup run under /bin/sh -c; one that
- * fails fails the trial; --cleanup also runs after a failure once --setup has succeeded.
+ * A non-zero exit fails the trial (exit 1) unless --ignore-failure, which counts the measured
+ * ones in the counter failed_executions. --setup, --prepare and --cleanup run under
+ * /bin/sh -c; one that fails fails the trial; --cleanup also runs after a failure once
+ * --setup has succeeded.
  */
 #include "bench.h"
 
@@ -265,7 +266,8 @@ int main(int argc, char **argv)
 			if (!o.ignore_failure)
 				fail("the command %s (--ignore-failure measures it anyway)",
 				     status_words(st, words, sizeof(words)));
-			failed++;
+			if (i >= o.warmup)
+				failed++;
 		}
 		if (o.check_output && runs[i].output_hash != runs[0].output_hash)
 			fail("--check-output: execution %" PRIu64 " printed other output than the "
