@@ -354,7 +354,9 @@ def _fit_finding(ba: BenchmarkAnalysis, g: Grid, sf: SweepFit) -> Finding:
         why.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
     varying = _varying(g, sf.fixed)
     fixed = f" ({params_label(ba.info, varying)})" if varying else ""
-    text = (f"Fit for {sf.variant}{fixed}: {sf.metric} − {ba.info.baseline} = a + b·{sf.param}, "
+    # Fitted alone (a benchmark of one variant): the metric itself, not a difference.
+    minus = "" if sf.variant == ba.info.baseline else f" − {ba.info.baseline}"
+    text = (f"Fit for {sf.variant}{fixed}: {sf.metric}{minus} = a + b·{sf.param}, "
             f"a = {fmt_value(f.a, unit)} (95% CI {fmt_value(f.a_low, unit)} to "
             f"{fmt_value(f.a_high, unit)}), b = {fmt_number(f.b)} {unit} per "
             f"{param_unit or sf.param} (95% CI {fmt_number(f.b_low)} to {fmt_number(f.b_high)}); "
