@@ -290,6 +290,8 @@ def test_scans_become_params_with_fits_and_the_report_regenerates_from_disk(
     _ok(res)
     params = saved_results(tmp_path / "num")["benchmarks"]["cmd"]["params"]
     assert params == [{"name": "k", "kind": "int", "unit": "", "description": "{k} in the commands"}]
+    # One command alone: its own wall time is fitted along the scan, not a difference.
+    assert "wall_time = a + b·k" in (tmp_path / "num" / "report.md").read_text()
     # The reports come back from results.json alone.
     for name in ("report.md", "report.html", "details.md"):
         (out / name).unlink()
@@ -439,3 +441,20 @@ def test_a_load_started_halfway_biases_back_to_back_order_not_interleaved_order(
     assert hf_ratio > 1.3, summary
     assert 0.8 < bo_ratio < 1.25, summary
     assert abs(bo_ratio - 1) < (hf_ratio - 1) / 2, summary
+
+
+# ---- --compare and --fail-on-regression -----------------------------------------------------
+
+
+def test_compare_with_an_earlier_run_fails_on_a_regression(executor: Path, tmp_path: Path) -> None:
+    """The same name, a command five times slower: `--compare OLD --fail-on-regression 10`
+    says so and exits 1; compared with itself's equal, it passes."""
+    counts = ("--trials", "3", "--runs", "2", "--warmup", "0", "--warmup-trials", "0")
+    _ok(_cmd(tmp_path / "old", *counts, "-n", "work", "sleep 0.01"))
+    res = _cmd(tmp_path / "new", *counts, "--compare", str(tmp_path / "old"),
+               "--fail-on-regression", "10", "-n", "work", "sleep 0.05")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "regression: cmd/work[]" in res.stderr
+    res = _cmd(tmp_path / "same", *counts, "--compare", str(tmp_path / "old"),
+               "--fail-on-regression", "300", "-n", "work", "sleep 0.01")
+    _ok(res)
