@@ -315,7 +315,7 @@ def shell_path(program: str) -> str:
 # ---- the benchmark ----------------------------------------------------------------------
 
 METRICS = (
-    Metric("wall_time", "s", "wall-clock time of one execution, fork to wait4"),
+    Metric("wall_time", "s", "wall-clock time of one execution, spawn to wait4"),
     Metric("user_time", "s", "user CPU time of one execution and its children (wait4)"),
     Metric("sys_time", "s", "system CPU time of one execution and its children (wait4)"),
     Metric("peak_rss", "KiB", "peak resident set of one execution or its largest child (wait4)"),
@@ -329,7 +329,7 @@ SHELL_COUNTERS = (
 
 def _summary(defn: Definition) -> str:
     text = ("Commands compared by `bakeoff cmd`: each trial is a fresh process running one "
-            "command K times on the measured CPU (fork, exec, wait4), commands interleaved in "
+            "command K times on the measured CPU (posix_spawn, wait4), commands interleaved in "
             "seeded order, warm-up executions discarded.")
     if defn.shell:
         text += (f" Commands run through `{defn.shell} -c`; the shell's start-up (`{defn.shell} "
