@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bakeoff.analysis import Analysis, BenchmarkAnalysis, CaseResult
+from bakeoff.analysis import Analysis, CaseResult
 from bakeoff.model import ParamValue, RunRecord
 from bakeoff.report.format import fmt_number, scale_for
 from bakeoff.store import write_atomic
@@ -147,7 +147,3 @@ EXPORTERS = {"json": to_json, "markdown": to_markdown, "csv": to_csv}
 
 def write(kind: str, path: Path, run: RunRecord, analysis: Analysis) -> None:
     write_atomic(path, EXPORTERS[kind](run, analysis))
-
-
-def benchmark_analyses(analysis: Analysis) -> list[BenchmarkAnalysis]:
-    return [ba for ba in analysis.benchmarks if ba.info.definition is not None]
