@@ -309,9 +309,12 @@ def test_scans_become_params_with_fits_and_the_report_regenerates_from_disk(
 def test_an_interrupted_run_resumes_from_its_recorded_definition(
         executor: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
+    log = tmp_path / "hooks.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "bakeoff", "cmd", "--out", str(out), "--seed", "3", "--quiet",
-         "--trials", "30", "--runs", "2", "-n", "a", "-n", "b", "sleep 0.02", "sleep 0.03"],
+         "--trials", "30", "--runs", "2", "--setup", f"echo setup >> {log}",
+         "--cleanup", f"echo cleanup >> {log}",
+         "-n", "a", "-n", "b", "sleep 0.02", "sleep 0.03"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -325,6 +328,9 @@ def test_an_interrupted_run_resumes_from_its_recorded_definition(
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, err
+    # The trial the signal stopped ran its --cleanup too.
+    hooks = log.read_text().split()
+    assert hooks.count("setup") == hooks.count("cleanup") > 0, hooks
     doc = saved_results(out)
     assert doc["status"] == "interrupted"
     before = len(doc["trials"])

@@ -24,13 +24,15 @@
  * A non-zero exit fails the trial (exit 1) unless --ignore-failure, which counts the measured
  * ones in the counter failed_executions. --setup, --prepare and --cleanup run under
  * /bin/sh -c; one that fails fails the trial; --cleanup also runs after a failure once
- * --setup has succeeded.
+ * --setup has succeeded, and when the harness stops the trial with SIGTERM (a timeout,
+ * Ctrl-C): the command in flight exits, then --cleanup runs.
  */
 #include "bench.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <spawn.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -59,6 +61,14 @@ struct execution {
 };
 
 static const char *cleanup_command; /* set once --setup succeeded: run on every way out */
+/* SIGTERM or SIGINT (the harness stopping the trial's process group: a timeout, Ctrl-C):
+ * the command in flight gets it too; once it has exited, --cleanup runs and we exit. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+}
 
 static void run_cleanup(void);
 
@@ -254,15 +264,24 @@ int main(int argc, char **argv)
 		bench_fatal("failed to allocate %" PRIu64 " executions", total);
 	char *empty_shell[] = { (char *)o.shell, "-c", "", NULL };
 
+	struct sigaction sa = { .sa_handler = on_stop }; /* no SA_RESTART: wait4 sees EINTR */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+
 	if (o.setup)
 		run_hook("--setup", o.setup);
 	cleanup_command = o.cleanup;
 
 	uint64_t failed = 0;
 	for (uint64_t i = 0; i < total; i++) {
+		if (stop_signal)
+			fail("stopped by signal %d after %" PRIu64 " executions", (int)stop_signal, i);
 		if (o.prepare)
 			run_hook("--prepare", o.prepare);
 		runs[i] = execute(o.argv, o.check_output);
+		if (stop_signal)
+			fail("stopped by signal %d after %" PRIu64 " executions", (int)stop_signal, i);
 		char words[64];
 		int st = runs[i].status;
 		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
