@@ -24,13 +24,15 @@ from typing import Any
 
 import pytest
 
+from bakeoff import adhoc
 from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff, saved_results
 
 EXECUTOR = REPO / "build" / "common" / "bakeoff-cmd-exec"
 
 
 @pytest.fixture(scope="module")
-def executor() -> Path:
+def executor(built: Path) -> Path:
+    """Through `built`, so every test that runs commands is marked slow (tests/conftest.py)."""
     if not EXECUTOR.exists():
         subprocess.run(["make", "-C", str(REPO / "benchmarks"), "bakeoff-cmd-exec"], check=True)
     return EXECUTOR
@@ -76,6 +78,7 @@ BAD = [
 ]
 
 
+@pytest.mark.slow  # `bakeoff cmd` in a subprocess, though refused before anything runs
 @pytest.mark.parametrize(("args", "needle"), BAD, ids=[n for _, n in BAD])
 def test_bad_input_is_one_line_and_exit_2_before_anything_runs(
         tmp_path: Path, args: tuple[str, ...], needle: str) -> None:
@@ -83,6 +86,27 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_runs(
     res = run_bakeoff("cmd", "--out", str(out), *args)
     assert_usage_error(res, needle)
     assert not out.exists()
+
+
+# ---- the parts that need no run: shell detection, scans, substitution -----------------------
+
+
+def test_shell_syntax_and_the_words_checked_on_path() -> None:
+    assert not adhoc.needs_shell("cat /proc/self/stat")
+    assert not adhoc.needs_shell("head -c {n}M /dev/zero")  # a placeholder is not syntax
+    for text in ("a | b", "a > f", "echo $HOME", "ls *.c", "X=1 cmd", "a && b", "(a)"):
+        assert adhoc.needs_shell(text), text
+    # Redirection targets and assignments are not commands; each pipeline stage's is.
+    assert adhoc._shell_words("X=1 a 2>/dev/null | b >> log && c < in") == ["a", "b", "c"]
+
+
+def test_scans_parse_like_hyperfines() -> None:
+    assert adhoc.range_scan("n", "1", "4", None) == adhoc.Scan("n", "int", (1, 2, 3, 4))
+    assert adhoc.range_scan("x", "0", "1", "0.25") == adhoc.Scan(
+        "x", "float", (0.0, 0.25, 0.5, 0.75, 1.0))
+    assert adhoc.list_scan("k", "1,4,16") == adhoc.Scan("k", "int", (1, 4, 16))
+    assert adhoc.list_scan("s", "a,b") == adhoc.Scan("s", "str", ("a", "b"))
+    assert adhoc.substitute("head -c {n}K {{n}} {m}", {"n": 4}) == "head -c 4K {n} {m}"
 
 
 # ---- a small real run: every execution counted --------------------------------------------
