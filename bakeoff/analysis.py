@@ -242,15 +242,20 @@ def _fits(
     rng: np.random.Generator,
 ) -> list[SweepFit]:
     out: list[SweepFit] = []
+    # A benchmark whose only variant is its baseline (one command under `bakeoff cmd`) has no
+    # difference to fit: its own metric is fitted instead (against a baseline of 0).
+    alone = len(info.variants) == 1
     for spec in info.fits:
         metric, param = spec["metric"], spec["param"]
-        rows = [r for r in results if r.metric == metric and r.comparison is not None]
+        rows = [r for r in results if r.metric == metric
+                and (r.comparison is not None or (alone and r.summary is not None))]
         for name, line in _sweep_lines(info, rows):
             if name != param:
                 continue
             variant = [_compared_samples(info, trials_by_case[r.case], metric) for r in line]
-            base = [_compared_samples(info, trials_by_case[Case(r.case.benchmark, info.baseline,
-                                                                r.case.params)], metric)
+            base = [[[0.0]] if alone else
+                    _compared_samples(info, trials_by_case[Case(r.case.benchmark, info.baseline,
+                                                                 r.case.params)], metric)
                     for r in line]
             fit = stats.fit_difference_line([float(r.case.param(param)) for r in line],
                                             variant, base, rng)

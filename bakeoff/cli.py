@@ -24,10 +24,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from bakeoff import cleanup, interrupts, lazy, registry, store
+from bakeoff import adhoc, cleanup, interrupts, lazy, registry, store
 from bakeoff import host as hostmod
 from bakeoff.errors import Interrupted, UsageError, one_line
-from bakeoff.model import RunContext, RunRecord, RunSettings
+from bakeoff.model import Benchmark, RunContext, RunRecord, RunSettings
 from bakeoff.plan import MAX_TRIALS, PROFILES, check_request, plan_run, plans_from_record
 
 app = typer.Typer(
@@ -120,19 +120,30 @@ def cmd_run(
         if seed is not None and seed < 0:
             raise UsageError(f"--seed {seed}: a seed is a whole number of 0 or more, e.g. --seed 11")
         settings = _settings(threshold, target_ci, max_trials, time_budget, pin)
-        run, run_dir = _start(names or [], profile, variant or [], param or [], trials, samples,
-                              out, seed, settings, quiet)
+        run, run_dir = _start(registry.select(names or []), profile, variant or [], param or [],
+                              trials, samples, out, seed, settings, quiet)
+    _report_run(run, run_dir, quiet)
+    if _say_failed(run):
+        raise typer.Exit(1)
+
+
+def _report_run(run: RunRecord, run_dir: Path, quiet: bool) -> Any:
+    """The reports of a measured run; returns its analysis."""
     # Every trial is measured and saved; a signal from here on stops the reports, not the run.
     interrupts.tell(lambda: f"the run is complete ({len(run.trials)} trials saved in "
                     f"{run_dir}); `bakeoff report {run_dir}` writes the reports")
     interrupts.checkpoint("saved")
-    _export(run, run_dir, quiet)
+    analysis = _export(run, run_dir, quiet)
     interrupts.tell(lambda: f"the run is complete and its reports are written in {run_dir}")
+    return analysis
+
+
+def _say_failed(run: RunRecord) -> bool:
     failed = [t for t in run.trials if not t.ok]
     if failed:
         err_console.print(Text(f"{len(failed)} trial(s) failed", style="red")
                           + Text("; see the report"))
-        raise typer.Exit(1)
+    return bool(failed)
 
 
 def _settings(threshold: float, target_ci: float | None, max_trials: int | None,
@@ -156,11 +167,10 @@ def _settings(threshold: float, target_ci: float | None, max_trials: int | None,
                        max_trials=max_trials, time_budget_s=time_budget, pin=pin)
 
 
-def _start(names: list[str], profile: str, variants: list[str], params: list[str],
+def _start(benches: list[Benchmark], profile: str, variants: list[str], params: list[str],
            trials: int | None, samples: int | None, out: Path | None, seed: int | None,
            settings: RunSettings, quiet: bool) -> tuple[RunRecord, Path]:
     build_dir = registry.build_dir()
-    benches = registry.select(names)
     # Bad input answers at once: before the host is probed (a quarter second) and numpy loads.
     check_request(benches, profile, variants, params, trials, samples)
     with lazy.signals_held():
@@ -197,7 +207,8 @@ def _resume(run_dir: Path, quiet: bool) -> tuple[RunRecord, Path]:
     if run.status == "complete":
         raise UsageError(f"{run_dir}: this run is complete; nothing to resume "
                          "(bakeoff report regenerates its reports)")
-    plans = plans_from_record(run, registry.discover())
+    # A benchmark built at run time (bakeoff cmd) comes back from its recorded definition.
+    plans = plans_from_record(run, {**registry.discover(), **adhoc.from_record(run)})
     with lazy.signals_held():
         from bakeoff.runner import measure  # numpy: only once the input is good
 
@@ -228,7 +239,8 @@ def _sweep_dead_runs(quiet: bool) -> None:
             err_console.print(Text("note: ", style="cyan") + Text(line), soft_wrap=True)
 
 
-def _export(run: RunRecord, run_dir: Path, quiet: bool) -> None:
+def _export(run: RunRecord, run_dir: Path, quiet: bool) -> Any:
+    """The reports, the terminal summary; returns the analysis."""
     analysis, paths = _write_exports(run, run_dir)
     if not quiet:
         with lazy.signals_held():
@@ -238,6 +250,7 @@ def _export(run: RunRecord, run_dir: Path, quiet: bool) -> None:
     for p in [run_dir / store.RESULTS_JSON, run_dir / store.SAMPLES_CSV, *paths]:
         if p.exists():
             out_console.print(f"wrote {p}", highlight=False)
+    return analysis
 
 
 def _write_exports(run: RunRecord, run_dir: Path) -> tuple[Any, list[Path]]:
@@ -632,7 +645,8 @@ def main() -> None:
             # `bakeoff sample -- CMD --help` reaches CMD as typed.
             sys.exit(commands[sys.argv[1]][1](sys.argv[2:]))
         _list_room_commands(commands)
-        code = app(prog_name="bakeoff", standalone_mode=False)
+        code = app(args=adhoc_cli.argv_for_typer(sys.argv)[1:], prog_name="bakeoff",
+                   standalone_mode=False)
     except typer.TyperException as exc:
         # Typer's own parse errors (unknown option, bad type); it vendors click, and this is
         # the public base class of its usage errors.
@@ -653,3 +667,7 @@ def main() -> None:
 def _fail(message: str) -> None:
     print(f"bakeoff: error: {one_line(message)}", file=sys.stderr)
     interrupts.exit(2)
+
+
+# Last: `bakeoff cmd` registers itself on `app` and uses the helpers above.
+from bakeoff import adhoc_cli  # noqa: E402

@@ -275,6 +275,9 @@ class Benchmark:
     # arguments after its name and returns an exit status. Errors it raises as UsageError
     # are printed as one line, exit 2, like the harness's own.
     commands: Mapping[str, Callable[[list[str]], int]] = field(default_factory=dict)
+    # A benchmark built at run time (bakeoff cmd, bakeoff/adhoc.py) has no spec.py to come
+    # back to: what it was built from, copied into results.json so --resume can rebuild it.
+    definition: Mapping[str, Any] | None = None
 
     @property
     def baseline(self) -> Variant:
@@ -329,6 +332,7 @@ class Benchmark:
                 {"filename": self.legacy_csv.filename, "columns": dict(self.legacy_csv.columns)}
                 if self.legacy_csv else None
             ),
+            definition=dict(self.definition) if self.definition is not None else None,
         )
 
 
@@ -353,6 +357,8 @@ class BenchmarkInfo:
     # warmup_trials, timeout_s. --resume reads it.
     profile: dict[str, Any] = field(default_factory=dict)
     counters: list[dict[str, Any]] = field(default_factory=list)
+    # Set for a benchmark built at run time (Benchmark.definition): what rebuilds it.
+    definition: dict[str, Any] | None = None
 
     def metric(self, name: str) -> dict[str, Any]:
         return next(m for m in self.metrics if m["name"] == name)

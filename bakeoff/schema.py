@@ -54,6 +54,7 @@ BENCHMARK_INFO = {
     "fits?": [{"metric": str, "param": str, "description": str}],
     "profile?": dict,
     "counters?": [{"name": str, "unit": str, "lower_is_better": bool}],
+    "definition?": Optional(dict),
 }
 TRIAL = {
     "case": CASE, "index": AtLeast(0), "round": AtLeast(0),

@@ -42,6 +42,8 @@ from bakeoff.model import BenchmarkInfo, Case, RunRecord, RunSettings, Rusage, S
 #       ignored it would rank -50% above +1%, so older readers must refuse. 1-3 still load.
 #       Within 4, a variant may carry "control": true (a check of the method, never named
 #       a winner in findings); a reader that ignores it loses nothing else, so no new version.
+#       Within 4, a benchmark info may carry "definition" (a benchmark built at run time by
+#       `bakeoff cmd`, rebuilt from it by --resume); reports need nothing from it.
 SCHEMA_VERSION = 4
 
 RESULTS_JSON = "results.json"
@@ -112,6 +114,12 @@ def _trial_to_json(t: Trial) -> dict[str, Any]:
     }
 
 
+def _info_to_json(info: BenchmarkInfo) -> dict[str, Any]:
+    # A room's info has no definition: left out, so its results.json stays as older
+    # readers know it.
+    return {k: v for k, v in vars(info).items() if not (k == "definition" and v is None)}
+
+
 def run_to_json(run: RunRecord) -> dict[str, Any]:
     return {
         "schema_version": run.schema_version,
@@ -124,7 +132,7 @@ def run_to_json(run: RunRecord) -> dict[str, Any]:
         "seed": run.seed,
         "host": run.host,
         "warnings": run.warnings,
-        "benchmarks": {name: vars(info) for name, info in run.benchmarks.items()},
+        "benchmarks": {name: _info_to_json(info) for name, info in run.benchmarks.items()},
         "cases": [c.to_json() for c in run.cases],
         "skips": [{"case": s.case.to_json(), "reason": s.reason} for s in run.skips],
         "trials": [_trial_to_json(t) for t in run.trials],

@@ -88,6 +88,10 @@ class BenchmarkFindings:
                      and any(sc.crossover.level == 1.0 for sc in f.crossovers)]
         if crossings:
             picked.append(min(crossings, key=lambda f: bool(f.tentative)))
+        # A benchmark of one variant has no winner to name; how it grows along a scan is
+        # its answer.
+        if len(self.analysis.info.variants) == 1:
+            picked += [f for f in self.findings if f.kind == "fit"][:1]
         if not picked:
             picked = self.findings[:1]
         return picked
@@ -240,8 +244,11 @@ def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | No
     assert best.summary is not None
     s, unit = best.summary, best.unit
     word = "lowest" if lower else "highest"
-    text = (f"the {word} {_shown_metric(ba, g.metric)} is "
-            f"{best.case.variant}'s, {fmt_value(s.median, unit)} "
+    # Alone (one command under `bakeoff cmd`), a variant ranks against nothing: its figure.
+    lead = (f"{best.case.variant}'s {_shown_metric(ba, g.metric)} is"
+            if len(ba.info.variants) == 1 else
+            f"the {word} {_shown_metric(ba, g.metric)} is {best.case.variant}'s,")
+    text = (f"{lead} {fmt_value(s.median, unit)} "
             + (f"(95% CI {fmt_range(s.ci_low, s.ci_high, unit)}; {s.n_trials} trials)"
                if s.n_trials > 1 else "(no CI from one trial)"))
     why: list[str] = []
@@ -354,7 +361,9 @@ def _fit_finding(ba: BenchmarkAnalysis, g: Grid, sf: SweepFit) -> Finding:
         why.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
     varying = _varying(g, sf.fixed)
     fixed = f" ({params_label(ba.info, varying)})" if varying else ""
-    text = (f"Fit for {sf.variant}{fixed}: {sf.metric} − {ba.info.baseline} = a + b·{sf.param}, "
+    # Fitted alone (a benchmark of one variant): the metric itself, not a difference.
+    minus = "" if sf.variant == ba.info.baseline else f" − {ba.info.baseline}"
+    text = (f"Fit for {sf.variant}{fixed}: {sf.metric}{minus} = a + b·{sf.param}, "
             f"a = {fmt_value(f.a, unit)} (95% CI {fmt_value(f.a_low, unit)} to "
             f"{fmt_value(f.a_high, unit)}), b = {fmt_number(f.b)} {unit} per "
             f"{param_unit or sf.param} (95% CI {fmt_number(f.b_low)} to {fmt_number(f.b_high)}); "

@@ -1,0 +1,493 @@
+"""`bakeoff cmd`: bad input, a real run counted execution by execution, the shell's start-up
+subtracted, the exports, --check-output, scans as params, --resume from results.json alone,
+and the drift test against hyperfine (a load started halfway biases back-to-back order, not
+interleaved order).
+
+Every run here is real: real processes, real timings; assertions are on measured figures and
+on invariants (counts of executions), with margins wide enough for a shared 2-CPU VM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bakeoff import adhoc
+from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff, saved_results
+
+EXECUTOR = REPO / "build" / "common" / "bakeoff-cmd-exec"
+
+
+@pytest.fixture(scope="module")
+def executor(built: Path) -> Path:
+    """Through `built`, so every test that runs commands is marked slow (tests/conftest.py)."""
+    if not EXECUTOR.exists():
+        subprocess.run(["make", "-C", str(REPO / "benchmarks"), "bakeoff-cmd-exec"], check=True)
+    return EXECUTOR
+
+
+def _hyperfine() -> str:
+    found = shutil.which("hyperfine")
+    if found is None:
+        if IN_CI:
+            pytest.fail("hyperfine is not installed; make deps installs it (debian-packages)")
+        pytest.skip("hyperfine is not installed; make deps installs it")
+    return found
+
+
+def _cmd(out: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return run_bakeoff("cmd", "--out", str(out), "--seed", "7", "--quiet", *args,
+                       timeout=timeout)
+
+
+def _ok(res: subprocess.CompletedProcess[str]) -> None:
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+# ---- bad input: one line, exit 2, nothing made --------------------------------------------
+
+BAD = [
+    (("",), "command 1 is empty"),
+    (("   ",), "command 1 is empty"),
+    (("nosuchcommand-bakeoff -x",), "'nosuchcommand-bakeoff' is not found on PATH"),
+    (("echo a | nosuchcommand-bakeoff",), "'nosuchcommand-bakeoff' is not found on PATH"),
+    (("-P", "n", "4", "1", "head -c {n} /dev/zero"), "the range is empty"),
+    (("-P", "n", "1", "4", "-D", "0", "head -c {n} /dev/zero"), "the step must be above 0"),
+    (("head -c {n} /dev/zero",), "{n} names no scan"),
+    (("-L", "n", "1,,2", "head -c {n} /dev/zero"), "an empty value"),
+    (("-P", "n", "1", "2", "true"), "scan n is used by no command"),
+    (("true", "true"), "'true' is given twice"),
+    (("-n", "a", "-n", "b", "true"), "2 --name for 1 command(s)"),
+    (("--prepare", "", "true"), "--prepare is empty"),
+    (("--fail-on-regression", "5", "true"), "--fail-on-regression goes with --compare"),
+    (("--runs", "0", "true"), "--runs must be at least 1"),
+    (("--export-json", "/nonexistent-dir/x.json", "true"), "is not a directory"),
+    ((), "no command given"),
+]
+
+
+@pytest.mark.slow  # `bakeoff cmd` in a subprocess, though refused before anything runs
+@pytest.mark.parametrize(("args", "needle"), BAD, ids=[n for _, n in BAD])
+def test_bad_input_is_one_line_and_exit_2_before_anything_runs(
+        tmp_path: Path, args: tuple[str, ...], needle: str) -> None:
+    out = tmp_path / "run"
+    res = run_bakeoff("cmd", "--out", str(out), *args)
+    assert_usage_error(res, needle)
+    assert not out.exists()
+
+
+# ---- the parts that need no run: shell detection, scans, substitution -----------------------
+
+
+def test_shell_syntax_and_the_words_checked_on_path() -> None:
+    assert not adhoc.needs_shell("cat /proc/self/stat")
+    assert not adhoc.needs_shell("head -c {n}M /dev/zero")  # a placeholder is not syntax
+    for text in ("a | b", "a > f", "echo $HOME", "ls *.c", "X=1 cmd", "a && b", "(a)"):
+        assert adhoc.needs_shell(text), text
+    # Redirection targets and assignments are not commands; each pipeline stage's is.
+    assert adhoc._shell_words("X=1 a 2>/dev/null | b >> log && c < in") == ["a", "b", "c"]
+
+
+def test_scans_parse_like_hyperfines() -> None:
+    assert adhoc.range_scan("n", "1", "4", None) == adhoc.Scan("n", "int", (1, 2, 3, 4))
+    assert adhoc.range_scan("x", "0", "1", "0.25") == adhoc.Scan(
+        "x", "float", (0.0, 0.25, 0.5, 0.75, 1.0))
+    assert adhoc.list_scan("k", "1,4,16") == adhoc.Scan("k", "int", (1, 4, 16))
+    assert adhoc.list_scan("s", "a,b") == adhoc.Scan("s", "str", ("a", "b"))
+    assert adhoc.substitute("head -c {n}K {{n}} {m}", {"n": 4}) == "head -c 4K {n} {m}"
+
+
+# ---- a small real run: every execution counted --------------------------------------------
+
+
+def test_each_trial_runs_the_command_k_times_and_counts_every_execution(
+        executor: Path, tmp_path: Path) -> None:
+    log = tmp_path / "executions.log"
+    out = tmp_path / "run"
+    trials, runs, warmup, warmup_trials = 3, 4, 2, 1
+    res = _cmd(out, "--trials", str(trials), "--runs", str(runs), "--warmup", str(warmup),
+               "--warmup-trials", str(warmup_trials),
+               "--setup", f"echo setup >> {log}", "--prepare", f"echo prepare >> {log}",
+               "--cleanup", f"echo cleanup >> {log}",
+               "-n", "true", "-n", "cat", "true", "cat /proc/self/stat")
+    _ok(res)
+    doc = saved_results(out)
+    assert doc["status"] == "complete"
+    by_variant: dict[str, list[dict[str, Any]]] = {}
+    for t in doc["trials"]:
+        by_variant.setdefault(t["case"]["variant"], []).append(t)
+    assert sorted(by_variant) == ["cat", "true"]
+    for ts in by_variant.values():
+        assert len(ts) == trials
+        for t in ts:
+            assert t["status"] == "ok"
+            for metric in ("wall_time", "user_time", "sys_time", "peak_rss"):
+                assert len(t["samples"][metric]) == runs, (metric, t["samples"])
+            assert all(v > 0 for v in t["samples"]["wall_time"])
+            assert all(v > 0 for v in t["samples"]["peak_rss"])
+            assert t["meta"]["executions"] == runs + warmup
+            assert t["meta"]["shell"] == "none"
+    lines = log.read_text().split()
+    processes = 2 * (trials + warmup_trials)  # warm-up trials run too, and are discarded
+    assert lines.count("setup") == processes
+    assert lines.count("cleanup") == processes
+    assert lines.count("prepare") == processes * (runs + warmup)
+    # The per-trial hooks bracket each trial's executions.
+    assert lines[0] == "setup" and lines[-1] == "cleanup"
+    # samples.csv has every sample of every metric.
+    rows = list(csv.DictReader((out / "samples.csv").open()))
+    assert len(rows) == 2 * trials * runs * 4
+    # The reports were written, with findings that carry a CI.
+    md = (out / "report.md").read_text()
+    assert "95% CI" in md
+    assert "## true vs cat (cmd)" in md and "| case | cat | trials |" in md
+
+
+def test_a_failing_command_fails_its_trials_unless_ignore_failure(
+        executor: Path, tmp_path: Path) -> None:
+    res = _cmd(tmp_path / "a", "--trials", "2", "--runs", "2", "true", "false")
+    assert res.returncode == 1, res.stdout + res.stderr
+    doc = saved_results(tmp_path / "a")
+    failed = [t for t in doc["trials"] if t["case"]["variant"] == "false"]
+    assert failed and all(t["status"] == "failed" for t in failed)
+    assert "exited with status 1" in failed[0]["error"]
+    assert "--ignore-failure" in failed[0]["error"]
+
+    res = _cmd(tmp_path / "b", "--trials", "2", "--runs", "3", "-i", "true", "false")
+    _ok(res)
+    doc = saved_results(tmp_path / "b")
+    counted = [t["counters"]["failed_executions"] for t in doc["trials"]
+               if t["case"]["variant"] == "false"]
+    assert counted == [3.0, 3.0]  # warm-up executions are not counted, measured ones are
+
+
+# ---- the shell ------------------------------------------------------------------------------
+
+
+def test_the_shells_start_up_is_measured_and_subtracted(executor: Path, tmp_path: Path) -> None:
+    """A shell that takes 0.2 s to start (it sleeps, then execs sh), so its start-up stands
+    far above this VM's noise: `true`, a builtin, leaves almost nothing once the start-up is
+    subtracted; `sleep 0.1` keeps its 0.1 s and loses the shell's 0.2 s."""
+    slow_shell = tmp_path / "slowsh"
+    slow_shell.write_text('#!/bin/sh\nsleep 0.2\nexec /bin/sh "$@"\n')
+    slow_shell.chmod(0o755)
+    out = tmp_path / "run"
+    res = _cmd(out, "--shell", "--shell-program", str(slow_shell), "--trials", "3", "--runs",
+               "3", "--warmup", "0", "--warmup-trials", "0", "true", "sleep 0.1")
+    _ok(res)
+    doc = saved_results(out)
+    info = doc["benchmarks"]["cmd"]
+    assert info["definition"]["shell"] == str(slow_shell)
+    assert "shell's start-up" in info["summary"]  # said in the report
+    assert "is subtracted from wall, user and sys time" in (out / "report.html").read_text()
+    shell_walls, true_walls, sleep_walls = [], [], []
+    for t in doc["trials"]:
+        assert t["meta"]["shell"] == str(slow_shell)
+        shell_walls.append(t["counters"]["shell_wall_time"])
+        (true_walls if t["case"]["variant"] == "true" else sleep_walls).extend(
+            t["samples"]["wall_time"])
+    assert min(shell_walls) >= 0.2, shell_walls
+    true_median = sorted(true_walls)[len(true_walls) // 2]
+    sleep_median = sorted(sleep_walls)[len(sleep_walls) // 2]
+    # Not subtracted, these would be at least 0.2 s and 0.3 s.
+    assert true_median < 0.1, (true_median, shell_walls)
+    assert 0.1 <= sleep_median < 0.2, (sleep_median, shell_walls)
+
+
+def test_shell_syntax_picks_the_shell_and_plain_commands_run_without(
+        executor: Path, tmp_path: Path) -> None:
+    res = _cmd(tmp_path / "a", "--trials", "1", "--runs", "1", "--warmup-trials", "0",
+               "echo a | cat")
+    _ok(res)
+    assert saved_results(tmp_path / "a")["benchmarks"]["cmd"]["definition"]["shell"]
+    res = _cmd(tmp_path / "b", "--trials", "1", "--runs", "1", "--warmup-trials", "0",
+               "echo a")
+    _ok(res)
+    assert saved_results(tmp_path / "b")["benchmarks"]["cmd"]["definition"]["shell"] is None
+
+
+# ---- exports --------------------------------------------------------------------------------
+
+
+def test_exports_are_hyperfine_shaped_and_agree_with_the_samples(
+        executor: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    paths = {k: tmp_path / f"export.{k}" for k in ("json", "md", "csv")}
+    res = _cmd(out, "--trials", "3", "--runs", "4", "--export-json", str(paths["json"]),
+               "--export-markdown", str(paths["md"]), "--export-csv", str(paths["csv"]),
+               "-n", "status", "-n", "stat", "cat /proc/self/status", "cat /proc/self/stat")
+    _ok(res)
+    exported = json.loads(paths["json"].read_text())
+    assert exported["unit"] == "s"
+    results = {r["command"]: r for r in exported["results"]}
+    assert sorted(results) == ["stat", "status"]
+    samples: dict[str, list[float]] = {}
+    for row in csv.DictReader((out / "samples.csv").open()):
+        if row["metric"] == "wall_time":
+            samples.setdefault(row["variant"], []).append(float(row["value"]))
+    for name, r in results.items():
+        assert len(r["times"]) == r["n"] == 12
+        assert sorted(r["times"]) == pytest.approx(sorted(samples[name]))
+        assert r["mean"] == pytest.approx(sum(samples[name]) / 12)
+        assert r["min"] <= r["median_ci_low"] <= r["median"] <= r["median_ci_high"] <= r["max"]
+        assert r["trials"] == 3
+        assert set(r) >= {"command", "mean", "stddev", "median", "user", "system", "min", "max",
+                          "times", "parameters", "relative"}
+    assert results["status"]["relative"] == 1.0 and results["status"]["verdict"] == "baseline"
+    stat = results["stat"]
+    assert stat["relative_ci_low"] <= stat["relative"] <= stat["relative_ci_high"]
+    assert stat["relative"] == pytest.approx(stat["median"] / results["status"]["median"])
+
+    rows = list(csv.DictReader(paths["csv"].open()))
+    assert [r["command"] for r in rows] == [r["command"] for r in exported["results"]]
+    assert float(rows[0]["mean"]) == pytest.approx(exported["results"][0]["mean"])
+
+    md = paths["md"].read_text().splitlines()
+    assert md[0].startswith("| Command | Median [")
+    assert len(md) == 2 + 2  # header, rule, one row per command
+    assert md[2].startswith("| `status` |") and "(baseline)" in md[2]
+
+
+# ---- --check-output -------------------------------------------------------------------------
+
+
+def test_check_output_catches_commands_that_print_different_output(
+        executor: Path, tmp_path: Path) -> None:
+    res = _cmd(tmp_path / "same", "--check-output", "--trials", "2", "--runs", "2",
+               "echo hello", "printf 'hello\\n'")
+    _ok(res)
+    res = _cmd(tmp_path / "differ", "--check-output", "--trials", "2", "--runs", "2",
+               "echo hello", "echo goodbye")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "'echo goodbye' printed other output than 'echo hello'" in res.stderr
+    doc = saved_results(tmp_path / "differ")
+    assert any("printed other output" in w for w in doc["warnings"])
+    hashes = {t["case"]["variant"]: t["meta"]["output_hash"] for t in doc["trials"]}
+    assert hashes["echo hello"] != hashes["echo goodbye"]
+    # A command whose own output changes from one execution to the next fails its trial.
+    res = _cmd(tmp_path / "varies", "--check-output", "--trials", "1", "--runs", "3",
+               "cat /proc/self/stat")
+    assert res.returncode == 1
+    trial = saved_results(tmp_path / "varies")["trials"][0]
+    assert trial["status"] == "failed" and "output varies" in trial["error"]
+
+
+# ---- scans ----------------------------------------------------------------------------------
+
+
+def test_scans_become_params_with_fits_and_the_report_regenerates_from_disk(
+        executor: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    res = _cmd(out, "--trials", "3", "--runs", "3", "-P", "n", "1", "3", "-L", "unit", "K,M",
+               "-n", "zero", "-n", "urandom",
+               "head -c {n}{unit} /dev/zero", "head -c {n}{unit} /dev/urandom")
+    _ok(res)
+    doc = saved_results(out)
+    info = doc["benchmarks"]["cmd"]
+    assert [(p["name"], p["kind"]) for p in info["params"]] == [("n", "int"), ("unit", "str")]
+    assert info["fits"] == [{"metric": "wall_time", "param": "n",
+                             "description": "wall time against the first command along n"}]
+    cases = {(c["variant"], c["params"]["n"], c["params"]["unit"]) for c in doc["cases"]}
+    assert cases == {(v, n, u) for v in ("zero", "urandom") for n in (1, 2, 3) for u in "KM"}
+    # Reading 3 MiB of urandom costs more than 1 KiB of it: the scan reached the command.
+    wall: dict[tuple[str, int, str], list[float]] = {}
+    for t in doc["trials"]:
+        c = t["case"]
+        wall.setdefault((c["variant"], c["params"]["n"], c["params"]["unit"]), []).extend(
+            t["samples"]["wall_time"])
+    def median(xs: list[float]) -> float:
+        return sorted(xs)[len(xs) // 2]
+
+    assert median(wall[("urandom", 3, "M")]) > 2 * median(wall[("urandom", 1, "K")]), wall
+    # -L with numbers only is a numeric param, so crossovers and fits work along it.
+    res = _cmd(tmp_path / "num", "--trials", "1", "--runs", "1", "--warmup-trials", "0",
+               "-L", "k", "1,4,16", "head -c {k}K /dev/zero")
+    _ok(res)
+    params = saved_results(tmp_path / "num")["benchmarks"]["cmd"]["params"]
+    assert params == [{"name": "k", "kind": "int", "unit": "", "description": "{k} in the commands"}]
+    # One command alone: its own wall time is fitted along the scan, not a difference.
+    assert "wall_time = a + b·k" in (tmp_path / "num" / "report.md").read_text()
+    # The reports come back from results.json alone.
+    for name in ("report.md", "report.html", "details.md"):
+        (out / name).unlink()
+    res = run_bakeoff("report", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "urandom" in (out / "report.md").read_text()
+
+
+# ---- --resume from results.json alone -------------------------------------------------------
+
+
+def test_an_interrupted_run_resumes_from_its_recorded_definition(
+        executor: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    log = tmp_path / "hooks.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bakeoff", "cmd", "--out", str(out), "--seed", "3", "--quiet",
+         "--trials", "30", "--runs", "2", "--setup", f"echo setup >> {log}",
+         "--cleanup", f"echo cleanup >> {log}",
+         "-n", "a", "-n", "b", "sleep 0.02", "sleep 0.03"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        journal = out / "trials.jsonl"
+        while time.monotonic() < deadline and (
+                not journal.exists() or len(journal.read_text().splitlines()) < 4):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    # The trial the signal stopped ran its --cleanup too.
+    hooks = log.read_text().split()
+    assert hooks.count("setup") == hooks.count("cleanup") > 0, hooks
+    doc = saved_results(out)
+    assert doc["status"] == "interrupted"
+    before = len(doc["trials"])
+    assert 4 <= before < 60
+    res = run_bakeoff("cmd", "--resume", str(out), "--quiet")
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = saved_results(out)
+    assert doc["status"] == "complete"
+    assert len(doc["trials"]) == 60
+    assert {t["case"]["variant"] for t in doc["trials"]} == {"a", "b"}
+
+
+# ---- drift: interleaved against back to back ------------------------------------------------
+
+
+class _LoadHalfway:
+    """Watches the --prepare log (one line per execution, naming the CPUs it may run on) and,
+    once half of the expected executions have started, keeps those CPUs busy: a drifting
+    machine. Bounded in time (`timeout`) and always killed, process group and all."""
+
+    def __init__(self, log: Path, expected: int) -> None:
+        self.log, self.expected = log, expected
+        self.loads: list[subprocess.Popen[bytes]] = []
+        self.started_at: int | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> _LoadHalfway:
+        self._thread.start()
+        return self
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            lines = self.log.read_text().splitlines() if self.log.exists() else []
+            if len(lines) >= self.expected // 2:
+                cpus = _cpu_list(lines[-1].split(":", 1)[1])
+                # Two loops per CPU: the commands get about a third of it, a drift well
+                # above this shared VM's own noise.
+                for cpu in [*cpus, *cpus]:
+                    # Its own process group, killed whole: killing `timeout` alone would
+                    # leave the loop running.
+                    self.loads.append(subprocess.Popen(
+                        ["timeout", "120", "taskset", "-c", str(cpu), "sh", "-c",
+                         "while :; do :; done"], start_new_session=True))
+                self.started_at = len(lines)
+                return
+            time.sleep(0.002)
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        for p in self.loads:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def _cpu_list(text: str) -> list[int]:
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        cpus += range(int(lo), int(hi or lo) + 1)
+    return cpus
+
+
+@pytest.fixture
+def data_file(tmp_path: Path) -> Path:
+    path = tmp_path / "data"
+    path.write_bytes(os.urandom(4 * 1024 * 1024))
+    return path
+
+
+def test_a_load_started_halfway_biases_back_to_back_order_not_interleaved_order(
+        executor: Path, tmp_path: Path, data_file: Path) -> None:
+    """The same command twice, named A and B. Halfway through, a busy loop takes the CPU the
+    commands run on. hyperfine runs A's executions, then B's: B runs under load and reads
+    as much slower. bakeoff interleaves trials in seeded order: A and B see the load alike."""
+    hyperfine = _hyperfine()
+    work = f"md5sum {data_file}"
+    log = tmp_path / "prepare.log"
+    # Through sh in both: hyperfine -N runs its --prepare without a shell too.
+    prepare = f"sh -c 'grep Cpus_allowed_list /proc/self/status >> {log}'"
+
+    runs = 60
+    cpu = max(os.sched_getaffinity(0))
+    hf_json = tmp_path / "hyperfine.json"
+    with _LoadHalfway(log, expected=2 * runs) as load:
+        res = subprocess.run(
+            ["taskset", "-c", str(cpu), hyperfine, "-N", "--runs", str(runs), "--warmup", "0",
+             "--prepare", prepare, "--export-json", str(hf_json), "-n", "A", "-n", "B",
+             work, work], capture_output=True, text=True, timeout=300, check=False)
+    assert res.returncode == 0, res.stderr
+    assert load.started_at is not None
+    hf = {r["command"]: r["mean"] for r in json.loads(hf_json.read_text())["results"]}
+    hf_ratio = hf["B"] / hf["A"]
+
+    log.unlink()
+    trials, per_trial, warmup = 20, 3, 1
+    out = tmp_path / "run"
+    bo_json = tmp_path / "bakeoff.json"
+    with _LoadHalfway(log, expected=2 * trials * (per_trial + warmup)) as load:
+        res = _cmd(out, "--trials", str(trials), "--runs", str(per_trial), "--warmup",
+                   str(warmup), "--warmup-trials", "0", "--prepare", prepare,
+                   "--export-json", str(bo_json), "-n", "A", "-n", "B", work, work)
+    _ok(res)
+    assert load.started_at is not None
+    bo = {r["command"]: r["mean"] for r in json.loads(bo_json.read_text())["results"]}
+    bo_ratio = bo["B"] / bo["A"]
+
+    # Two busy loops on the same CPU take about two thirds of it: B's executions under
+    # hyperfine run two to three times as long as A's. Interleaved, each command has about
+    # half its trials loaded.
+    summary = (f"hyperfine B/A = {hf_ratio:.3f} (means {hf['A'] * 1e3:.2f}, {hf['B'] * 1e3:.2f}"
+               f" ms); bakeoff B/A = {bo_ratio:.3f} (means {bo['A'] * 1e3:.2f}, "
+               f"{bo['B'] * 1e3:.2f} ms)")
+    print(summary)
+    assert hf_ratio > 1.3, summary
+    assert 0.8 < bo_ratio < 1.25, summary
+    assert abs(bo_ratio - 1) < (hf_ratio - 1) / 2, summary
+
+
+# ---- --compare and --fail-on-regression -----------------------------------------------------
+
+
+def test_compare_with_an_earlier_run_fails_on_a_regression(executor: Path, tmp_path: Path) -> None:
+    """The same name, a command five times slower: `--compare OLD --fail-on-regression 10`
+    says so and exits 1; compared with itself's equal, it passes."""
+    counts = ("--trials", "3", "--runs", "2", "--warmup", "0", "--warmup-trials", "0")
+    _ok(_cmd(tmp_path / "old", *counts, "-n", "work", "sleep 0.01"))
+    res = _cmd(tmp_path / "new", *counts, "--compare", str(tmp_path / "old"),
+               "--fail-on-regression", "10", "-n", "work", "sleep 0.05")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "regression: cmd/work[]" in res.stderr
+    res = _cmd(tmp_path / "same", *counts, "--compare", str(tmp_path / "old"),
+               "--fail-on-regression", "300", "-n", "work", "sleep 0.01")
+    _ok(res)
