@@ -295,6 +295,15 @@ NOT_A_SHELL = {
         "bpftrace -c takes the command as one string, but splits it at spaces and execve()s "
         "it itself, no shell (bpftrace 0.17 src/child.cpp); wrap() refuses any argument that "
         "holds a space, so nothing is split differently from the argv",
+    # bakeoff cmd: a keyword named `shell` holding the path of the shell the user chose, not
+    # subprocess's shell=True.
+    ("bakeoff/adhoc.py", "shell=True"): "Definition(shell=...), the chosen shell's path",
+    ("bakeoff/adhoc_cli.py", "shell=True"): "Definition(shell=...), the chosen shell's path",
+    # bakeoff cmd runs the user's own command line, typed by them for this purpose, through a
+    # shell only when they ask (--shell) or it has shell syntax, as hyperfine does; it is
+    # never text from a results file or another user.
+    ("benchmarks/common/cmd_exec.c", '"/bin/sh"'):
+        "bakeoff cmd --shell: the user's own command, as hyperfine runs it",
 }
 
 
