@@ -70,13 +70,21 @@ def fmt_duration(seconds: float) -> str:
 
 
 class Estimate:
-    """Seconds left, from the trials still to run and what trials took so far."""
+    """Seconds left, from the trials still to run and what trials took so far.
+
+    declared: per benchmark, its profile's trial_s (a mean trial's seconds where the profile
+    was tuned). A benchmark with no timed trial yet is estimated from it, times how much
+    slower or faster this run has been than declared on the benchmarks it has timed: on a
+    first run the others' trial times say nothing about it (a 20 s tracer session against a
+    2 ms copy), and a machine that is twice as slow is about twice as slow everywhere."""
 
     def __init__(self, todo: Mapping[Case, int],
-                 earlier: Mapping[Case, float] | None = None) -> None:
+                 earlier: Mapping[Case, float] | None = None,
+                 declared: Mapping[str, float] | None = None) -> None:
         self.todo: dict[Case, int] = dict(todo)
         self.took: dict[Case, list[float]] = defaultdict(list)
         self.earlier: dict[Case, float] = dict(earlier or {})
+        self.declared: dict[str, float] = {b: s for b, s in (declared or {}).items() if s > 0}
 
     def done(self, case: Case, seconds: float) -> None:
         self.todo[case] = max(0, self.todo.get(case, 0) - 1)
@@ -86,9 +94,19 @@ class Estimate:
         for c in cases:
             self.todo[c] = self.todo.get(c, 0) + 1
 
+    def speed(self, by_bench: Mapping[str, list[float]]) -> float:
+        """This run's trial seconds over the declared ones, on the benchmarks both know (1
+        before any): what a declared figure is multiplied by here."""
+        known = [b for b in by_bench if b in self.declared and by_bench[b]]
+        if not known:
+            return 1.0
+        took = sum(sum(by_bench[b]) for b in known)
+        declared = sum(self.declared[b] * len(by_bench[b]) for b in known)
+        return took / declared
+
     def seconds_left(self) -> tuple[float, int] | None:
-        """(seconds, benchmarks still to run that no trial has timed yet); None before any
-        trial has finished."""
+        """(seconds, benchmarks still to run whose time is a guess from the others); None
+        before any trial has finished."""
         everything = [s for took in self.took.values() for s in took]
         if not everything and not self.earlier:
             return None
@@ -96,6 +114,7 @@ class Estimate:
         for case, took in self.took.items():
             by_bench[case.benchmark] += took
         run_median = statistics.median(everything or list(self.earlier.values()))
+        speed = self.speed(by_bench)
         total = 0.0
         untimed: set[str] = set()
         for case, n in self.todo.items():
@@ -106,7 +125,11 @@ class Estimate:
             elif case in self.earlier:
                 per = self.earlier[case]
             elif by_bench.get(case.benchmark):
-                per = statistics.median(by_bench[case.benchmark])
+                # The benchmark's mean, not its median: the cases not yet timed are as
+                # likely its slow ones as its fast ones, and the sum is what is estimated.
+                per = statistics.fmean(by_bench[case.benchmark])
+            elif case.benchmark in self.declared:
+                per = self.declared[case.benchmark] * speed
             else:
                 per = run_median
                 untimed.add(case.benchmark)
@@ -128,11 +151,12 @@ class RunProgress:
     """The run's progress, told as the runner starts and finishes trials and benchmarks."""
 
     def __init__(self, todo: Mapping[Case, int], quiet: bool, console: Console,
-                 earlier: Mapping[Case, float] | None = None) -> None:
+                 earlier: Mapping[Case, float] | None = None,
+                 declared: Mapping[str, float] | None = None) -> None:
         self.quiet = quiet
         self.console = console
         self.fancy = console.is_terminal and not quiet
-        self.estimate = Estimate(todo, earlier)
+        self.estimate = Estimate(todo, earlier, declared)
         self.total = sum(todo.values())
         self.done = 0
         self.benchmarks = list(dict.fromkeys(c.benchmark for c in todo))
