@@ -6,10 +6,13 @@ in between, so a long benchmark is not mistaken for a hung one. Quiet: failures 
 
 The time left is each trial still to run at what its own case's trials took so far (warm-up
 included), else what the case's trials took in the newest earlier run on this machine that
-measured it (results/), else its benchmark's median trial, else the run's: trials of one run
-differ by orders of magnitude across benchmarks (a 2 ms memcpy, a 20 s tracer session), so a
-count of trials times a mean would be wrong by as much. A benchmark neither started nor
-measured before can only be guessed from the others, and the estimate says so.
+measured it (results/), else its benchmark's mean trial, else its profile's declared trial_s
+scaled by this run's speed on the benchmarks timed so far, else the run's median trial:
+trials of one run differ by orders of magnitude across benchmarks (a 2 ms memcpy, a 20 s
+tracer session), so a count of trials times a mean would be wrong by as much. A benchmark
+with none of these can only be guessed from the others, and the estimate says so. Under
+sequential allocation a case counts its min_trials; the trials the rule adds join the count
+round by round (RunProgress.grow).
 """
 
 from __future__ import annotations
