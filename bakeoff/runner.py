@@ -251,9 +251,7 @@ class _Measurement:
 
     def _cases_needing_trials(self) -> list[Case]:
         if self.rule.sequential:
-            todo = allocation.cases_needing_trials(self.plan.cases, self.count,
-                                                   self._ranked_samples,
-                                                   self.plan.benchmark.baseline.name, self.rule)
+            todo = self._open_cases()
             self.progress.grow([c for c in todo if self.count[c] >= self.rule.min_trials])
             return todo
         planned = self.plan.profile.trials
@@ -267,6 +265,11 @@ class _Measurement:
         if todo:
             self.progress.grow(todo)
         return todo
+
+    def _open_cases(self) -> list[Case]:
+        """Under sequential allocation: the cases the rule gives another trial."""
+        return allocation.cases_needing_trials(self.plan.cases, self.count, self._ranked_samples,
+                                               self.plan.benchmark.baseline.name, self.rule)
 
     def _ranked_samples(self, case: Case) -> list[list[float]]:
         """The case's ok trials' values of the primary metric as verdicts rank them (|value|
@@ -308,8 +311,9 @@ class _Measurement:
             if not self.budget.allows(self._expected_wall(case)):
                 self.record.stop_reason = (f"time budget of {self.settings.time_budget_s:g} s "
                                         "reached")
-                short = [c for c in self.plan.cases
-                         if self.count[c] < min(self.plan.profile.trials, self.max_trials)]
+                short = (self._open_cases() if self.rule.sequential else
+                         [c for c in self.plan.cases
+                          if self.count[c] < min(self.plan.profile.trials, self.max_trials)])
                 self.record.capped += [c for c in short if c not in self.record.capped]
                 return False
             self._trial(case, None if warmup else self.round_no)
