@@ -10,7 +10,9 @@ measured it (results/), else its benchmark's mean trial, else its profile's decl
 scaled by this run's speed on the benchmarks timed so far, else the run's median trial:
 trials of one run differ by orders of magnitude across benchmarks (a 2 ms memcpy, a 20 s
 tracer session), so a count of trials times a mean would be wrong by as much. A benchmark
-with none of these can only be guessed from the others, and the estimate says so. Under
+with none of these can only be guessed from the others, and the estimate says so. What passes
+before a benchmark's first trial (its session's set-up) is counted apart, and each benchmark
+not started is expected to need the mean of those seen. Under
 sequential allocation a case counts its min_trials; the trials the rule adds join the count
 round by round (RunProgress.grow).
 """
@@ -88,6 +90,11 @@ class Estimate:
         self.took: dict[Case, list[float]] = defaultdict(list)
         self.earlier: dict[Case, float] = dict(earlier or {})
         self.declared: dict[str, float] = {b: s for b, s in (declared or {}).items() if s > 0}
+        # Per benchmark started, what passed before its first trial began (its session's
+        # set-up: a daemon, maps filled): kept apart so the first trial's time, and the speed
+        # taken from it, are the trial's own; a benchmark not started is expected to need the
+        # mean of these.
+        self.set_ups: dict[str, float] = {}
 
     def done(self, case: Case, seconds: float) -> None:
         self.todo[case] = max(0, self.todo.get(case, 0) - 1)
@@ -96,6 +103,9 @@ class Estimate:
     def grow(self, cases: Iterable[Case]) -> None:
         for c in cases:
             self.todo[c] = self.todo.get(c, 0) + 1
+
+    def set_up(self, benchmark: str, seconds: float) -> None:
+        self.set_ups[benchmark] = seconds
 
     def speed(self, by_bench: Mapping[str, list[float]]) -> float:
         """This run's trial seconds over the declared ones, on the benchmarks both know (1
@@ -137,6 +147,9 @@ class Estimate:
                 per = run_median
                 untimed.add(case.benchmark)
             total += n * per
+        waiting = {c.benchmark for c, n in self.todo.items() if n > 0} - set(self.set_ups)
+        if self.set_ups:
+            total += len(waiting) * statistics.fmean(self.set_ups.values())
         return total, len(untimed)
 
 
@@ -189,15 +202,19 @@ class RunProgress:
             self.bar.update(self.task, total=self.total, left=left_text(self.estimate))
 
     def starting(self, case: Case, label: str) -> None:
-        self.bench_started.setdefault(case.benchmark, time.monotonic())
+        if case.benchmark not in self.bench_started:
+            now = time.monotonic()
+            self.bench_started[case.benchmark] = now
+            self.estimate.set_up(case.benchmark, now - self.last_mark)
+            self.last_mark = now
         if self.bar:
             i = self.benchmarks.index(case.benchmark) + 1 if case.benchmark in self.benchmarks else 0
             self.bar.update(self.task, description=f"[{i}/{len(self.benchmarks)}] {label}")
 
     def finished(self, case: Case, label: str, result: ProcessResult) -> None:
         now = time.monotonic()
-        # From the previous trial's end: the harness's own work (saving, a session's set-up)
-        # is part of what a trial costs the run.
+        # From the previous trial's end: the harness's own work (saving the trial, planning the
+        # next) is part of what a trial costs the run; a session's set-up is counted apart.
         self.estimate.done(case, now - self.last_mark)
         self.last_mark = now
         self.done += 1

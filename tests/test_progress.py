@@ -66,6 +66,17 @@ def test_a_benchmark_not_yet_timed_is_its_declared_time_at_this_runs_speed() -> 
     assert est.seconds_left() == (2 * 4.0, 1)
 
 
+def test_a_sessions_set_up_is_counted_apart_from_its_first_trial() -> None:
+    """a's session took 12 s to set up before its first trial: the trial's own 2 s sets the
+    speed (1x what a declares), and b, not started, is expected to need a set-up like it."""
+    est = Estimate({FAST: 2, OTHER: 3}, declared={"a": 2.0, "b": 5.0})
+    est.set_up("a", 12.0)
+    est.done(FAST, 2.0)
+    assert est.seconds_left() == (1 * 2.0 + 3 * 5.0 + 12.0, 0)
+    est.set_up("b", 4.0)  # b started: its own set-up is spent, none is left to expect
+    assert est.seconds_left() == (1 * 2.0 + 3 * 5.0, 0)
+
+
 def _results(path: Path, walls: dict[Case, list[float]], mtime: float) -> None:
     path.mkdir(parents=True)
     trials = [{"case": c.to_json(), "status": "ok", "wall_s": w}
