@@ -27,7 +27,7 @@ from rich.text import Text
 from bakeoff import adhoc, cleanup, interrupts, lazy, registry, store
 from bakeoff import host as hostmod
 from bakeoff.errors import Interrupted, UsageError, one_line
-from bakeoff.model import Benchmark, RunContext, RunRecord, RunSettings
+from bakeoff.model import Benchmark, Profile, RunContext, RunRecord, RunSettings
 from bakeoff.plan import MAX_TRIALS, PROFILES, check_request, plan_run, plans_from_record
 
 app = typer.Typer(
@@ -46,6 +46,12 @@ def _context(build_dir: Path, scratch: Path, caps: dict[str, hostmod.Capability]
              facts: hostmod.HostFacts) -> RunContext:
     return RunContext(build_dir=build_dir, scratch_dir=scratch,
                       capabilities={k: c.available for k, c in caps.items()}, host=facts)
+
+
+def _trials_label(p: Profile) -> str:
+    """'10', or '5–10' under sequential allocation (5 each, up to 10 where the answer is open)."""
+    low = p.min_trials
+    return f"{low}–{p.trials}" if low is not None and low < p.trials else str(p.trials)
 
 
 @app.command("list")
@@ -70,8 +76,8 @@ def cmd_list() -> None:
                            *(", ".join(p.label(x) for x in bench.profiles[pr].params[p.name])
                              for pr in PROFILES), p.description)
         out_console.print(params)
-        prof = ", ".join(f"{n}: {bench.profiles[n].trials} trials × {bench.profiles[n].samples} "
-                         "samples" for n in PROFILES)
+        prof = ", ".join(f"{n}: {_trials_label(bench.profiles[n])} trials × "
+                         f"{bench.profiles[n].samples} samples" for n in PROFILES)
         out_console.print(f"  profiles — {prof}\n", highlight=False)
 
 

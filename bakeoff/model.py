@@ -145,7 +145,15 @@ class Fit:
 
 @dataclass(frozen=True)
 class Profile:
-    """A named grid: the param values swept and how many trials and samples each case gets."""
+    """A named grid: the param values swept and how many trials and samples each case gets.
+
+    trials: the most a case gets. min_trials: with a value below trials, sequential
+    allocation (bakeoff/allocation.py): every case gets min_trials, then only the cases whose
+    answer is not settled get more, up to trials. None: every case gets trials.
+    trial_s: the mean wall time of one trial of this profile where it was tuned (the
+    comment beside it names the run); only the estimate of the time left reads it, for a
+    benchmark none of whose trials has run yet, scaled by how fast this machine ran the
+    benchmarks timed so far."""
 
     name: str
     params: Mapping[str, tuple[ParamValue, ...]]
@@ -154,6 +162,8 @@ class Profile:
     warmup_samples: int = 1
     warmup_trials: int = 1
     timeout_s: float = 120.0
+    min_trials: int | None = None
+    trial_s: float | None = None
 
 
 @dataclass(frozen=True)

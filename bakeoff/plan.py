@@ -83,7 +83,8 @@ def plan_benchmark(
 ) -> BenchmarkPlan:
     profile = bench.profiles[profile_name]
     if trials is not None:
-        profile = replace(profile, trials=trials)
+        # --trials asks for a count: every case gets it (no sequential allocation).
+        profile = replace(profile, trials=trials, min_trials=None)
     if samples is not None:
         profile = replace(profile, samples=samples)
     wanted = [bench.variant(v) for v in variants] if variants else list(bench.variants)
@@ -213,7 +214,7 @@ def plans_from_record(run: RunRecord, known: Mapping[str, Benchmark]) -> list[Be
 
 
 _PROFILE_FIELDS = {"trials": 1, "samples": 1, "warmup_samples": 0, "warmup_trials": 0,
-                   "timeout_s": 0}  # field -> least value
+                   "timeout_s": 0, "min_trials": 1}  # field -> least value
 
 
 def _recorded_profile(profile_name: str, bench: str, recorded: Mapping[str, object]) -> Profile:

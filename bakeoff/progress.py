@@ -6,10 +6,15 @@ in between, so a long benchmark is not mistaken for a hung one. Quiet: failures 
 
 The time left is each trial still to run at what its own case's trials took so far (warm-up
 included), else what the case's trials took in the newest earlier run on this machine that
-measured it (results/), else its benchmark's median trial, else the run's: trials of one run
-differ by orders of magnitude across benchmarks (a 2 ms memcpy, a 20 s tracer session), so a
-count of trials times a mean would be wrong by as much. A benchmark neither started nor
-measured before can only be guessed from the others, and the estimate says so.
+measured it (results/), else its benchmark's mean trial, else its profile's declared trial_s
+scaled by this run's speed on the benchmarks timed so far, else the run's median trial:
+trials of one run differ by orders of magnitude across benchmarks (a 2 ms memcpy, a 20 s
+tracer session), so a count of trials times a mean would be wrong by as much. A benchmark
+with none of these can only be guessed from the others, and the estimate says so. What passes
+before a benchmark's first trial (its session's set-up) is counted apart, and each benchmark
+not started is expected to need the mean of those seen. Under
+sequential allocation a case counts its min_trials; the trials the rule adds join the count
+round by round (RunProgress.grow).
 """
 
 from __future__ import annotations
@@ -70,13 +75,26 @@ def fmt_duration(seconds: float) -> str:
 
 
 class Estimate:
-    """Seconds left, from the trials still to run and what trials took so far."""
+    """Seconds left, from the trials still to run and what trials took so far.
+
+    declared: per benchmark, its profile's trial_s (a mean trial's seconds where the profile
+    was tuned). A benchmark with no timed trial yet is estimated from it, times how much
+    slower or faster this run has been than declared on the benchmarks it has timed: on a
+    first run the others' trial times say nothing about it (a 20 s tracer session against a
+    2 ms copy), and a machine that is twice as slow is about twice as slow everywhere."""
 
     def __init__(self, todo: Mapping[Case, int],
-                 earlier: Mapping[Case, float] | None = None) -> None:
+                 earlier: Mapping[Case, float] | None = None,
+                 declared: Mapping[str, float] | None = None) -> None:
         self.todo: dict[Case, int] = dict(todo)
         self.took: dict[Case, list[float]] = defaultdict(list)
         self.earlier: dict[Case, float] = dict(earlier or {})
+        self.declared: dict[str, float] = {b: s for b, s in (declared or {}).items() if s > 0}
+        # Per benchmark started, what passed before its first trial began (its session's
+        # set-up: a daemon, maps filled): kept apart so the first trial's time, and the speed
+        # taken from it, are the trial's own; a benchmark not started is expected to need the
+        # mean of these.
+        self.set_ups: dict[str, float] = {}
 
     def done(self, case: Case, seconds: float) -> None:
         self.todo[case] = max(0, self.todo.get(case, 0) - 1)
@@ -86,9 +104,22 @@ class Estimate:
         for c in cases:
             self.todo[c] = self.todo.get(c, 0) + 1
 
+    def set_up(self, benchmark: str, seconds: float) -> None:
+        self.set_ups[benchmark] = seconds
+
+    def speed(self, by_bench: Mapping[str, list[float]]) -> float:
+        """This run's trial seconds over the declared ones, on the benchmarks both know (1
+        before any): what a declared figure is multiplied by here."""
+        known = [b for b in by_bench if b in self.declared and by_bench[b]]
+        if not known:
+            return 1.0
+        took = sum(sum(by_bench[b]) for b in known)
+        declared = sum(self.declared[b] * len(by_bench[b]) for b in known)
+        return took / declared
+
     def seconds_left(self) -> tuple[float, int] | None:
-        """(seconds, benchmarks still to run that no trial has timed yet); None before any
-        trial has finished."""
+        """(seconds, benchmarks still to run whose time is a guess from the others); None
+        before any trial has finished."""
         everything = [s for took in self.took.values() for s in took]
         if not everything and not self.earlier:
             return None
@@ -96,6 +127,7 @@ class Estimate:
         for case, took in self.took.items():
             by_bench[case.benchmark] += took
         run_median = statistics.median(everything or list(self.earlier.values()))
+        speed = self.speed(by_bench)
         total = 0.0
         untimed: set[str] = set()
         for case, n in self.todo.items():
@@ -106,11 +138,18 @@ class Estimate:
             elif case in self.earlier:
                 per = self.earlier[case]
             elif by_bench.get(case.benchmark):
-                per = statistics.median(by_bench[case.benchmark])
+                # The benchmark's mean, not its median: the cases not yet timed are as
+                # likely its slow ones as its fast ones, and the sum is what is estimated.
+                per = statistics.fmean(by_bench[case.benchmark])
+            elif case.benchmark in self.declared:
+                per = self.declared[case.benchmark] * speed
             else:
                 per = run_median
                 untimed.add(case.benchmark)
             total += n * per
+        waiting = {c.benchmark for c, n in self.todo.items() if n > 0} - set(self.set_ups)
+        if self.set_ups:
+            total += len(waiting) * statistics.fmean(self.set_ups.values())
         return total, len(untimed)
 
 
@@ -128,11 +167,12 @@ class RunProgress:
     """The run's progress, told as the runner starts and finishes trials and benchmarks."""
 
     def __init__(self, todo: Mapping[Case, int], quiet: bool, console: Console,
-                 earlier: Mapping[Case, float] | None = None) -> None:
+                 earlier: Mapping[Case, float] | None = None,
+                 declared: Mapping[str, float] | None = None) -> None:
         self.quiet = quiet
         self.console = console
         self.fancy = console.is_terminal and not quiet
-        self.estimate = Estimate(todo, earlier)
+        self.estimate = Estimate(todo, earlier, declared)
         self.total = sum(todo.values())
         self.done = 0
         self.benchmarks = list(dict.fromkeys(c.benchmark for c in todo))
@@ -162,15 +202,19 @@ class RunProgress:
             self.bar.update(self.task, total=self.total, left=left_text(self.estimate))
 
     def starting(self, case: Case, label: str) -> None:
-        self.bench_started.setdefault(case.benchmark, time.monotonic())
+        if case.benchmark not in self.bench_started:
+            now = time.monotonic()
+            self.bench_started[case.benchmark] = now
+            self.estimate.set_up(case.benchmark, now - self.last_mark)
+            self.last_mark = now
         if self.bar:
             i = self.benchmarks.index(case.benchmark) + 1 if case.benchmark in self.benchmarks else 0
             self.bar.update(self.task, description=f"[{i}/{len(self.benchmarks)}] {label}")
 
     def finished(self, case: Case, label: str, result: ProcessResult) -> None:
         now = time.monotonic()
-        # From the previous trial's end: the harness's own work (saving, a session's set-up)
-        # is part of what a trial costs the run.
+        # From the previous trial's end: the harness's own work (saving the trial, planning the
+        # next) is part of what a trial costs the run; a session's set-up is counted apart.
         self.estimate.done(case, now - self.last_mark)
         self.last_mark = now
         self.done += 1

@@ -8,7 +8,7 @@ every matched case, and the CI against the practical threshold, as within a run.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -44,6 +44,9 @@ class RunComparison:
     changes: list[CaseChange]
     only_old: list[Case]
     only_new: list[Case]
+    # Measured in both, but the old median is 0 (a difference metric, an A/A control): no
+    # ratio new / old exists; the report names them instead of failing on them.
+    no_ratio: list[Case] = field(default_factory=list)
 
 
 def _samples_by_case(run: RunRecord, metric_of: dict[str, str],
@@ -70,10 +73,14 @@ def compare_runs(old: RunRecord, new: RunRecord, threshold: float) -> RunCompari
     new_samples = _samples_by_case(new, metric_of, signed)
     matched = [c for c in new_samples if c in old_samples]
     pending = []
+    no_ratio = []
     for case in sorted(matched, key=lambda c: c.key):
         info = new.benchmarks[case.benchmark]
         metric = metric_of[case.benchmark]
         o, n = old_samples[case], new_samples[case]
+        if float(np.median(np.concatenate([np.asarray(t, dtype=float) for t in o]))) == 0:
+            no_ratio.append(case)
+            continue
         pending.append((case, info, metric, stats.summarize(o, rng), stats.summarize(n, rng),
                         stats.ratio_of_medians(n, o, rng)))
     adjusted = stats.holm([p[-1].p_boot for p in pending])
@@ -89,4 +96,5 @@ def compare_runs(old: RunRecord, new: RunRecord, threshold: float) -> RunCompari
         old=old, new=new, changes=changes,
         only_old=sorted((c for c in old_samples if c not in new_samples), key=lambda c: c.key),
         only_new=sorted((c for c in new_samples if c not in old_samples), key=lambda c: c.key),
+        no_ratio=no_ratio,
     )

@@ -29,7 +29,7 @@ import numpy as np
 from rich.console import Console
 from rich.text import Text
 
-from bakeoff import cleanup, cpus, interrupts, registry, stats, store
+from bakeoff import allocation, cleanup, cpus, interrupts, registry, stats, store
 from bakeoff import host as hostmod
 from bakeoff.errors import Interrupted, UsageError
 from bakeoff.model import Case, RunContext, RunRecord, RunSettings, Trial, TrialPlan
@@ -79,6 +79,8 @@ def new_run(
         info.profile = {"trials": p.profile.trials, "samples": p.profile.samples,
                         "warmup_samples": p.profile.warmup_samples,
                         "warmup_trials": p.profile.warmup_trials, "timeout_s": p.profile.timeout_s}
+        if p.profile.min_trials is not None:
+            info.profile["min_trials"] = p.profile.min_trials
         infos[p.benchmark.name] = info
     run = RunRecord(
         schema_version=store.SCHEMA_VERSION, run_id=run_dir.name, status="running",
@@ -124,12 +126,16 @@ def measure(
     done = {c: sum(1 for t in run.trials if t.case == c) for c in run.cases}
     todo: dict[Case, int] = {}
     for p in plans:
-        left = {c: max(0, p.profile.trials - done.get(c, 0)) for c in p.cases}
+        # Under sequential allocation a case is sure of min_trials only; the rounds after that
+        # add to the count as they are decided (_Measurement._cases_needing_trials).
+        planned = _rule(p, run.settings).min_trials
+        left = {c: max(0, planned - done.get(c, 0)) for c in p.cases}
         if sum(left.values()):  # warm-ups only where trials are left: see _Measurement.run
             todo.update({c: n + p.profile.warmup_trials for c, n in left.items()})
     earlier = earlier_seconds(earlier_runs, todo) if earlier_runs is not None and not quiet \
         else {}
-    progress = RunProgress(todo, quiet, console, earlier)
+    declared = {p.benchmark.name: p.profile.trial_s for p in plans if p.profile.trial_s}
+    progress = RunProgress(todo, quiet, console, earlier, declared)
     # As many CPUs as the most demanding benchmark's trials need (Benchmark.cpus).
     cpu = cpus.claim(run.settings.pin, max((p.benchmark.cpus for p in plans), default=1))
     run.host["pinning"] = {"measured_cpu": cpu.measured,
@@ -167,6 +173,14 @@ def measure(
         store.finish(run, run_dir)
 
 
+def _rule(plan: BenchmarkPlan, settings: RunSettings) -> allocation.Rule:
+    """The benchmark's sequential allocation, or the fixed design (min = max) when its profile
+    has none or --target-ci decides instead."""
+    low = None if settings.target_ci is not None else plan.profile.min_trials
+    return allocation.Rule.for_benchmark(low, plan.profile.trials, settings.threshold,
+                                         plan.benchmark.crossover_ratios)
+
+
 class _Measurement:
     """One benchmark's trials: warm-up rounds, then rounds until no case needs more."""
 
@@ -195,6 +209,7 @@ class _Measurement:
         self.max_trials = self.settings.max_trials or (
             DEFAULT_MAX_TRIALS if self.settings.target_ci else plan.profile.trials)
         self.ci_rng = np.random.default_rng(run.seed)
+        self.rule = _rule(plan, self.settings)
 
     def run(self) -> None:
         bench, profile = self.plan.benchmark, self.plan.profile
@@ -233,6 +248,10 @@ class _Measurement:
                 bench.sweep()
 
     def _cases_needing_trials(self) -> list[Case]:
+        if self.rule.sequential:
+            todo = self._open_cases()
+            self.progress.grow([c for c in todo if self.count[c] >= self.rule.min_trials])
+            return todo
         planned = self.plan.profile.trials
         todo = [c for c in self.plan.cases if self.count[c] < min(planned, self.max_trials)]
         if todo or self.settings.target_ci is None:
@@ -244,6 +263,19 @@ class _Measurement:
         if todo:
             self.progress.grow(todo)
         return todo
+
+    def _open_cases(self) -> list[Case]:
+        """Under sequential allocation: the cases the rule gives another trial."""
+        return allocation.cases_needing_trials(self.plan.cases, self.count, self._ranked_samples,
+                                               self.plan.benchmark.baseline.name, self.rule)
+
+    def _ranked_samples(self, case: Case) -> list[list[float]]:
+        """The case's ok trials' values of the primary metric as verdicts rank them (|value|
+        of a signed metric, as analysis does)."""
+        metric = self.plan.benchmark.primary_metric
+        per_trial = [t.samples[metric.name] for t in self.record.trials
+                     if t.case == case and t.ok and t.samples.get(metric.name)]
+        return [[abs(v) for v in t] for t in per_trial] if metric.signed else per_trial
 
     def _ci_narrow_enough(self, case: Case) -> bool:
         metric = self.plan.benchmark.primary_metric.name
@@ -277,8 +309,9 @@ class _Measurement:
             if not self.budget.allows(self._expected_wall(case)):
                 self.record.stop_reason = (f"time budget of {self.settings.time_budget_s:g} s "
                                         "reached")
-                short = [c for c in self.plan.cases
-                         if self.count[c] < min(self.plan.profile.trials, self.max_trials)]
+                short = (self._open_cases() if self.rule.sequential else
+                         [c for c in self.plan.cases
+                          if self.count[c] < min(self.plan.profile.trials, self.max_trials)])
                 self.record.capped += [c for c in short if c not in self.record.capped]
                 return False
             self._trial(case, None if warmup else self.round_no)

@@ -173,3 +173,16 @@ def test_resume_after_sigkill_loses_and_repeats_nothing(built: Path, tmp_path: P
     assert (out / "report.html").exists()
     assert_usage_error(run_bakeoff("run", "--resume", str(out)), "nothing to resume")
     assert_usage_error(run_bakeoff("run", "--resume", str(out), "--trials", "3"), "drop --trials")
+
+
+def test_a_case_whose_old_median_is_0_is_named_not_a_crash(tmp_path: Path) -> None:
+    """A difference metric or an A/A control can have a median of 0: there is no ratio new /
+    old for it, and compare says so instead of stopping with a traceback."""
+    old = _made_up_run(tmp_path / "old", 1, {("b", 4096): 0.0})
+    new = _made_up_run(tmp_path / "new", 2, {})
+    res = run_bakeoff("compare", str(old), str(new))
+    assert res.returncode == 0, res.stderr
+    assert "no ratio (the old median is 0): demo/b[size=4096]" in res.stdout
+    assert sum(1 for ln in res.stdout.splitlines() if "KiB" in ln and "same" in ln) == 3
+    md = run_bakeoff("compare", str(old), str(new), "--format", "md")
+    assert md.returncode == 0 and "No ratio (the old median is 0): demo/b\\[size=4096\\]" in md.stdout

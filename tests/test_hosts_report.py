@@ -7,13 +7,14 @@ barely differ; here a fact is changed in one host's copy of a real run to check 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
 from bakeoff.hosts import analyze_hosts
-from bakeoff.report.hosts import render_hosts_markdown
+from bakeoff.report.hosts import render_hosts_html, render_hosts_markdown
 from conftest import run_bakeoff
 
 pytestmark = pytest.mark.slow  # uses a real mremap run
@@ -46,6 +47,21 @@ def test_facts_that_differ_come_first(mremap_quick_run: Path, tmp_path: Path) ->
     assert "| ≠ kernel | " in md and "6.1.0-99-amd64" in md
     # Same samples on both sides: every case holds on every host.
     assert all(c.verdict == "holds on every host" for cs in analysis.cases.values() for c in cs)
+    # Findings first: the winner at each end of the sweep, every host's ratio with its CI.
+    findings = md[md.index("## Findings"):md.index("## Page-table move")]
+    assert md.index("## Findings") < md.index("### Ratio to memcpy")
+    assert re.search(r"The winner is the same on every host at all \d+ points; of the \d+ "
+                     r"cases with a ratio on two hosts or more, 0 differ", findings), findings
+    section = md[md.index("## Page-table move"):md.index("### Ratio to memcpy")]
+    points = [ln for ln in section.splitlines() if ln.startswith("- At ")]
+    assert len(points) == 2, section  # the sweep's two ends
+    for line in points:
+        assert line.count("95% CI") == 2 and f"{host_a}: " in line and "other-host: " in line
+        assert "the ratio holds on every host (Cochran's Q, p after Holm" in line
+    html = (a / "hosts-report.html")
+    html.write_text(render_hosts_html(analysis))
+    text = html.read_text()
+    assert text.index('id="findings"') < text.index("<table")
 
 
 def test_a_host_whose_ratios_differ_is_named(mremap_quick_run: Path, tmp_path: Path) -> None:
@@ -64,6 +80,10 @@ def test_a_host_whose_ratios_differ_is_named(mremap_quick_run: Path, tmp_path: P
     mremap = [c for c in cases if c.case.variant == "mremap"]
     assert mremap and all(c.verdict == "differs" for c in mremap), [c.verdict for c in mremap]
     assert all("other-host" in c.spread and "900% apart" in c.spread for c in mremap)
+    md = render_hosts_markdown(analysis)
+    top = md[md.index("## Findings"):md.index("## Page-table move")]
+    assert f", {len(mremap)} differ between hosts beyond ±2%: mremap at size=" in top, top
+    assert top.count("900% apart") == min(3, len(mremap))
     others = [c for c in cases if c.case.variant != "mremap"]
     assert all(c.verdict == "holds on every host" for c in others)
     res = run_bakeoff("compare", str(a), str(b))

@@ -48,6 +48,35 @@ def test_a_guess_says_it_is_one() -> None:
                               "from the others)")
 
 
+def test_a_benchmark_not_yet_timed_is_its_declared_time_at_this_runs_speed() -> None:
+    """Benchmark a declares 2 s a trial and ran at 3 s (this machine is 1.5x slower than
+    where the figures were taken); b, declared 10 s, is then expected at 15 s a trial, not at
+    a's 3 s."""
+    est = Estimate({FAST: 3, OTHER: 4}, declared={"a": 2.0, "b": 10.0})
+    est.done(FAST, 3.0)
+    assert est.speed({"a": [3.0]}) == 1.5
+    assert est.seconds_left() == (2 * 3.0 + 4 * 10.0 * 1.5, 0)
+    assert left_text(est) == "about 1 min 06 s left"
+    # Once b has a trial its own time wins; a benchmark declaring nothing is still a guess.
+    est.done(OTHER, 20.0)
+    assert est.seconds_left() == (2 * 3.0 + 3 * 20.0, 0)
+    third = Case("c", "v", (("n", 1),))
+    est = Estimate({FAST: 1, third: 2}, declared={"a": 2.0})
+    est.done(FAST, 4.0)
+    assert est.seconds_left() == (2 * 4.0, 1)
+
+
+def test_a_sessions_set_up_is_counted_apart_from_its_first_trial() -> None:
+    """a's session took 12 s to set up before its first trial: the trial's own 2 s sets the
+    speed (1x what a declares), and b, not started, is expected to need a set-up like it."""
+    est = Estimate({FAST: 2, OTHER: 3}, declared={"a": 2.0, "b": 5.0})
+    est.set_up("a", 12.0)
+    est.done(FAST, 2.0)
+    assert est.seconds_left() == (1 * 2.0 + 3 * 5.0 + 12.0, 0)
+    est.set_up("b", 4.0)  # b started: its own set-up is spent, none is left to expect
+    assert est.seconds_left() == (1 * 2.0 + 3 * 5.0, 0)
+
+
 def _results(path: Path, walls: dict[Case, list[float]], mtime: float) -> None:
     path.mkdir(parents=True)
     trials = [{"case": c.to_json(), "status": "ok", "wall_s": w}

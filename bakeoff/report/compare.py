@@ -12,6 +12,7 @@ from bakeoff.report.markdown import md_escape
 from bakeoff.run_comparison import CaseChange, RunComparison
 
 _STYLE = {"faster": "bold green", "slower": "bold red", "same": "dim"}
+NO_RATIO = "no ratio (the old median is 0)"
 HEADERS = ["benchmark", "variant", "params", "old median (95% CI)", "new median (95% CI)",
            "new / old (95% CI)", "change", "verdict", "p (Holm)"]
 
@@ -46,7 +47,8 @@ def print_comparison(cmp: RunComparison, console: Console) -> None:
         cells[7].stylize(_STYLE[c.verdict])
         table.add_row(*cells)
     console.print(table)
-    for label, cases in (("only in old", cmp.only_old), ("only in new", cmp.only_new)):
+    for label, cases in (("only in old", cmp.only_old), ("only in new", cmp.only_new),
+                         (NO_RATIO, cmp.no_ratio)):
         if cases:
             console.print(Text(f"{label}: " + "; ".join(c.key for c in cases), style="yellow"))
 
@@ -58,7 +60,8 @@ def render_comparison_markdown(cmp: RunComparison) -> str:
              "| " + " | ".join(HEADERS) + " |",
              "|" + "|".join("---" if i < 3 or i == 7 else "---:" for i in range(len(HEADERS))) + "|"]
     lines += ["| " + " | ".join(md_escape(x) for x in _cells(c)) + " |" for c in cmp.changes]
-    for label, cases in (("Only in old", cmp.only_old), ("Only in new", cmp.only_new)):
+    for label, cases in (("Only in old", cmp.only_old), ("Only in new", cmp.only_new),
+                         (NO_RATIO[0].upper() + NO_RATIO[1:], cmp.no_ratio)):
         if cases:
             lines += ["", f"{label}: " + "; ".join(md_escape(c.key) for c in cases)]
     return "\n".join(lines) + "\n"

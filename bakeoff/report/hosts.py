@@ -18,6 +18,7 @@ from bakeoff.model import BenchmarkInfo, Case
 from bakeoff.report.charts import Chart, Sweep, _layout, _t, _x, _x_axis, sweeps
 from bakeoff.report.colors import PALETTE, with_alpha
 from bakeoff.report.facts import machine
+from bakeoff.report.findings import Finding
 from bakeoff.report.format import (
     case_params_label,
     fmt_p,
@@ -26,6 +27,7 @@ from bakeoff.report.format import (
     fmt_value,
     params_label,
 )
+from bakeoff.report.hosts_findings import all_findings_across
 from bakeoff.report.html import _CSS, _INIT_JS, _e, _Figures, _table, plotly_script, script_json
 from bakeoff.report.markdown import _table as md_table
 from bakeoff.report.markdown import md_escape
@@ -284,7 +286,13 @@ def _html_table(headers: list[str], rows: list[list[str]],
     return _table([(h, False) for h in headers], body)
 
 
-def _html_bench(a: HostsAnalysis, bench: str, index: int, figs: _Figures) -> str:
+def _findings_list(found: list[Finding]) -> str:
+    return "<ul>" + "".join(f'<li class="{"tentative" if f.tentative else ""}">{_e(f.text)}</li>'
+                            for f in found) + "</ul>"
+
+
+def _html_bench(a: HostsAnalysis, bench: str, index: int, figs: _Figures,
+                found: list[Finding]) -> str:
     info = _info(a, bench)
     headers, rows, verdicts = ratio_table(a, bench)
     vcol = len(headers) - 3
@@ -297,7 +305,8 @@ def _html_bench(a: HostsAnalysis, bench: str, index: int, figs: _Figures) -> str
 
     differs = sum(v == DIFFERS for v in verdicts)
     parts = [f'<section id="bench-{index}"><h2>{_e(info.title)} <span class="muted mono">'
-             f"{_e(info.name)}</span></h2><p>{_e(info.summary)}</p>",
+             f"{_e(info.name)}</span></h2>", _findings_list(found),
+             f"<p>{_e(info.summary)}</p>",
              f"<p><b>{differs}</b> of {len(verdicts)} cases differ between hosts; the others hold "
              "on every host that measured them.</p>",
              f"<h3>Ratio to {_e(info.baseline)}, per host</h3>",
@@ -343,7 +352,14 @@ def _facts_html(a: HostsAnalysis) -> str:
 def render_hosts_html(a: HostsAnalysis) -> str:
     figs = _Figures()
     benches = list(a.cases)
-    sections = "".join(_html_bench(a, b, i, figs) for i, b in enumerate(benches))
+    found = all_findings_across(a)
+    sections = "".join(_html_bench(a, b, i, figs, found.get(b, []))
+                       for i, b in enumerate(benches))
+    top = "".join(f'<li><a href="#bench-{i}"><b>{_e(b)}</b></a>: {_e(found[b][0].text)}</li>'
+                  for i, b in enumerate(benches) if found.get(b))
+    findings = (f'<section id="findings"><h2>Findings</h2><ul>{top}</ul><p class="note">Each '
+                "benchmark's section opens with the winner at the points its findings speak of, "
+                "with every host's ratio and 95% CI.</p></section>")
     nav = "".join(f'<li><a href="#bench-{i}">{_e(_info(a, b).title)}</a></li>'
                   for i, b in enumerate(benches))
     warnings = "".join(f"<li>{_e(w)}</li>" for w in a.warnings)
@@ -361,7 +377,7 @@ def render_hosts_html(a: HostsAnalysis) -> str:
         f"<header><h1>bakeoff across {len(a.hosts)} hosts</h1><p class=\"muted\">Hosts: "
         f"<b>{_e(', '.join(a.labels))}</b>. Each host's ratios come from its own run; the "
         "columns put them side by side and a test across hosts says whether they agree.</p>"
-        f"</header>{warn}"
+        f"</header>{findings}{warn}"
         f'<nav><ul>{nav}<li><a href="#hosts">Hosts and their facts</a></li></ul></nav>'
         f"{sections}"
         f'<section id="hosts"><h2>Hosts and their facts</h2>{_html_table(hh, hrows)}{fleet}'
@@ -377,14 +393,19 @@ def render_hosts_markdown(a: HostsAnalysis) -> str:
     out = [f"# bakeoff across {len(a.hosts)} hosts: {md_escape(', '.join(a.labels))}", "",
            "Each host's ratios come from its own run; the tables put them side by side and a "
            "test across hosts says whether they agree.", ""]
+    found = all_findings_across(a)
+    out += ["## Findings", ""]
+    out += [f"- **{md_escape(b)}**: {md_escape(fs[0].text)}" for b, fs in found.items() if fs]
+    out += [""]
     if a.warnings:
         out += [f"## Warnings ({len(a.warnings)})", ""]
         out += [f"- ⚠ {md_escape(w)}" for w in a.warnings] + [""]
     for bench in a.cases:
         info = _info(a, bench)
         headers, rows, verdicts = ratio_table(a, bench)
-        out += [f"## {md_escape(info.title)} ({md_escape(info.name)})", "",
-                f"**{sum(v == DIFFERS for v in verdicts)}** of {len(verdicts)} cases differ "
+        out += [f"## {md_escape(info.title)} ({md_escape(info.name)})", ""]
+        out += [f"- {md_escape(f.text)}" for f in found.get(bench, [])] + [""]
+        out += [f"**{sum(v == DIFFERS for v in verdicts)}** of {len(verdicts)} cases differ "
                 "between hosts.", "", md_escape(verdict_rule_hosts(a.threshold)), "",
                 f"### Ratio to {md_escape(info.baseline)}, per host", ""]
         out += md_table([(h, False) for h in headers], rows)

@@ -1,0 +1,181 @@
+"""Sequential allocation (bakeoff/allocation.py): the rule, its statistics by simulation, and
+a real run that spends its trials where the answer is open."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bakeoff import allocation, host, plan, registry, stats
+from bakeoff.errors import UsageError
+from bakeoff.model import Case, RunContext
+from conftest import REPO
+
+VARIANT, BASE = Case("b", "v", (("n", 1),)), Case("b", "base", (("n", 1),))
+THRESHOLD = 0.02
+LEVELS = (1 - THRESHOLD, 1 + THRESHOLD)
+
+
+def _trial(rng: np.random.Generator, centre: float, spread: float) -> list[float]:
+    """One trial: its own level (trial-to-trial spread, log-normal) and 5 samples around it."""
+    level = centre * math.exp(spread * rng.standard_normal())
+    return list(level * np.exp(0.02 * rng.standard_normal(5)))
+
+
+def _measure(rng: np.random.Generator, ratio: float, spread: float,
+             rule: allocation.Rule) -> tuple[stats.Verdict, stats.Ratio, int]:
+    """Rounds as the runner makes them, then the report's verdict on what was measured."""
+    data: dict[Case, list[list[float]]] = {VARIANT: [], BASE: []}
+    while todo := allocation.cases_needing_trials(
+            [BASE, VARIANT], {c: len(d) for c, d in data.items()}, lambda c: data[c], "base",
+            rule):
+        for case in todo:
+            data[case].append(_trial(rng, 100.0 * (ratio if case == VARIANT else 1.0), spread))
+    r = stats.ratio_of_medians(data[VARIANT], data[BASE], rng, n_boot=1000)
+    return stats.verdict(r, r.p_boot, True, THRESHOLD), r, len(data[VARIANT])
+
+
+def _wrong(verdict: stats.Verdict, ratio: float) -> bool:
+    """A verdict claiming a difference beyond the threshold that the truth does not have."""
+    return ((verdict == "faster" and not ratio < 1 - THRESHOLD)
+            or (verdict == "slower" and not ratio > 1 + THRESHOLD))
+
+
+def _simulate(ratio: float, spread: float, rule: allocation.Rule, draws: int,
+              seed: int) -> tuple[float, float, float]:
+    """(share of wrong verdicts, share of final CIs covering the true ratio, mean trials)."""
+    rng = np.random.default_rng(seed)
+    wrong = covered = trials = 0
+    for _ in range(draws):
+        verdict, r, n = _measure(rng, ratio, spread, rule)
+        wrong += _wrong(verdict, ratio)
+        covered += r.ci_low <= ratio <= r.ci_high
+        trials += n
+    return wrong / draws, covered / draws, trials / draws
+
+
+# True ratios: far from every level (the rule should stop them early), at the threshold,
+# inside the "same" band, just beyond the threshold; spreads: a tight and a noisy benchmark.
+SCENARIOS = [(ratio, spread) for spread in (0.05, 0.15) for ratio in (0.5, 0.98, 1.0, 1.03)]
+
+
+@pytest.mark.parametrize(("low", "high"), [(5, 10), (3, 5)])
+def test_the_rule_keeps_verdicts_and_coverage_near_the_fixed_designs(low: int, high: int) -> None:
+    """The bound the docs state: against the fixed design at `high` trials on the same cases,
+    the rule's share of wrong verdicts is at most 6 points higher and at most 8% in all, and
+    its CIs' coverage at most 6 points lower (10 when cases may stop at 3 trials, where a
+    percentile bootstrap of 3 trials covers less). 150 draws: a share has a standard error of
+    up to 4 points, so a bound tighter than this would flag noise."""
+    rule = allocation.Rule(low, high, LEVELS)
+    fixed = allocation.Rule(high, high, LEVELS)
+    coverage_slack = 0.10 if low < 5 else 0.06
+    for i, (ratio, spread) in enumerate(SCENARIOS):
+        wrong, covered, mean_trials = _simulate(ratio, spread, rule, 150, seed=100 + i)
+        f_wrong, f_covered, _ = _simulate(ratio, spread, fixed, 150, seed=100 + i)
+        where = (low, high, ratio, spread, wrong, f_wrong, covered, f_covered)
+        assert wrong <= min(0.08, f_wrong + 0.06), where
+        assert covered >= f_covered - coverage_slack, where
+        if ratio == 0.5:  # far from every level: stopped at the minimum (nearly always
+            # when trials spread by 15%: a 3-trial t interval then is wide)
+            assert mean_trials <= low + (0.0 if spread < 0.1 else 0.6), where
+        if ratio == 1.0 and spread == 0.15:  # open all along: it gets the fixed design's count
+            assert mean_trials > high - 0.5, where
+
+
+def test_a_settled_case_needs_no_trial_and_an_open_one_keeps_its_baseline_going() -> None:
+    rng = np.random.default_rng(3)
+    far = Case("b", "far", (("n", 1),))
+    near = Case("b", "near", (("n", 2),))
+    base1, base2 = Case("b", "base", (("n", 1),)), Case("b", "base", (("n", 2),))
+    data = {far: [_trial(rng, 50.0, 0.02) for _ in range(4)],
+            base1: [_trial(rng, 100.0, 0.02) for _ in range(4)],
+            near: [_trial(rng, 100.0, 0.05) for _ in range(4)],
+            base2: [_trial(rng, 100.0, 0.05) for _ in range(4)]}
+    cases = [base1, far, base2, near]
+    rule = allocation.Rule(3, 8, LEVELS)
+    counts = {c: 4 for c in cases}
+    assert allocation.cases_needing_trials(cases, counts, lambda c: data[c], "base", rule) == [
+        base2, near]
+    # Below the minimum every case gets a trial, settled or not.
+    counts[far] = 2
+    assert allocation.cases_needing_trials(cases, counts, lambda c: data[c], "base", rule) == [
+        far]
+    # An open variant whose trials are spent still keeps its baseline going, up to the cap.
+    counts = {base1: 4, far: 4, base2: 5, near: 8}
+    assert allocation.cases_needing_trials(cases, counts, lambda c: data[c], "base", rule) == [
+        base2]
+    counts[base2] = 8
+    assert allocation.cases_needing_trials(cases, counts, lambda c: data[c], "base", rule) == []
+    # The fixed design: nothing after the count, whatever the CIs say.
+    fixed = allocation.Rule(4, 4, LEVELS)
+    assert allocation.cases_needing_trials(cases, {c: 4 for c in cases}, lambda c: data[c],
+                                           "base", fixed) == []
+
+
+def test_no_usable_ratio_is_never_settled() -> None:
+    rule = allocation.Rule(2, 5, LEVELS)
+    assert not allocation.settled([[1.0], [1.1]], [], rule)  # no baseline trials
+    assert not allocation.settled([[1.0], [1.1]], [[0.0], [0.0]], rule)  # baseline median 0
+    assert not allocation.settled([[50.0]], [[100.0]], rule)  # one trial: no spread to judge
+    # Identical trials both sides (integer counts): no spread, the ratio is exact.
+    assert allocation.settled([[5.0], [5.0]], [[10.0], [10.0]], rule)
+    assert not allocation.settled([[10.0], [10.0]], [[10.0], [10.0]],
+                                  allocation.Rule(2, 5, (1.0,)))
+
+
+def test_the_rule_from_a_profile() -> None:
+    rule = allocation.Rule.for_benchmark(5, 10, 0.02, (1.05, 1.01))
+    assert (rule.min_trials, rule.max_trials, rule.sequential) == (5, 10, True)
+    assert rule.levels == (0.98, 1.01, 1.02, 1.05)
+    assert not allocation.Rule.for_benchmark(None, 10, 0.02, ()).sequential
+    assert allocation.Rule.for_benchmark(12, 10, 0.02, ()).min_trials == 10
+
+
+@pytest.mark.slow
+def test_a_real_run_stops_settled_cases_at_the_minimum(tmp_path: Path) -> None:
+    """mremap-vs-memcpy's default profile (sequential) at two sizes where every variant's
+    answer is far from the threshold: each case stops at min_trials, and the recorded profile
+    carries the rule so --resume goes on with it."""
+    out = tmp_path / "run"
+    res = subprocess.run(
+        [sys.executable, "-m", "bakeoff", "run", "mremap-vs-memcpy", "--param",
+         "size=4KiB,64MiB", "--out", str(out), "--seed", "3", "--quiet"],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
+    assert res.returncode == 0, res.stderr
+    record = json.loads((out / "results.json").read_text())
+    profile = record["benchmarks"]["mremap-vs-memcpy"]["profile"]
+    low, high = profile["min_trials"], profile["trials"]
+    assert low < high
+    per_case: dict[str, int] = {}
+    for t in record["trials"]:
+        key = json.dumps(t["case"], sort_keys=True)
+        per_case[key] = per_case.get(key, 0) + 1
+    # At 4 KiB a copy beats a remap many times over, at 64 MiB the other way round: every
+    # ratio is far from 1 ± 2%, so every case stops at the minimum.
+    assert len(per_case) == len(record["cases"]) and set(per_case.values()) == {low}, per_case
+
+
+def test_trials_asks_for_a_count_and_resume_keeps_the_rule(tmp_path: Path) -> None:
+    """--trials N: every case N trials (no sequential stop); a recorded min_trials comes back
+    with --resume, so a resumed run goes on under the rule it started with."""
+    bench = registry.select(["mremap-vs-memcpy"])[0]
+    assert bench.profiles["default"].min_trials is not None
+    caps = host.capabilities()
+    ctx = RunContext(build_dir=tmp_path, scratch_dir=tmp_path,
+                     capabilities={k: c.available for k, c in caps.items()}, host={})
+    planned = plan.plan_benchmark(bench, "default", [], {}, None, None, caps, ctx)
+    assert planned.profile.min_trials == bench.profiles["default"].min_trials
+    fixed = plan.plan_benchmark(bench, "default", [], {}, 7, None, caps, ctx)
+    assert (fixed.profile.trials, fixed.profile.min_trials) == (7, None)
+    recorded = plan._recorded_profile("default", bench.name,
+                                      {"trials": 10, "samples": 8, "min_trials": 5})
+    assert (recorded.trials, recorded.min_trials) == (10, 5)
+    with pytest.raises(UsageError, match="bad 'min_trials'"):
+        plan._recorded_profile("default", bench.name, {"trials": 10, "samples": 8,
+                                                      "min_trials": 0})
