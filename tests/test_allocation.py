@@ -168,7 +168,7 @@ def test_trials_asks_for_a_count_and_resume_keeps_the_rule(tmp_path: Path) -> No
     assert bench.profiles["default"].min_trials is not None
     caps = host.capabilities()
     ctx = RunContext(build_dir=tmp_path, scratch_dir=tmp_path,
-                     capabilities={k: c.available for k, c in caps.items()}, host={})
+                     capabilities={k: c.available for k, c in caps.items()}, host=host.HostFacts())
     planned = plan.plan_benchmark(bench, "default", [], {}, None, None, caps, ctx)
     assert planned.profile.min_trials == bench.profiles["default"].min_trials
     fixed = plan.plan_benchmark(bench, "default", [], {}, 7, None, caps, ctx)
