@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -25,6 +24,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import psutil
 
 SSHD = "/usr/sbin/sshd"
 PRIVSEP_DIR = Path("/run/sshd")  # sshd refuses to start without it
@@ -81,11 +82,11 @@ class NamespaceHost:
         killed = []
         for pid in self.pids():
             try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-                if match in cmdline:
-                    os.kill(pid, signal.SIGKILL)
+                proc = psutil.Process(pid)
+                if match in " ".join(proc.cmdline()):
+                    proc.kill()
                     killed.append(pid)
-            except (OSError, ProcessLookupError):
+            except psutil.Error:
                 continue
         return killed
 
