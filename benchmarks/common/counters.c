@@ -175,6 +175,12 @@ void bench_counters_open(const char *tracepoints)
 	if (opened)
 		bench_fatal("bench_counters_open() called twice");
 	opened = true;
+	/* Off: the same program without counting, so the cost of counting can be measured. */
+	const char *switch_ = getenv("BAKEOFF_COUNTERS");
+	if (switch_ && strcmp(switch_, "off") == 0) {
+		note_absent("all", "BAKEOFF_COUNTERS=off");
+		return;
+	}
 	for (size_t i = 0; i < sizeof(software_events) / sizeof(software_events[0]); i++)
 		add(software_events[i].name, software_events[i].type, software_events[i].config);
 	/*

@@ -28,6 +28,9 @@
  *   PMU: "tlb:tlb_flush" -> per_op.tlb.tlb_flush.
  * The meta line gets "counters" (what was opened) and "counters_absent" ("name: reason; ...").
  *
+ * BAKEOFF_COUNTERS=off opens nothing (the meta line says so): the same program without
+ * counting, to measure what counting costs.
+ *
  * Nothing here is fatal: a machine that cannot count still measures time. Counters of other
  * processes (a helper, a daemon) are not counted: events are per task, not inherited.
  */
