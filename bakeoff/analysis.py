@@ -18,6 +18,9 @@ from bakeoff import interrupts, stats
 from bakeoff.model import BenchmarkInfo, Case, ParamValue, RunRecord, Skip, Trial
 
 MIN_TRIALS_FOR_VERDICT = 5
+# Sample metrics a program's kernel counters report (benchmarks/common/counters.h): one per
+# counter, its count in the measured window divided by the operations timed there.
+PER_OP_PREFIX = "per_op."
 
 
 @dataclass
@@ -50,6 +53,8 @@ class CaseResult:
     sys_s: float | None = None
     max_rss_kib: float | None = None
     wall_s: float | None = None  # median wall time of one ok trial (the whole process)
+    # Kernel counters per operation (counters.h), by counter name: median with 95% CI.
+    per_op: dict[str, stats.Summary] = field(default_factory=dict)
 
     @property
     def vs_baseline(self) -> stats.Ratio | None:
@@ -125,6 +130,13 @@ def _compared_samples(info: BenchmarkInfo, trials: list[Trial], metric: str) -> 
     return per_trial
 
 
+def _per_op_counters(trials: list[Trial], rng: np.random.Generator) -> dict[str, stats.Summary]:
+    names = sorted({m for t in trials if t.ok for m in t.samples if m.startswith(PER_OP_PREFIX)})
+    # 500 resamples: a counter's CI is context, not a verdict, and there are many counters.
+    return {name.removeprefix(PER_OP_PREFIX): stats.summarize(per_trial, rng, n_boot=500)
+            for name in names if (per_trial := _ok_samples(trials, name))}
+
+
 def _case_results(
     info: BenchmarkInfo,
     cases: list[Case],
@@ -144,6 +156,7 @@ def _case_results(
         counter_names = sorted({name for t in ok for name in t.counters})
         counters = {n: float(np.median([t.counters[n] for t in ok if n in t.counters]))
                     for n in counter_names}
+        per_op = _per_op_counters(trials, rng)
         for metric in metric_names:
             per_trial = _compared_samples(info, trials, metric)
             signed_values = _ok_samples(trials, metric) if info.is_signed(metric) else []
@@ -159,7 +172,7 @@ def _case_results(
                 outliers=stats.outliers(per_trial, [
                     t.n_samples(metric) / len(t.samples[metric])
                     for t in ok if t.samples.get(metric)]) if per_trial else None,
-                counters=counters,
+                counters=counters, per_op=per_op,
                 signed=stats.signed_error(signed_values, rng) if signed_values else None,
                 user_s=_median_or_none([t.rusage.user_s for t in ok if t.rusage]),
                 sys_s=_median_or_none([t.rusage.sys_s for t in ok if t.rusage]),

@@ -41,7 +41,7 @@ endif
 .SUFFIXES:
 
 BENCH_BINS := $(addprefix $(OUT)/,$(PROGRAMS))
-COMMON_OBJ := $(OBJ)/common/bench.o
+COMMON_OBJ := $(OBJ)/common/bench.o $(OBJ)/common/counters.o
 
 all: $(BENCH_BINS)
 	@:
@@ -66,7 +66,7 @@ $(OBJ)/%.o: $(SRCDIR)/%.c $(FLAGS_STAMP) | $(OBJ)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BENCH_CFLAGS) $(CFLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
 
-$(COMMON_OBJ): $(COMMON_DIR)/bench.c $(FLAGS_STAMP) | $(OBJ)/common
+$(OBJ)/common/%.o: $(COMMON_DIR)/%.c $(FLAGS_STAMP) | $(OBJ)/common
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BENCH_CFLAGS) $(CFLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
 

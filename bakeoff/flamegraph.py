@@ -1,0 +1,141 @@
+"""Flame graphs from `perf record -g`, drawn offline with plotly's icicle chart.
+
+`perf script -F period,ip,sym,dso` prints each sample as its period (ns for cpu-clock) and
+its call stack, leaf first. `fold()` turns that into stacks root first with their summed
+period, as Brendan Gregg's stackcollapse-perf.pl does; `icicle()` draws one profile (root on
+top, each frame as wide as its share of the samples); `differential()` draws one profile's
+frames coloured by how much more (red) or less (blue) of the time they take than in a
+baseline profile, the differential flame graph of the same tools.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Stack = tuple[str, ...]  # root first
+Folded = Counter[Stack]
+
+_FRAME = re.compile(r"^\s*[0-9a-f]+\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)\)\s*$")
+_HEADER = re.compile(r"^\s*(?P<period>[0-9]+)\s*$")
+ROOT = "all"
+
+
+def _frame_name(sym: str, dso: str) -> str:
+    """'do_anonymous_page [kernel]', 'batch_prepare [mremap_bench]'; an unsymbolised frame
+    keeps its module, so a reader still sees where the time went."""
+    module = "kernel" if dso == "[kernel.kallsyms]" else dso.rsplit("/", 1)[-1] or "?"
+    name = sym if sym and sym != "[unknown]" else "[unknown]"
+    return f"{name} [{module}]"
+
+
+def fold(perf_script: Iterable[str]) -> Folded:
+    """Stacks (root first) → summed period, from `perf script -F period,ip,sym,dso`."""
+    folded: Folded = Counter()
+    period: int | None = None
+    frames: list[str] = []
+
+    def flush() -> None:
+        if period is not None and frames:
+            folded[tuple(reversed(frames))] += period
+
+    for line in perf_script:
+        header = _HEADER.match(line)
+        if header:
+            flush()
+            period, frames = int(header["period"]), []
+            continue
+        frame = _FRAME.match(line)
+        if frame and period is not None:
+            frames.append(_frame_name(frame["sym"], frame["dso"]))
+    flush()
+    return folded
+
+
+@dataclass(frozen=True)
+class Tree:
+    """The folded stacks as an icicle's nodes: id (the path), label, parent id, value."""
+
+    ids: list[str]
+    labels: list[str]
+    parents: list[str]
+    values: list[int]
+
+    @property
+    def total(self) -> int:
+        return self.values[0] if self.values else 0
+
+    def shares(self) -> dict[str, float]:
+        total = self.total or 1
+        return {i: v / total for i, v in zip(self.ids, self.values, strict=True)}
+
+
+def tree(folded: Mapping[Stack, int]) -> Tree:
+    """Every prefix of every stack is a node; a node's value is the period of all stacks
+    through it (plotly's branchvalues='total')."""
+    through: Counter[Stack] = Counter()
+    for stack, period in folded.items():
+        for depth in range(len(stack) + 1):
+            through[stack[:depth]] += period
+    ordered = sorted(through, key=lambda s: (len(s), -through[s], s))
+    ids = [";".join((ROOT, *s)) for s in ordered]
+    labels = [s[-1] if s else ROOT for s in ordered]
+    parents = ["" if not s else ";".join((ROOT, *s[:-1])) for s in ordered]
+    return Tree(ids, labels, parents, [through[s] for s in ordered])
+
+
+def icicle(folded: Mapping[Stack, int], title: str, unit: str = "ns") -> dict[str, Any]:
+    """A plotly figure (as a dict) of one profile."""
+    t = tree(folded)
+    shares = t.shares()
+    return {
+        "data": [{
+            "type": "icicle", "ids": t.ids, "labels": t.labels, "parents": t.parents,
+            "values": t.values, "branchvalues": "total", "tiling": {"orientation": "v"},
+            "customdata": [100 * shares[i] for i in t.ids],
+            "hovertemplate": (f"%{{label}}<br>%{{value:,}} {unit} sampled, "
+                              "%{customdata:.1f}% of all<extra></extra>"),
+            "maxdepth": 40,
+        }],
+        "layout": {"title": {"text": title}, "margin": {"t": 40, "l": 0, "r": 0, "b": 0},
+                   "height": 720},
+    }
+
+
+def differential(folded: Mapping[Stack, int], baseline: Mapping[Stack, int], title: str,
+                 ) -> dict[str, Any]:
+    """One profile's icicle, each frame coloured by its share of this profile minus its
+    share of the baseline's (percentage points): red takes more of the time here, blue
+    less. Frames only the baseline has are not drawn: their absence is the difference."""
+    t, base = tree(folded), tree(baseline)
+    shares, base_shares = t.shares(), base.shares()
+    delta = [100 * (shares[i] - base_shares.get(i, 0.0)) for i in t.ids]
+    limit = max((abs(d) for d in delta), default=1.0) or 1.0
+    return {
+        "data": [{
+            "type": "icicle", "ids": t.ids, "labels": t.labels, "parents": t.parents,
+            "values": t.values, "branchvalues": "total", "tiling": {"orientation": "v"},
+            "customdata": delta, "maxdepth": 40,
+            "marker": {"colors": delta, "colorscale": "RdBu", "reversescale": True,
+                       "cmin": -limit, "cmax": limit, "cmid": 0,
+                       "colorbar": {"title": {"text": "share vs baseline (pp)"}}},
+            "hovertemplate": "%{label}<br>%{customdata:+.1f} percentage points of the time "
+                             "vs the baseline<extra></extra>",
+        }],
+        "layout": {"title": {"text": title}, "margin": {"t": 40, "l": 0, "r": 0, "b": 0},
+                   "height": 720},
+    }
+
+
+def top_frames(folded: Mapping[Stack, int], n: int = 5) -> list[tuple[str, float]]:
+    """The frames with the most self time (leaf of the stack), with their share: what a
+    report says in words beside the chart."""
+    self_time: Counter[str] = Counter()
+    for stack, period in folded.items():
+        if stack:
+            self_time[stack[-1]] += period
+    total = sum(self_time.values()) or 1
+    return [(frame, v / total) for frame, v in self_time.most_common(n)]

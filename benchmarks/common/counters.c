@@ -1,0 +1,265 @@
+/*
+ * counters.c - perf events a measured program opens on itself; see counters.h for the use.
+ */
+#include "counters.h"
+
+#include "bench.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define MAX_COUNTERS 32
+#define NAME_LEN 96
+
+struct counter {
+	char name[NAME_LEN];
+	int fd;
+	uint64_t total; /* as of the last read: counts only ever grow while enabled */
+	uint64_t emitted; /* total at the previous bench_counters_emit() */
+};
+
+struct event_kind {
+	const char *name;
+	uint32_t type;
+	uint64_t config;
+};
+
+static const struct event_kind software_events[] = {
+	{ "task_clock_ns", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK },
+	{ "context_switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES },
+	{ "cpu_migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS },
+	{ "page_faults_minor", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN },
+	{ "page_faults_major", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ },
+};
+
+#define DTLB_LOAD_MISS                                                                     \
+	(PERF_COUNT_HW_CACHE_DTLB | (PERF_COUNT_HW_CACHE_OP_READ << 8) |                   \
+	 (PERF_COUNT_HW_CACHE_RESULT_MISS << 16))
+
+static const struct event_kind pmu_events[] = {
+	{ "cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
+	{ "instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS },
+	{ "branch_misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES },
+	{ "cache_misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES },
+	{ "dtlb_load_misses", PERF_TYPE_HW_CACHE, DTLB_LOAD_MISS },
+};
+
+static struct counter counters[MAX_COUNTERS];
+static int n_counters;
+static bool opened;
+static char absent[1024]; /* "cycles: not supported; ..." */
+
+static void note_absent(const char *name, const char *why)
+{
+	size_t len = strlen(absent);
+	snprintf(absent + len, sizeof(absent) - len, "%s%s: %s", len ? "; " : "", name, why);
+}
+
+static int perf_open(uint32_t type, uint64_t config)
+{
+	struct perf_event_attr attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = type;
+	attr.config = config;
+	/* Opened disabled; enabled only by bench_counters_start(), i.e. in the measured window. */
+	attr.disabled = 1;
+	attr.exclude_hv = 1;
+	/* The program itself, not the helpers it starts: their work is not the operation's. */
+	attr.inherit = 0;
+	return (int)syscall(SYS_perf_event_open, &attr, 0 /* this task */, -1 /* any CPU */,
+			    -1 /* no group */, PERF_FLAG_FD_CLOEXEC);
+}
+
+static const char *open_error(int err)
+{
+	switch (err) {
+	case ENOENT:
+	case EOPNOTSUPP:
+	case ENODEV:
+		return "not supported on this host (no PMU, or the event does not exist)";
+	case EACCES:
+	case EPERM:
+		return "not permitted (kernel.perf_event_paranoid, or not root)";
+	case EMFILE:
+		return "too many open files";
+	default:
+		return strerror(err);
+	}
+}
+
+static void add(const char *name, uint32_t type, uint64_t config)
+{
+	if (n_counters == MAX_COUNTERS) {
+		note_absent(name, "more than 32 counters asked for");
+		return;
+	}
+	int fd = perf_open(type, config);
+	if (fd < 0) {
+		note_absent(name, open_error(errno));
+		return;
+	}
+	struct counter *c = &counters[n_counters++];
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->fd = fd;
+	c->total = c->emitted = 0;
+}
+
+/* The tracepoint's id from tracefs, or -1 with the reason noted. */
+static long tracepoint_id(const char *sys, const char *event, const char *spec)
+{
+	static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	char path[512];
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		snprintf(path, sizeof(path), "%s/events/%s/%s/id", roots[i], sys, event);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		long id = -1;
+		if (fscanf(f, "%ld", &id) != 1)
+			id = -1;
+		fclose(f);
+		if (id >= 0)
+			return id;
+	}
+	note_absent(spec, "no such tracepoint in tracefs (or tracefs is not mounted)");
+	return -1;
+}
+
+static void add_tracepoint(const char *spec)
+{
+	/* 47 + '.' + 47 characters fit a counter's name */
+	char sys[NAME_LEN / 2], event[NAME_LEN / 2], name[NAME_LEN];
+	const char *colon = strchr(spec, ':');
+
+	if (!colon || colon == spec || !colon[1] || strchr(colon + 1, ':') ||
+	    (size_t)(colon - spec) >= sizeof(sys) || strlen(colon + 1) >= sizeof(event)) {
+		note_absent(spec, "not a tracepoint; write it as subsystem:event, e.g. tlb:tlb_flush");
+		return;
+	}
+	snprintf(sys, sizeof(sys), "%.*s", (int)(colon - spec), spec);
+	snprintf(event, sizeof(event), "%s", colon + 1);
+	snprintf(name, sizeof(name), "%s.%s", sys, event);
+	for (int i = 0; i < n_counters; i++)
+		if (strcmp(counters[i].name, name) == 0)
+			return; /* named twice (by the program and in the environment) */
+	long id = tracepoint_id(sys, event, spec);
+	if (id >= 0)
+		add(name, PERF_TYPE_TRACEPOINT, (uint64_t)id);
+}
+
+static void add_tracepoints(const char *list)
+{
+	char *copy = strdup(list ? list : "");
+
+	if (!copy)
+		bench_fatal_errno("failed to copy the tracepoint list");
+	char *save = NULL;
+	for (char *tok = strtok_r(copy, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save))
+		add_tracepoint(tok);
+	free(copy);
+}
+
+void bench_counters_open(const char *tracepoints)
+{
+	if (opened)
+		bench_fatal("bench_counters_open() called twice");
+	opened = true;
+	/* Off: the same program without counting, so the cost of counting can be measured. */
+	const char *switch_ = getenv("BAKEOFF_COUNTERS");
+	if (switch_ && strcmp(switch_, "off") == 0) {
+		note_absent("all", "BAKEOFF_COUNTERS=off");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(software_events) / sizeof(software_events[0]); i++)
+		add(software_events[i].name, software_events[i].type, software_events[i].config);
+	/*
+	 * BAKEOFF_PMU_STANDIN=1 opens the PMU events as the software cpu-clock event instead: on a
+	 * host without a PMU (a VM) it is the only way the code that handles present PMU events
+	 * runs at all, and the tests use it. The meta line says so, so it cannot pass for cycles.
+	 */
+	const char *standin = getenv("BAKEOFF_PMU_STANDIN");
+	bool use_standin = standin && strcmp(standin, "1") == 0;
+	for (size_t i = 0; i < sizeof(pmu_events) / sizeof(pmu_events[0]); i++) {
+		if (use_standin)
+			add(pmu_events[i].name, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK);
+		else
+			add(pmu_events[i].name, pmu_events[i].type, pmu_events[i].config);
+	}
+	if (use_standin)
+		note_absent("pmu", "stand-in: BAKEOFF_PMU_STANDIN=1 counts cpu-clock in place of "
+				   "every PMU event");
+	add_tracepoints(tracepoints);
+	add_tracepoints(getenv("BAKEOFF_TRACEPOINTS"));
+}
+
+int bench_counters_open_count(void)
+{
+	return n_counters;
+}
+
+void bench_counters_start(void)
+{
+	if (n_counters)
+		prctl(PR_TASK_PERF_EVENTS_ENABLE, 0, 0, 0, 0);
+}
+
+void bench_counters_stop(void)
+{
+	if (!n_counters)
+		return;
+	prctl(PR_TASK_PERF_EVENTS_DISABLE, 0, 0, 0, 0);
+	for (int i = 0; i < n_counters; i++) {
+		uint64_t value;
+		if (read(counters[i].fd, &value, sizeof(value)) == (ssize_t)sizeof(value))
+			counters[i].total = value;
+		else
+			bench_fatal_errno("failed to read the counter %s", counters[i].name);
+	}
+}
+
+void bench_counters_emit(double ops)
+{
+	char metric[NAME_LEN + sizeof("per_op.")];
+
+	if (!(ops > 0))
+		bench_fatal("bench_counters_emit: ops must be positive, got %g", ops);
+	for (int i = 0; i < n_counters; i++) {
+		struct counter *c = &counters[i];
+		snprintf(metric, sizeof(metric), "per_op.%.*s", NAME_LEN - 1, c->name);
+		bench_emit_sample(metric, (double)(c->total - c->emitted) / ops);
+		c->emitted = c->total;
+	}
+}
+
+void bench_counters_discard(void)
+{
+	for (int i = 0; i < n_counters; i++)
+		counters[i].emitted = counters[i].total;
+}
+
+void bench_counters_meta(void)
+{
+	char names[MAX_COUNTERS * NAME_LEN] = "";
+	size_t len = 0;
+
+	for (int i = 0; i < n_counters; i++) {
+		if (i)
+			names[len++] = ',';
+		size_t n = strlen(counters[i].name); /* < NAME_LEN: fits, MAX_COUNTERS at most */
+		memcpy(names + len, counters[i].name, n + 1);
+		len += n;
+	}
+	bench_meta_str("counters", names);
+	bench_meta_str("counters_absent", absent);
+}

@@ -1,0 +1,88 @@
+"""Kernel counters in the measured window (benchmarks/common/counters.c), checked against a
+program whose counts are known: build/common/counters-check."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bakeoff.protocol import ProgramOutput, parse_output
+
+PMU_EVENTS = ("cycles", "instructions", "branch_misses", "cache_misses", "dtlb_load_misses")
+
+
+def _run(built: Path, variant: str, *args: str, env: dict[str, str] | None = None,
+         ) -> ProgramOutput:
+    prog = built / "common" / "counters-check"
+    res = subprocess.run([str(prog), "--variant", variant, *args], capture_output=True,
+                         text=True, timeout=60, env={**os.environ, **(env or {})}, check=False)
+    assert res.returncode == 0, res.stderr
+    return parse_output(res.stdout)
+
+
+def _opened(out: ProgramOutput) -> list[str]:
+    return str(out.meta["counters"]).split(",")
+
+
+def test_a_tracepoint_counts_each_call_in_the_window_and_none_outside(built: Path) -> None:
+    # Each sample also makes 1000 getppid calls just before its window: not counted.
+    out = _run(built, "getppid", "--samples", "5", "--warmup", "2", "--param", "ops=1000")
+    assert "syscalls.sys_enter_getppid" in _opened(out)
+    assert list(out.samples["per_op.syscalls.sys_enter_getppid"]) == [1.0] * 5
+    assert len(out.samples["ns_per_op"]) == 5  # warm-ups are not emitted, counters neither
+
+
+def test_page_faults_are_counted_in_the_window_only(built: Path) -> None:
+    # Every sample faults in as many pages again outside its window, as set-up.
+    out = _run(built, "fault", "--samples", "4", "--param", "ops=256")
+    faults = list(out.samples["per_op.page_faults_minor"])
+    assert len(faults) == 4
+    assert all(0.99 <= f <= 1.02 for f in faults), faults
+    assert list(out.samples["per_op.page_faults_major"]) == [0.0] * 4
+
+
+def test_task_clock_stays_within_the_timed_window(built: Path) -> None:
+    # On-CPU time of the window can't exceed its wall time (the timer's readings), give or
+    # take the two prctl calls at its edges: a counter left enabled between samples would.
+    out = _run(built, "getppid", "--samples", "5", "--param", "ops=2000")
+    for on_cpu, wall in zip(out.samples["per_op.task_clock_ns"], out.samples["ns_per_op"],
+                            strict=True):
+        assert 0 < on_cpu <= wall * 1.05 + 5, (on_cpu, wall)
+
+
+def test_each_pmu_event_is_counted_or_named_absent_with_a_reason(built: Path) -> None:
+    out = _run(built, "getppid", "--samples", "1")
+    absent = str(out.meta["counters_absent"])
+    for event in PMU_EVENTS:
+        if event in _opened(out):
+            assert f"per_op.{event}" in out.samples
+        else:  # this VM: no PMU
+            assert f"{event}: not supported" in absent or f"{event}: not permitted" in absent
+
+
+def test_the_present_pmu_path_runs_through_a_software_stand_in(built: Path) -> None:
+    out = _run(built, "getppid", "--samples", "2", "--param", "ops=2000",
+               env={"BAKEOFF_PMU_STANDIN": "1"})
+    assert "stand-in" in str(out.meta["counters_absent"])  # it cannot pass for a real PMU
+    for event in PMU_EVENTS:
+        assert event in _opened(out)
+        # cpu-clock in the window: positive, and no more than the window's wall time
+        for value, wall in zip(out.samples[f"per_op.{event}"], out.samples["ns_per_op"],
+                               strict=True):
+            assert 0 < value <= wall * 1.05 + 5
+
+
+@pytest.mark.parametrize("spec,reason", [
+    ("bogus", "not a tracepoint; write it as subsystem:event"),
+    ("nosuch:event", "no such tracepoint"),
+])
+def test_tracepoints_from_the_environment_are_added_or_refused_with_a_reason(
+        built: Path, spec: str, reason: str) -> None:
+    out = _run(built, "fault", "--samples", "1", "--param", "ops=64",
+               env={"BAKEOFF_TRACEPOINTS": f"tlb:tlb_flush,{spec}"})
+    assert "tlb.tlb_flush" in _opened(out)
+    assert "per_op.tlb.tlb_flush" in out.samples
+    assert f"{spec}: {reason}" in str(out.meta["counters_absent"])
