@@ -44,8 +44,9 @@ class RunComparison:
     changes: list[CaseChange]
     only_old: list[Case]
     only_new: list[Case]
-    # Measured in both, but the old median is 0 (a difference metric, an A/A control): no
-    # ratio new / old exists; the report names them instead of failing on them.
+    # Measured in both, but no ratio new / old means anything: the old median's CI holds 0,
+    # or the two medians have opposite signs (a difference metric near zero, an A/A
+    # control). The report names them instead of ranking them.
     no_ratio: list[Case] = field(default_factory=list)
 
 
@@ -60,6 +61,12 @@ def _samples_by_case(run: RunRecord, metric_of: dict[str, str],
             out[t.case].append([abs(v) for v in t.samples[metric]]
                                if t.case.benchmark in signed else t.samples[metric])
     return out
+
+
+def _ratio_means_something(old: stats.Summary, new: stats.Summary) -> bool:
+    """new / old is a change only when old is told apart from 0 (its CI excludes it) and new
+    lies on the same side: -0.7 ns then 0.3 ns is noise around zero, not a "-147%"."""
+    return (old.ci_low > 0 or old.ci_high < 0) and new.median * old.median >= 0
 
 
 def compare_runs(old: RunRecord, new: RunRecord, threshold: float) -> RunComparison:
@@ -78,11 +85,11 @@ def compare_runs(old: RunRecord, new: RunRecord, threshold: float) -> RunCompari
         info = new.benchmarks[case.benchmark]
         metric = metric_of[case.benchmark]
         o, n = old_samples[case], new_samples[case]
-        if float(np.median(np.concatenate([np.asarray(t, dtype=float) for t in o]))) == 0:
+        s_old, s_new = stats.summarize(o, rng), stats.summarize(n, rng)
+        if not _ratio_means_something(s_old, s_new):
             no_ratio.append(case)
             continue
-        pending.append((case, info, metric, stats.summarize(o, rng), stats.summarize(n, rng),
-                        stats.ratio_of_medians(n, o, rng)))
+        pending.append((case, info, metric, s_old, s_new, stats.ratio_of_medians(n, o, rng)))
     adjusted = stats.holm([p[-1].p_boot for p in pending])
     changes = []
     for (case, info, metric, s_old, s_new, ratio), p_holm in zip(pending, adjusted, strict=True):

@@ -12,7 +12,7 @@ from bakeoff.report.markdown import md_escape
 from bakeoff.run_comparison import CaseChange, RunComparison
 
 _STYLE = {"faster": "bold green", "slower": "bold red", "same": "dim"}
-NO_RATIO = "no ratio (the old median is 0)"
+NO_RATIO = "no ratio (the old median is not told apart from 0, or the new one has the other sign)"
 HEADERS = ["benchmark", "variant", "params", "old median (95% CI)", "new median (95% CI)",
            "new / old (95% CI)", "change", "verdict", "p (Holm)"]
 
