@@ -186,22 +186,26 @@ static struct execution execute(char *const argv[], bool hash)
 	posix_spawn_file_actions_destroy(&actions);
 	if (err)
 		fail("cannot run '%s': %s", argv[0], strerror(err));
+	/* Drained inside the timed section (the command cannot finish with a full pipe), but
+	 * only copied there: the hashing waits until the timer has stopped. */
+	unsigned char *out = NULL;
+	size_t out_len = 0, out_cap = 0;
 	if (hash) {
 		close(pipefd[1]);
-		uint64_t h = 1469598103934665603ULL; /* FNV-1a offset basis */
-		unsigned char buf[65536];
 		for (;;) {
-			ssize_t n = read(pipefd[0], buf, sizeof(buf));
+			if (out_cap - out_len < 65536) {
+				out_cap = out_cap ? 2 * out_cap : 65536;
+				if (!(out = realloc(out, out_cap)))
+					fail("out of memory for the command's output");
+			}
+			ssize_t n = read(pipefd[0], out + out_len, out_cap - out_len);
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0)
 				break;
-			for (ssize_t i = 0; i < n; i++)
-				h = (h ^ buf[i]) * 1099511628211ULL;
-			e.output_bytes += (uint64_t)n;
+			out_len += (size_t)n;
 		}
 		close(pipefd[0]);
-		e.output_hash = h;
 	}
 	struct rusage ru;
 	while (wait4(pid, &e.status, 0, &ru) < 0) {
@@ -209,6 +213,14 @@ static struct execution execute(char *const argv[], bool hash)
 			fail("failed to wait for '%s': %s", argv[0], strerror(errno));
 	}
 	e.wall_s = (double)(bench_now_ns() - t0) / 1e9;
+	if (hash) {
+		uint64_t h = 1469598103934665603ULL; /* FNV-1a offset basis */
+		for (size_t i = 0; i < out_len; i++)
+			h = (h ^ out[i]) * 1099511628211ULL;
+		e.output_hash = h;
+		e.output_bytes = out_len;
+		free(out);
+	}
 	e.user_s = seconds(ru.ru_utime);
 	e.sys_s = seconds(ru.ru_stime);
 	e.max_rss_kib = ru.ru_maxrss;
