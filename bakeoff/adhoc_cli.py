@@ -184,8 +184,7 @@ def cmd_cmd(
             raise UsageError("--timeout is a number of seconds above 0, e.g. --timeout 600")
         bench = adhoc.benchmark(defn, trials or DEFAULT_TRIALS, runs or DEFAULT_RUNS, warmup,
                                 warmup_trials, timeout)
-        if seed is not None and seed < 0:
-            raise UsageError(f"--seed {seed}: a seed is a whole number of 0 or more")
+        base.check_seed(seed)
         settings = base._settings(threshold, target_ci, max_trials, time_budget, pin)
         run, run_dir = base._start([bench], "default", [], [], trials, runs, out, seed, settings,
                                    quiet)

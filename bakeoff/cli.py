@@ -123,14 +123,18 @@ def cmd_run(
             raise UsageError(f"--resume goes on as the run was started; drop {', '.join(given)}")
         run, run_dir = _resume(resume, quiet)
     else:
-        if seed is not None and seed < 0:
-            raise UsageError(f"--seed {seed}: a seed is a whole number of 0 or more, e.g. --seed 11")
+        check_seed(seed)
         settings = _settings(threshold, target_ci, max_trials, time_budget, pin)
         run, run_dir = _start(registry.select(names or []), profile, variant or [], param or [],
                               trials, samples, out, seed, settings, quiet)
     _report_run(run, run_dir, quiet)
     if _say_failed(run):
         raise typer.Exit(1)
+
+
+def check_seed(seed: int | None) -> None:
+    if seed is not None and seed < 0:
+        raise UsageError(f"--seed {seed}: a seed is a whole number of 0 or more, e.g. --seed 11")
 
 
 def _report_run(run: RunRecord, run_dir: Path, quiet: bool) -> Any:
