@@ -239,6 +239,11 @@ class Ours:
                     left.append(item)
             elif str(self.tmpdir) in item:
                 left.append(item)
+            elif item.startswith("temp "):  # our runs have our TMPDIR: in /tmp, a run of ours
+                # put it there by mistake, or someone else's run did (a fleet test's killed
+                # run leaves its scratch to the resume that follows)
+                if any(int(p) in self.pids for p in OWNED.findall(item)):
+                    left.append(item)
             else:  # ours carry the PID of a run of ours or of one of its trials (gone now)
                 owners = [int(p) for p in OWNED.findall(item)]
                 if any(p in self.pids or not procs.alive(p) for p in owners):

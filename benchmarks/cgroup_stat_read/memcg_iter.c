@@ -265,7 +265,13 @@ bool memcg_iter_flush_available(char *err, size_t errlen)
 
 static int mount_private_bpffs(struct memcg_iter *it, char *err, size_t errlen)
 {
-	snprintf(it->bpffs_dir, sizeof(it->bpffs_dir), "/tmp/bakeoff-%d-bpffs-XXXXXX", (int)getpid());
+	/* Under TMPDIR like every other scratch directory of a run (the sweep finds the mount by
+	 * its name wherever it is). */
+	const char *tmp = getenv("TMPDIR");
+
+	if (!tmp || tmp[0] != '/')
+		tmp = "/tmp";
+	snprintf(it->bpffs_dir, sizeof(it->bpffs_dir), "%s/bakeoff-%d-bpffs-XXXXXX", tmp, (int)getpid());
 	if (!mkdtemp(it->bpffs_dir)) {
 		snprintf(err, errlen, "failed to create %s: %s", it->bpffs_dir, strerror(errno));
 		it->bpffs_dir[0] = '\0';
