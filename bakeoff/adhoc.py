@@ -349,7 +349,8 @@ def _summary(defn: Definition) -> str:
 def benchmark(defn: Definition, trials: int, runs: int, warmup: int, warmup_trials: int,
               timeout_s: float) -> Benchmark:
     params = tuple(Param(s.name, s.kind, f"{{{s.name}}} in the commands") for s in defn.scans)
-    counts = {"trials": trials, "samples": runs, "warmup_samples": warmup,
+    # No counted samples: a command is timed from outside (bakeoff-cmd-exec), not counted.
+    counts = {"trials": trials, "samples": runs, "warmup_samples": warmup, "counted_samples": 0,
               "warmup_trials": warmup_trials, "timeout_s": timeout_s}
     values = {s.name: s.values for s in defn.scans}
     profiles = {name: Profile(name, values, **counts)  # type: ignore[arg-type]

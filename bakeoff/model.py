@@ -153,7 +153,11 @@ class Profile:
     trial_s: the mean wall time of one trial of this profile where it was tuned (the
     comment beside it names the run); only the estimate of the time left reads it, for a
     benchmark none of whose trials has run yet, scaled by how fast this machine ran the
-    benchmarks timed so far."""
+    benchmarks timed so far.
+    counted_samples: samples each trial takes after its measured ones with kernel counters on
+    (--counted-samples; benchmarks/common/counters.h): they give the counters per operation
+    and, against the measured samples of the same trial, what counting costs. Never part of
+    the measured samples."""
 
     name: str
     params: Mapping[str, tuple[ParamValue, ...]]
@@ -164,6 +168,7 @@ class Profile:
     timeout_s: float = 120.0
     min_trials: int | None = None
     trial_s: float | None = None
+    counted_samples: int = 1
 
 
 @dataclass(frozen=True)
@@ -281,6 +286,10 @@ class Benchmark:
     # Counters (one value per trial, e.g. a tracer daemon's peak RSS) the report charts per
     # case as the median over trials, next to the metrics. Others still show in the tables.
     counters: tuple[Metric, ...] = ()
+    # The kernel counters that explain this benchmark's differences, most telling first, as
+    # its program prints them after "per_op." (e.g. "tlb.tlb_flush", "page_faults_minor"):
+    # the findings quote them beside the time (counted samples, Profile.counted_samples).
+    why_counters: tuple[str, ...] = ()
     # Extra subcommands this room adds to the CLI (`bakeoff NAME ARGS...`): each gets the raw
     # arguments after its name and returns an exit status. Errors it raises as UsageError
     # are printed as one line, exit 2, like the harness's own.
@@ -336,6 +345,7 @@ class Benchmark:
             crossover_ratios=list(self.crossover_ratios),
             counters=[{"name": c.name, "unit": c.unit, "description": c.description,
                        "lower_is_better": c.lower_is_better} for c in self.counters],
+            why_counters=list(self.why_counters),
             fits=[{"metric": f.metric, "param": f.param, "description": f.description}
                   for f in self.fits],
             legacy_csv=(
@@ -367,6 +377,8 @@ class BenchmarkInfo:
     # warmup_trials, timeout_s. --resume reads it.
     profile: dict[str, Any] = field(default_factory=dict)
     counters: list[dict[str, Any]] = field(default_factory=list)
+    # Benchmark.why_counters: the per-operation kernel counters its findings quote.
+    why_counters: list[str] = field(default_factory=list)
     # Set for a benchmark built at run time (Benchmark.definition): what rebuilds it.
     definition: dict[str, Any] | None = None
 

@@ -38,7 +38,7 @@ EXIT_USAGE = 2  # bad arguments
 EXIT_UNMET = 3  # a run-time requirement the machine did not meet
 
 DEFAULT_SAMPLES, DEFAULT_WARMUP = 10, 1
-_OPTIONS = ("variant", "param", "samples", "warmup")
+_OPTIONS = ("variant", "param", "samples", "warmup", "counted-samples")
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class Spec:
 
     def usage(self) -> str:
         lines = [f"usage: {self.prog} --variant V [--param NAME=VALUE]... [--samples N] "
-                 "[--warmup N]", "", self.summary, "", "variants:"]
+                 "[--warmup N] [--counted-samples N]", "", self.summary, "", "variants:"]
         lines += [f"  {name:22} {what}" for name, what in self.variants.items()]
         if self.params:
             lines.append("params (--param NAME=VALUE):")
@@ -83,6 +83,8 @@ class Spec:
                   f"{DEFAULT_SAMPLES})",
                   f"  {'--warmup N':22} samples to run first and not print, N >= 0 (default "
                   f"{DEFAULT_WARMUP})",
+                  f"  {'--counted-samples N':22} samples after the measured ones with kernel "
+                  "counters on, printed as counted.<metric> (default 0)",
                   f"  {'--help':22} print this text and exit", "",
                   "exit status: 0 ok, 1 failed while measuring, 2 bad arguments, 3 the "
                   "machine lacks a requirement"]
@@ -96,6 +98,9 @@ class Args:
     samples: int
     warmup: int
     values: Mapping[str, str | None] = field(default_factory=dict)
+    # After the measured samples, with kernel counters on (benchmarks/common/counters.h);
+    # a program that counts nothing itself still prints their times as counted.<metric>.
+    counted_samples: int = 0
 
     def param(self, name: str) -> str | None:
         """The value given, else the default (None if neither); an undeclared name is a
@@ -126,7 +131,8 @@ def _count(spec: Spec, option: str, value: str, least: int) -> int:
 
 def parse_args(spec: Spec, argv: Sequence[str]) -> Args:
     """bench_parse_args: --variant V (required), --param NAME=VALUE (each declared name
-    once), --samples N >= 1, --warmup N >= 0; '--opt=value' works like '--opt value'.
+    once), --samples N >= 1, --warmup N >= 0, --counted-samples N >= 0; '--opt=value' works
+    like '--opt value'.
     --help anywhere prints the usage and exits 0; anything wrong is one line, exit 2."""
     if any(a in ("-h", "--help") for a in argv):
         _print_usage(spec)
@@ -141,7 +147,7 @@ def parse_args(spec: Spec, argv: Sequence[str]) -> Args:
         name, eq, inline = arg[2:].partition("=")
         if name not in _OPTIONS:
             spec.usage_error(f"unknown option '{arg}' (known: --variant, --param, --samples, "
-                             "--warmup, --help)")
+                             "--warmup, --counted-samples, --help)")
         value = inline if eq else next(it, None)
         if value is None:
             spec.usage_error(f"--{name} needs a value (see --help)")
@@ -160,7 +166,7 @@ def parse_args(spec: Spec, argv: Sequence[str]) -> Args:
             spec.usage_error(f"missing --param {p.name}=VALUE ({p.help})")
     values = {p.name: given.get(p.name, p.default) for p in spec.params}
     return Args(spec, variant, counts.get("samples", DEFAULT_SAMPLES),
-                counts.get("warmup", DEFAULT_WARMUP), values)
+                counts.get("warmup", DEFAULT_WARMUP), values, counts.get("counted-samples", 0))
 
 
 def _print_usage(spec: Spec) -> None:

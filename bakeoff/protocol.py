@@ -29,13 +29,16 @@ class ProtocolError(ValueError):
 def trial_argv(program: str | PathLike[str], case: Case, profile: Profile,
                params: Iterable[tuple[str, ParamValue]] | None = None) -> list[str]:
     """The protocol's argv for one trial: --variant, one --param NAME=VALUE per axis,
-    --samples, --warmup (what bench_parse_args and bakeoff.program accept). A room that
+    --samples, --warmup, --counted-samples (what bench_parse_args and bakeoff.program
+    accept; the last only when the profile asks for counted samples). A room that
     passes a param in another form (a count resolved from 'auto', a cgroup path for
     'child') gives `params` in its place; one that passes more appends to the result."""
     argv = [str(program), "--variant", case.variant]
     for name, value in case.params if params is None else params:
         argv += ["--param", f"{name}={value}"]
-    return [*argv, "--samples", str(profile.samples), "--warmup", str(profile.warmup_samples)]
+    argv += ["--samples", str(profile.samples), "--warmup", str(profile.warmup_samples)]
+    return [*argv, "--counted-samples", str(profile.counted_samples)] \
+        if profile.counted_samples else argv
 
 
 @dataclass

@@ -81,6 +81,8 @@ def new_run(
                         "warmup_trials": p.profile.warmup_trials, "timeout_s": p.profile.timeout_s}
         if p.profile.min_trials is not None:
             info.profile["min_trials"] = p.profile.min_trials
+        if p.profile.counted_samples:
+            info.profile["counted_samples"] = p.profile.counted_samples
         infos[p.benchmark.name] = info
     run = RunRecord(
         schema_version=store.SCHEMA_VERSION, run_id=run_dir.name, status="running",

@@ -54,6 +54,7 @@ BENCHMARK_INFO = {
     "fits?": [{"metric": str, "param": str, "description": str}],
     "profile?": dict,
     "counters?": [{"name": str, "unit": str, "lower_is_better": bool}],
+    "why_counters?": [str],
     "definition?": Optional(dict),
 }
 TRIAL = {

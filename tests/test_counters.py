@@ -28,16 +28,27 @@ def _opened(out: ProgramOutput) -> list[str]:
 
 
 def test_a_tracepoint_counts_each_call_in_the_window_and_none_outside(built: Path) -> None:
-    # Each sample also makes 1000 getppid calls just before its window: not counted.
-    out = _run(built, "getppid", "--samples", "5", "--warmup", "2", "--param", "ops=1000")
+    # Each sample also makes 1000 getppid calls just before its window: not counted; nor are
+    # the 3 measured samples' windows (1000 calls each, which the first counted sample's
+    # delta would hold if they were): only the 5 counted ones.
+    out = _run(built, "getppid", "--samples", "3", "--counted-samples", "5", "--warmup", "2",
+               "--param", "ops=1000")
     assert "syscalls.sys_enter_getppid" in _opened(out)
     assert list(out.samples["per_op.syscalls.sys_enter_getppid"]) == [1.0] * 5
-    assert len(out.samples["ns_per_op"]) == 5  # warm-ups are not emitted, counters neither
+    assert len(out.samples["ns_per_op"]) == 3  # warm-ups are not emitted, counters neither
+    assert len(out.samples["counted.ns_per_op"]) == 5
+
+
+def test_without_counted_samples_nothing_is_counted(built: Path) -> None:
+    out = _run(built, "getppid", "--samples", "4", "--param", "ops=100")
+    assert "syscalls.sys_enter_getppid" in _opened(out)  # opened, never enabled
+    assert len(out.samples["ns_per_op"]) == 4
+    assert not [m for m in out.samples if m.startswith(("per_op.", "counted."))]
 
 
 def test_page_faults_are_counted_in_the_window_only(built: Path) -> None:
     # Every sample faults in as many pages again outside its window, as set-up.
-    out = _run(built, "fault", "--samples", "4", "--param", "ops=256")
+    out = _run(built, "fault", "--samples", "1", "--counted-samples", "4", "--param", "ops=256")
     faults = list(out.samples["per_op.page_faults_minor"])
     assert len(faults) == 4
     assert all(0.99 <= f <= 1.02 for f in faults), faults
@@ -47,14 +58,15 @@ def test_page_faults_are_counted_in_the_window_only(built: Path) -> None:
 def test_task_clock_stays_within_the_timed_window(built: Path) -> None:
     # On-CPU time of the window can't exceed its wall time (the timer's readings), give or
     # take the two prctl calls at its edges: a counter left enabled between samples would.
-    out = _run(built, "getppid", "--samples", "5", "--param", "ops=2000")
-    for on_cpu, wall in zip(out.samples["per_op.task_clock_ns"], out.samples["ns_per_op"],
-                            strict=True):
+    out = _run(built, "getppid", "--samples", "1", "--counted-samples", "5", "--param",
+               "ops=2000")
+    for on_cpu, wall in zip(out.samples["per_op.task_clock_ns"],
+                            out.samples["counted.ns_per_op"], strict=True):
         assert 0 < on_cpu <= wall * 1.05 + 5, (on_cpu, wall)
 
 
 def test_each_pmu_event_is_counted_or_named_absent_with_a_reason(built: Path) -> None:
-    out = _run(built, "getppid", "--samples", "1")
+    out = _run(built, "getppid", "--samples", "1", "--counted-samples", "1")
     absent = str(out.meta["counters_absent"])
     for event in PMU_EVENTS:
         if event in _opened(out):
@@ -64,14 +76,14 @@ def test_each_pmu_event_is_counted_or_named_absent_with_a_reason(built: Path) ->
 
 
 def test_the_present_pmu_path_runs_through_a_software_stand_in(built: Path) -> None:
-    out = _run(built, "getppid", "--samples", "2", "--param", "ops=2000",
-               env={"BAKEOFF_PMU_STANDIN": "1"})
+    out = _run(built, "getppid", "--samples", "1", "--counted-samples", "2", "--param",
+               "ops=2000", env={"BAKEOFF_PMU_STANDIN": "1"})
     assert "stand-in" in str(out.meta["counters_absent"])  # it cannot pass for a real PMU
     for event in PMU_EVENTS:
         assert event in _opened(out)
         # cpu-clock in the window: positive, and no more than the window's wall time
-        for value, wall in zip(out.samples[f"per_op.{event}"], out.samples["ns_per_op"],
-                               strict=True):
+        for value, wall in zip(out.samples[f"per_op.{event}"],
+                               out.samples["counted.ns_per_op"], strict=True):
             assert 0 < value <= wall * 1.05 + 5
 
 
@@ -81,7 +93,7 @@ def test_the_present_pmu_path_runs_through_a_software_stand_in(built: Path) -> N
 ])
 def test_tracepoints_from_the_environment_are_added_or_refused_with_a_reason(
         built: Path, spec: str, reason: str) -> None:
-    out = _run(built, "fault", "--samples", "1", "--param", "ops=64",
+    out = _run(built, "fault", "--samples", "1", "--counted-samples", "1", "--param", "ops=64",
                env={"BAKEOFF_TRACEPOINTS": f"tlb:tlb_flush,{spec}"})
     assert "tlb.tlb_flush" in _opened(out)
     assert "per_op.tlb.tlb_flush" in out.samples

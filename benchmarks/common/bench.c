@@ -443,7 +443,8 @@ static void print_usage(const struct bench_spec *spec)
 {
 	size_t n = count_params(spec);
 
-	printf("usage: %s --variant V [--param NAME=VALUE]... [--samples N] [--warmup N]\n\n",
+	printf("usage: %s --variant V [--param NAME=VALUE]... [--samples N] [--warmup N] "
+	       "[--counted-samples N]\n\n",
 	       prog_name());
 	if (spec->summary)
 		printf("%s\n\n", spec->summary);
@@ -469,6 +470,8 @@ static void print_usage(const struct bench_spec *spec)
 	printf("options:\n"
 	       "  --samples N            measured samples to print, N >= 1 (default 10)\n"
 	       "  --warmup N             samples to run first and not print, N >= 0 (default 1)\n"
+	       "  --counted-samples N    samples after the measured ones with kernel counters on,\n"
+	       "                         printed as counted.<metric> and per_op.<counter> (default 0)\n"
 	       "  --help                 print this text and exit\n\n"
 	       "Output: JSON lines on stdout ({\"type\":\"meta\"|\"sample\"|\"counter\",...});\n"
 	       "diagnostics on stderr. Exit 0 ok, 1 failed while measuring, 2 bad arguments,\n"
@@ -551,7 +554,7 @@ void bench_parse_args(int argc, char **argv, const struct bench_spec *spec,
 		      struct bench_args *args)
 {
 	size_t n = count_params(spec);
-	bool samples_given = false, warmup_given = false;
+	bool samples_given = false, warmup_given = false, counted_given = false;
 
 	if (!spec->variants || !spec->variants[0].name)
 		bench_fatal("bug: the program declares no variants");
@@ -582,9 +585,10 @@ void bench_parse_args(int argc, char **argv, const struct bench_spec *spec,
 		memcpy(name, arg + 2, len);
 		name[len] = '\0';
 		if (strcmp(name, "variant") != 0 && strcmp(name, "param") != 0 &&
-		    strcmp(name, "samples") != 0 && strcmp(name, "warmup") != 0)
+		    strcmp(name, "samples") != 0 && strcmp(name, "warmup") != 0 &&
+		    strcmp(name, "counted-samples") != 0)
 			bench_usage_error("unknown option '%s' (known: --variant, --param, "
-					  "--samples, --warmup, --help)",
+					  "--samples, --warmup, --counted-samples, --help)",
 					  arg);
 		if (eq) {
 			value = eq + 1;
@@ -603,6 +607,11 @@ void bench_parse_args(int argc, char **argv, const struct bench_spec *spec,
 				bench_usage_error("--samples given twice (give it once)");
 			samples_given = true;
 			args->samples = option_count("samples", value, 1);
+		} else if (strcmp(name, "counted-samples") == 0) {
+			if (counted_given)
+				bench_usage_error("--counted-samples given twice (give it once)");
+			counted_given = true;
+			args->counted_samples = option_count("counted-samples", value, 0);
 		} else {
 			if (warmup_given)
 				bench_usage_error("--warmup given twice (give it once)");

@@ -117,6 +117,9 @@ struct bench_args {
 	size_t variant_index; /* its index in spec->variants */
 	uint64_t samples;     /* --samples, >= 1, default 10 */
 	uint64_t warmup;      /* --warmup, >= 0, default 1 */
+	/* --counted-samples, >= 0, default 0: samples taken after the measured ones, with kernel
+	 * counters enabled in their timed window (counters.h); see bench_sample_counted(). */
+	uint64_t counted_samples;
 	/* by index in spec->params: the value given, else the default (may be NULL) */
 	const char *values[BENCH_MAX_PARAMS];
 	bool given[BENCH_MAX_PARAMS];
@@ -126,7 +129,8 @@ struct bench_args {
  * Parses argv into *args. --help prints usage to stdout and exits 0. Any bad argument prints
  * one line to stderr ("prog: error: ...", naming the flag and the fix) and exits 2. Accepted:
  * --variant V (required), --param NAME=VALUE (once per name), --samples N (default 10),
- * --warmup N (default 1); "--opt=value" works like "--opt value".
+ * --warmup N (default 1), --counted-samples N (default 0); "--opt=value" works like
+ * "--opt value".
  */
 void bench_parse_args(int argc, char **argv, const struct bench_spec *spec,
 		      struct bench_args *args);

@@ -263,3 +263,23 @@ void bench_counters_meta(void)
 	bench_meta_str("counters", names);
 	bench_meta_str("counters_absent", absent);
 }
+
+uint64_t bench_samples_total(const struct bench_args *args)
+{
+	return args->samples + args->counted_samples;
+}
+
+bool bench_sample_counted(const struct bench_args *args, uint64_t i)
+{
+	return i >= args->samples;
+}
+
+const char *bench_metric(bool counted, const char *metric)
+{
+	static char name[NAME_LEN + sizeof("counted.")];
+
+	if (!counted)
+		return metric;
+	snprintf(name, sizeof(name), "counted.%s", metric);
+	return name;
+}

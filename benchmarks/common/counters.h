@@ -3,15 +3,25 @@
  *
  * The time of a case says how much; counters say why (page faults, TLB flushes, bpf() calls,
  * context switches per operation). They are perf events the program opens on itself and
- * enables only around each timed section, so set-up, warm-up and output are not counted:
+ * enables only around the timed section of a *counted* sample. Counting is not free (a
+ * counted syscall tracepoint puts every system call of the task on the slow path, ~120 ns
+ * here), so the measured samples are never counted: the harness asks for a few counted
+ * samples after them (--counted-samples N), whose times come out as "counted.<metric>", so
+ * their ratio to the measured ones is the cost of counting, measured in every trial:
  *
  *     bench_counters_open("tlb:tlb_flush");        once, before the first sample
- *     ...
- *     bench_counters_start();                      just before the timer's first reading
- *     t0 = bench_now_ns(); ...work of `ops` operations...; t1 = bench_now_ns();
- *     bench_counters_stop();                       just after the timer's last reading
- *     bench_emit_sample("ns_per_op", (t1 - t0) / ops);
- *     bench_counters_emit(ops);                    one sample line per counter, per operation
+ *     ...warm-up samples, nothing counted...
+ *     for (uint64_t i = 0; i < bench_samples_total(&args); i++) {
+ *             bool counted = bench_sample_counted(&args, i);
+ *             if (counted)
+ *                     bench_counters_start();      just before the timer's first reading
+ *             t0 = bench_now_ns(); ...work of `ops` operations...; t1 = bench_now_ns();
+ *             if (counted)
+ *                     bench_counters_stop();       just after the timer's last reading
+ *             bench_emit_sample(bench_metric(counted, "ns_per_op"), (t1 - t0) / ops);
+ *             if (counted)
+ *                     bench_counters_emit(ops);    one sample line per counter, per operation
+ *     }
  *
  * Start and stop are one prctl(2) each (PR_TASK_PERF_EVENTS_ENABLE/DISABLE enables every
  * event the task opened on itself), outside the timer's readings, so they add no time to the
@@ -37,7 +47,18 @@
 #ifndef BAKEOFF_COUNTERS_H
 #define BAKEOFF_COUNTERS_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+struct bench_args;
+
+/* The loop bound of a sample loop: the measured samples, then the counted ones. */
+uint64_t bench_samples_total(const struct bench_args *args);
+/* Sample i (0-based, warm-up not included) is a counted one: the measured come first. */
+bool bench_sample_counted(const struct bench_args *args, uint64_t i);
+/* "counted.<metric>" for a counted sample, else metric itself. The result lives until the next
+ * call. */
+const char *bench_metric(bool counted, const char *metric);
 
 /* Opens the events; `tracepoints` may be NULL. Calling it twice is a bug: exit 1. */
 void bench_counters_open(const char *tracepoints);

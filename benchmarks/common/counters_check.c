@@ -5,7 +5,8 @@
  *   getppid  one getppid(2):                         per_op.syscalls.sys_enter_getppid == 1
  *   fault    touch one fresh page of an mmap region: per_op.page_faults_minor ~= 1
  * Before every window it does the same work again outside the window (set-up a real program
- * would have), which must not be counted.
+ * would have), which must not be counted; nor may the measured samples' windows be: only the
+ * counted samples (--counted-samples N) count.
  */
 #include "bench.h"
 #include "counters.h"
@@ -69,7 +70,12 @@ int main(int argc, char **argv)
 	bench_meta_num("ops", (double)ops);
 	bench_counters_meta();
 	bench_meta_end();
-	for (uint64_t s = 0; s < args.warmup + args.samples; s++) {
+	/* Warm-ups first (never counted, never printed), then the measured samples, then the
+	 * counted ones (--counted-samples): the pattern of counters.h. */
+	uint64_t total = args.warmup + bench_samples_total(&args);
+	for (uint64_t s = 0; s < total; s++) {
+		bool warm = s < args.warmup;
+		bool counted = !warm && bench_sample_counted(&args, s - args.warmup);
 		char *outside = NULL, *inside = NULL;
 		if (faults) {
 			/* set-up outside the window: the same kind of work, never counted */
@@ -79,24 +85,25 @@ int main(int argc, char **argv)
 		} else {
 			do_getppid(ops);
 		}
-		bench_counters_start();
+		if (counted)
+			bench_counters_start();
 		uint64_t t0 = bench_now_ns();
 		if (faults)
 			touch(inside, ops, page);
 		else
 			do_getppid(ops);
 		uint64_t t1 = bench_now_ns();
-		bench_counters_stop();
+		if (counted)
+			bench_counters_stop();
 		if (faults) {
 			munmap(outside, ops * page);
 			munmap(inside, ops * page);
 		}
-		if (s < args.warmup) {
-			bench_counters_discard();
+		if (warm)
 			continue;
-		}
-		bench_emit_sample("ns_per_op", (double)(t1 - t0) / (double)ops);
-		bench_counters_emit((double)ops);
+		bench_emit_sample(bench_metric(counted, "ns_per_op"), (double)(t1 - t0) / (double)ops);
+		if (counted)
+			bench_counters_emit((double)ops);
 	}
 	return 0;
 }
