@@ -349,8 +349,9 @@ def _summary(defn: Definition) -> str:
 def benchmark(defn: Definition, trials: int, runs: int, warmup: int, warmup_trials: int,
               timeout_s: float) -> Benchmark:
     params = tuple(Param(s.name, s.kind, f"{{{s.name}}} in the commands") for s in defn.scans)
-    # No counted samples: a command is timed from outside (bakeoff-cmd-exec), not counted.
-    counts = {"trials": trials, "samples": runs, "warmup_samples": warmup, "counted_samples": 0,
+    # One counted execution per trial: bakeoff-cmd-exec counts the command's processes with
+    # inherited kernel counters (benchmarks/common/counters.h) after its measured runs.
+    counts = {"trials": trials, "samples": runs, "warmup_samples": warmup, "counted_samples": 1,
               "warmup_trials": warmup_trials, "timeout_s": timeout_s}
     values = {s.name: s.values for s in defn.scans}
     profiles = {name: Profile(name, values, **counts)  # type: ignore[arg-type]
@@ -375,6 +376,9 @@ def benchmark(defn: Definition, trials: int, runs: int, warmup: int, warmup_tria
         fits=tuple(Fit("wall_time", s.name, f"wall time against the first command along "
                        f"{s.name}") for s in defn.scans if s.kind != "str"),
         counters=counters,
+        # Counted over the command's whole process tree (one execution = one operation):
+        # CPU time against the wall time, and what the kernel did for it.
+        why_counters=("task_clock_ns", "context_switches", "page_faults_minor"),
         prepare_trial=plan,
         definition=defn.to_json(),
     )
@@ -386,7 +390,8 @@ def trial_plan(defn: Definition, build_dir: Path, case: Case, profile: Profile) 
     command = next(c for c in defn.commands if c.name == case.variant)
     text = substitute(command.command, params)
     argv = [str(build_dir / PROGRAM), "--samples", str(profile.samples),
-            "--warmup", str(profile.warmup_samples)]
+            "--warmup", str(profile.warmup_samples),
+            "--counted-samples", str(profile.counted_samples)]
     for flag, hook in (("--setup", defn.setup), ("--prepare", defn.prepare),
                        ("--cleanup", defn.cleanup)):
         if hook:

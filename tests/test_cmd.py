@@ -143,16 +143,44 @@ def test_each_trial_runs_the_command_k_times_and_counts_every_execution(
     processes = 2 * (trials + warmup_trials)  # warm-up trials run too, and are discarded
     assert lines.count("setup") == processes
     assert lines.count("cleanup") == processes
-    assert lines.count("prepare") == processes * (runs + warmup)
+    # --prepare before every execution: warm-ups, measured runs, and the counted one
+    assert lines.count("prepare") == processes * (runs + warmup + 1)
     # The per-trial hooks bracket each trial's executions.
     assert lines[0] == "setup" and lines[-1] == "cleanup"
     # samples.csv has every sample of every metric.
-    rows = list(csv.DictReader((out / "samples.csv").open()))
+    rows = [r for r in csv.DictReader((out / "samples.csv").open())
+            if r["metric"] in ("wall_time", "user_time", "sys_time", "peak_rss")]
     assert len(rows) == 2 * trials * runs * 4
     # The reports were written, with findings that carry a CI.
     md = (out / "report.md").read_text()
     assert "95% CI" in md
     assert "## true vs cat (cmd)" in md and "| case | cat | trials |" in md
+
+
+def test_a_counted_execution_counts_the_commands_whole_process_tree(
+        executor: Path, tmp_path: Path) -> None:
+    # The script is exec'd once (posix_spawnp; the kernel runs its #! line in the same
+    # execve), then it runs /bin/true twice: 3 execve calls in three processes, all counted
+    # through the inherited events; none of the measured runs' executions.
+    script = tmp_path / "two-trues"
+    script.write_text("#!/bin/sh\n/bin/true\n/bin/true\n")
+    script.chmod(0o755)
+    out = tmp_path / "run"
+    env = {**os.environ, "BAKEOFF_TRACEPOINTS": "syscalls:sys_enter_execve"}
+    res = run_bakeoff("cmd", "--out", str(out), "--seed", "7", "--quiet", "--trials", "2",
+                      "--runs", "3", str(script), env=env)
+    _ok(res)
+    trials = saved_results(out)["trials"]
+    assert len(trials) == 2
+    for t in trials:
+        assert t["meta"]["shell"] == "none"
+        assert t["samples"]["per_op.syscalls.sys_enter_execve"] == [3.0]
+        assert len(t["samples"]["wall_time"]) == 3  # the measured runs, uncounted
+        assert len(t["samples"]["counted.wall_time"]) == 1
+        # the shell and both children were on a CPU for some of the counted execution
+        assert t["samples"]["per_op.task_clock_ns"][0] > 0
+        assert t["samples"]["per_op.page_faults_minor"][0] > 0
+        assert "task_clock_ns" in t["meta"]["counters"]
 
 
 def test_a_failing_command_fails_its_trials_unless_ignore_failure(

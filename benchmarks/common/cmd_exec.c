@@ -28,6 +28,7 @@
  * Ctrl-C): the command in flight exits, then --cleanup runs.
  */
 #include "bench.h"
+#include "counters.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +48,7 @@
 #define MAX_EXECUTIONS 1000000
 
 struct options {
-	uint64_t samples, warmup;
+	uint64_t samples, warmup, counted;
 	const char *shell, *setup, *prepare, *cleanup;
 	bool ignore_failure, check_output;
 	char **argv;
@@ -71,14 +72,17 @@ static void on_stop(int sig)
 }
 
 static void run_cleanup(void);
+static void run_hook(const char *flag, const char *command);
 
 static void usage(void)
 {
-	printf("usage: bakeoff-cmd-exec [--samples K] [--warmup W] [--shell SH] [--setup CMD]\n"
-	       "                        [--prepare CMD] [--cleanup CMD] [--ignore-failure]\n"
-	       "                        [--check-output] -- ARGV...\n"
+	printf("usage: bakeoff-cmd-exec [--samples K] [--warmup W] [--counted-samples C]\n"
+	       "                        [--shell SH] [--setup CMD] [--prepare CMD] [--cleanup CMD]\n"
+	       "                        [--ignore-failure] [--check-output] -- ARGV...\n"
 	       "Runs ARGV W+K times and prints wall, user, sys time and peak RSS of the last K\n"
-	       "as bakeoff protocol samples (the trial program of `bakeoff cmd`).\n");
+	       "as bakeoff protocol samples (the trial program of `bakeoff cmd`); then C times\n"
+	       "more with kernel counters on, inherited by the command's processes, printed as\n"
+	       "counted.<metric> and per_op.<counter> (one operation = one execution).\n");
 }
 
 static uint64_t parse_count(const char *flag, const char *text, uint64_t least)
@@ -94,11 +98,12 @@ static uint64_t parse_count(const char *flag, const char *text, uint64_t least)
 
 static void parse(int argc, char **argv, struct options *o)
 {
-	enum { O_SAMPLES = 1, O_WARMUP, O_SHELL, O_SETUP, O_PREPARE, O_CLEANUP, O_IGNORE,
+	enum { O_SAMPLES = 1, O_WARMUP, O_COUNTED, O_SHELL, O_SETUP, O_PREPARE, O_CLEANUP, O_IGNORE,
 	       O_CHECK, O_HELP };
 	static const struct option longopts[] = {
 		{ "samples", required_argument, NULL, O_SAMPLES },
 		{ "warmup", required_argument, NULL, O_WARMUP },
+		{ "counted-samples", required_argument, NULL, O_COUNTED },
 		{ "shell", required_argument, NULL, O_SHELL },
 		{ "setup", required_argument, NULL, O_SETUP },
 		{ "prepare", required_argument, NULL, O_PREPARE },
@@ -116,6 +121,7 @@ static void parse(int argc, char **argv, struct options *o)
 		switch (c) {
 		case O_SAMPLES: o->samples = parse_count("--samples", optarg, 1); break;
 		case O_WARMUP: o->warmup = parse_count("--warmup", optarg, 0); break;
+		case O_COUNTED: o->counted = parse_count("--counted-samples", optarg, 0); break;
 		case O_SHELL: o->shell = optarg; break;
 		case O_SETUP: o->setup = optarg; break;
 		case O_PREPARE: o->prepare = optarg; break;
@@ -227,6 +233,40 @@ static struct execution execute(char *const argv[], bool hash)
 	return e;
 }
 
+static bool succeeded(int status)
+{
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/*
+ * Execution i (0-based, warm-ups included): --prepare, the command, and the checks every
+ * execution gets (a signal to stop, the exit status, --check-output against the first's
+ * hash). counted: with the kernel counters on around it.
+ */
+static struct execution execute_checked(const struct options *o, uint64_t i,
+					uint64_t first_hash, bool counted)
+{
+	if (stop_signal)
+		fail("stopped by signal %d after %" PRIu64 " executions", (int)stop_signal, i);
+	if (o->prepare)
+		run_hook("--prepare", o->prepare);
+	if (counted)
+		bench_counters_start();
+	struct execution e = execute(o->argv, o->check_output);
+	if (counted)
+		bench_counters_stop();
+	if (stop_signal)
+		fail("stopped by signal %d after %" PRIu64 " executions", (int)stop_signal, i);
+	char words[64];
+	if (!succeeded(e.status) && !o->ignore_failure)
+		fail("the command %s (--ignore-failure measures it anyway)",
+		     status_words(e.status, words, sizeof(words)));
+	if (o->check_output && i > 0 && e.output_hash != first_hash)
+		fail("--check-output: execution %" PRIu64 " printed other output than the "
+		     "first; the command's output varies from run to run", i + 1);
+	return e;
+}
+
 static void run_hook(const char *flag, const char *command)
 {
 	char *argv[] = { "/bin/sh", "-c", (char *)command, NULL };
@@ -261,6 +301,16 @@ static double at_least_zero(double x)
 	return x > 0 ? x : 0;
 }
 
+/* One execution's samples; the shell's start-up (medians, 0 without --shell) taken off. */
+static void emit_execution(const struct execution *e, bool counted, double shell_wall,
+			   double shell_user, double shell_sys)
+{
+	bench_emit_sample(bench_metric(counted, "wall_time"), at_least_zero(e->wall_s - shell_wall));
+	bench_emit_sample(bench_metric(counted, "user_time"), at_least_zero(e->user_s - shell_user));
+	bench_emit_sample(bench_metric(counted, "sys_time"), at_least_zero(e->sys_s - shell_sys));
+	bench_emit_sample(bench_metric(counted, "peak_rss"), (double)e->max_rss_kib);
+}
+
 int main(int argc, char **argv)
 {
 	struct options o;
@@ -285,29 +335,14 @@ int main(int argc, char **argv)
 		run_hook("--setup", o.setup);
 	cleanup_command = o.cleanup;
 
+	/* Opened now, enabled only around the counted executions (after the measured ones). */
+	bench_counters_open_children(NULL);
 	uint64_t failed = 0;
 	for (uint64_t i = 0; i < total; i++) {
-		if (stop_signal)
-			fail("stopped by signal %d after %" PRIu64 " executions", (int)stop_signal, i);
-		if (o.prepare)
-			run_hook("--prepare", o.prepare);
-		runs[i] = execute(o.argv, o.check_output);
-		if (stop_signal)
-			fail("stopped by signal %d after %" PRIu64 " executions", (int)stop_signal, i);
+		runs[i] = execute_checked(&o, i, runs[0].output_hash, false);
+		if (!succeeded(runs[i].status) && i >= o.warmup)
+			failed++;
 		char words[64];
-		int st = runs[i].status;
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-			if (!o.ignore_failure)
-				fail("the command %s (--ignore-failure measures it anyway)",
-				     status_words(st, words, sizeof(words)));
-			if (i >= o.warmup)
-				failed++;
-		}
-		if (o.check_output && runs[i].output_hash != runs[0].output_hash)
-			fail("--check-output: execution %" PRIu64 " printed other output than the "
-			     "first (%" PRIu64 " bytes, then %" PRIu64 "); the command's output "
-			     "varies from run to run", i + 1, runs[0].output_bytes,
-			     runs[i].output_bytes);
 		if (o.shell) {
 			struct execution s = execute(empty_shell, false);
 			if (!WIFEXITED(s.status) || WEXITSTATUS(s.status) != 0)
@@ -318,8 +353,6 @@ int main(int argc, char **argv)
 			shell[2][i] = s.sys_s;
 		}
 	}
-	run_cleanup();
-
 	double shell_wall = 0, shell_user = 0, shell_sys = 0;
 	if (o.shell) {
 		/* Warm-ups included: the shell's start-up is the same figure either way, and
@@ -340,13 +373,17 @@ int main(int argc, char **argv)
 		bench_meta_str("output_hash", hex);
 		bench_meta_num("output_bytes", (double)runs[0].output_bytes);
 	}
+	bench_counters_meta();
 	bench_meta_end();
-	for (uint64_t i = o.warmup; i < total; i++) {
-		bench_emit_sample("wall_time", at_least_zero(runs[i].wall_s - shell_wall));
-		bench_emit_sample("user_time", at_least_zero(runs[i].user_s - shell_user));
-		bench_emit_sample("sys_time", at_least_zero(runs[i].sys_s - shell_sys));
-		bench_emit_sample("peak_rss", (double)runs[i].max_rss_kib);
+	for (uint64_t i = o.warmup; i < total; i++)
+		emit_execution(&runs[i], false, shell_wall, shell_user, shell_sys);
+	/* Counted executions: after the measured ones, so counting cannot move their times. */
+	for (uint64_t c = 0; c < o.counted; c++) {
+		struct execution e = execute_checked(&o, total + c, runs[0].output_hash, true);
+		emit_execution(&e, true, shell_wall, shell_user, shell_sys);
+		bench_counters_emit(1.0);
 	}
+	run_cleanup();
 	if (o.shell) {
 		bench_emit_counter("shell_wall_time", shell_wall);
 		bench_emit_counter("shell_user_time", shell_user);

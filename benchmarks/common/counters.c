@@ -55,6 +55,7 @@ static const struct event_kind pmu_events[] = {
 static struct counter counters[MAX_COUNTERS];
 static int n_counters;
 static bool opened;
+static bool inherit; /* bench_counters_open_children(): the processes the program starts too */
 static char absent[1024]; /* "cycles: not supported; ..." */
 
 static void note_absent(const char *name, const char *why)
@@ -74,8 +75,9 @@ static int perf_open(uint32_t type, uint64_t config)
 	/* Opened disabled; enabled only by bench_counters_start(), i.e. in the measured window. */
 	attr.disabled = 1;
 	attr.exclude_hv = 1;
-	/* The program itself, not the helpers it starts: their work is not the operation's. */
-	attr.inherit = 0;
+	/* The program itself, not the helpers it starts (their work is not the operation's),
+	 * unless it measures the processes it starts (bench_counters_open_children()). */
+	attr.inherit = inherit;
 	return (int)syscall(SYS_perf_event_open, &attr, 0 /* this task */, -1 /* any CPU */,
 			    -1 /* no group */, PERF_FLAG_FD_CLOEXEC);
 }
@@ -201,6 +203,12 @@ void bench_counters_open(const char *tracepoints)
 				   "every PMU event");
 	add_tracepoints(tracepoints);
 	add_tracepoints(getenv("BAKEOFF_TRACEPOINTS"));
+}
+
+void bench_counters_open_children(const char *tracepoints)
+{
+	inherit = true;
+	bench_counters_open(tracepoints);
 }
 
 int bench_counters_open_count(void)

@@ -42,7 +42,8 @@
  * counting, to measure what counting costs.
  *
  * Nothing here is fatal: a machine that cannot count still measures time. Counters of other
- * processes (a helper, a daemon) are not counted: events are per task, not inherited.
+ * processes (a helper, a daemon) are not counted: events are per task, not inherited, except
+ * for a program that measures the processes it starts (bench_counters_open_children()).
  */
 #ifndef BAKEOFF_COUNTERS_H
 #define BAKEOFF_COUNTERS_H
@@ -62,6 +63,13 @@ const char *bench_metric(bool counted, const char *metric);
 
 /* Opens the events; `tracepoints` may be NULL. Calling it twice is a bug: exit 1. */
 void bench_counters_open(const char *tracepoints);
+/*
+ * The same, for a program whose operation is another process (bakeoff-cmd-exec runs a
+ * command): the events are inherited by every process it starts while they are enabled, and
+ * a child's counts are added to the program's when the child exits; so a window around
+ * spawn + wait counts the whole execution, the children's children included.
+ */
+void bench_counters_open_children(const char *tracepoints);
 void bench_counters_start(void);
 void bench_counters_stop(void);
 /* One sample per opened counter: the count since the previous bench_counters_emit(), / ops. */
