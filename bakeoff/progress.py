@@ -85,7 +85,8 @@ class Estimate:
 
     def __init__(self, todo: Mapping[Case, int],
                  earlier: Mapping[Case, float] | None = None,
-                 declared: Mapping[str, float] | None = None) -> None:
+                 declared: Mapping[str, float] | None = None,
+                 no_set_up: Iterable[str] = ()) -> None:
         self.todo: dict[Case, int] = dict(todo)
         self.took: dict[Case, list[float]] = defaultdict(list)
         self.earlier: dict[Case, float] = dict(earlier or {})
@@ -95,6 +96,9 @@ class Estimate:
         # taken from it, are the trial's own; a benchmark not started is expected to need the
         # mean of these.
         self.set_ups: dict[str, float] = {}
+        # Benchmarks with no session: nothing to set up, so none of the others' set-up time
+        # (a map of a million entries filled) is expected of them.
+        self.no_set_up = set(no_set_up)
 
     def done(self, case: Case, seconds: float) -> None:
         self.todo[case] = max(0, self.todo.get(case, 0) - 1)
@@ -147,7 +151,8 @@ class Estimate:
                 per = run_median
                 untimed.add(case.benchmark)
             total += n * per
-        waiting = {c.benchmark for c, n in self.todo.items() if n > 0} - set(self.set_ups)
+        waiting = ({c.benchmark for c, n in self.todo.items() if n > 0} - set(self.set_ups)
+                   - self.no_set_up)
         if self.set_ups:
             total += len(waiting) * statistics.fmean(self.set_ups.values())
         return total, len(untimed)
@@ -168,11 +173,12 @@ class RunProgress:
 
     def __init__(self, todo: Mapping[Case, int], quiet: bool, console: Console,
                  earlier: Mapping[Case, float] | None = None,
-                 declared: Mapping[str, float] | None = None) -> None:
+                 declared: Mapping[str, float] | None = None,
+                 no_set_up: Iterable[str] = ()) -> None:
         self.quiet = quiet
         self.console = console
         self.fancy = console.is_terminal and not quiet
-        self.estimate = Estimate(todo, earlier, declared)
+        self.estimate = Estimate(todo, earlier, declared, no_set_up)
         self.total = sum(todo.values())
         self.done = 0
         self.benchmarks = list(dict.fromkeys(c.benchmark for c in todo))

@@ -137,7 +137,8 @@ def measure(
     earlier = earlier_seconds(earlier_runs, todo) if earlier_runs is not None and not quiet \
         else {}
     declared = {p.benchmark.name: p.profile.trial_s for p in plans if p.profile.trial_s}
-    progress = RunProgress(todo, quiet, console, earlier, declared)
+    progress = RunProgress(todo, quiet, console, earlier, declared,
+                           no_set_up=[p.benchmark.name for p in plans if p.benchmark.session is None])
     # As many CPUs as the most demanding benchmark's trials need (Benchmark.cpus).
     cpu = cpus.claim(run.settings.pin, max((p.benchmark.cpus for p in plans), default=1))
     run.host["pinning"] = {"measured_cpu": cpu.measured,

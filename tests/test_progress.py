@@ -75,6 +75,11 @@ def test_a_sessions_set_up_is_counted_apart_from_its_first_trial() -> None:
     assert est.seconds_left() == (1 * 2.0 + 3 * 5.0 + 12.0, 0)
     est.set_up("b", 4.0)  # b started: its own set-up is spent, none is left to expect
     assert est.seconds_left() == (1 * 2.0 + 3 * 5.0, 0)
+    # b with no session to set up is expected to need none of a's.
+    est = Estimate({FAST: 2, OTHER: 3}, declared={"a": 2.0, "b": 5.0}, no_set_up=["b"])
+    est.set_up("a", 12.0)
+    est.done(FAST, 2.0)
+    assert est.seconds_left() == (1 * 2.0 + 3 * 5.0, 0)
 
 
 def _results(path: Path, walls: dict[Case, list[float]], mtime: float) -> None:
