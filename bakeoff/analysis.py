@@ -15,12 +15,20 @@ from itertools import groupby
 import numpy as np
 
 from bakeoff import interrupts, stats
-from bakeoff.model import BenchmarkInfo, Case, ParamValue, RunRecord, Skip, Trial
+from bakeoff.model import (
+    COUNTED_PREFIX,
+    PER_OP_PREFIX,
+    BenchmarkInfo,
+    Case,
+    ParamValue,
+    RunRecord,
+    Skip,
+    Trial,
+)
 
 MIN_TRIALS_FOR_VERDICT = 5
-# Sample metrics a program's kernel counters report (benchmarks/common/counters.h): one per
-# counter, its count in the measured window divided by the operations timed there.
-PER_OP_PREFIX = "per_op."
+# Counters are context, not verdicts, and there are many: fewer resamples than N_BOOT.
+COUNTER_BOOT = 500
 
 
 @dataclass
@@ -32,6 +40,33 @@ class BaselineComparison:
     shift: stats.Shift  # Hodges-Lehmann: variant - baseline, in the metric's unit
     cliffs_delta: float
     verdict: stats.Verdict  # faster / slower / same, at the run's threshold
+
+
+@dataclass(frozen=True)
+class CountingCost:
+    """counted.<metric> over <metric>: the ratio of medians of one case's counted samples to
+    its measured ones, trials resampled in pairs (both come from every trial)."""
+
+    ratio: stats.Ratio
+    n_trials: int
+    # How much longer an operation took while counted (ratio for a lower-is-better metric,
+    # its inverse for a rate): 1.08 = 8% longer.
+    slowdown: float
+    slowdown_low: float
+    slowdown_high: float
+
+
+@dataclass(frozen=True)
+class CountingCostSummary:
+    """The cost of counting over a benchmark's cases (its primary metric): median and range
+    of the cases' slowdowns."""
+
+    metric: str
+    median: float
+    low: float
+    high: float
+    n_cases: int
+    n_trials: int  # the fewest trials behind one case's figure
 
 
 @dataclass
@@ -53,8 +88,14 @@ class CaseResult:
     sys_s: float | None = None
     max_rss_kib: float | None = None
     wall_s: float | None = None  # median wall time of one ok trial (the whole process)
-    # Kernel counters per operation (counters.h), by counter name: median with 95% CI.
+    # Kernel counters per operation (counters.h), by counter name: median with 95% CI, from
+    # the counted samples only.
     per_op: dict[str, stats.Summary] = field(default_factory=dict)
+    # Each per-op counter against the baseline case's at the same params: ratio of medians,
+    # 95% CI over trials. None for a counter whose baseline median is 0 (no ratio to 0).
+    per_op_vs_baseline: dict[str, stats.Ratio | None] = field(default_factory=dict)
+    # counted.<metric> / <metric> in the same trials: what counting cost this case.
+    counting_cost: CountingCost | None = None
 
     @property
     def vs_baseline(self) -> stats.Ratio | None:
@@ -102,6 +143,19 @@ class BenchmarkAnalysis:
         return [m["name"] for m in self.info.metrics if m["name"] in seen]
 
     @property
+    def counting_cost(self) -> CountingCostSummary | None:
+        """Over the cases of the primary metric that took counted samples; None without any
+        (a run before counted samples, or a program that takes none)."""
+        costs = [r.counting_cost for r in self.for_metric(self.info.primary_metric)
+                 if r.counting_cost is not None]
+        if not costs:
+            return None
+        slow = [c.slowdown for c in costs]
+        return CountingCostSummary(self.info.primary_metric, float(np.median(slow)),
+                                   min(slow), max(slow), len(costs),
+                                   min(c.n_trials for c in costs))
+
+    @property
     def few_trials(self) -> bool:
         """True when some measured case has fewer trials than a verdict needs."""
         return any(r.summary is not None and r.summary.n_trials < MIN_TRIALS_FOR_VERDICT
@@ -132,9 +186,54 @@ def _compared_samples(info: BenchmarkInfo, trials: list[Trial], metric: str) -> 
 
 def _per_op_counters(trials: list[Trial], rng: np.random.Generator) -> dict[str, stats.Summary]:
     names = sorted({m for t in trials if t.ok for m in t.samples if m.startswith(PER_OP_PREFIX)})
-    # 500 resamples: a counter's CI is context, not a verdict, and there are many counters.
-    return {name.removeprefix(PER_OP_PREFIX): stats.summarize(per_trial, rng, n_boot=500)
+    return {name.removeprefix(PER_OP_PREFIX): stats.summarize(per_trial, rng, n_boot=COUNTER_BOOT)
             for name in names if (per_trial := _ok_samples(trials, name))}
+
+
+def _per_op_vs_baseline(info: BenchmarkInfo, case: Case, trials_by_case: dict[Case, list[Trial]],
+                        rng: np.random.Generator) -> dict[str, stats.Ratio | None]:
+    """Each counter both this case and the baseline case at its params counted: the ratio
+    of their per-op medians (None where the baseline's is 0)."""
+    if case.variant == info.baseline:
+        return {}
+    mine = trials_by_case.get(case, [])
+    base = trials_by_case.get(Case(case.benchmark, info.baseline, case.params), [])
+    out: dict[str, stats.Ratio | None] = {}
+    names = sorted({m for t in mine if t.ok for m in t.samples if m.startswith(PER_OP_PREFIX)})
+    for name in names:
+        a, b = _ok_samples(mine, name), _ok_samples(base, name)
+        if not a or not b:
+            continue
+        zero = float(np.median(np.concatenate(b))) == 0
+        out[name.removeprefix(PER_OP_PREFIX)] = None if zero else stats.ratio_of_medians(
+            a, b, rng, n_boot=COUNTER_BOOT)
+    return out
+
+
+def _counting_cost(info: BenchmarkInfo, trials: list[Trial], metric: str,
+                   rng: np.random.Generator) -> CountingCost | None:
+    """counted.<metric> against <metric>, from the trials that have both."""
+    both = [t for t in trials if t.ok and t.samples.get(metric)
+            and t.samples.get(COUNTED_PREFIX + metric)]
+    if not both:
+        return None
+    counted = [t.samples[COUNTED_PREFIX + metric] for t in both]
+    measured = [t.samples[metric] for t in both]
+    if info.is_signed(metric):
+        counted = [[abs(v) for v in t] for t in counted]
+        measured = [[abs(v) for v in t] for t in measured]
+    try:
+        r = stats.paired_ratio_of_medians(counted, measured, rng, n_boot=COUNTER_BOOT)
+    except ValueError:  # the measured median is 0: no ratio to it
+        return None
+    if not r.ratio > 0:
+        return None
+    if bool(info.metric(metric)["lower_is_better"]):
+        slow = (r.ratio, r.ci_low, r.ci_high)
+    else:  # a rate: an operation takes 1/rate, so counting's slowdown is measured/counted
+        slow = (1 / r.ratio, 1 / r.ci_high if r.ci_high > 0 else float("inf"),
+                1 / r.ci_low if r.ci_low > 0 else float("inf"))
+    return CountingCost(r, len(both), *slow)
 
 
 def _case_results(
@@ -143,7 +242,10 @@ def _case_results(
     trials_by_case: dict[Case, list[Trial]],
     rng: np.random.Generator,
     threshold: float,
+    counter_rng: np.random.Generator,
 ) -> list[CaseResult]:
+    """counter_rng draws every counted sample's resamples, so the timing figures stay the
+    same whether or not a run took counted samples."""
     results: list[CaseResult] = []
     pending: list[tuple[CaseResult, stats.Ratio, stats.Shift, float]] = []
     for case in cases:
@@ -156,7 +258,8 @@ def _case_results(
         counter_names = sorted({name for t in ok for name in t.counters})
         counters = {n: float(np.median([t.counters[n] for t in ok if n in t.counters]))
                     for n in counter_names}
-        per_op = _per_op_counters(trials, rng)
+        per_op = _per_op_counters(trials, counter_rng)
+        per_op_vs_base = _per_op_vs_baseline(info, case, trials_by_case, counter_rng)
         for metric in metric_names:
             per_trial = _compared_samples(info, trials, metric)
             signed_values = _ok_samples(trials, metric) if info.is_signed(metric) else []
@@ -172,7 +275,8 @@ def _case_results(
                 outliers=stats.outliers(per_trial, [
                     t.n_samples(metric) / len(t.samples[metric])
                     for t in ok if t.samples.get(metric)]) if per_trial else None,
-                counters=counters, per_op=per_op,
+                counters=counters, per_op=per_op, per_op_vs_baseline=per_op_vs_base,
+                counting_cost=_counting_cost(info, trials, metric, counter_rng),
                 signed=stats.signed_error(signed_values, rng) if signed_values else None,
                 user_s=_median_or_none([t.rusage.user_s for t in ok if t.rusage]),
                 sys_s=_median_or_none([t.rusage.sys_s for t in ok if t.rusage]),
@@ -280,6 +384,8 @@ def _fits(
 
 def analyze(run: RunRecord, threshold: float = stats.DEFAULT_THRESHOLD) -> Analysis:
     rng = np.random.default_rng(run.seed)
+    # Its own stream: what counters add to a run never moves a figure of its timings.
+    counter_rng = np.random.default_rng([run.seed, 1])
     trials_by_case: dict[Case, list[Trial]] = defaultdict(list)
     for t in run.trials:
         trials_by_case[t.case].append(t)
@@ -288,7 +394,7 @@ def analyze(run: RunRecord, threshold: float = stats.DEFAULT_THRESHOLD) -> Analy
     for name, info in run.benchmarks.items():
         interrupts.checkpoint(f"analysis:{name}")  # a Ctrl-C waits one benchmark at most
         cases = [c for c in run.cases if c.benchmark == name]
-        results = _case_results(info, cases, trials_by_case, rng, threshold)
+        results = _case_results(info, cases, trials_by_case, rng, threshold, counter_rng)
         ba = BenchmarkAnalysis(
             info=info, results=results, crossovers=_crossovers(info, results),
             skips=[s for s in run.skips if s.case.benchmark == name],

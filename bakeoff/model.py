@@ -419,6 +419,19 @@ class Rusage:
 TrialStatus = Literal["ok", "failed", "timeout", "interrupted"]
 
 
+# Samples of a trial's counted samples (Profile.counted_samples; benchmarks/common/counters.h):
+# a metric's time taken with kernel counters on, and each counter divided by the operations
+# timed there. The same measurement disturbed by counting: never one of the metric's values.
+COUNTED_PREFIX = "counted."
+PER_OP_PREFIX = "per_op."
+
+
+def is_counted(name: str) -> bool:
+    """A sample name of counted samples (counted.<metric>, per_op.<counter>): never a metric
+    of the timing statistics, verdicts, crossovers, fits or the measured CSVs."""
+    return name.startswith((COUNTED_PREFIX, PER_OP_PREFIX))
+
+
 @dataclass
 class Trial:
     """One measured execution of a case. Warm-up trials are never recorded."""

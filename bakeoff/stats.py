@@ -228,6 +228,48 @@ def ratio_of_medians(
                  p_boot=p_boot)
 
 
+def paired_ratio_of_medians(
+    numerator: Trials,
+    denominator: Trials,
+    rng: np.random.Generator,
+    n_boot: int = N_BOOT,
+) -> Ratio:
+    """Ratio of pooled medians of two metrics measured in the same trials (numerator[i] and
+    denominator[i] come from trial i): each replicate draws trials with replacement and
+    pools both sides from the same draw, so what a trial shares (its page layout, its CPU)
+    cancels out, as it does in the point estimate. No rank test: the sides are not two
+    independent groups (p_value is NaN; p_boot is the bootstrap's)."""
+    pairs = [(a, b) for a, b in zip(_as_arrays_keep(numerator), _as_arrays_keep(denominator),
+                                    strict=True) if a.size and b.size]
+    if not pairs:
+        raise ValueError("no samples")
+    den = float(np.median(np.concatenate([b for _, b in pairs])))
+    if den == 0:
+        raise ValueError("the denominator's median is 0: no ratio to it")
+    point = float(np.median(np.concatenate([a for a, _ in pairs])) / den)
+    if len(pairs) == 1:
+        return Ratio(point, point, point, p_value=math.nan, p_boot=math.nan)
+    top, bottom = _padded([a for a, _ in pairs]), _padded([b for _, b in pairs])
+    n_trials = len(pairs)
+    per_chunk = max(1, _BOOT_CELLS_PER_CHUNK // (n_trials * max(top.shape[1], bottom.shape[1])))
+    boot = np.empty(n_boot)
+    for start in range(0, n_boot, per_chunk):
+        stop = min(n_boot, start + per_chunk)
+        picks = rng.integers(0, n_trials, size=(stop - start, n_trials))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            boot[start:stop] = (np.nanmedian(top[picks].reshape(stop - start, -1), axis=1)
+                                / np.nanmedian(bottom[picks].reshape(stop - start, -1), axis=1))
+    lo, hi = _percentile_ci(boot)
+    far_side = min(float(np.mean(boot >= 1.0)), float(np.mean(boot <= 1.0)))
+    return Ratio(ratio=point, ci_low=lo, ci_high=hi, p_value=math.nan,
+                 p_boot=min(1.0, max(2.0 * far_side, 1.0 / (n_boot + 1))))
+
+
+def _as_arrays_keep(trials: Trials) -> list[FloatArray]:
+    """Trials as arrays, empty ones kept, so two metrics of the same trials stay aligned."""
+    return [np.asarray(t, dtype=np.float64) for t in trials]
+
+
 def mann_whitney_p(a: Trials, b: Trials) -> float:
     """Two-sided Mann-Whitney U p-value on per-trial medians."""
     ma = [float(np.median(t)) for t in _as_arrays(a)]

@@ -8,8 +8,9 @@ SIGKILL loses at most the trial in flight. Loading merges the two; a torn last l
 kill landed mid-write) is ignored. When the run stops, results.json takes every trial and
 the journal is removed.
 
-samples.csv has every sample as measured (the record keeps quantiles of a trial with more
-than stats.SKETCH_POINTS samples). A trial's rows are appended before its journal line, so
+samples.csv has every measured sample (the record keeps quantiles of a trial with more
+than stats.SKETCH_POINTS samples); counted.csv the counted samples (counted.<metric>,
+per_op.<counter>), which are never a metric's values. A trial's rows are appended before its journal line, so
 after a kill the CSV may hold rows of one unrecorded trial, which --resume drops.
 """
 
@@ -30,7 +31,16 @@ from typing import Any
 
 from bakeoff import schema
 from bakeoff.errors import UsageError
-from bakeoff.model import BenchmarkInfo, Case, RunRecord, RunSettings, Rusage, Skip, Trial
+from bakeoff.model import (
+    BenchmarkInfo,
+    Case,
+    RunRecord,
+    RunSettings,
+    Rusage,
+    Skip,
+    Trial,
+    is_counted,
+)
 
 # Changelog of results.json:
 #   1 — first version: run metadata, host facts, benchmark infos, cases, skips, trials.
@@ -51,6 +61,7 @@ TRIALS_JOURNAL = "trials.jsonl"
 # A run appends every trial to disk: refuse to start with less room than this.
 MIN_FREE_BYTES = 64 * 1024**2
 SAMPLES_CSV = "samples.csv"
+COUNTED_CSV = "counted.csv"  # the counted samples; see SamplesCsv
 
 
 def utc_stamp() -> str:
@@ -342,69 +353,107 @@ def _reject_constant(name: str) -> float:
 
 
 class SamplesCsv:
-    """samples.csv: tidy rows, one per sample, appended as each trial finishes."""
+    """samples.csv: tidy rows, one per measured sample, appended as each trial finishes; and
+    beside it counted.csv, the counted samples (counted.<metric>, per_op.<counter>) in the
+    same shape, its column 'name' (not 'metric': they are not the metric's values). Only a
+    run that took counted samples has counted.csv."""
 
     def __init__(self, path: Path, param_names: list[str]) -> None:
         self.path = path
+        self.counted_path = path.with_name(path.name.replace(SAMPLES_CSV, COUNTED_CSV))
         self.param_names = param_names
         if not path.exists():
             with path.open("w", newline="") as f:
                 csv.writer(f).writerow(self.header())
 
-    def header(self) -> list[str]:
-        return ["benchmark", "variant", *self.param_names, "trial", "metric", "value"]
+    def header(self, counted: bool = False) -> list[str]:
+        return _header(self.param_names, counted)
 
     def row_key(self, case: Case, index: int) -> list[str]:
         """The columns before metric and value, as the CSV holds them (text)."""
-        params = dict(case.params)
-        return [case.benchmark, case.variant, *(str(params.get(p, "")) for p in self.param_names),
-                str(index)]
+        return _row_key(self.param_names, case, index)
 
     def append(self, case: Case, index: int, samples: Mapping[str, Iterable[float]]) -> None:
         key = self.row_key(case, index)
+        path = self.path
         try:
-            with self.path.open("a", newline="") as f:
-                w = csv.writer(f)
-                for metric, values in samples.items():
-                    w.writerows([*key, metric, repr(v)] for v in values)
+            with path.open("a", newline="") as f:
+                _write_rows(csv.writer(f), key, samples, counted=False)
+            if any(is_counted(m) for m in samples):
+                path = self.counted_path
+                fresh = not path.exists()
+                with path.open("a", newline="") as f:
+                    w = csv.writer(f)
+                    if fresh:
+                        w.writerow(self.header(counted=True))
+                    _write_rows(w, key, samples, counted=True)
         except OSError as exc:
-            raise UsageError(f"cannot write {self.path} ({exc.strerror}); the trials before "
+            raise UsageError(f"cannot write {path} ({exc.strerror}); the trials before "
                              f"this one are kept: free space, then bakeoff run --resume "
-                             f"{self.path.parent}") from None
+                             f"{path.parent}") from None
+
+
+def _header(param_names: list[str], counted: bool) -> list[str]:
+    return ["benchmark", "variant", *param_names, "trial", "name" if counted else "metric",
+            "value"]
+
+
+def _row_key(param_names: list[str], case: Case, index: int) -> list[str]:
+    params = dict(case.params)
+    return [case.benchmark, case.variant, *(str(params.get(p, "")) for p in param_names),
+            str(index)]
+
+
+def _write_rows(w: Any, key: list[str], samples: Mapping[str, Iterable[float]],
+                counted: bool) -> None:
+    for metric, values in samples.items():
+        if is_counted(metric) == counted:
+            w.writerows([*key, metric, repr(v)] for v in values)
 
 
 def rewrite_samples_csv(run: RunRecord, run_dir: Path, param_names: list[str]) -> SamplesCsv:
-    """Before a resumed run goes on: samples.csv keeps the rows of the recorded ok trials
-    (dropping those of a trial a kill left unrecorded), and regains the rows of recorded
-    trials it lacks where the record has their every sample (runs of schema 2 saved the
-    record first)."""
-    path = run_dir / SAMPLES_CSV
-    out = SamplesCsv(path.with_name(f".{SAMPLES_CSV}.{os.getpid()}.tmp"), param_names)
-    recorded = {tuple(out.row_key(t.case, t.index)): t for t in run.trials if t.ok}
+    """Before a resumed run goes on: samples.csv (and counted.csv) keep the rows of the
+    recorded ok trials (dropping those of a trial a kill left unrecorded), and regain the
+    rows of recorded trials they lack where the record has their every sample (runs of
+    schema 2 saved the record first)."""
+    recorded = {tuple(_row_key(param_names, t.case, t.index)): t for t in run.trials if t.ok}
+    for counted in (False, True):
+        target = run_dir / (COUNTED_CSV if counted else SAMPLES_CSV)
+        if counted and not target.is_file() and not any(
+                is_counted(m) for t in recorded.values() for m in t.samples):
+            continue
+        _rewrite(target, _header(param_names, counted), recorded, counted)
+    return SamplesCsv(run_dir / SAMPLES_CSV, param_names)
+
+
+def _rewrite(path: Path, header: list[str], recorded: Mapping[tuple[str, ...], Trial],
+             counted: bool) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     present: set[tuple[str, ...]] = set()
-    width = len(out.header())
     try:
-        with out.path.open("a", newline="") as dst:
+        with tmp.open("w", newline="") as dst:
             w = csv.writer(dst)
+            w.writerow(header)
             if path.is_file():
                 with path.open(newline="") as src:
                     rows = csv.reader(src)
-                    if next(rows, None) == out.header():
+                    if next(rows, None) == header:
                         for row in rows:
                             key = tuple(row[:-2])
-                            if len(row) == width and key in recorded:
+                            # A row of the other file's kind (a counted sample in a
+                            # samples.csv written before counted.csv) moves to its own.
+                            if len(row) == len(header) and key in recorded \
+                                    and is_counted(row[-2]) == counted:
                                 present.add(key)
                                 w.writerow(row)
             for key, t in recorded.items():
                 if key not in present and not t.sample_counts:
-                    for metric, values in t.samples.items():
-                        w.writerows([*key, metric, repr(v)] for v in values)
-        os.replace(out.path, path)
+                    _write_rows(w, list(key), t.samples, counted)
+        os.replace(tmp, path)
     except OSError as exc:
-        out.path.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise UsageError(f"cannot rewrite {path} ({exc.strerror}); free space or fix "
                          "permissions, then resume again") from None
-    return SamplesCsv(path, param_names)
 
 
 def write_legacy_csvs(run: RunRecord, run_dir: Path) -> list[Path]:

@@ -28,6 +28,7 @@ from bakeoff.analysis import (
     SweepFit,
 )
 from bakeoff.model import ParamValue
+from bakeoff.report.counted import why_sentence
 from bakeoff.report.format import (
     fmt_number,
     fmt_range,
@@ -41,7 +42,8 @@ from bakeoff.report.grid import Grid, Params, Point, grid, point_label, trials_o
 from bakeoff.report.words import lower_is_better
 from bakeoff.stats import Ratio
 
-FindingKind = Literal["winner", "ranking", "crossover", "fit", "skipped", "failed", "no-data"]
+FindingKind = Literal["winner", "ranking", "why", "crossover", "fit", "skipped", "failed",
+                      "no-data"]
 
 # A ratio this far from 1 (either way) reads as a factor ("12.3× faster"); closer, as a
 # percentage ("12% faster"), where a factor such as 1.12× is easy to misread.
@@ -64,6 +66,9 @@ class Finding:
     strength: float = 0.0
     short: str = ""
     wins: bool = False
+    # For a winner finding: where its strongest clause is, and the best variant and the
+    # baseline there, whose counters a "why" finding quotes.
+    point: tuple[str, CaseResult, CaseResult] | None = None
 
     @property
     def headline_text(self) -> str:
@@ -294,10 +299,22 @@ def _group_finding(ba: BenchmarkAnalysis, g: Grid, fixed: Params,
         where = ", ".join([f"{g.axis}={top.where}",
                            *([params_label(ba.info, fixed)] if fixed else [])])
     short = _with_why(dataclasses.replace(top, where=where))
+    point = (where, top.results[0], top.results[1]) if g.with_ratios else None
     return Finding("winner" if g.with_ratios else "ranking", text, "; ".join(why),
                    results=tuple(r for c in clauses for r in c.results),
                    strength=top.strength, wins=any(c.wins for c in clauses),
-                   short=_sentence(short, top.named_first))
+                   short=_sentence(short, top.named_first), point=point)
+
+
+def _why_finding(ba: BenchmarkAnalysis, winner: Finding) -> Finding | None:
+    """The counters behind a winner finding, at its strongest point (BenchmarkInfo.why_counters)."""
+    if winner.point is None:
+        return None
+    where, best, base = winner.point
+    said = why_sentence(ba, where, best, base)
+    if said is None:
+        return None
+    return Finding("why", said.text, said.tentative, results=(best, base))
 
 
 # ---- crossovers, fits, skips, failures ---------------------------------------------------
@@ -413,6 +430,11 @@ def benchmark_findings(ba: BenchmarkAnalysis) -> BenchmarkFindings:
             "no-data", f"No trial of {ba.info.name} measured {g.metric}: "
             f"{len(ba.skips)} case(s) skipped, "
             f"{sum(r.n_failed for r in ba.for_metric(g.metric))} trial(s) failed."))
+    winners = [f for f in out.findings if f.kind == "winner"]
+    if winners:  # one "why", for the headline's winner: report.md stays short
+        headline = max(winners, key=lambda f: (not f.tentative, f.wins, f.strength))
+        if (why := _why_finding(ba, headline)) is not None:
+            out.findings.insert(out.findings.index(headline) + 1, why)
     out.findings += _crossover_findings(ba, g)
     out.findings += [_fit_finding(ba, g, sf) for sf in ba.fits]
     for extra in (_skip_finding(ba), _failure_finding(ba)):

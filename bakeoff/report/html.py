@@ -22,6 +22,7 @@ from bakeoff.model import RunRecord
 from bakeoff.report.charts import Chart, benchmark_charts
 from bakeoff.report.colors import variant_colors
 from bakeoff.report.compact import CompactTable, compact_table
+from bakeoff.report.counted import counter_words, counting_cost_line, per_op_tables
 from bakeoff.report.facts import flatten_facts, machine, run_rows
 from bakeoff.report.findings import BenchmarkFindings, Finding, all_findings, tentative_count
 from bakeoff.report.findings_chart import findings_chart
@@ -214,6 +215,25 @@ def _counter_tables(ba: BenchmarkAnalysis) -> str:
     return "".join(parts)
 
 
+def _counted(ba: BenchmarkAnalysis) -> str:
+    """What the counted samples say (report/counted.py): the cost of counting, and the
+    counters per operation of every case, collapsed. Empty for a run without them."""
+    cost = counting_cost_line(ba)
+    tables = per_op_tables(ba)
+    if cost is None and not tables:
+        return ""
+    out = f'<p class="note">{_e(cost[0].upper() + cost[1:])}.</p>' if cost else ""
+    if tables:
+        parts = [f"<h4>{_e(counter_words(t.name))}</h4>"
+                 + _table([(h, i >= 2) for i, h in enumerate(t.headers)],
+                          [[(_e(c), "num" if i >= 2 else "") for i, c in enumerate(row)]
+                           for row in t.rows]) for t in tables]
+        out += (f'<details class="more"><summary>Counters per operation ({len(tables)}, from '
+                "the counted samples): median and 95% CI over trials, and the ratio to "
+                f"{_e(ba.info.baseline)} at the same params</summary>{''.join(parts)}</details>")
+    return out
+
+
 def _crossovers(ba: BenchmarkAnalysis) -> str:
     if not ba.crossovers:
         return ('<p class="muted">No crossover: along every swept param each variant stays on '
@@ -338,7 +358,7 @@ def _benchmark(run: RunRecord, bf: BenchmarkFindings, index: int, figs: _Figures
         f"{_e(info.name)}</span></h2>"
         f'<div class="lead"><div><p class="note">{_e(intro)}</p>'
         f"<ul>{''.join(_finding_item(f) for f in bf.findings)}</ul></div>"
-        f"<div>{chart}</div></div>{_compact(table, colors)}"
+        f"<div>{chart}</div></div>{_compact(table, colors)}{_counted(ba)}"
         f'<details class="more"><summary>Details of {_e(info.name)}: every metric, its '
         "charts and full tables, counters, skipped cases, failed trials</summary>"
         f"{details}</details></section>"

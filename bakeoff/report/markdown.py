@@ -13,6 +13,7 @@ import re
 from bakeoff.analysis import Analysis, BenchmarkAnalysis
 from bakeoff.model import RunRecord
 from bakeoff.report.compact import GLYPHS, CompactTable, compact_table
+from bakeoff.report.counted import counter_words, counting_cost_line, per_op_tables
 from bakeoff.report.facts import flatten_facts, machine, run_rows
 from bakeoff.report.findings import BenchmarkFindings, all_findings, tentative_count
 from bakeoff.report.format import case_params_label
@@ -102,6 +103,22 @@ def _counter_tables(ba: BenchmarkAnalysis) -> list[str]:
     return out
 
 
+def _counted(ba: BenchmarkAnalysis, table: bool) -> list[str]:
+    """What the counted samples say (report/counted.py): the cost of counting and, with
+    table, every case's counters per operation. Nothing for a run without them."""
+    cost = counting_cost_line(ba)
+    out = ["", md_escape(cost[0].upper() + cost[1:]) + "."] if cost else []
+    tables = per_op_tables(ba) if table else []
+    if tables:
+        out += ["", f"### Counters per operation ({len(tables)}, from the counted samples): "
+                f"median and 95% CI over trials, and the ratio to {md_escape(ba.info.baseline)} "
+                "at the same params"]
+        for t in tables:
+            out += ["", f"**{md_escape(counter_words(t.name))}**", ""]
+            out += _table([(h, i >= 2) for i, h in enumerate(t.headers)], t.rows)
+    return out
+
+
 def _details_benchmark(run: RunRecord, ba: BenchmarkAnalysis) -> list[str]:
     info = ba.info
     metric = info.metric(info.primary_metric)
@@ -123,6 +140,7 @@ def _details_benchmark(run: RunRecord, ba: BenchmarkAnalysis) -> list[str]:
     out += ["", md_escape(verdict_rule(ba.threshold))]
     out += _case_tables(ba)
     out += _counter_tables(ba)
+    out += _counted(ba, table=True)
     if ba.skips:
         out += ["", f"### Skipped cases ({len(ba.skips)})", ""]
         out += [f"- {md_escape(s.case.variant)}, {md_escape(case_params_label(info, s.case))}: "
@@ -205,7 +223,7 @@ def _benchmark(bf: BenchmarkFindings) -> list[str]:
         intro += f" Every case at {md_escape(table.constant)}."
     out = ["", f"## {md_escape(info.title)} ({md_escape(info.name)})", "", intro, ""]
     out += [f"- {md_escape(f.text)}" for f in bf.findings]
-    return out + _compact(table)
+    return out + _compact(table) + _counted(ba, table=False)
 
 
 def render_markdown(run: RunRecord, analysis: Analysis) -> str:

@@ -1,0 +1,194 @@
+"""What the counted samples say, for every report: kernel counters per operation beside the
+time (a narrow table per benchmark), what counting cost, and the "why" finding that quotes a
+benchmark's why_counters where its winner finding is made.
+
+Generated from the analysis and BenchmarkInfo.why_counters alone: counter names are the ones
+benchmarks/common/counters.h gives (software and PMU events by name, tracepoints as
+"subsystem.event"), so nothing here knows a benchmark. Cells and sentences are raw text;
+each renderer escapes them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from bakeoff.analysis import MIN_TRIALS_FOR_VERDICT, BenchmarkAnalysis, CaseResult
+from bakeoff.report.format import MISSING, case_params_label, fmt_number, fmt_range, fmt_value, is_time_unit
+from bakeoff.report.tables import measured_results
+from bakeoff.stats import Summary
+
+# counters.h's own events in words; a tracepoint ("tlb.tlb_flush") reads as its events.
+_EVENT_WORDS = {
+    "task_clock_ns": "ns on CPU",
+    "context_switches": "context switches",
+    "cpu_migrations": "CPU migrations",
+    "page_faults_minor": "minor page faults",
+    "page_faults_major": "major page faults",
+    "cycles": "CPU cycles",
+    "instructions": "instructions",
+    "branch_misses": "branch misses",
+    "cache_misses": "cache misses",
+    "dtlb_load_misses": "dTLB load misses",
+}
+
+
+def counter_words(name: str) -> str:
+    """'tlb.tlb_flush' -> 'tlb:tlb_flush events'; 'page_faults_minor' -> 'minor page faults
+    (page_faults_minor)': readable, and still the name to grep for."""
+    if name in _EVENT_WORDS:
+        return f"{_EVENT_WORDS[name]} ({name})"
+    subsystem, dot, event = name.partition(".")
+    return f"{subsystem}:{event} events" if dot else name
+
+
+def per_op_figure(s: Summary) -> str:
+    """'1.00 (95% CI 1.00–1.00)', or the median alone with why there is no CI."""
+    if s.n_trials < 2:
+        return f"{fmt_value(s.median, '')} (no CI from one trial)"
+    return f"{fmt_value(s.median, '')} (95% CI {fmt_range(s.ci_low, s.ci_high, '')})"
+
+
+# ---- the cost of counting ----------------------------------------------------------------
+
+
+def counting_cost_line(ba: BenchmarkAnalysis) -> str | None:
+    """'counting cost: counted samples took 8.1% longer (median over 6 cases, range
+    2.0–14%; at least 3 trials each)'; None for a run without counted samples."""
+    cost = ba.counting_cost
+    if cost is None:
+        return None
+    unit = str(ba.info.metric(cost.metric)["unit"])
+    # "longer" is right for a time; for a rate the slowdown is 1/ratio, the same words.
+    lower = bool(ba.info.metric(cost.metric)["lower_is_better"])
+    word = "took" if is_time_unit(unit) or not lower else f"had a {cost.metric}"
+    more = "longer" if word == "took" else "higher"
+
+    def pct(x: float) -> str:
+        return fmt_number((x - 1) * 100)
+
+    median = cost.median - 1
+    how = (f"{pct(cost.median)}% {more}" if median >= 0 else
+           f"{fmt_number(-median * 100)}% {'shorter' if word == 'took' else 'lower'}")
+    spread = (f"median over {cost.n_cases} cases, range {pct(cost.low)}–{pct(cost.high)}%"
+              if cost.n_cases > 1 else "1 case")
+    n = f"at least {cost.n_trials} trials each" if cost.n_cases > 1 else f"{cost.n_trials} trials"
+    return (f"counting cost: counted samples {word} {how} than measured ones "
+            f"({cost.metric}; {spread}; {n})")
+
+
+# ---- the counters table ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CounterPerOpTable:
+    """One counter per operation as a narrow table: a row per case, its median with the 95%
+    CI, and its ratio to the baseline case at the same params (95% CI)."""
+
+    name: str
+    headers: list[str]
+    rows: list[list[str]]
+
+
+def counter_order(ba: BenchmarkAnalysis) -> list[str]:
+    """Every counter some case counted: the why_counters first (in their order), then by name."""
+    found = {n for r in ba.for_metric(ba.info.primary_metric) for n in r.per_op}
+    why = [n for n in ba.info.why_counters if n in found]
+    return why + sorted(found - set(why))
+
+
+def per_op_tables(ba: BenchmarkAnalysis) -> list[CounterPerOpTable]:
+    """A table per counter some case counted (why_counters first); none for a run without
+    counted samples."""
+    results = [r for r in measured_results(ba, ba.info.primary_metric) if r.per_op]
+    headers = ["variant", "params", "trials", "per op: median (95% CI)",
+               f"ratio to {ba.info.baseline} (95% CI)"]
+    tables = []
+    for name in counter_order(ba):
+        rows = [[r.case.variant, case_params_label(ba.info, r.case), str(s.n_trials),
+                 _median_cell(s), _ratio_cell(ba, r, name)]
+                for r in results if (s := r.per_op.get(name)) is not None]
+        tables.append(CounterPerOpTable(name, headers, rows))
+    return tables
+
+
+def _median_cell(s: Summary) -> str:
+    if s.n_trials < 2:
+        return f"{fmt_value(s.median, '')} (no CI from one trial)"
+    return f"{fmt_value(s.median, '')} ({fmt_range(s.ci_low, s.ci_high, '')})"
+
+
+def _ratio_cell(ba: BenchmarkAnalysis, r: CaseResult, name: str) -> str:
+    if r.case.variant == ba.info.baseline:
+        return "(baseline)"
+    if name not in r.per_op_vs_baseline:
+        return MISSING
+    ratio = r.per_op_vs_baseline[name]
+    if ratio is None:
+        return f"{MISSING} (baseline 0)"
+    return f"{fmt_number(ratio.ratio)} ({fmt_number(ratio.ci_low)}–{fmt_number(ratio.ci_high)})"
+
+
+# ---- why: the counters where a winner finding is made ------------------------------------
+
+
+def _strength(a: float, b: float) -> float:
+    """How far apart two per-op medians are: |log(a/b)|; infinite when one alone is 0."""
+    if a == b:
+        return 0.0
+    if a <= 0 or b <= 0:
+        return math.inf
+    return abs(math.log(a / b))
+
+
+@dataclass(frozen=True)
+class WhySentence:
+    text: str
+    tentative: str  # '' when settled
+    counters: tuple[str, ...]  # what it quotes, most telling first
+
+
+def why_sentence(ba: BenchmarkAnalysis, where: str, best: CaseResult,
+                 base: CaseResult) -> WhySentence | None:
+    """At a winner finding's point: the why_counters of its best variant against the
+    baseline, the one whose per-op ratio is furthest from 1 first, each with its CI; None
+    when the benchmark names none or neither case counted them."""
+    names = [n for n in ba.info.why_counters if n in best.per_op and n in base.per_op]
+    if not names:
+        return None
+    names.sort(key=lambda n: -_strength(best.per_op[n].median, base.per_op[n].median))
+    a, b = best.per_op, base.per_op
+    lead = names[0]
+    at = f"At {where}, " if where else ""
+    if _strength(a[lead].median, b[lead].median) == 0:
+        text = (f"{at}{best.case.variant} and {ba.info.baseline} make the same "
+                f"{counter_words(lead)} per op: {per_op_figure(a[lead])} against "
+                f"{per_op_figure(b[lead])}")
+    else:
+        text = (f"{at}{best.case.variant} makes {per_op_figure(a[lead])} "
+                f"{counter_words(lead)} per op against {per_op_figure(b[lead])} for "
+                f"{ba.info.baseline}")
+        ratio = best.per_op_vs_baseline.get(lead)
+        if ratio is not None and a[lead].n_trials > 1 and b[lead].n_trials > 1:
+            text += (f" (ratio {fmt_number(ratio.ratio)}, 95% CI {fmt_number(ratio.ci_low)}–"
+                     f"{fmt_number(ratio.ci_high)})")
+    others = [f"{counter_words(n)} {fmt_value(a[n].median, '')} against {fmt_value(b[n].median, '')}"
+              + _ci_pair(a[n], b[n]) for n in names[1:]]
+    if others:
+        text += "; " + "; ".join(others)
+    trials = min(a[lead].n_trials, b[lead].n_trials)
+    text += f" ({a[lead].n_trials} + {b[lead].n_trials} trials, counted samples)"
+    why = []
+    if trials < MIN_TRIALS_FOR_VERDICT:
+        why.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
+    if trials >= 2 and _strength(a[lead].median, b[lead].median) > 0 and \
+            a[lead].ci_low <= b[lead].ci_high and b[lead].ci_low <= a[lead].ci_high:
+        why.append("their CIs overlap")
+    text += f" [tentative: {', '.join(why)}]." if why else "."
+    return WhySentence(text, "; ".join(why), tuple(names))
+
+
+def _ci_pair(a: Summary, b: Summary) -> str:
+    if a.n_trials < 2 or b.n_trials < 2:
+        return " (no CI from one trial)"
+    return f" (95% CIs {fmt_range(a.ci_low, a.ci_high, '')} and {fmt_range(b.ci_low, b.ci_high, '')})"

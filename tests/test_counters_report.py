@@ -1,0 +1,261 @@
+"""Counted samples from analysis to every report, on real runs of build/common/counters-check,
+whose counts are known (benchmarks/common/counters_check.c): getppid makes one getppid(2)
+per operation and no page fault; fault makes one minor page fault per operation and no
+getppid. A room-like Benchmark around it runs through the real runner, with and without
+counted samples.
+
+Checked: the per-op counters the analysis gives equal the known counts; the counters table,
+the "why" finding and the cost of counting appear with figure, CI and n; counted.* and
+per_op.* never become a timing metric anywhere (verdict, table, CSV); a run without counted
+samples reports as it did before them.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import signal
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from bakeoff import host, store
+from bakeoff.analysis import Analysis, CaseResult, analyze
+from bakeoff.model import (
+    Benchmark,
+    Case,
+    LegacyCsv,
+    Metric,
+    Param,
+    Profile,
+    RunContext,
+    RunRecord,
+    RunSettings,
+    TrialPlan,
+    Variant,
+)
+from bakeoff.plan import plan_benchmark
+from bakeoff.protocol import trial_argv
+from bakeoff.report import write_reports
+from bakeoff.report.counted import counter_words
+from bakeoff.report.findings import benchmark_findings
+from bakeoff.runner import RunOptions, measure, new_run
+
+TRIALS, COUNTED = 3, 3
+OPS = 256
+GETPPID = "syscalls.sys_enter_getppid"
+FAULTS = "page_faults_minor"
+
+
+def _check_bench(counted: int) -> Benchmark:
+    """counters-check as a room: getppid the baseline, both variants counting getppid calls
+    (the fault variant opens no tracepoint itself: BAKEOFF_TRACEPOINTS adds it)."""
+    profile = Profile("quick", {"ops": (OPS,)}, trials=TRIALS, samples=5, warmup_samples=1,
+                      warmup_trials=0, timeout_s=60, counted_samples=counted)
+
+    def prepare(case: Case, prof: Profile, ctx: RunContext, state: object) -> TrialPlan:
+        return TrialPlan(trial_argv(ctx.build_dir / "common" / "counters-check", case, prof),
+                         {"BAKEOFF_TRACEPOINTS": "syscalls:sys_enter_getppid"})
+
+    return Benchmark(
+        name="counters-check", title="Known counts", summary="operations with known counts",
+        variants=(Variant("getppid", "one getppid(2) per operation", baseline=True),
+                  Variant("fault", "one first touch of a fresh page per operation")),
+        params=(Param("ops", "int", "operations per sample"),),
+        metrics=(Metric("ns_per_op", "ns", "time of one operation"),),
+        profiles={n: replace(profile, name=n) for n in ("quick", "default", "full")},
+        program="common/counters-check", prepare_trial=prepare,
+        legacy_csv=LegacyCsv("result.csv", {"ops": "param:ops", "method": "variant",
+                                             "ns": "metric:ns_per_op"}),
+        why_counters=(FAULTS, GETPPID),
+    )
+
+
+@dataclass(frozen=True)
+class Done:
+    run: RunRecord
+    run_dir: Path
+    analysis: Analysis
+
+    def text(self, name: str) -> str:
+        return (self.run_dir / name).read_text()
+
+
+def _run(built: Path, tmp: Path, counted: int) -> Done:
+    facts = host.facts()
+    ctx = RunContext(build_dir=built, scratch_dir=tmp, capabilities={}, host=facts)
+    plan = plan_benchmark(_check_bench(counted), "quick", [], {}, None, None, {}, ctx)
+    quiet = Console(quiet=True)
+    opts = RunOptions(out=tmp / "run", results_root=tmp, build_dir=built, seed=17, quiet=True,
+                      argv=["test"], profile="quick", settings=RunSettings(pin=False))
+    # measure() latches SIGINT and SIGTERM for a bakeoff process; pytest gets its own back.
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        run, run_dir = new_run([plan], opts, facts, quiet)
+        measure(run, run_dir, [plan], quiet, ctx, quiet=True)
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+    run = store.load(run_dir)  # everything after the store reads only the record
+    analysis = analyze(run)
+    write_reports(run, analysis, run_dir)
+    store.write_legacy_csvs(run, run_dir)
+    return Done(run, run_dir, analysis)
+
+
+@pytest.fixture(scope="module")
+def counted(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Done:
+    return _run(built, tmp_path_factory.mktemp("counted"), COUNTED)
+
+
+@pytest.fixture(scope="module")
+def uncounted(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Done:
+    return _run(built, tmp_path_factory.mktemp("uncounted"), 0)
+
+
+def _case(done: Done, variant: str) -> CaseResult:
+    (ba,) = done.analysis.benchmarks
+    return next(r for r in ba.for_metric("ns_per_op") if r.case.variant == variant)
+
+
+def test_per_op_counters_equal_the_known_counts(counted: Done) -> None:
+    getppid, fault = _case(counted, "getppid"), _case(counted, "fault")
+    for r in (getppid, fault):
+        assert r.per_op[GETPPID].n_trials == TRIALS
+        assert r.per_op[GETPPID].n == TRIALS * COUNTED  # the counted samples, only they
+    assert getppid.per_op[GETPPID].median == 1.0
+    assert (getppid.per_op[GETPPID].ci_low, getppid.per_op[GETPPID].ci_high) == (1.0, 1.0)
+    assert fault.per_op[GETPPID].median == 0.0
+    assert 0.99 <= fault.per_op[FAULTS].median <= 1.02
+    assert fault.per_op[FAULTS].ci_low <= fault.per_op[FAULTS].median <= fault.per_op[FAULTS].ci_high
+    assert getppid.per_op[FAULTS].median < 0.01
+    # Against the baseline: getppid's calls are a ratio (0 for fault); its faults are 0, so
+    # fault's faults have no ratio to them.
+    vs = fault.per_op_vs_baseline
+    assert vs[GETPPID] is not None and vs[GETPPID].ratio == 0.0
+    assert vs[FAULTS] is None or getppid.per_op[FAULTS].median > 0
+
+
+def test_counting_cost_pairs_counted_and_measured_samples_of_the_same_trials(
+        counted: Done) -> None:
+    (ba,) = counted.analysis.benchmarks
+    for variant in ("getppid", "fault"):
+        r = _case(counted, variant)
+        cost = r.counting_cost
+        assert cost is not None and cost.n_trials == TRIALS
+        trials = [t for t in counted.run.trials if t.case == r.case and t.ok]
+        assert all(len(t.samples["counted.ns_per_op"]) == COUNTED for t in trials)
+        assert all(len(t.samples["ns_per_op"]) == 5 for t in trials)
+        # The point estimate is the ratio of the pooled medians, from the record itself.
+        pooled_c = sorted(v for t in trials for v in t.samples["counted.ns_per_op"])
+        pooled_m = sorted(v for t in trials for v in t.samples["ns_per_op"])
+        assert cost.ratio.ratio == pytest.approx(_median(pooled_c) / _median(pooled_m))
+        assert cost.ratio.ci_low <= cost.ratio.ratio <= cost.ratio.ci_high
+    summary = ba.counting_cost
+    assert summary is not None and summary.n_cases == 2
+    slow = sorted(c.slowdown for r in ba.for_metric("ns_per_op")
+                  if (c := r.counting_cost) is not None)
+    assert (summary.low, summary.high) == (slow[0], slow[-1])
+
+
+def _median(xs: list[float]) -> float:
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def test_the_why_finding_names_the_counter_with_figure_ci_and_n(counted: Done) -> None:
+    (ba,) = counted.analysis.benchmarks
+    found = benchmark_findings(ba).findings
+    (why,) = [f for f in found if f.kind == "why"]
+    winner = found[found.index(why) - 1]
+    assert winner.kind == "winner"  # said right after the winner finding it explains
+    fault, getppid = _case(counted, "fault"), _case(counted, "getppid")
+    assert [r.case.variant for r in why.results] == ["fault", "getppid"]
+    # Both counters differ without bound (0 against 1): the first declared leads.
+    lead = counter_words(FAULTS)
+    assert "fault makes " in why.text and f"{lead} per op against " in why.text
+    s = fault.per_op[FAULTS]
+    figure = re.search(r"fault makes ([\d.,]+) \(95% CI ([\d.,]+)–([\d.,]+)\)", why.text)
+    assert figure is not None, why.text
+    assert float(figure[1]) == pytest.approx(s.median, rel=0.01)
+    assert float(figure[2]) == pytest.approx(s.ci_low, rel=0.01)
+    assert float(figure[3]) == pytest.approx(s.ci_high, rel=0.01)
+    assert f"({TRIALS} + {TRIALS} trials, counted samples)" in why.text
+    assert counter_words(GETPPID) in why.text  # the other why counter, after the lead
+    assert why.tentative == "fewer than 5 trials" and "[tentative: fewer than 5 trials]" in why.text
+    for name in ("report.md", "report.html"):  # beside the winner finding it explains
+        assert "minor page faults (page_faults_minor) per op against" in counted.text(name), name
+
+
+def test_the_counting_cost_line_is_in_every_report(counted: Done) -> None:
+    (ba,) = counted.analysis.benchmarks
+    cost = ba.counting_cost
+    assert cost is not None
+    pct = f"{(cost.median - 1) * 100:.3g}"
+    for name in ("report.md", "report.html", "details.md"):
+        text = counted.text(name)
+        line = re.search(r"Counting cost: counted samples took ([\d.,]+)% (longer|shorter) than "
+                         r"measured ones \(ns\\?_per\\?_op; median over 2 cases, range ", text)
+        assert line is not None, name
+        assert float(line[1]) == pytest.approx(abs(float(pct)), rel=0.01)
+
+
+def test_details_has_a_narrow_table_per_counter(counted: Done) -> None:
+    details = counted.text("details.md")
+    section = details[details.index("### Counters per operation"):]
+    # why counters first, each its own table: a row per case, median (CI), ratio (CI)
+    order = [section.index(f"**{counter_words(n)}**") for n in (FAULTS, GETPPID)]
+    assert order == sorted(order)
+    table = section[section.index(f"**{counter_words(GETPPID)}**"):].split("\n\n")[1]
+    lines = table.splitlines()
+    assert lines[0] == ("| variant | params | trials | per op: median (95% CI) | "
+                        "ratio to getppid (95% CI) |")
+    assert lines[2:] == [f"| getppid | ops=256 | {TRIALS} | 1.00 (1.00–1.00) | (baseline) |",
+                         f"| fault | ops=256 | {TRIALS} | 0 (0–0) | 0 (0–0) |"]
+
+
+def test_counted_samples_never_become_a_timing_metric(counted: Done) -> None:
+    (ba,) = counted.analysis.benchmarks
+    assert {r.metric for r in ba.results} == {"ns_per_op"}
+    assert not [m for m in ba.metrics if m.startswith(("counted.", "per_op."))]
+    with (counted.run_dir / store.SAMPLES_CSV).open() as f:
+        metrics = {row["metric"] for row in csv.DictReader(f)}
+    assert metrics == {"ns_per_op"}
+    with (counted.run_dir / store.COUNTED_CSV).open() as f:
+        rows = list(csv.DictReader(f))
+    assert {r["name"] for r in rows} >= {"counted.ns_per_op", f"per_op.{GETPPID}"}
+    assert len([r for r in rows if r["name"] == "counted.ns_per_op"]) == 2 * TRIALS * COUNTED
+    with (counted.run_dir / "result.csv").open() as f:
+        assert len(list(csv.DictReader(f))) == 2 * TRIALS * 5  # the measured samples only
+    for name in ("report.md", "report.html"):
+        text = counted.text(name)
+        assert "counted.ns" not in text and "counted\\.ns" not in text, name
+        assert not re.search(r"Cases: (counted|per_op)", text), name
+    assert "### Cases: counted" not in counted.text("details.md")
+    assert "### Cases: per" not in counted.text("details.md")
+
+
+def test_a_run_without_counted_samples_reports_as_before(uncounted: Done, counted: Done) -> None:
+    assert not [m for t in uncounted.run.trials for m in t.samples if m != "ns_per_op"]
+    assert "counted_samples" not in uncounted.run.benchmarks["counters-check"].profile
+    (ba,) = uncounted.analysis.benchmarks
+    assert ba.counting_cost is None
+    assert all(not r.per_op and r.counting_cost is None for r in ba.results)
+    assert [f.kind for f in benchmark_findings(ba).findings] == ["winner"]
+    for name in ("report.md", "report.html", "details.md"):
+        text = uncounted.text(name)
+        assert "counting cost" not in text and "per op (95% CI)" not in text, name
+    assert not (uncounted.run_dir / store.COUNTED_CSV).exists()
+    # The timing figures of a run do not move with counters: the analysis of the counted
+    # run with its counted samples dropped gives the same numbers.
+    stripped = replace(counted.run, trials=[
+        replace(t, samples={m: v for m, v in t.samples.items() if m == "ns_per_op"})
+        for t in counted.run.trials])
+    def timing(a: Analysis) -> dict[Case, tuple[object, ...]]:
+        return {r.case: (r.summary, r.vs_baseline and (r.vs_baseline.ratio, r.vs_baseline.ci_low,
+                                                       r.vs_baseline.ci_high), r.verdict)
+                for r in a.benchmarks[0].results}
+
+    assert timing(analyze(stripped)) == timing(counted.analysis)
