@@ -41,6 +41,7 @@ from bakeoff.protocol import trial_argv
 from bakeoff.report import write_reports
 from bakeoff.report.counted import counter_words
 from bakeoff.report.findings import benchmark_findings
+from bakeoff.report.format import fmt_range, fmt_value
 from bakeoff.runner import RunOptions, measure, new_run
 
 TRIALS, COUNTED = 3, 3
@@ -182,6 +183,9 @@ def test_the_why_finding_names_the_counter_with_figure_ci_and_n(counted: Done) -
     assert float(figure[1]) == pytest.approx(s.median, rel=0.01)
     assert float(figure[2]) == pytest.approx(s.ci_low, rel=0.01)
     assert float(figure[3]) == pytest.approx(s.ci_high, rel=0.01)
+    b = getppid.per_op[FAULTS]
+    assert f"per op against {fmt_value(b.median, '')} (95% CI " \
+           f"{fmt_range(b.ci_low, b.ci_high, '')}) for getppid" in why.text
     assert f"({TRIALS} + {TRIALS} trials, counted samples)" in why.text
     assert counter_words(GETPPID) in why.text  # the other why counter, after the lead
     assert why.tentative == "fewer than 5 trials" and "[tentative: fewer than 5 trials]" in why.text
@@ -259,3 +263,35 @@ def test_a_run_without_counted_samples_reports_as_before(uncounted: Done, counte
                 for r in a.benchmarks[0].results}
 
     assert timing(analyze(stripped)) == timing(counted.analysis)
+
+
+def _why_with(done: Done, why_counters: tuple[str, ...]) -> str:
+    """The why finding of the same record, had the benchmark declared other why_counters."""
+    info = replace(done.run.benchmarks["counters-check"], why_counters=list(why_counters))
+    run = replace(done.run, benchmarks={"counters-check": info})
+    (why,) = [f for f in benchmark_findings(analyze(run).benchmarks[0]).findings
+              if f.kind == "why"]
+    return why.text
+
+
+def test_the_why_finding_leads_with_the_counter_furthest_from_the_baseline(
+        counted: Done) -> None:
+    # Declared first, task-clock differs by a finite factor (fault's page faults take longer
+    # than a getppid call); page faults differ without bound (1 against 0): they lead.
+    text = _why_with(counted, ("task_clock_ns", "context_switches", FAULTS))
+    assert text.index(counter_words(FAULTS)) < text.index(counter_words("task_clock_ns"))
+    fault, getppid = _case(counted, "fault"), _case(counted, "getppid")
+    assert fault.per_op["task_clock_ns"].median > getppid.per_op["task_clock_ns"].median
+    # A counter neither case moved comes last: no difference to explain.
+    assert text.index(counter_words("task_clock_ns")) < text.index(
+        counter_words("context_switches"))
+
+
+def test_a_why_counter_that_does_not_differ_is_said_so(counted: Done) -> None:
+    text = _why_with(counted, ("page_faults_major",))
+    assert text.startswith("fault and getppid make the same major page faults "
+                           "(page_faults_major) per op: 0 (95% CI 0–0) against 0 (95% CI 0–0)")
+    # A counter no case counted gives no finding rather than a figure without data.
+    info = replace(counted.run.benchmarks["counters-check"], why_counters=["tlb.tlb_flush"])
+    run = replace(counted.run, benchmarks={"counters-check": info})
+    assert "why" not in [f.kind for f in benchmark_findings(analyze(run).benchmarks[0]).findings]
