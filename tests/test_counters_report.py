@@ -39,7 +39,7 @@ from bakeoff.model import (
 from bakeoff.plan import plan_benchmark
 from bakeoff.protocol import trial_argv
 from bakeoff.report import write_reports
-from bakeoff.report.counted import counter_words
+from bakeoff.report.counted import counter_order, counter_words
 from bakeoff.report.findings import benchmark_findings
 from bakeoff.report.format import fmt_range, fmt_value
 from bakeoff.runner import RunOptions, measure, new_run
@@ -218,6 +218,19 @@ def test_details_has_a_narrow_table_per_counter(counted: Done) -> None:
                         "ratio to getppid (95% CI) |")
     assert lines[2:] == [f"| getppid | ops=256 | {TRIALS} | 1.00 (1.00–1.00) | (baseline) |",
                          f"| fault | ops=256 | {TRIALS} | 0 (0–0) | 0 (0–0) |"]
+
+
+def test_html_holds_the_counter_tables_collapsed_in_the_benchmark_section(counted: Done) -> None:
+    page = counted.text("report.html")
+    section = page[page.index('<section id="bench-0">'):]
+    section = section[:section.index("</section>")]
+    (ba,) = counted.analysis.benchmarks
+    counters = len(counter_order(ba))  # 6 here: software events and the tracepoint, no PMU
+    assert counters >= 6
+    assert section.index("Counting cost: counted samples took") < section.index(
+        '<details class="more"><summary>Counters per operation '
+        f"({counters}, from the counted samples)")
+    assert f"<h4>{counter_words(FAULTS)}</h4>" in section
 
 
 def test_counted_samples_never_become_a_timing_metric(counted: Done) -> None:

@@ -199,3 +199,37 @@ def test_prepare_run_dir_refuses_unwritable_and_used(tmp_path: Path) -> None:
         store.prepare_run_dir(afile, "x", tmp_path)
     made = store.prepare_run_dir(None, "label", tmp_path / "results")
     assert made.parent == tmp_path / "results" and made.name.endswith("-label")
+
+
+def test_counted_samples_go_to_counted_csv_and_a_resume_keeps_them_apart(tmp_path: Path) -> None:
+    run = make_run()
+    counted = {"counted.ns_per_op": [130.0], "per_op.page_faults_minor": [1.0]}
+    run.trials[0].samples.update(counted)
+    csv_out = store.SamplesCsv(tmp_path / store.SAMPLES_CSV, ["size"])
+    for t in run.trials:
+        if t.ok:
+            csv_out.append(t.case, t.index, t.samples)
+    measured = (tmp_path / "samples.csv").read_text().splitlines()
+    assert measured == ["benchmark,variant,size,trial,metric,value",
+                        "demo,a,4096,0,ns_per_op,100.0", "demo,a,4096,0,ns_per_op,101.5"]
+    both = ["benchmark,variant,size,trial,name,value",
+            "demo,a,4096,0,counted.ns_per_op,130.0", "demo,a,4096,0,per_op.page_faults_minor,1.0"]
+    assert (tmp_path / store.COUNTED_CSV).read_text().splitlines() == both
+    # A kill left rows of an unrecorded trial in both files: the resume drops them; a
+    # samples.csv from before counted.csv existed gives its counted rows to counted.csv.
+    csv_out.append(Case("demo", "a", (("size", 4096),)), 1,
+                   {"ns_per_op": [555.0], "counted.ns_per_op": [556.0]})
+    (tmp_path / store.COUNTED_CSV).unlink()
+    with (tmp_path / "samples.csv").open("a") as f:
+        f.write("demo,a,4096,0,counted.ns_per_op,130.0\n")
+    store.rewrite_samples_csv(run, tmp_path, ["size"])
+    assert (tmp_path / "samples.csv").read_text().splitlines() == measured
+    assert (tmp_path / store.COUNTED_CSV).read_text().splitlines() == both
+    assert not list(tmp_path.glob(".*.csv.*"))
+
+
+def test_a_run_without_counted_samples_has_no_counted_csv(tmp_path: Path) -> None:
+    run = make_run()
+    csv_out = _csv_of(run, tmp_path)
+    store.rewrite_samples_csv(run, tmp_path, ["size"])
+    assert csv_out.path.is_file() and not (tmp_path / store.COUNTED_CSV).exists()
