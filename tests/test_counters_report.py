@@ -41,7 +41,7 @@ from bakeoff.protocol import trial_argv
 from bakeoff.report import write_reports
 from bakeoff.report.counted import counter_order, counter_words
 from bakeoff.report.findings import benchmark_findings
-from bakeoff.report.format import fmt_range, fmt_value
+from bakeoff.report.format import fmt_number, fmt_range, fmt_value
 from bakeoff.runner import RunOptions, measure, new_run
 
 TRIALS, COUNTED = 3, 3
@@ -206,6 +206,16 @@ def test_the_counting_cost_line_is_in_every_report(counted: Done) -> None:
         assert float(line[1]) == pytest.approx(abs(float(pct)), rel=0.01)
 
 
+def test_details_has_each_case_s_counting_cost_with_its_ci(counted: Done) -> None:
+    details = counted.text("details.md")
+    for variant in ("getppid", "fault"):
+        c = _case(counted, variant).counting_cost
+        assert c is not None
+        assert (f"| {variant} | ops=256 | {TRIALS} | {fmt_number(c.ratio.ratio)} "
+                f"({fmt_number(c.ratio.ci_low)}–{fmt_number(c.ratio.ci_high)}) | "
+                f"{fmt_number((c.slowdown - 1) * 100)}% ") in details
+
+
 def test_details_has_a_narrow_table_per_counter(counted: Done) -> None:
     details = counted.text("details.md")
     section = details[details.index("### Counters per operation"):]
@@ -218,6 +228,11 @@ def test_details_has_a_narrow_table_per_counter(counted: Done) -> None:
                         "ratio to getppid (95% CI) |")
     assert lines[2:] == [f"| getppid | ops=256 | {TRIALS} | 1.00 (1.00–1.00) | (baseline) |",
                          f"| fault | ops=256 | {TRIALS} | 0 (0–0) | 0 (0–0) |"]
+    majors = section[section.index(f"**{counter_words('page_faults_major')}**"):]
+    assert f"| fault | ops=256 | {TRIALS} | 0 (0–0) | — (both 0) |" in majors
+    s = _case(counted, "fault").per_op[FAULTS]
+    assert (f"| fault | ops=256 | {TRIALS} | {fmt_number(s.median)} ({fmt_number(s.ci_low)}–"
+            f"{fmt_number(s.ci_high)}) | — (baseline 0) |") in section
 
 
 def test_html_holds_the_counter_tables_collapsed_in_the_benchmark_section(counted: Done) -> None:

@@ -53,28 +53,52 @@ def per_op_figure(s: Summary) -> str:
 
 
 def counting_cost_line(ba: BenchmarkAnalysis) -> str | None:
-    """'counting cost: counted samples took 8.1% longer (median over 6 cases, range
-    2.0–14%; at least 3 trials each)'; None for a run without counted samples."""
+    """'counting cost: counted samples took 8.10% longer than measured ones (ns_per_op;
+    median over 6 cases, range 2.00–14.0%; at least 3 trials each)'; None for a run
+    without counted samples. Each case's figure with its CI: counting_cost_table."""
     cost = ba.counting_cost
     if cost is None:
         return None
-    unit = str(ba.info.metric(cost.metric)["unit"])
-    # "longer" is right for a time; for a rate the slowdown is 1/ratio, the same words.
-    lower = bool(ba.info.metric(cost.metric)["lower_is_better"])
-    word = "took" if is_time_unit(unit) or not lower else f"had a {cost.metric}"
-    more = "longer" if word == "took" else "higher"
+    metric = ba.info.metric(cost.metric)
+    # A time, or a rate (its slowdown is measured/counted): how much longer an operation
+    # took. Another lower-is-better metric: how much higher it was.
+    timed = is_time_unit(str(metric["unit"])) or not bool(metric["lower_is_better"])
+    up, down = ("longer", "shorter") if timed else ("higher", "lower")
 
     def pct(x: float) -> str:
         return fmt_number((x - 1) * 100)
 
-    median = cost.median - 1
-    how = (f"{pct(cost.median)}% {more}" if median >= 0 else
-           f"{fmt_number(-median * 100)}% {'shorter' if word == 'took' else 'lower'}")
+    how = (f"{pct(cost.median)}% {up}" if cost.median >= 1 else
+           f"{fmt_number((1 - cost.median) * 100)}% {down}")
+    said = (f"counted samples took {how} than measured ones" if timed else
+            f"counted samples' {cost.metric} was {how} than measured ones'")
     spread = (f"median over {cost.n_cases} cases, range {pct(cost.low)}–{pct(cost.high)}%"
               if cost.n_cases > 1 else "1 case")
     n = f"at least {cost.n_trials} trials each" if cost.n_cases > 1 else f"{cost.n_trials} trials"
-    return (f"counting cost: counted samples {word} {how} than measured ones "
-            f"({cost.metric}; {spread}; {n})")
+    return f"counting cost: {said} ({cost.metric}; {spread}; {n})"
+
+
+def counting_cost_table(ba: BenchmarkAnalysis) -> tuple[list[str], list[list[str]]] | None:
+    """Per case: counted / measured median of the primary metric with its 95% CI (trials
+    resampled in pairs) and what that means per operation; None without counted samples."""
+    rows = [r for r in measured_results(ba, ba.info.primary_metric) if r.counting_cost]
+    if not rows:
+        return None
+    headers = ["variant", "params", "trials", "counted / measured (95% CI)",
+               "slowdown while counted (95% CI)"]
+    out = []
+    for r in rows:
+        c = r.counting_cost
+        assert c is not None
+        ratio = (f"{fmt_number(c.ratio.ratio)} (no CI from one trial)" if c.n_trials < 2 else
+                 f"{fmt_number(c.ratio.ratio)} ({fmt_number(c.ratio.ci_low)}–"
+                 f"{fmt_number(c.ratio.ci_high)})")
+        slow = (f"{fmt_number((c.slowdown - 1) * 100)}%" + ("" if c.n_trials < 2 else
+                f" ({fmt_number((c.slowdown_low - 1) * 100)}–"
+                f"{fmt_number((c.slowdown_high - 1) * 100)}%)"))
+        out.append([r.case.variant, case_params_label(ba.info, r.case), str(c.n_trials),
+                    ratio, slow])
+    return headers, out
 
 
 # ---- the counters table ------------------------------------------------------------------
@@ -125,7 +149,7 @@ def _ratio_cell(ba: BenchmarkAnalysis, r: CaseResult, name: str) -> str:
         return MISSING
     ratio = r.per_op_vs_baseline[name]
     if ratio is None:
-        return f"{MISSING} (baseline 0)"
+        return f"{MISSING} (both 0)" if r.per_op[name].median == 0 else f"{MISSING} (baseline 0)"
     return f"{fmt_number(ratio.ratio)} ({fmt_number(ratio.ci_low)}–{fmt_number(ratio.ci_high)})"
 
 

@@ -22,7 +22,12 @@ from bakeoff.model import RunRecord
 from bakeoff.report.charts import Chart, benchmark_charts
 from bakeoff.report.colors import variant_colors
 from bakeoff.report.compact import CompactTable, compact_table
-from bakeoff.report.counted import counter_words, counting_cost_line, per_op_tables
+from bakeoff.report.counted import (
+    counter_words,
+    counting_cost_line,
+    counting_cost_table,
+    per_op_tables,
+)
 from bakeoff.report.facts import flatten_facts, machine, run_rows
 from bakeoff.report.findings import BenchmarkFindings, Finding, all_findings, tentative_count
 from bakeoff.report.findings_chart import findings_chart
@@ -223,6 +228,13 @@ def _counted(ba: BenchmarkAnalysis) -> str:
     if cost is None and not tables:
         return ""
     out = f'<p class="note">{_e(cost[0].upper() + cost[1:])}.</p>' if cost else ""
+    costs = counting_cost_table(ba)
+    if costs is not None:
+        out += (f'<details class="more"><summary>Cost of counting per case: '
+                f"{_e(ba.info.primary_metric)} of the counted samples over the measured ones"
+                "</summary>" + _table([(h, i >= 2) for i, h in enumerate(costs[0])],
+                                      [[(_e(c), "num" if i >= 2 else "") for i, c in enumerate(row)]
+                                       for row in costs[1]]) + "</details>")
     if tables:
         parts = [f"<h4>{_e(counter_words(t.name))}</h4>"
                  + _table([(h, i >= 2) for i, h in enumerate(t.headers)],

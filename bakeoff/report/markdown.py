@@ -13,7 +13,12 @@ import re
 from bakeoff.analysis import Analysis, BenchmarkAnalysis
 from bakeoff.model import RunRecord
 from bakeoff.report.compact import GLYPHS, CompactTable, compact_table
-from bakeoff.report.counted import counter_words, counting_cost_line, per_op_tables
+from bakeoff.report.counted import (
+    counter_words,
+    counting_cost_line,
+    counting_cost_table,
+    per_op_tables,
+)
 from bakeoff.report.facts import flatten_facts, machine, run_rows
 from bakeoff.report.findings import BenchmarkFindings, all_findings, tentative_count
 from bakeoff.report.format import case_params_label
@@ -108,6 +113,11 @@ def _counted(ba: BenchmarkAnalysis, table: bool) -> list[str]:
     table, every case's counters per operation. Nothing for a run without them."""
     cost = counting_cost_line(ba)
     out = ["", md_escape(cost[0].upper() + cost[1:]) + "."] if cost else []
+    costs = counting_cost_table(ba) if table else None
+    if costs is not None:
+        out += ["", f"### Cost of counting: {md_escape(ba.info.primary_metric)} of the counted "
+                "samples over the measured ones, per case", ""]
+        out += _table([(h, i >= 2) for i, h in enumerate(costs[0])], costs[1])
     tables = per_op_tables(ba) if table else []
     if tables:
         out += ["", f"### Counters per operation ({len(tables)}, from the counted samples): "
