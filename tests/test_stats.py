@@ -279,3 +279,29 @@ def test_heterogeneity_needs_two_usable_estimates() -> None:
     # Two exact (zero-width) ratios that differ: the floor on the SE keeps them different.
     a, b = stats.Ratio(0.5, 0.5, 0.5, math.nan), stats.Ratio(0.6, 0.6, 0.6, math.nan)
     assert stats.heterogeneity([a, b]).p_value < 1e-6
+
+
+def test_paired_ratio_cancels_what_a_trial_shares() -> None:
+    # Each trial has its own level (layout, CPU); counting adds 10% within the trial. Paired,
+    # the trial's level cancels: the CI is tight around 1.10 and covers it. Resampled as two
+    # independent groups, the levels' spread widens the CI several times over.
+    rng = np.random.default_rng(3)
+    levels = rng.uniform(80, 120, size=8)
+    measured = [lvl + rng.normal(0, 0.5, 20) for lvl in levels]
+    counted = [1.10 * lvl + rng.normal(0, 0.5, 5) for lvl in levels]
+    paired = stats.paired_ratio_of_medians(counted, measured, np.random.default_rng(1))
+    apart = stats.ratio_of_medians(counted, measured, np.random.default_rng(1))
+    assert paired.ci_low <= 1.10 <= paired.ci_high
+    assert paired.ci_high - paired.ci_low < (apart.ci_high - apart.ci_low) / 3
+    assert paired.ratio == pytest.approx(
+        np.median(np.concatenate(counted)) / np.median(np.concatenate(measured)))
+    assert paired.p_boot < 0.01 and math.isnan(paired.p_value)
+
+
+def test_paired_ratio_of_one_trial_and_of_a_zero_denominator() -> None:
+    one = stats.paired_ratio_of_medians([[3.0, 3.0]], [[2.0]], np.random.default_rng(0))
+    assert (one.ratio, one.ci_low, one.ci_high) == (1.5, 1.5, 1.5)
+    with pytest.raises(ValueError, match="median is 0"):
+        stats.paired_ratio_of_medians([[1.0], [2.0]], [[0.0], [0.0]], np.random.default_rng(0))
+    with pytest.raises(ValueError, match="strict|zip|length|argument"):
+        stats.paired_ratio_of_medians([[1.0]], [[1.0], [2.0]], np.random.default_rng(0))

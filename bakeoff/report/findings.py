@@ -6,6 +6,9 @@ params, crossover levels, fits): nothing here knows a benchmark by name. The rul
 - a finding says why it is tentative: too few trials for a verdict, a CI that touches the
   verdict's threshold, a runner-up whose CI overlaps the winner's, a crossover whose CIs
   include the level crossed, a fitted constant whose CI includes 0.
+After the headline's winner finding, a benchmark that declares why_counters gets a "why"
+finding: those kernel counters per operation (counted samples) of the best variant and the
+baseline at that point, the one furthest from the baseline first (report/counted.py).
 
 Sentences are raw text; each renderer escapes them for its own format.
 """
