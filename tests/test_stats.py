@@ -303,5 +303,5 @@ def test_paired_ratio_of_one_trial_and_of_a_zero_denominator() -> None:
     assert (one.ratio, one.ci_low, one.ci_high) == (1.5, 1.5, 1.5)
     with pytest.raises(ValueError, match="median is 0"):
         stats.paired_ratio_of_medians([[1.0], [2.0]], [[0.0], [0.0]], np.random.default_rng(0))
-    with pytest.raises(ValueError, match="strict|zip|length|argument"):
+    with pytest.raises(ValueError, match=r"argument 2 is longer"):
         stats.paired_ratio_of_medians([[1.0]], [[1.0], [2.0]], np.random.default_rng(0))
