@@ -42,6 +42,7 @@ from bakeoff.report import write_reports
 from bakeoff.report.counted import counter_order, counter_words
 from bakeoff.report.findings import benchmark_findings
 from bakeoff.report.format import fmt_number, fmt_range, fmt_value
+from bakeoff.report.markdown import render_markdown
 from bakeoff.runner import RunOptions, measure, new_run
 
 TRIALS, COUNTED = 3, 3
@@ -220,15 +221,15 @@ def test_details_has_a_narrow_table_per_counter(counted: Done) -> None:
     details = counted.text("details.md")
     section = details[details.index("### Counters per operation"):]
     # why counters first, each its own table: a row per case, median (CI), ratio (CI)
-    order = [section.index(f"**{counter_words(n)}**") for n in (FAULTS, GETPPID)]
+    order = [section.index(f"#### {counter_words(n)}\n") for n in (FAULTS, GETPPID)]
     assert order == sorted(order)
-    table = section[section.index(f"**{counter_words(GETPPID)}**"):].split("\n\n")[1]
+    table = section[section.index(f"#### {counter_words(GETPPID)}\n"):].split("\n\n")[1]
     lines = table.splitlines()
     assert lines[0] == ("| variant | params | trials | per op: median (95% CI) | "
                         "ratio to getppid (95% CI) |")
     assert lines[2:] == [f"| getppid | ops=256 | {TRIALS} | 1.00 (1.00–1.00) | (baseline) |",
                          f"| fault | ops=256 | {TRIALS} | 0 (0–0) | 0 (0–0) |"]
-    majors = section[section.index(f"**{counter_words('page_faults_major')}**"):]
+    majors = section[section.index(f"#### {counter_words('page_faults_major')}\n"):]
     assert f"| fault | ops=256 | {TRIALS} | 0 (0–0) | — (both 0) |" in majors
     s = _case(counted, "fault").per_op[FAULTS]
     assert (f"| fault | ops=256 | {TRIALS} | {fmt_number(s.median)} ({fmt_number(s.ci_low)}–"
@@ -323,3 +324,21 @@ def test_a_why_counter_that_does_not_differ_is_said_so(counted: Done) -> None:
     info = replace(counted.run.benchmarks["counters-check"], why_counters=["tlb.tlb_flush"])
     run = replace(counted.run, benchmarks={"counters-check": info})
     assert "why" not in [f.kind for f in benchmark_findings(analyze(run).benchmarks[0]).findings]
+
+
+def test_counted_samples_add_their_lines_and_change_no_other(counted: Done) -> None:
+    # The same record without its counted samples is a run from before them: report.md
+    # differs only by the why finding, the cost line and the count of findings.
+    stripped = replace(counted.run, trials=[
+        replace(t, samples={m: v for m, v in t.samples.items() if m == "ns_per_op"})
+        for t in counted.run.trials])
+    before = render_markdown(stripped, analyze(stripped)).splitlines()
+    after = counted.text("report.md").splitlines()
+    removed = [line for line in before if line not in after]
+    added = [line for line in after if line not in before]
+    assert [line[:40] for line in removed] == ["1 of the 1 findings below are tentative,"]
+    assert len(added) == 3, added
+    assert added[0].startswith("2 of the 2 findings below are tentative,")
+    assert added[1].startswith("- fault makes ") and "per op against" in added[1]
+    assert added[2].startswith("Counting cost: counted samples took ")
+    assert len(after) == len(before) + 3  # the why line, and a blank line and the cost line

@@ -124,7 +124,7 @@ def _counted(ba: BenchmarkAnalysis, table: bool) -> list[str]:
                 f"median and 95% CI over trials, and the ratio to {md_escape(ba.info.baseline)} "
                 "at the same params"]
         for t in tables:
-            out += ["", f"**{md_escape(counter_words(t.name))}**", ""]
+            out += ["", f"#### {md_escape(counter_words(t.name))}", ""]
             out += _table([(h, i >= 2) for i, h in enumerate(t.headers)], t.rows)
     return out
 
