@@ -51,10 +51,10 @@ GETPPID = "syscalls.sys_enter_getppid"
 FAULTS = "page_faults_minor"
 
 
-def _check_bench(counted: int) -> Benchmark:
+def _check_bench(counted: int, ops: tuple[int, ...] = (OPS,)) -> Benchmark:
     """counters-check as a room: getppid the baseline, both variants counting getppid calls
     (the fault variant opens no tracepoint itself: BAKEOFF_TRACEPOINTS adds it)."""
-    profile = Profile("quick", {"ops": (OPS,)}, trials=TRIALS, samples=5, warmup_samples=1,
+    profile = Profile("quick", {"ops": ops}, trials=TRIALS, samples=5, warmup_samples=1,
                       warmup_trials=0, timeout_s=60, counted_samples=counted)
 
     def prepare(case: Case, prof: Profile, ctx: RunContext, state: object) -> TrialPlan:
@@ -85,10 +85,10 @@ class Done:
         return (self.run_dir / name).read_text()
 
 
-def _run(built: Path, tmp: Path, counted: int) -> Done:
+def _run(built: Path, tmp: Path, counted: int, ops: tuple[int, ...] = (OPS,)) -> Done:
     facts = host.facts()
     ctx = RunContext(build_dir=built, scratch_dir=tmp, capabilities={}, host=facts)
-    plan = plan_benchmark(_check_bench(counted), "quick", [], {}, None, None, {}, ctx)
+    plan = plan_benchmark(_check_bench(counted, ops), "quick", [], {}, None, None, {}, ctx)
     quiet = Console(quiet=True)
     opts = RunOptions(out=tmp / "run", results_root=tmp, build_dir=built, seed=17, quiet=True,
                       argv=["test"], profile="quick", settings=RunSettings(pin=False))
@@ -342,3 +342,21 @@ def test_counted_samples_add_their_lines_and_change_no_other(counted: Done) -> N
     assert added[1].startswith("- fault makes ") and "per op against" in added[1]
     assert added[2].startswith("Counting cost: counted samples took ")
     assert len(after) == len(before) + 3  # the why line, and a blank line and the cost line
+
+
+def test_along_a_sweep_the_why_finding_speaks_at_each_end_the_winner_finding_names(
+        built: Path, tmp_path: Path) -> None:
+    done = _run(built, tmp_path, 2, ops=(64, 128, 256))
+    (ba,) = done.analysis.benchmarks
+    found = benchmark_findings(ba).findings
+    (winner,) = [f for f in found if f.kind == "winner"]
+    assert winner.text.startswith("Along ops: at 64 ") and "; at 256 " in winner.text
+    (why,) = [f for f in found if f.kind == "why"]
+    sentences = why.text.split(". At ")
+    assert len(sentences) == 2, why.text
+    assert sentences[0].startswith("At ops=64, fault makes ")
+    assert sentences[1].startswith("ops=256, fault makes ")
+    assert [(r.case.variant, r.case.param("ops")) for r in why.results] == [
+        ("fault", 64), ("getppid", 64), ("fault", 256), ("getppid", 256)]
+    for r in why.results[::2]:
+        assert 0.99 <= r.per_op[FAULTS].median <= 1.02  # one fault per op at every size

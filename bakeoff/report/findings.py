@@ -8,7 +8,7 @@ params, crossover levels, fits): nothing here knows a benchmark by name. The rul
   include the level crossed, a fitted constant whose CI includes 0.
 After the headline's winner finding, a benchmark that declares why_counters gets a "why"
 finding: those kernel counters per operation (counted samples) of the best variant and the
-baseline at that point, the one furthest from the baseline first (report/counted.py).
+baseline at each point it names, the one furthest from the baseline first (report/counted.py).
 
 Sentences are raw text; each renderer escapes them for its own format.
 """
@@ -69,9 +69,9 @@ class Finding:
     strength: float = 0.0
     short: str = ""
     wins: bool = False
-    # For a winner finding: where its strongest clause is, and the best variant and the
-    # baseline there, whose counters a "why" finding quotes.
-    point: tuple[str, CaseResult, CaseResult] | None = None
+    # For a winner finding: each point it names (where, the best variant and the baseline
+    # there), whose counters a "why" finding quotes.
+    points: tuple[tuple[str, CaseResult, CaseResult], ...] = ()
 
     @property
     def headline_text(self) -> str:
@@ -302,22 +302,25 @@ def _group_finding(ba: BenchmarkAnalysis, g: Grid, fixed: Params,
         where = ", ".join([f"{g.axis}={top.where}",
                            *([params_label(ba.info, fixed)] if fixed else [])])
     short = _with_why(dataclasses.replace(top, where=where))
-    point = (where, top.results[0], top.results[1]) if g.with_ratios else None
+    fixed_label = [params_label(ba.info, fixed)] if fixed else []
+    quoted = tuple((", ".join([f"{g.axis}={c.where}", *fixed_label]) if g.axis else c.where,
+                    c.results[0], c.results[1]) for c in clauses) if g.with_ratios else ()
     return Finding("winner" if g.with_ratios else "ranking", text, "; ".join(why),
                    results=tuple(r for c in clauses for r in c.results),
                    strength=top.strength, wins=any(c.wins for c in clauses),
-                   short=_sentence(short, top.named_first), point=point)
+                   short=_sentence(short, top.named_first), points=quoted)
 
 
 def _why_finding(ba: BenchmarkAnalysis, winner: Finding) -> Finding | None:
-    """The counters behind a winner finding, at its strongest point (BenchmarkInfo.why_counters)."""
-    if winner.point is None:
+    """The counters behind a winner finding (BenchmarkInfo.why_counters), at each point it
+    names: one sentence per point."""
+    said = [(s, best, base) for where, best, base in winner.points
+            if (s := why_sentence(ba, where, best, base)) is not None]
+    if not said:
         return None
-    where, best, base = winner.point
-    said = why_sentence(ba, where, best, base)
-    if said is None:
-        return None
-    return Finding("why", said.text, said.tentative, results=(best, base))
+    why = sorted({w for s, _, _ in said if s.tentative for w in s.tentative.split("; ")})
+    return Finding("why", " ".join(s.text for s, _, _ in said), "; ".join(why),
+                   results=tuple(r for _, best, base in said for r in (best, base)))
 
 
 # ---- crossovers, fits, skips, failures ---------------------------------------------------
