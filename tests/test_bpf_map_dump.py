@@ -211,6 +211,11 @@ def test_syscall_counts_follow_from_each_method(
         variant, calls = t["case"]["variant"], t["samples"]["syscalls_per_dump"]
         assert len(set(calls)) == 1, (variant, calls)  # the same work every dump
         got = calls[0]
+        # The profile's one counted dump, after the 3 measured ones: the kernel saw the bpf()
+        # calls the reader counted (bpf-iter: one, its BPF_ITER_CREATE; the rest are reads).
+        assert len(t["samples"]["counted.ns_per_entry"]) == 1
+        (bpf,) = t["samples"]["per_op.syscalls.sys_enter_bpf"]
+        assert round(bpf * n) == (1 if variant == "bpf-iter" else got), (variant, bpf)
         if variant in ("iterate", "go-iterate"):
             assert got == 2 * n + 1  # next_key + lookup per entry, one last next_key
         elif variant == "mmap":
@@ -527,3 +532,72 @@ def test_programs_reject_bad_arguments(built: Path, program: str, args: list[str
     assert res.returncode == 2, res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and needle in res.stderr, res.stderr
     assert res.stdout == ""
+
+
+# ---- counted samples: kernel counters per entry (dump_reader.c, go/counters.go) -------------
+
+COUNTED_ENTRIES = 10_000
+COUNTED_METRICS = ("ns_per_entry", "s_per_dump", "entries_per_s", "syscalls_per_dump")
+
+
+def _read_counted(built: Path, variant: str, kind: str, counted: int) -> tuple[
+        dict[str, Any], dict[str, list[float]]]:
+    program = "dump-go" if variant in GO_VARIANTS else "dump_reader"
+    res = subprocess.run([str(built / program), "--variant", variant, "--param", f"map={kind}",
+                          "--param", f"entries={COUNTED_ENTRIES}", "--samples", "2",
+                          "--warmup", "1", "--counted-samples", str(counted)],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0, res.stderr
+    meta, samples, _ = _protocol(res.stdout)
+    return meta, samples
+
+
+@pytest.mark.parametrize(("variant", "kind"), [
+    ("iterate", "hash"), ("batch-256", "hash"), ("batch-256", "array"), ("batch-4096", "array"),
+    ("bpf-iter", "hash"), ("mmap", "array"), ("go-iterate", "hash"), ("go-batch", "array"),
+])
+def test_counted_dumps_count_the_system_calls_each_method_makes(
+        built: Path, variant: str, kind: str) -> None:
+    """Two counted dumps after two measured ones: each prints every metric as counted.<m>,
+    and per entry the bpf() and read() calls the reader itself counts (syscalls_per_dump),
+    seen by the kernel's tracepoints."""
+    n = COUNTED_ENTRIES
+    meta, samples = _read_counted(built, variant, kind, counted=2)
+    for metric in COUNTED_METRICS:
+        assert len(samples[metric]) == 2, metric  # the measured dumps, as many as before
+        assert len(samples[f"counted.{metric}"]) == 2, metric
+    assert "syscalls.sys_enter_bpf" in meta["counters"].split(","), meta
+    per_op = {m.removeprefix("per_op."): v for m, v in samples.items()
+              if m.startswith("per_op.")}
+    assert per_op and all(len(v) == 2 for v in per_op.values()), per_op
+    # The counted dumps did the measured dumps' work: the same calls by the reader's count.
+    (calls,) = set(samples["counted.syscalls_per_dump"]) | set(samples["syscalls_per_dump"])
+    bpf = {round(v * n) for v in per_op["syscalls.sys_enter_bpf"]}
+    reads = {round(v * n) for v in per_op["syscalls.sys_enter_read"]}
+    if variant in ("iterate", "go-iterate"):
+        assert bpf == {2 * n + 1} and calls == 2 * n + 1  # next_key + lookup, a last next_key
+    elif variant == "mmap":
+        assert bpf == {0} and calls == 0
+    elif variant == "bpf-iter":  # one BPF_ITER_CREATE, read()s to EOF, close()
+        assert bpf == {1}
+        assert reads == {calls - 2}
+        assert math.ceil(n / 4096) + 1 <= calls - 2 <= math.ceil(n / 1024) + 1
+    else:
+        batch = 4096 if variant == "go-batch" else int(variant.split("-")[1])
+        assert bpf == {calls}
+        if kind == "array":  # full batches, and the last call copies the rest with ENOENT
+            assert calls == math.ceil(n / batch)
+        else:  # whole buckets: some calls return fewer than `batch`
+            assert math.ceil(n / batch) <= calls <= 2 * math.ceil(n / batch) + 1
+    if variant != "bpf-iter":
+        assert reads == {0}
+    # The output buffers are written before every dump: a dump faults no page in.
+    assert max(per_op["page_faults_minor"]) * n < 10, per_op["page_faults_minor"]
+
+
+@pytest.mark.parametrize("program", ["dump_reader", "dump-go"])
+def test_without_counted_samples_nothing_is_counted(built: Path, program: str) -> None:
+    variant = "batch-4096" if program == "dump_reader" else "go-batch"
+    _, samples = _read_counted(built, variant, "array", counted=0)
+    assert len(samples["ns_per_entry"]) == 2
+    assert not [m for m in samples if m.startswith(("counted.", "per_op."))], samples

@@ -149,9 +149,11 @@ def test_every_event_is_captured(quick_run: tuple[Path, list[str]]) -> None:
     for t in _trials(quick_run[0]):
         c = t["counters"]
         variant = t["case"]["variant"]  # type: ignore[index]
+        # The profile's counted batch (one, of calls / (samples + warm-up) calls) is traced too.
+        assert c["counted_calls"] == c["calls"] // 6, t
         if variant in RECORDING:
-            assert c["events_expected"] == 2 * c["calls"], t
-            assert c["events_captured"] == 2 * c["calls"], t
+            assert c["events_expected"] == 2 * (c["calls"] + c["counted_calls"]), t
+            assert c["events_captured"] == c["events_expected"], t
             assert c["events_dropped"] == 0, t
         else:  # no tracer, or empty programs: nothing to record
             assert c["events_expected"] == c["events_captured"] == 0, t
@@ -313,3 +315,98 @@ def test_scenarios_command_lists_the_seed_table() -> None:
     assert "100,000" in res.stdout and "hipMemcpy" in res.stdout
     assert "--param duration_us=100,500,1000 --param calls=auto" in res.stdout
     assert_usage_error(run_bakeoff("tracing-scenarios", "9"), "scenario index")
+
+
+# ---- counted samples: kernel counters per call (traced_app.c) ---------------------------------
+
+COUNTED_CALLS = 3000  # 3 batches of 1000: 1 warm-up, 2 measured; then 2 counted batches
+
+
+def _counted_trial(variant: str, counted: int) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """One driver trial by hand, pinned as the harness pins it (app on CPU 0, tracer on 1)."""
+    res = subprocess.run(
+        [str(DRIVER), "--variant", variant, "--param", "duration_us=0", "--param",
+         f"calls={COUNTED_CALLS}", "--samples", "2", "--warmup", "1", "--counted-samples",
+         str(counted)], capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "BAKEOFF_TRIAL_CPUS": "0,1"})
+    assert res.returncode == 0, res.stderr
+    samples: dict[str, list[float]] = {}
+    counters: dict[str, float] = {}
+    for obj in map(json.loads, res.stdout.splitlines()):
+        if obj["type"] == "sample":
+            samples.setdefault(obj["metric"], []).append(obj["value"])
+        elif obj["type"] == "counter":
+            counters[obj["name"]] = obj["value"]
+    return samples, counters
+
+
+@pytest.fixture(scope="module")
+def counted_trials(room: Path) -> dict[str, tuple[dict[str, list[float]], dict[str, float]]]:
+    return {v: _counted_trial(v, counted=2)
+            for v in ("baseline", "ebpf-force", "ebpf-adaptive", "ebpf-batched", "ebpf-floor",
+                      "bpftrace")}
+
+
+def _per_call(trial: tuple[dict[str, list[float]], dict[str, float]], counter: str) -> float:
+    """The counter per call, the larger of the two counted batches."""
+    return max(trial[0][f"per_op.{counter}"])
+
+
+@pytest.mark.slow
+def test_counted_batches_come_after_the_measured_ones(
+        counted_trials: dict[str, tuple[dict[str, list[float]], dict[str, float]]]) -> None:
+    for variant, (samples, counters) in counted_trials.items():
+        assert len(samples["per_call_ns"]) == 2, variant
+        assert len(samples["counted.per_call_ns"]) == 2, variant
+        per_op = [m for m in samples if m.startswith("per_op.")]
+        assert "per_op.sched.sched_waking" in per_op, (variant, per_op)
+        assert all(len(samples[m]) == 2 for m in per_op), variant
+        # The counted calls are traced too: every event accounted for, theirs included.
+        assert counters["counted_calls"] == 2 * COUNTED_CALLS // 3, variant
+        if variant not in ("baseline", "ebpf-floor"):
+            assert counters["events_captured"] == 2 * (COUNTED_CALLS + 2000), variant
+
+
+@pytest.mark.slow
+def test_every_uprobe_tracer_pays_one_uretprobe_per_call(
+        counted_trials: dict[str, tuple[dict[str, list[float]], dict[str, float]]]) -> None:
+    """On x86-64 a uretprobe returns through the uretprobe() system call: one per call."""
+    if os.uname().machine != "x86_64":
+        pytest.skip("the uretprobe() system call is x86-64's")
+    for variant, trial in counted_trials.items():
+        want = 0.0 if variant == "baseline" else 1.0
+        assert min(trial[0]["per_op.syscalls.sys_enter_uretprobe"]) == want, variant
+        assert _per_call(trial, "syscalls.sys_enter_uretprobe") == want, variant
+
+
+@pytest.mark.slow
+def test_forced_wake_ups_are_one_irq_work_per_event_and_batched_none(
+        counted_trials: dict[str, tuple[dict[str, list[float]], dict[str, float]]]) -> None:
+    """BPF_RB_FORCE_WAKEUP: every submit queues the wake-up (an irq_work on the app's CPU),
+    and the app wakes the consumer once a call or so (the second event of a call finds it
+    awake); BPF_RB_NO_WAKEUP and the tracers that stream nothing wake no one."""
+    force = counted_trials["ebpf-force"]
+    assert min(force[0]["per_op.irq_vectors.irq_work_entry"]) == 2.0  # 2 events per call
+    # How often the consumer is found asleep depends on how fast it drains (seen here: about
+    # one wake-up a call at 100 µs, fewer at 0 µs, under load fewer still).
+    assert min(force[0]["per_op.sched.sched_waking"]) >= 0.05
+    assert _per_call(force, "sched.sched_waking") <= 2.0
+    # Adaptive: the kernel wakes the consumer only when it had caught up; at 0 µs per call
+    # the app outruns it, so fewer wake-ups than forced.
+    adaptive = counted_trials["ebpf-adaptive"]
+    assert _per_call(adaptive, "irq_vectors.irq_work_entry") < 2.0
+    for quiet in ("baseline", "ebpf-batched", "ebpf-floor", "bpftrace"):
+        trial = counted_trials[quiet]
+        assert _per_call(trial, "irq_vectors.irq_work_entry") == 0.0, quiet
+        assert _per_call(trial, "sched.sched_waking") < 0.02, quiet
+        assert _per_call(trial, "sched.sched_waking") * 10 < min(
+            force[0]["per_op.sched.sched_waking"]), quiet
+
+
+@pytest.mark.slow
+def test_without_counted_samples_nothing_is_counted(room: Path) -> None:
+    samples, counters = _counted_trial("ebpf-batched", counted=0)
+    assert len(samples["per_call_ns"]) == 2
+    assert not [m for m in samples if m.startswith(("counted.", "per_op."))], samples
+    assert counters["counted_calls"] == 0
+    assert counters["events_captured"] == 2 * COUNTED_CALLS

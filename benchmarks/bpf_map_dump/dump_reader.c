@@ -14,6 +14,11 @@
  * after each dump (a bitmap of N bits: every key 0..N-1 exactly once, each with
  * dump_value_of(key)). A dump that misses, repeats or garbles an entry ends the trial
  * with exit 1 and the counts. See METHOD.md for what each variant's system calls cost.
+ *
+ * After the measured dumps, --counted-samples N more, with kernel counters on only around
+ * their timed dump (counters.h): printed as counted.<metric>, and per entry as
+ * per_op.syscalls.sys_enter_bpf (2 per entry for iterate, ~1/batch for batch-N, 1 per dump
+ * for bpf-iter), per_op.syscalls.sys_enter_read (bpf-iter's reads), page faults, etc.
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -21,6 +26,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
+#include "counters.h"
 #include "dump.h"
 #include "dump_reader.h"
 #include "dump_reader.skel.h"
@@ -507,6 +513,10 @@ static void require_complete(const char *variant, const struct dump *d, uint32_t
 		    (unsigned long long)v->out_of_range);
 }
 
+/* The tracepoints that tell the variants apart (METHOD.md, "Counters"): bpf() calls are what
+ * iterate and batch-N differ in, read() calls what bpf-iter makes instead. */
+#define READER_TRACEPOINTS "syscalls:sys_enter_bpf,syscalls:sys_enter_read"
+
 /* ---- main -------------------------------------------------------------------------------- */
 
 /*
@@ -573,6 +583,7 @@ static void emit_meta(const struct bench_args *args, const struct variant_info *
 		bench_meta_num("batch", vi->batch);
 	bench_meta_num("setup_ns", (double)setup_ns);
 	bench_meta_str("libbpf", libbpf_version_string());
+	bench_counters_meta();
 	bench_meta_end();
 }
 
@@ -607,13 +618,21 @@ int main(int argc, char **argv)
 	if (!bitmap)
 		bench_unmet("failed to allocate the %u-bit check bitmap", entries);
 	uint64_t setup_ns = set_up_reader(&st, vi->reader, entries);
+	bench_counters_open(READER_TRACEPOINTS);
 	emit_meta(&args, vi, kind, entries, &src, setup_ns);
 
-	for (uint64_t i = 0; i < args.warmup + args.samples; i++) {
+	/* Warm-ups, then the measured dumps (counters off), then the counted ones (counters.h). */
+	for (uint64_t i = 0; i < args.warmup + bench_samples_total(&args); i++) {
+		bool counted = i >= args.warmup && bench_sample_counted(&args, i - args.warmup);
+
 		buffers_poison(&buf);
+		if (counted)
+			bench_counters_start();
 		uint64_t t0 = bench_now_ns();
 		run_dump(&st, vi, entries, &buf, &d);
 		uint64_t ns = bench_now_ns() - t0;
+		if (counted)
+			bench_counters_stop();
 
 		verify(&d, entries, bitmap, &v);
 		require_complete(args.variant, &d, entries, &v);
@@ -628,11 +647,14 @@ int main(int argc, char **argv)
 				    (unsigned long long)first_checksum);
 		if (i < args.warmup)
 			continue;
-		retries += d.enospc_retries;
-		bench_emit_sample("ns_per_entry", (double)ns / entries);
-		bench_emit_sample("s_per_dump", (double)ns / 1e9);
-		bench_emit_sample("entries_per_s", entries / ((double)ns / 1e9));
-		bench_emit_sample("syscalls_per_dump", (double)d.syscalls);
+		if (!counted)
+			retries += d.enospc_retries;
+		bench_emit_sample(bench_metric(counted, "ns_per_entry"), (double)ns / entries);
+		bench_emit_sample(bench_metric(counted, "s_per_dump"), (double)ns / 1e9);
+		bench_emit_sample(bench_metric(counted, "entries_per_s"), entries / ((double)ns / 1e9));
+		bench_emit_sample(bench_metric(counted, "syscalls_per_dump"), (double)d.syscalls);
+		if (counted) /* per entry, as ns_per_entry */
+			bench_counters_emit((double)entries);
 	}
 
 	bench_emit_counter("entries_verified", entries);

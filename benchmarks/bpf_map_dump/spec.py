@@ -192,6 +192,10 @@ BENCHMARK = Benchmark(
                         trials=5, samples=2, warmup_samples=1, warmup_trials=0,
                         timeout_s=1800),
     },
+    # Counted per entry in each trial's counted dumps (both readers; METHOD.md, "Counters"):
+    # bpf() calls are what iterate (2 per entry), batch-N (~1/N) and mmap (none) differ in;
+    # read() calls are what bpf-iter makes instead (one per seq_file buffer of 4096 entries).
+    why_counters=("syscalls.sys_enter_bpf", "syscalls.sys_enter_read"),
     program=C_READER,
     requires=("root", "bpf"),
     skip_case=_skip_case,

@@ -122,6 +122,12 @@ BENCHMARK = Benchmark(
                         trials=10, samples=20, warmup_samples=1, warmup_trials=1,
                         timeout_s=300),
     },
+    # Counted per call in the app's counted batches (traced_app.c; METHOD.md, "Counters"):
+    # the wake-ups the app's ring buffer submits cause (ebpf-force ~1 per event, adaptive
+    # far fewer, batched none), the uretprobe hits every uprobe tracer pays (1 per call),
+    # the irq_work a forced wake-up goes through, and the app's own context switches.
+    why_counters=("sched.sched_waking", "syscalls.sys_enter_uretprobe",
+                  "irq_vectors.irq_work_entry", "context_switches"),
     program=PROGRAM,
     cpus=2,  # the measured CPU, and one for the tracers' own processes (Placement)
     skip_case=skip_case,

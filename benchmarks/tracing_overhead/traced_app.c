@@ -8,8 +8,15 @@
  * first, untimed, batch), so the app makes exactly `calls` calls, as the seed's sample_app,
  * and every one of them is traced: a tracer must record 2 x calls events. Each timed batch
  * prints one sample, per_call_ns = batch time / batch size. Output: JSON lines (bench.h).
+ *
+ * --counted-samples N adds N batches of the same size after the measured ones, with kernel
+ * counters on around each (counters.h): counted.per_call_ns and per_op.<counter> per call.
+ * They are calls too (a tracer records them: meta counted_calls), so the counters are opened
+ * only once the measured batches are done, and the app reports the counted section's wall
+ * and CPU time (counted_section) for the driver to take out of the whole-app figures.
  */
 #include "bench.h"
+#include "counters.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -17,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 uint64_t bakeoff_traced_work(uint32_t duration_us);
 
@@ -25,8 +33,21 @@ uint64_t bakeoff_traced_work(uint32_t duration_us);
 
 struct options {
 	uint32_t duration_us;
-	uint64_t calls, samples, warmup;
+	uint64_t calls, samples, warmup, counted;
 };
+
+/*
+ * What tells the tracers apart, counted in the app's own thread: the uprobe and uretprobe
+ * hits (on x86-64 since Linux 6.11 a uretprobe returns through the uretprobe() system call,
+ * and an optimised uprobe enters through uprobe(); an int3 uprobe has no tracepoint), the
+ * wake-ups a ring buffer submit causes (sched_waking fires in the waker, here the app; a
+ * forced wake-up goes through an irq_work on the app's CPU), and the system calls LTTng-UST
+ * may make to wake its consumer.
+ */
+#define APP_TRACEPOINTS                                                                    \
+	"syscalls:sys_enter_uretprobe,syscalls:sys_enter_uprobe,sched:sched_waking,"        \
+	"sched:sched_wakeup,irq_vectors:irq_work_entry,syscalls:sys_enter_write,"           \
+	"syscalls:sys_enter_futex"
 
 static uint64_t parse_u64(const char *flag, const char *text)
 {
@@ -44,8 +65,10 @@ static uint64_t parse_u64(const char *flag, const char *text)
 static void usage(void)
 {
 	printf("usage: traced_app --duration-us US --calls N [--samples N] [--warmup N]\n"
+	       "                  [--counted-samples N]\n"
 	       "Calls bakeoff_traced_work(US) N times through libbakeoff_traced.so; prints\n"
-	       "per_call_ns samples as JSON lines (one per timed batch).\n");
+	       "per_call_ns samples as JSON lines (one per timed batch). --counted-samples N\n"
+	       "adds N more batches with kernel counters on (counted.per_call_ns, per_op.*).\n");
 	exit(0);
 }
 
@@ -56,6 +79,7 @@ static struct options parse_options(int argc, char **argv)
 		{ "calls", required_argument, NULL, 'n' },
 		{ "samples", required_argument, NULL, 's' },
 		{ "warmup", required_argument, NULL, 'w' },
+		{ "counted-samples", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -85,6 +109,9 @@ static struct options parse_options(int argc, char **argv)
 		case 'w':
 			o.warmup = parse_u64("--warmup", optarg);
 			break;
+		case 'c':
+			o.counted = parse_u64("--counted-samples", optarg);
+			break;
 		case 'h':
 			usage();
 			break;
@@ -110,6 +137,45 @@ static void call_batch(uint32_t duration_us, uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++)
 		bakeoff_traced_work(duration_us);
+}
+
+static long long tv_us(struct timeval tv)
+{
+	return (long long)tv.tv_sec * 1000000 + tv.tv_usec;
+}
+
+/*
+ * The counted batches, after the measured ones. Everything they add to the process (opening
+ * the counters, the calls, the counters' cost) lies between the two readings printed in the
+ * counted_section line, which the driver subtracts from the whole-app wall and CPU time.
+ */
+static void counted_batches(const struct options *o, uint64_t per_batch)
+{
+	struct rusage ru0, ru1;
+	uint64_t wall0 = bench_now_ns();
+	getrusage(RUSAGE_SELF, &ru0);
+
+	bench_counters_open(APP_TRACEPOINTS);
+	bench_meta_begin();
+	bench_meta_num("counted_calls", (double)(per_batch * o->counted));
+	bench_counters_meta();
+	bench_meta_end();
+	for (uint64_t s = 0; s < o->counted; s++) {
+		bench_counters_start();
+		uint64_t t0 = bench_now_ns();
+		call_batch(o->duration_us, per_batch);
+		uint64_t t1 = bench_now_ns();
+		bench_counters_stop();
+		bench_emit_sample(bench_metric(true, "per_call_ns"),
+				  (double)(t1 - t0) / (double)per_batch);
+		bench_counters_emit((double)per_batch);
+	}
+	getrusage(RUSAGE_SELF, &ru1);
+	uint64_t wall1 = bench_now_ns();
+	printf("{\"type\":\"counted_section\",\"wall_ns\":%llu,\"user_us\":%lld,\"sys_us\":%lld}\n",
+	       (unsigned long long)(wall1 - wall0), tv_us(ru1.ru_utime) - tv_us(ru0.ru_utime),
+	       tv_us(ru1.ru_stime) - tv_us(ru0.ru_stime));
+	fflush(stdout);
 }
 
 int main(int argc, char **argv)
@@ -140,5 +206,7 @@ int main(int argc, char **argv)
 		uint64_t t1 = bench_now_ns();
 		bench_emit_sample("per_call_ns", (double)(t1 - t0) / (double)n);
 	}
+	if (o.counted > 0)
+		counted_batches(&o, per_batch);
 	return 0;
 }

@@ -124,7 +124,23 @@ class Recorded:
 
 
 @dataclass
+class CountedSection:
+    """The app's counted batches (--counted-samples): their samples (counted.per_call_ns and
+    per_op.<counter>, in order) and what the section cost the app process, so the whole-app
+    figures can leave it out."""
+
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    calls: int = 0
+    wall_ns: int = 0
+    user_s: float = 0.0
+    sys_s: float = 0.0
+
+
+@dataclass
 class AppRun:
+    """The app process as timed_exec saw it: whole-process figures include the counted
+    section (CountedSection), which the driver subtracts."""
+
     meta: dict[str, Any]
     per_call_ns: list[float]
     wall_ns: int
@@ -133,6 +149,7 @@ class AppRun:
     max_rss_kib: int
     launcher_cpu_s: float
     involuntary_switches: int
+    counted: CountedSection = field(default_factory=CountedSection)
 
 
 class Tracer:

@@ -2,6 +2,7 @@
 tracing_trial runs main() here with that directory).
 
     tracing_trial --variant V --param duration_us=US --param calls=N [--samples S] [--warmup W]
+                  [--counted-samples C]
 
 Starts the variant's tracer, runs the app under it (traced_app through timed_exec, which
 measures the whole app process), stops the tracer, counts what it recorded, checks that
@@ -9,7 +10,10 @@ captured + dropped = expected (2 events per call), deletes the trace, and prints
 program protocol's JSON lines (docs/ARCHITECTURE.md, "The program protocol"):
 
     samples   per_call_ns (one per timed batch of the app), app_wall_ms, app_cpu_ms,
-              app_max_rss_kib (one each per trial)
+              app_max_rss_kib (one each per trial); with --counted-samples C, C more
+              batches of the app with kernel counters on, relayed as counted.per_call_ns
+              and per_op.<counter> (traced_app.c), and left out of app_wall_ms and
+              app_cpu_ms (the app times its counted section)
     counters  calls, events_expected, events_captured, events_dropped, trace_bytes,
               tracer_cpu_ms, tracer_rss_kib, app_user_ms, app_sys_ms, and per tracer more
 
@@ -45,6 +49,7 @@ from .tracers import (
     AppRun,
     BpftraceTracer,
     Build,
+    CountedSection,
     EbpfTracer,
     LttngTracer,
     Placement,
@@ -94,6 +99,7 @@ class Args:
     calls: int
     samples: int
     warmup: int
+    counted_samples: int = 0
 
 
 def parse_args(argv: Sequence[str]) -> Args:
@@ -108,7 +114,7 @@ def parse_args(argv: Sequence[str]) -> Args:
         SPEC.usage_error(f"--param calls={calls} is fewer than --samples + --warmup = "
                          f"{args.samples + args.warmup} batches of at least one call; "
                          "raise calls")
-    return Args(args.variant, duration, calls, args.samples, args.warmup)
+    return Args(args.variant, duration, calls, args.samples, args.warmup, args.counted_samples)
 
 
 def session_name() -> str:
@@ -132,12 +138,14 @@ def app_argv(args: Args, build: Build, place: Placement, hold: bool) -> list[str
     cpu = ["--cpu", str(place.app_cpu)] if place.app_cpu is not None else []
     return [str(build.launcher), *cpu, *(["--hold"] if hold else []), "--", str(build.app),
             "--duration-us", str(args.duration_us), "--calls", str(args.calls),
-            "--samples", str(args.samples), "--warmup", str(args.warmup)]
+            "--samples", str(args.samples), "--warmup", str(args.warmup),
+            "--counted-samples", str(args.counted_samples)]
 
 
 def parse_app_output(stdout: str, stderr: str) -> AppRun:
     meta: dict[str, Any] = {}
     samples: list[float] = []
+    counted = CountedSection()
     exit_line: dict[str, Any] | None = None
     for obj in read_json_lines(stdout):
         kind = obj.get("type")
@@ -145,6 +153,11 @@ def parse_app_output(stdout: str, stderr: str) -> AppRun:
             meta.update({k: v for k, v in obj.items() if k != "type"})
         elif kind == "sample" and obj.get("metric") == "per_call_ns":
             samples.append(float(obj["value"]))
+        elif kind == "sample" and str(obj.get("metric")).startswith(("counted.", "per_op.")):
+            counted.samples.setdefault(str(obj["metric"]), []).append(float(obj["value"]))
+        elif kind == "counted_section":
+            counted.wall_ns = int(obj["wall_ns"])
+            counted.user_s, counted.sys_s = obj["user_us"] / 1e6, obj["sys_us"] / 1e6
         elif kind == "app_exit":
             exit_line = obj
     if exit_line is None:
@@ -152,9 +165,11 @@ def parse_app_output(stdout: str, stderr: str) -> AppRun:
     if exit_line["status"] != 0:
         raise Failure(f"the app failed (status {exit_line['status']}): "
                          f"{last_line(stderr) or 'no message'}")
+    counted.calls = int(meta.get("counted_calls", 0))
     return AppRun(meta, samples, int(exit_line["wall_ns"]), exit_line["user_us"] / 1e6,
                   exit_line["sys_us"] / 1e6, int(exit_line["max_rss_kib"]),
-                  exit_line["self_cpu_us"] / 1e6, int(exit_line["involuntary_switches"]))
+                  exit_line["self_cpu_us"] / 1e6, int(exit_line["involuntary_switches"]),
+                  counted)
 
 
 class AppProcess:
@@ -204,15 +219,20 @@ def run_trial(args: Args, build: Build, tracer: Tracer, place: Placement) -> Non
         raise Failure(f"{wrapped[0]} exited with status {reaped.status}: "
                          f"{last_line(err) or 'no message'}")
     tracer.after_app(proc, reaped, app)
-    expected = 2 * args.calls if tracer.records_events else 0
+    # The counted batches are calls too, and the tracer recorded them.
+    expected = 2 * (args.calls + app.counted.calls) if tracer.records_events else 0
     rec = tracer.stop(expected)
     if rec.captured + rec.dropped != rec.expected:
         raise Failure(
             f"{args.variant}: {rec.captured} events captured + {rec.dropped} dropped != "
-            f"{rec.expected} expected (2 per call x {args.calls} calls): the count is wrong")
+            f"{rec.expected} expected (2 per call x {args.calls} calls + "
+            f"{app.counted.calls} counted): the count is wrong")
     if len(app.per_call_ns) != args.samples:
         raise Failure(f"the app printed {len(app.per_call_ns)} samples, expected "
                          f"{args.samples}")
+    got = len(app.counted.samples.get("counted.per_call_ns", []))
+    if got != args.counted_samples:
+        raise Failure(f"the app printed {got} counted samples, expected {args.counted_samples}")
     emit(args, place, app, rec)
 
 
@@ -225,14 +245,22 @@ def emit(args: Args, place: Placement, app: AppRun, rec: Recorded) -> None:
                 **rec.meta})
     for v in app.per_call_ns:
         out.sample("per_call_ns", v)
-    out.sample("app_wall_ms", app.wall_ns / 1e6)
-    out.sample("app_cpu_ms", (app.user_s + app.sys_s) * 1e3)
+    for metric, values in app.counted.samples.items():
+        for v in values:
+            out.sample(metric, v)
+    # The whole app without its counted section: the same process a run without counted
+    # samples would time (its start, measured batches and exit).
+    counted = app.counted
+    user_s, sys_s = app.user_s - counted.user_s, app.sys_s - counted.sys_s
+    out.sample("app_wall_ms", (app.wall_ns - counted.wall_ns) / 1e6)
+    out.sample("app_cpu_ms", (user_s + sys_s) * 1e3)
     out.sample("app_max_rss_kib", float(app.max_rss_kib))
     counters: dict[str, float] = {
-        "calls": args.calls, "events_expected": rec.expected, "events_captured": rec.captured,
+        "calls": args.calls, "counted_calls": counted.calls,
+        "events_expected": rec.expected, "events_captured": rec.captured,
         "events_dropped": rec.dropped, "trace_bytes": rec.trace_bytes,
         "tracer_cpu_ms": round(rec.cpu_s * 1e3, 3), "tracer_rss_kib": rec.rss_kib,
-        "app_user_ms": round(app.user_s * 1e3, 3), "app_sys_ms": round(app.sys_s * 1e3, 3),
+        "app_user_ms": round(user_s * 1e3, 3), "app_sys_ms": round(sys_s * 1e3, 3),
         # Preemptions of the app: another process on its CPU stretches every wall-clock
         # figure of this trial (the busy-wait ends on the clock, not on work done).
         "app_involuntary_switches": app.involuntary_switches,

@@ -2,7 +2,7 @@
 // every entry exactly once with the right value.
 //
 //	dump-go --variant go-iterate|go-batch --param map=hash|array --param entries=N \
-//	        [--samples S] [--warmup W]
+//	        [--samples S] [--warmup W] [--counted-samples C]
 //
 // go-iterate is the seed's normal/main.go (Map.Iterate, MapIterator.Next(&k, &v): one
 // BPF_MAP_GET_NEXT_KEY and one BPF_MAP_LOOKUP_ELEM per entry); go-batch is its
@@ -11,7 +11,9 @@
 // check after it (not timed) is the same as dump_reader.c's. The Go runtime's memory
 // statistics are taken around every measured dump (not timed) and reported as counters:
 // Alloc, HeapAlloc, TotalAlloc, Sys, NumGC before the first and after the last, as the
-// seed printed them, and per-entry allocation figures.
+// seed printed them, and per-entry allocation figures. After the measured dumps,
+// --counted-samples C more with kernel counters on around each timed dump (counters.go):
+// counted.<metric> and per_op.<counter> per entry, as dump_reader.c prints them.
 package main
 
 import (
@@ -30,9 +32,11 @@ import (
 )
 
 const (
-	batchChunk  = 4096 // the seed's chunk
-	bufferSlack = 2 * 65536
-	maxEntries  = 1 << 28 // as dump.h: the kernel's hash bucket limit
+	batchChunk = 4096 // the seed's chunk
+	// As dump_reader.c's READER_TRACEPOINTS: the bpf() calls the variants differ in.
+	readerTracepoints = "syscalls:sys_enter_bpf,syscalls:sys_enter_read"
+	bufferSlack       = 2 * 65536
+	maxEntries        = 1 << 28 // as dump.h: the kernel's hash bucket limit
 )
 
 var variants = []variant{
@@ -243,16 +247,22 @@ func main() {
 	if a.variant == "go-batch" {
 		meta["batch"] = batchChunk
 	}
+	ctr := openCounters(readerTracepoints)
+	ctr.meta(meta)
 	emit(meta)
 
 	var watch memWatch
 	var checksum uint64
 	retries := 0
-	for i := 0; i < a.warmup+a.samples; i++ {
+	for i := 0; i < a.warmup+a.samples+a.counted; i++ {
 		poison(keys, vals)
-		measured := i >= a.warmup
+		measured := i >= a.warmup && i < a.warmup+a.samples
+		counted := i >= a.warmup+a.samples
 		if measured {
 			watch.beforeDump()
+		}
+		if counted {
+			ctr.start()
 		}
 		t0 := time.Now()
 		var d dump
@@ -262,6 +272,9 @@ func main() {
 			d = dumpBatch(m, keys, vals)
 		}
 		ns := float64(time.Since(t0).Nanoseconds())
+		if counted {
+			ctr.stop()
+		}
 		if measured {
 			watch.afterDump()
 		}
@@ -273,14 +286,22 @@ func main() {
 		} else if v.checksum != checksum {
 			fatal("dump %d has checksum %d, the first had %d", i, v.checksum, checksum)
 		}
-		if !measured {
+		if !measured && !counted {
 			continue
 		}
-		retries += d.enospcRetries
-		emitSample("ns_per_entry", ns/float64(entries))
-		emitSample("s_per_dump", ns/1e9)
-		emitSample("entries_per_s", float64(entries)/(ns/1e9))
-		emitSample("syscalls_per_dump", float64(d.syscalls))
+		prefix := ""
+		if counted {
+			prefix = "counted."
+		} else {
+			retries += d.enospcRetries
+		}
+		emitSample(prefix+"ns_per_entry", ns/float64(entries))
+		emitSample(prefix+"s_per_dump", ns/1e9)
+		emitSample(prefix+"entries_per_s", float64(entries)/(ns/1e9))
+		emitSample(prefix+"syscalls_per_dump", float64(d.syscalls))
+		if counted { // per entry, as ns_per_entry
+			ctr.emit(float64(entries))
+		}
 	}
 
 	emitCounter("entries_verified", float64(entries))

@@ -28,6 +28,7 @@ type args struct {
 	params  map[string]string
 	samples int
 	warmup  int
+	counted int // --counted-samples: dumps after the measured ones, with counters on
 }
 
 // say writes one diagnostic line to stderr, "dump-go: ...".
@@ -66,7 +67,7 @@ func names(vs []variant) string {
 }
 
 func printHelp(summary string, vs []variant, params map[string]string) {
-	fmt.Printf("usage: dump-go --variant V --param NAME=VALUE... [--samples N] [--warmup N]\n%s\n\nvariants:\n", summary)
+	fmt.Printf("usage: dump-go --variant V --param NAME=VALUE... [--samples N] [--warmup N] [--counted-samples N]\n%s\n\nvariants:\n", summary)
 	for _, v := range vs {
 		fmt.Printf("  %-12s %s\n", v.name, v.help)
 	}
@@ -82,7 +83,8 @@ func printHelp(summary string, vs []variant, params map[string]string) {
 }
 
 // parseArgs accepts what bench_parse_args accepts: --variant V, --param NAME=VALUE (once
-// per name), --samples N (>= 1, default 10), --warmup N (>= 0, default 1), "--opt=value".
+// per name), --samples N (>= 1, default 10), --warmup N (>= 0, default 1),
+// --counted-samples N (>= 0, default 0), "--opt=value".
 func parseArgs(argv []string, summary string, vs []variant, params map[string]string) args {
 	a := args{params: map[string]string{}, samples: 10, warmup: 1}
 	seen := map[string]bool{}
@@ -97,9 +99,9 @@ func parseArgs(argv []string, summary string, vs []variant, params map[string]st
 		}
 		name, value, hasValue := strings.Cut(arg[2:], "=")
 		switch name {
-		case "variant", "param", "samples", "warmup":
+		case "variant", "param", "samples", "warmup", "counted-samples":
 		default:
-			usageError("unknown option '%s' (known: --variant, --param, --samples, --warmup, --help)", arg)
+			usageError("unknown option '%s' (known: --variant, --param, --samples, --warmup, --counted-samples, --help)", arg)
 		}
 		if !hasValue {
 			if i+1 >= len(argv) {
@@ -127,16 +129,19 @@ func parseArgs(argv []string, summary string, vs []variant, params map[string]st
 				usageError("--param %s given twice (give each param once)", k)
 			}
 			a.params[k] = v
-		case "samples", "warmup":
-			lo := map[string]int{"samples": 1, "warmup": 0}[name]
+		case "samples", "warmup", "counted-samples":
+			lo := map[string]int{"samples": 1, "warmup": 0, "counted-samples": 0}[name]
 			n, err := strconv.Atoi(value)
 			if err != nil || n < lo || strings.ContainsAny(value, "+- ") {
 				usageError("--%s %s is not a whole number >= %d (e.g. --%s %d)", name, value, lo, name, lo+2)
 			}
-			if name == "samples" {
+			switch name {
+			case "samples":
 				a.samples = n
-			} else {
+			case "warmup":
 				a.warmup = n
+			default:
+				a.counted = n
 			}
 		}
 	}

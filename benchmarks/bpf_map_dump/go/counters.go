@@ -1,0 +1,170 @@
+// Kernel counters of the counted dumps (--counted-samples), as benchmarks/common/counters.c
+// opens them for the C readers: perf events on this program's main thread, opened disabled,
+// enabled only around a counted dump's timed section, printed per entry as per_op.<name>
+// samples under the same names as the C reader's, so the two languages compare.
+//
+// Per thread, not per process: main() runs locked to the main thread (init), and every
+// bpf() call of a dump is made by it, so the bpf() and read() counts are whole. What other
+// Go runtime threads do meanwhile (the garbage collector's page faults, its context
+// switches) is not counted, as the C reader's helpers are not.
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+type perfCounter struct {
+	name          string
+	fd            int
+	total, before uint64
+}
+
+type counters struct {
+	open   []perfCounter
+	absent []string
+}
+
+type eventKind struct {
+	name   string
+	typ    uint32
+	config uint64
+}
+
+var softwareEvents = []eventKind{
+	{"task_clock_ns", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_TASK_CLOCK},
+	{"context_switches", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CONTEXT_SWITCHES},
+	{"cpu_migrations", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_MIGRATIONS},
+	{"page_faults_minor", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_PAGE_FAULTS_MIN},
+	{"page_faults_major", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ},
+}
+
+var pmuEvents = []eventKind{
+	{"cycles", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES},
+	{"instructions", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_INSTRUCTIONS},
+	{"branch_misses", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_BRANCH_MISSES},
+	{"cache_misses", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CACHE_MISSES},
+	{"dtlb_load_misses", unix.PERF_TYPE_HW_CACHE, unix.PERF_COUNT_HW_CACHE_DTLB |
+		unix.PERF_COUNT_HW_CACHE_OP_READ<<8 | unix.PERF_COUNT_HW_CACHE_RESULT_MISS<<16},
+}
+
+// openError words an open failure as counters.c's open_error does.
+func openError(err error) string {
+	switch err {
+	case unix.ENOENT, unix.EOPNOTSUPP, unix.ENODEV:
+		return "not supported on this host (no PMU, or the event does not exist)"
+	case unix.EACCES, unix.EPERM:
+		return "not permitted (kernel.perf_event_paranoid, or not root)"
+	}
+	return err.Error()
+}
+
+func (c *counters) add(name string, typ uint32, config uint64) {
+	attr := unix.PerfEventAttr{Type: typ, Config: config,
+		Bits: unix.PerfBitDisabled | unix.PerfBitExcludeHv}
+	attr.Size = uint32(binary.Size(attr))
+	fd, err := unix.PerfEventOpen(&attr, 0 /* this thread */, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		c.absent = append(c.absent, name+": "+openError(err))
+		return
+	}
+	c.open = append(c.open, perfCounter{name: name, fd: fd})
+}
+
+func tracepointID(system, event string) (uint64, bool) {
+	for _, root := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		text, err := os.ReadFile(fmt.Sprintf("%s/events/%s/%s/id", root, system, event))
+		if err != nil {
+			continue
+		}
+		if id, err := strconv.ParseUint(strings.TrimSpace(string(text)), 10, 64); err == nil {
+			return id, true
+		}
+	}
+	return 0, false
+}
+
+func (c *counters) addTracepoints(list string) {
+	for _, spec := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ' ' }) {
+		system, event, ok := strings.Cut(spec, ":")
+		if !ok || system == "" || event == "" || strings.Contains(event, ":") {
+			c.absent = append(c.absent, spec+": not a tracepoint; write it as subsystem:event, e.g. tlb:tlb_flush")
+			continue
+		}
+		name := system + "." + event
+		dup := false
+		for _, o := range c.open {
+			dup = dup || o.name == name
+		}
+		if dup {
+			continue
+		}
+		if id, found := tracepointID(system, event); found {
+			c.add(name, unix.PERF_TYPE_TRACEPOINT, id)
+		} else {
+			c.absent = append(c.absent, spec+": no such tracepoint in tracefs (or tracefs is not mounted)")
+		}
+	}
+}
+
+// openCounters: the software events, the PMU events (or why not), the tracepoints named,
+// and those in BAKEOFF_TRACEPOINTS; BAKEOFF_COUNTERS=off opens none (counters.h).
+func openCounters(tracepoints string) *counters {
+	c := &counters{}
+	if os.Getenv("BAKEOFF_COUNTERS") == "off" {
+		c.absent = append(c.absent, "all: BAKEOFF_COUNTERS=off")
+		return c
+	}
+	for _, e := range append(append([]eventKind{}, softwareEvents...), pmuEvents...) {
+		c.add(e.name, e.typ, e.config)
+	}
+	c.addTracepoints(tracepoints)
+	c.addTracepoints(os.Getenv("BAKEOFF_TRACEPOINTS"))
+	return c
+}
+
+// meta adds "counters" and "counters_absent" to a meta line, as bench_counters_meta.
+func (c *counters) meta(m map[string]any) {
+	names := make([]string, len(c.open))
+	for i, o := range c.open {
+		names[i] = o.name
+	}
+	m["counters"] = strings.Join(names, ",")
+	m["counters_absent"] = strings.Join(c.absent, "; ")
+}
+
+func (c *counters) ioctlAll(req uint) {
+	for _, o := range c.open {
+		if err := unix.IoctlSetInt(o.fd, req, 0); err != nil {
+			fatal("failed to switch the counter %s: %v", o.name, err)
+		}
+	}
+}
+
+// start and stop sit outside the timer's readings: they add no time to the sample.
+func (c *counters) start() { c.ioctlAll(unix.PERF_EVENT_IOC_ENABLE) }
+
+func (c *counters) stop() {
+	c.ioctlAll(unix.PERF_EVENT_IOC_DISABLE)
+	buf := make([]byte, 8)
+	for i := range c.open {
+		if n, err := unix.Read(c.open[i].fd, buf); err != nil || n != 8 {
+			fatal("failed to read the counter %s: %v", c.open[i].name, err)
+		}
+		c.open[i].total = binary.NativeEndian.Uint64(buf)
+	}
+}
+
+// emit prints one per_op.<name> sample per counter: the count since the last emit / ops.
+func (c *counters) emit(ops float64) {
+	for i := range c.open {
+		o := &c.open[i]
+		emitSample("per_op."+o.name, float64(o.total-o.before)/ops)
+		o.before = o.total
+	}
+}
