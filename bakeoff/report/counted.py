@@ -165,39 +165,71 @@ def _strength(a: float, b: float) -> float:
     return abs(math.log(a / b))
 
 
+def _apart(a: Summary, b: Summary) -> float:
+    """_strength of two per-op summaries whose CIs do not overlap; 0 when they do (a
+    difference the counted samples do not show is no explanation)."""
+    if a.n_trials >= 2 and b.n_trials >= 2 and a.ci_low <= b.ci_high and b.ci_low <= a.ci_high:
+        return 0.0
+    return _strength(a.median, b.median)
+
+
 @dataclass(frozen=True)
 class WhySentence:
     text: str
     tentative: str  # '' when settled
     counters: tuple[str, ...]  # what it quotes, most telling first
+    rival: CaseResult  # whom the winner's counters are set against
+
+
+def _rival(ba: BenchmarkAnalysis, best: CaseResult, base: CaseResult) -> CaseResult:
+    """Whom the winner's counters are set against: of the variants measured at its point
+    (controls aside), the one whose why_counters differ most from the winner's. The baseline
+    when it is that far, or when nothing counted differs: the difference that explains a
+    ranking may lie with another variant (the tracer that wakes its reader, against the
+    winner that never does), not with the untraced baseline both are compared to."""
+    names = [n for n in ba.info.why_counters if n in best.per_op]
+    def distance(r: CaseResult) -> float:
+        return max((_apart(best.per_op[n], r.per_op[n]) for n in names if n in r.per_op),
+                   default=0.0)
+    peers = [r for r in ba.results if r.case.params == best.case.params
+             and r.metric == best.metric and r is not best and r.per_op
+             and not ba.info.is_control(r.case.variant)]
+    far = max(peers, key=distance, default=base)
+    return base if distance(far) <= distance(base) else far
 
 
 def why_sentence(ba: BenchmarkAnalysis, where: str, best: CaseResult,
                  base: CaseResult) -> WhySentence | None:
-    """At a winner finding's point: the why_counters of its best variant against the
-    baseline, the one whose per-op ratio is furthest from 1 first, each with its CI; None
-    when the benchmark names none or neither case counted them."""
-    names = [n for n in ba.info.why_counters if n in best.per_op and n in base.per_op]
+    """At a winner finding's point: the why_counters of its best variant against the variant
+    whose counters differ most from its own (_rival: the baseline unless another differs
+    more), the counter furthest apart first, each with its CI; counters both count 0 of are
+    left out. None when the benchmark names none or neither case counted them."""
+    other = _rival(ba, best, base)
+    names = [n for n in ba.info.why_counters if n in best.per_op and n in other.per_op]
     if not names:
         return None
-    names.sort(key=lambda n: -_strength(best.per_op[n].median, base.per_op[n].median))
-    a, b = best.per_op, base.per_op
+    names.sort(key=lambda n: (-_apart(best.per_op[n], other.per_op[n]),
+                              -_strength(best.per_op[n].median, other.per_op[n].median)))
+    a, b = best.per_op, other.per_op
     lead = names[0]
     at = f"At {where}, " if where else ""
+    named = other.case.variant + (" (the baseline)" if other is base
+                                  and other.case.variant != "baseline" else "")
     if _strength(a[lead].median, b[lead].median) == 0:
-        text = (f"{at}{best.case.variant} and {ba.info.baseline} make the same "
+        text = (f"{at}{best.case.variant} and {named} make the same "
                 f"{counter_words(lead)} per op: {per_op_figure(a[lead])} against "
                 f"{per_op_figure(b[lead])}")
     else:
         text = (f"{at}{best.case.variant} makes {per_op_figure(a[lead])} "
-                f"{counter_words(lead)} per op against {per_op_figure(b[lead])} for "
-                f"{ba.info.baseline}")
-        ratio = best.per_op_vs_baseline.get(lead)
-        if ratio is not None and a[lead].n_trials > 1 and b[lead].n_trials > 1:
+                f"{counter_words(lead)} per op against {per_op_figure(b[lead])} for {named}")
+        ratio = best.per_op_vs_baseline.get(lead) if other is base else None
+        if ratio is not None and a[lead].n_trials > 1 and b[lead].n_trials > 1 and \
+                math.isfinite(ratio.ci_low) and math.isfinite(ratio.ci_high):
             text += (f" (ratio {fmt_number(ratio.ratio)}, 95% CI {fmt_number(ratio.ci_low)}–"
                      f"{fmt_number(ratio.ci_high)})")
     others = [f"{counter_words(n)} {fmt_value(a[n].median, '')} against {fmt_value(b[n].median, '')}"
-              + _ci_pair(a[n], b[n]) for n in names[1:]]
+              + _ci_pair(a[n], b[n]) for n in names[1:]
+              if not (a[n].median == b[n].median == 0 and a[n].ci_high == b[n].ci_high == 0)]
     if others:
         text += "; " + "; ".join(others)
     trials = min(a[lead].n_trials, b[lead].n_trials)
@@ -209,7 +241,7 @@ def why_sentence(ba: BenchmarkAnalysis, where: str, best: CaseResult,
             a[lead].ci_low <= b[lead].ci_high and b[lead].ci_low <= a[lead].ci_high:
         why.append("their CIs overlap")
     text += f" [tentative: {', '.join(why)}]." if why else "."
-    return WhySentence(text, "; ".join(why), tuple(names))
+    return WhySentence(text, "; ".join(why), tuple(names), other)
 
 
 def _ci_pair(a: Summary, b: Summary) -> str:

@@ -320,7 +320,7 @@ def _why_finding(ba: BenchmarkAnalysis, winner: Finding) -> Finding | None:
         return None
     why = sorted({w for s, _, _ in said if s.tentative for w in s.tentative.split("; ")})
     return Finding("why", " ".join(s.text for s, _, _ in said), "; ".join(why),
-                   results=tuple(r for _, best, base in said for r in (best, base)))
+                   results=tuple(r for s, best, _ in said for r in (best, s.rival)))
 
 
 # ---- crossovers, fits, skips, failures ---------------------------------------------------
