@@ -1,11 +1,13 @@
 """Flame graphs from `perf record -g`, drawn offline with plotly's icicle chart.
 
-`perf script -F period,ip,sym,dso` prints each sample as its period (ns for cpu-clock) and
-its call stack, leaf first. `fold()` turns that into stacks root first with their summed
-period, as Brendan Gregg's stackcollapse-perf.pl does; `icicle()` draws one profile (root on
-top, each frame as wide as its share of the samples); `differential()` draws one profile's
-frames coloured by how much more (red) or less (blue) of the time they take than in a
-baseline profile, the differential flame graph of the same tools.
+`perf script -F comm,period,ip,sym,dso` prints each sample as its process's name and period
+(ns for cpu-clock) and its call stack, leaf first. `fold()` turns that into stacks root first
+with their summed period, as Brendan Gregg's stackcollapse-perf.pl does, the process name as
+the first frame when perf printed it (a trial that starts a tracer shows both processes);
+`write_folded()` and `read_folded()` keep them in that tool's text format; `icicle()` draws
+one profile (root on top, each frame as wide as its share of the samples); `differential()`
+draws one profile's frames coloured by how much more (red) or less (blue) of the time they
+take than in a baseline profile, the differential flame graph of the same tools.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ Folded = Counter[Stack]
 
 _FRAME = re.compile(r"^\s*[0-9a-f]+\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)\)\s*$")
 _HEADER = re.compile(r"^\s*(?P<period>[0-9]+)\s*$")
+# With comm: "mremap_bench     250000" (a name may hold spaces; the period ends the line).
+_HEADER_COMM = re.compile(r"^(?P<comm>\S.*?)\s+(?P<period>[0-9]+)\s*$")
 ROOT = "all"
+PROCESS = "[process]"
 
 
 def _frame_name(sym: str, dso: str) -> str:
@@ -33,25 +38,58 @@ def _frame_name(sym: str, dso: str) -> str:
 
 
 def fold(perf_script: Iterable[str]) -> Folded:
-    """Stacks (root first) → summed period, from `perf script -F period,ip,sym,dso`."""
+    """Stacks (root first) → summed period, from `perf script -F [comm,]period,ip,sym,dso`;
+    with comm, each stack starts with 'NAME [process]'."""
+    return fold_counting(perf_script)[0]
+
+
+def fold_counting(perf_script: Iterable[str]) -> tuple[Folded, int]:
+    """fold(), and how many samples perf printed (one with no frame is not folded)."""
     folded: Folded = Counter()
+    samples = 0
     period: int | None = None
     frames: list[str] = []
+    process: str | None = None
 
     def flush() -> None:
         if period is not None and frames:
-            folded[tuple(reversed(frames))] += period
+            root = (f"{process} {PROCESS}",) if process is not None else ()
+            folded[root + tuple(reversed(frames))] += period
 
     for line in perf_script:
-        header = _HEADER.match(line)
+        header = _HEADER.match(line) or _HEADER_COMM.match(line)
         if header:
             flush()
+            samples += 1
             period, frames = int(header["period"]), []
+            process = header.groupdict().get("comm")
             continue
         frame = _FRAME.match(line)
         if frame and period is not None:
             frames.append(_frame_name(frame["sym"], frame["dso"]))
     flush()
+    return folded, samples
+
+
+def write_folded(folded: Mapping[Stack, int]) -> str:
+    """The stacks as flamegraph.pl and speedscope read them: 'root;child;leaf PERIOD' per line,
+    heaviest first. A ';' inside a frame (rare: C++ templates) becomes ':' so it cannot split
+    the frame."""
+    lines = [";".join(f.replace(";", ":") for f in stack) + f" {period}"
+             for stack, period in sorted(folded.items(), key=lambda sp: (-sp[1], sp[0]))]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def read_folded(text: str) -> Folded:
+    """write_folded()'s text back into stacks; a line without a period is refused."""
+    folded: Folded = Counter()
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        stack, _, period = line.rpartition(" ")
+        if not stack or not period.isdigit():
+            raise ValueError(f"line {n} is not 'frame;frame;... PERIOD': {line[:80]!r}")
+        folded[tuple(stack.split(";"))] += int(period)
     return folded
 
 
