@@ -125,14 +125,39 @@ def tree(folded: Mapping[Stack, int]) -> Tree:
     return Tree(ids, labels, parents, [through[s] for s in ordered])
 
 
+# A frame's colour says where it runs, as in perf's and Gregg's flame graphs: the kernel, the
+# program itself, a shared library, or a frame nothing could name.
+KIND_COLORS = {"process": "#9aa5b1", "kernel": "#e8743b", "library": "#5aa469",
+               "program": "#4c8bd6", "unknown": "#c9ced6", "root": "#6b7785"}
+
+
+# Percentage points of the time against the baseline: blue less, white the same, red more.
+DIFF_COLORSCALE = [[0.0, "#2166ac"], [0.5, "#f7f7f7"], [1.0, "#b2182b"]]
+
+
+def frame_kind(label: str) -> str:
+    """'kernel', 'library', 'program', 'unknown', 'process' or 'root', from a frame's name."""
+    if label == ROOT:
+        return "root"
+    if label.endswith(PROCESS):
+        return "process"
+    if label.startswith("[unknown]"):
+        return "unknown"
+    module = label.rsplit(" [", 1)[-1].rstrip("]")
+    if module == "kernel":
+        return "kernel"
+    return "library" if ".so" in module else "program"
+
+
 def icicle(folded: Mapping[Stack, int], title: str, unit: str = "ns") -> dict[str, Any]:
-    """A plotly figure (as a dict) of one profile."""
+    """A plotly figure (as a dict) of one profile, each frame coloured by where it runs."""
     t = tree(folded)
     shares = t.shares()
     return {
         "data": [{
             "type": "icicle", "ids": t.ids, "labels": t.labels, "parents": t.parents,
             "values": t.values, "branchvalues": "total", "tiling": {"orientation": "v"},
+            "marker": {"colors": [KIND_COLORS[frame_kind(label)] for label in t.labels]},
             "customdata": [100 * shares[i] for i in t.ids],
             "hovertemplate": (f"%{{label}}<br>%{{value:,}} {unit} sampled, "
                               "%{customdata:.1f}% of all<extra></extra>"),
@@ -157,7 +182,8 @@ def differential(folded: Mapping[Stack, int], baseline: Mapping[Stack, int], tit
             "type": "icicle", "ids": t.ids, "labels": t.labels, "parents": t.parents,
             "values": t.values, "branchvalues": "total", "tiling": {"orientation": "v"},
             "customdata": delta, "maxdepth": 40,
-            "marker": {"colors": delta, "colorscale": "RdBu", "reversescale": True,
+            # Spelled out: plotly's own "RdBu" runs blue to red, ColorBrewer's red to blue.
+            "marker": {"colors": delta, "colorscale": DIFF_COLORSCALE,
                        "cmin": -limit, "cmax": limit, "cmid": 0,
                        "colorbar": {"title": {"text": "share vs baseline (pp)"}}},
             "hovertemplate": "%{label}<br>%{customdata:+.1f} percentage points of the time "

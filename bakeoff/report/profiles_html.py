@@ -79,5 +79,8 @@ def profiles_section(pairs: Sequence[LoadedPair], infos: Mapping[str, BenchmarkI
     body = "".join(_pair(lp, infos, place) for lp in pairs)
     return ('<section id="profiles"><h2>Profiles</h2><p class="note">Flame graphs from '
             "<code>bakeoff profile</code>: each frame is as wide as its share of the sampled "
-            "time, callers above callees; click a frame to zoom into it.</p>"
+            "time, callers above callees; click a frame to zoom into it. Colours: orange the "
+            "kernel, blue the program, green shared libraries, grey processes and frames "
+            "nothing could name; in a differential, red frames take a larger share of the "
+            "time than in the baseline, blue a smaller one.</p>"
             f"{body}</section>")
