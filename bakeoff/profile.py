@@ -49,6 +49,7 @@ CALL_GRAPH = "fp"
 MAX_TRIALS = 10  # per case: a profile is a few long trials, not many short ones
 MAX_SAMPLES = 1_000_000  # a lengthened trial's samples, at most
 TOOL_TIMEOUT_S = 600.0  # perf script of a few seconds of samples takes about one
+EXIT_USAGE = 2  # bench.h BENCH_EXIT_USAGE: the program refused its arguments
 
 
 class ProfileFailed(Exception):
@@ -197,6 +198,7 @@ class _Accumulated:
     wall_s: float = 0.0
     samples: int = 0
     next_samples: int = 0
+    as_run: bool = False  # the program refused longer trials: the run's own length only
 
     @property
     def sampled_s(self) -> float:
@@ -243,12 +245,19 @@ class _Profiler:
         result = run_program(argv, env, profile.timeout_s,
                              self.ctx.trial_cpus[0] if self.ctx.trial_cpus else None,
                              registry.launcher())
-        if interrupts.received() or result.status == "interrupted":
-            raise Interrupted(interrupts.received() or signal.SIGINT)
-        if result.status != "ok":
-            raise ProfileFailed(f"{acc.case.key}: the trial under perf failed: {result.error}")
-        before = acc.sampled_s
         try:
+            if interrupts.received() or result.status == "interrupted":
+                raise Interrupted(interrupts.received() or signal.SIGINT)
+            if (result.exit_code == EXIT_USAGE and not acc.as_run
+                    and acc.next_samples != self.profile.samples):
+                # The program refused the lengthened trial (tracing-overhead: more batches
+                # than its calls): trials of the run's own length from now on.
+                acc.as_run, acc.next_samples = True, self.profile.samples
+                return
+            if result.status != "ok":
+                raise ProfileFailed(f"{acc.case.key}: the trial under perf failed: "
+                                    f"{result.error}")
+            before = acc.sampled_s
             self._fold(acc, data)
         finally:
             data.unlink(missing_ok=True)
@@ -259,8 +268,9 @@ class _Profiler:
         # starting up.
         this = acc.sampled_s - before
         scale = (self.seconds - acc.sampled_s) / this if this > 0 else 1.0
-        acc.next_samples = int(min(MAX_SAMPLES, acc.next_samples * 100, max(
-            acc.next_samples, math.ceil(acc.next_samples * scale))))
+        if not acc.as_run:
+            acc.next_samples = int(min(MAX_SAMPLES, acc.next_samples * 100, max(
+                acc.next_samples, math.ceil(acc.next_samples * scale))))
 
     def _fold(self, acc: _Accumulated, data: Path) -> None:
         script = self.scratch / "perf.script"
