@@ -32,7 +32,9 @@ PROCESS = "[process]"
 def _frame_name(sym: str, dso: str) -> str:
     """'do_anonymous_page [kernel]', 'batch_prepare [mremap_bench]'; an unsymbolised frame
     keeps its module, so a reader still sees where the time went."""
-    module = "kernel" if dso == "[kernel.kallsyms]" else dso.rsplit("/", 1)[-1] or "?"
+    # A BPF program's "module" is its own name again (bpf_prog_<tag>_<name>): say bpf.
+    module = ("kernel" if dso == "[kernel.kallsyms]" else "bpf" if dso.startswith("bpf_prog_")
+              else dso.rsplit("/", 1)[-1] or "?")
     name = sym if sym and sym != "[unknown]" else "[unknown]"
     return f"{name} [{module}]"
 
@@ -127,8 +129,9 @@ def tree(folded: Mapping[Stack, int]) -> Tree:
 
 # A frame's colour says where it runs, as in perf's and Gregg's flame graphs: the kernel, the
 # program itself, a shared library, or a frame nothing could name.
-KIND_COLORS = {"process": "#9aa5b1", "kernel": "#e8743b", "library": "#5aa469",
-               "program": "#4c8bd6", "unknown": "#c9ced6", "root": "#6b7785"}
+KIND_COLORS = {"process": "#9aa5b1", "kernel": "#e8743b", "bpf": "#b5509c",
+               "library": "#5aa469", "program": "#4c8bd6", "unknown": "#c9ced6",
+               "root": "#6b7785"}
 
 
 # Percentage points of the time against the baseline: blue less, white the same, red more.
@@ -136,7 +139,8 @@ DIFF_COLORSCALE = [[0.0, "#2166ac"], [0.5, "#f7f7f7"], [1.0, "#b2182b"]]
 
 
 def frame_kind(label: str) -> str:
-    """'kernel', 'library', 'program', 'unknown', 'process' or 'root', from a frame's name."""
+    """'kernel', 'bpf', 'library', 'program', 'unknown', 'process' or 'root', from a frame's
+    name."""
     if label == ROOT:
         return "root"
     if label.endswith(PROCESS):
@@ -144,8 +148,8 @@ def frame_kind(label: str) -> str:
     if label.startswith("[unknown]"):
         return "unknown"
     module = label.rsplit(" [", 1)[-1].rstrip("]")
-    if module == "kernel":
-        return "kernel"
+    if module in ("kernel", "bpf"):
+        return module
     return "library" if ".so" in module else "program"
 
 

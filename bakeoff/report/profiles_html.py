@@ -59,15 +59,15 @@ def _pair(lp: LoadedPair, infos: Mapping[str, BenchmarkInfo], place: Place) -> s
     if p.baseline is not None and lp.baseline is not None:
         tops += _top(_label(infos, p.baseline.case), lp.baseline)
     parts.append(f'<div class="lead"><div>{tops}</div><div></div></div>')
-    parts.append(place(flamegraph.icicle(lp.case, f"{case}: where the time goes"),
+    parts.append(place(flamegraph.icicle(lp.case, case),
                        f"{slug}-flame"))
     if p.baseline is not None and lp.baseline is not None:
         base = _label(infos, p.baseline.case)
         parts.append(place(flamegraph.icicle(lp.baseline, f"{base} (baseline)"),
                            f"{slug}-baseline-flame"))
         parts.append(place(flamegraph.differential(
-            lp.case, lp.baseline, f"{case} against {base}: red takes a larger share of the "
-            "time, blue a smaller one"), f"{slug}-differential"))
+            lp.case, lp.baseline, f"{p.case.case.variant} against {p.baseline.case.variant}: "
+            "red a larger share of the time, blue a smaller"), f"{slug}-differential"))
     return "".join(parts)
 
 
@@ -80,7 +80,7 @@ def profiles_section(pairs: Sequence[LoadedPair], infos: Mapping[str, BenchmarkI
     return ('<section id="profiles"><h2>Profiles</h2><p class="note">Flame graphs from '
             "<code>bakeoff profile</code>: each frame is as wide as its share of the sampled "
             "time, callers above callees; click a frame to zoom into it. Colours: orange the "
-            "kernel, blue the program, green shared libraries, grey processes and frames "
-            "nothing could name; in a differential, red frames take a larger share of the "
-            "time than in the baseline, blue a smaller one.</p>"
+            "kernel, purple BPF programs, blue the program, green shared libraries, grey "
+            "processes and frames nothing could name; in a differential, red frames take a "
+            "larger share of the time than in the baseline, blue a smaller one.</p>"
             f"{body}</section>")
