@@ -125,10 +125,11 @@ def find_case(plans: Sequence[BenchmarkPlan], spec: str,
     cases when it names none or several."""
     items = _spec_items(spec)
     if benchmark is not None:
-        plans = [p for p in plans if p.benchmark.name == benchmark]
-        if not plans:
+        chosen = [p for p in plans if p.benchmark.name == benchmark]
+        if not chosen:
             raise UsageError(f"--benchmark {benchmark}: the run has no such benchmark; give "
                              f"one of {', '.join(p.benchmark.name for p in plans) or 'none'}")
+        plans = chosen
     if len(plans) == 1:
         _check_items(plans[0].benchmark, items)
     found = [(p, c) for p in plans for c in p.cases if _matches(p.benchmark, c, items)]

@@ -193,31 +193,32 @@ def test_a_run_dir_that_is_not_one_is_exit_2(tmp_path: Path) -> None:
     assert_usage_error(res, "--seconds", "e.g. --seconds 3")
 
 
-def test_ctrl_c_while_profiling_leaves_nothing(mremap_run: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_profiling_leaves_nothing(mremap_run: Path, signum: int) -> None:
     before = {p.name: _digest(p) for p in (mremap_run / profile_store.PROFILES_DIR).glob("*")} \
         if (mremap_run / profile_store.PROFILES_DIR).exists() else {}
     results = _digest(mremap_run / "results.json")
     proc = subprocess.Popen(
         [sys.executable, "-m", "bakeoff", "profile", str(mremap_run), "--case",
          "variant=mremap,size=16MiB", "--seconds", "60"],
-        cwd=REPO, env=marked_env("profile-sigint"), stdout=subprocess.PIPE,
+        cwd=REPO, env=marked_env(f"profile-signal-{signum}"), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while not _perf_running("profile-sigint"):
+        while not _perf_running(f"profile-signal-{signum}"):
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "perf never started"
             time.sleep(0.05)
         time.sleep(0.3)  # perf and the trial well under way
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130, out + err
+    assert proc.returncode == 128 + signum, out + err
     assert "no profile was saved" in err
-    assert marked_processes("profile-sigint") == []
+    assert marked_processes(f"profile-signal-{signum}") == []
     assert _scratch_of(proc.pid) == []
     after = {p.name: _digest(p) for p in (mremap_run / profile_store.PROFILES_DIR).glob("*")} \
         if (mremap_run / profile_store.PROFILES_DIR).exists() else {}
@@ -262,3 +263,25 @@ def test_ebpf_force_is_profiled_with_its_tracer_attached(built: Path, tmp_path: 
     assert not any("uprobe" in f and f.endswith("[kernel]") for f in untraced)
     assert marked_processes("profile-ebpf") == []
     assert _scratch_of(pid) == []
+
+
+def test_a_case_that_fits_several_names_them_and_the_fix() -> None:
+    from bakeoff import registry
+    from bakeoff.errors import UsageError
+    from bakeoff.model import Case
+    from bakeoff.plan import BenchmarkPlan
+    from bakeoff.profile import find_case
+
+    bench = registry.discover()["mremap-vs-memcpy"]
+    cases = [Case(bench.name, v, (("size", s),)) for v in ("memcpy", "mremap")
+             for s in (4096, MIB16)]
+    plan = BenchmarkPlan(benchmark=bench, profile=bench.profiles["quick"], cases=cases,
+                         skips=[])
+    with pytest.raises(UsageError, match=r"matches 2 cases \(mremap size=4096; mremap "
+                                         r"size=16777216\); give every param"):
+        find_case([plan], "variant=mremap", None)
+    # A size as a person types it names the same case as the bytes the record holds.
+    assert find_case([plan], "variant=mremap,size=16MiB", None) == (plan, cases[3])
+    with pytest.raises(UsageError, match="--benchmark nope: the run has no such benchmark; "
+                                         "give one of mremap-vs-memcpy"):
+        find_case([plan], "variant=mremap", "nope")
