@@ -203,9 +203,10 @@ class _Accumulated:
 
     @property
     def sampled_s(self) -> float:
-        """CPU time perf sampled (the sum of the periods, ns of cpu-clock): what a trial
-        spent working, without perf's own start and finish (a second of wall per trial)."""
-        return sum(self.folded.values()) / 1e9
+        """CPU time perf sampled (FREQUENCY_HZ samples a second of CPU, for cpu-clock and
+        cycles alike): what the trials spent working, without perf's own start and finish
+        (about a second of wall time a trial, reading the BPF programs loaded)."""
+        return self.samples / FREQUENCY_HZ
 
     def needs_more(self, seconds: float) -> bool:
         """At least one trial; then until `seconds` of CPU are sampled, within bounds for a

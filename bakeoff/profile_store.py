@@ -1,7 +1,7 @@
 """The profiles of a results directory: RESULTS_DIR/profiles/, written by `bakeoff profile`.
 
-One `<case>.folded` per profiled case (stacks in flamegraph.pl's text format, the period of
-each in ns of the sampled clock) and `profiles.json`, the index: which case was profiled
+One `<case>.folded` per profiled case (stacks in flamegraph.pl's text format, each with its
+summed period: ns of cpu-clock, or cycles) and `profiles.json`, the index: which case was profiled
 against which baseline, with which event, how many trials and samples. The report reads
 only these, so `bakeoff report DIR` draws them again without perf. Kept apart from
 results.json on purpose: a profile is not a measurement, and nothing in the run's trials
@@ -41,17 +41,17 @@ class CaseProfile:
     trials: int  # trials run under perf, through the room's own path
     wall_s: float  # their summed wall time
     samples: int  # perf samples folded
-    period_ns: int  # their summed period
+    period: int  # their summed period: ns of cpu-clock, or cycles
 
     def to_json(self) -> dict[str, Any]:
         return {"case": self.case.to_json(), "file": self.file, "trials": self.trials,
                 "wall_s": round(self.wall_s, 3), "samples": self.samples,
-                "period_ns": self.period_ns}
+                "period": self.period}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> CaseProfile:
         return CaseProfile(Case.from_json(d["case"]), str(d["file"]), int(d["trials"]),
-                           float(d["wall_s"]), int(d["samples"]), int(d["period_ns"]))
+                           float(d["wall_s"]), int(d["samples"]), int(d["period"]))
 
 
 @dataclass(frozen=True)

@@ -59,11 +59,12 @@ def _pair(lp: LoadedPair, infos: Mapping[str, BenchmarkInfo], place: Place) -> s
     if p.baseline is not None and lp.baseline is not None:
         tops += _top(_label(infos, p.baseline.case), lp.baseline)
     parts.append(f'<div class="lead"><div>{tops}</div><div></div></div>')
-    parts.append(place(flamegraph.icicle(lp.case, case),
+    unit = "ns" if p.event == "cpu-clock" else p.event  # the period's unit: cpu-clock's is ns
+    parts.append(place(flamegraph.icicle(lp.case, case, unit),
                        f"{slug}-flame"))
     if p.baseline is not None and lp.baseline is not None:
         base = _label(infos, p.baseline.case)
-        parts.append(place(flamegraph.icicle(lp.baseline, f"{base} (baseline)"),
+        parts.append(place(flamegraph.icicle(lp.baseline, f"{base} (baseline)", unit),
                            f"{slug}-baseline-flame"))
         parts.append(place(flamegraph.differential(
             lp.case, lp.baseline, f"{p.case.case.variant} against {p.baseline.case.variant}: "
