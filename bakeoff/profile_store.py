@@ -94,10 +94,16 @@ def load_index(run_dir: Path) -> list[ProfilePair]:
     cannot be read (a report must still be written: its absence is then the news)."""
     path = run_dir / PROFILES_DIR / INDEX
     try:
-        data = json.loads(path.read_text())
-        return [ProfilePair.from_json(p) for p in data["profiles"]]
+        entries = json.loads(path.read_text())["profiles"]
     except (OSError, ValueError, KeyError, TypeError):
         return []
+    pairs = []
+    for entry in entries if isinstance(entries, list) else []:
+        try:  # one entry that does not read (edited by hand) does not hide the others
+            pairs.append(ProfilePair.from_json(entry))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return pairs
 
 
 def save_pair(run_dir: Path, pair: ProfilePair) -> Path:
