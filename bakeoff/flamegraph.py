@@ -113,14 +113,23 @@ class Tree:
         return {i: v / total for i, v in zip(self.ids, self.values, strict=True)}
 
 
-def tree(folded: Mapping[Stack, int]) -> Tree:
+# Frames below this share of the time are left out of a drawn flame graph: narrower than a
+# pixel of the report's chart (about 1200 px wide), they only made the page megabytes larger.
+MIN_DRAWN_SHARE = 0.0005
+
+
+def tree(folded: Mapping[Stack, int], min_share: float = 0.0) -> Tree:
     """Every prefix of every stack is a node; a node's value is the period of all stacks
-    through it (plotly's branchvalues='total')."""
+    through it (plotly's branchvalues='total'). Nodes below min_share of the total are
+    left out (with all below them: a child never has more than its parent); their time
+    stays in their parent's value."""
     through: Counter[Stack] = Counter()
     for stack, period in folded.items():
         for depth in range(len(stack) + 1):
             through[stack[:depth]] += period
-    ordered = sorted(through, key=lambda s: (len(s), -through[s], s))
+    least = min_share * through[()]
+    ordered = sorted((s for s in through if through[s] >= least),
+                     key=lambda s: (len(s), -through[s], s))
     ids = [";".join((ROOT, *s)) for s in ordered]
     labels = [s[-1] if s else ROOT for s in ordered]
     parents = ["" if not s else ";".join((ROOT, *s[:-1])) for s in ordered]
@@ -153,9 +162,10 @@ def frame_kind(label: str) -> str:
     return "library" if ".so" in module else "program"
 
 
-def icicle(folded: Mapping[Stack, int], title: str, unit: str = "ns") -> dict[str, Any]:
+def icicle(folded: Mapping[Stack, int], title: str, unit: str = "ns",
+           min_share: float = MIN_DRAWN_SHARE) -> dict[str, Any]:
     """A plotly figure (as a dict) of one profile, each frame coloured by where it runs."""
-    t = tree(folded)
+    t = tree(folded, min_share)
     shares = t.shares()
     return {
         "data": [{
@@ -173,11 +183,11 @@ def icicle(folded: Mapping[Stack, int], title: str, unit: str = "ns") -> dict[st
 
 
 def differential(folded: Mapping[Stack, int], baseline: Mapping[Stack, int], title: str,
-                 ) -> dict[str, Any]:
+                 min_share: float = MIN_DRAWN_SHARE) -> dict[str, Any]:
     """One profile's icicle, each frame coloured by its share of this profile minus its
     share of the baseline's (percentage points): red takes more of the time here, blue
     less. Frames only the baseline has are not drawn: their absence is the difference."""
-    t, base = tree(folded), tree(baseline)
+    t, base = tree(folded, min_share), tree(baseline)
     shares, base_shares = t.shares(), base.shares()
     delta = [100 * (shares[i] - base_shares.get(i, 0.0)) for i in t.ids]
     limit = max((abs(d) for d in delta), default=1.0) or 1.0
