@@ -1,4 +1,4 @@
-"""The command line: list, run, report, compare, doctor, new (and commands rooms add).
+"""The command line: list, run, report, compare, profile, doctor, new (and rooms' commands).
 
 Each handler reads as a pipeline (parse -> validate -> run -> analyse -> export). Every
 problem the user can fix surfaces as UsageError and is printed by main() as one line,
@@ -497,6 +497,56 @@ def cmd_compare(
                 f"{fail_on_regression:g}% slower", highlight=False)
         if worse:
             raise typer.Exit(1)
+
+
+@app.command("profile")
+def cmd_profile(
+    run_dir: Annotated[Path, typer.Argument(help="A results directory written by bakeoff run.")],
+    case: Annotated[str, typer.Option(
+        help="The case: 'variant=V,PARAM=VALUE,...' (params may be left out while one case "
+             "still fits).")],
+    benchmark: Annotated[str | None, typer.Option(
+        help="The benchmark, when the run has several with such a case.")] = None,
+    seconds: Annotated[float, typer.Option(
+        help="Seconds of trials to sample per case (whole trials, lengthened to fill it).")]
+        = 3.0,
+) -> None:
+    """Where a case's time goes: the case and its baseline run again under perf record -g,
+    through the room's own session and trial preparation; flame graphs (each, and the
+    difference) go into the report. The run's trials are not touched."""
+    cleanup.mark_run()
+    if not (0 < seconds <= 600 and math.isfinite(seconds)):
+        raise UsageError("--seconds is a number of seconds above 0 and up to 600, e.g. "
+                         "--seconds 3")
+    run = store.load(run_dir)
+    with lazy.signals_held():
+        from bakeoff.plan import plans_from_record as recorded_plans
+        from bakeoff.profile import ProfileFailed, find_case, profile_case
+
+    plan, found = find_case(recorded_plans(run, {**registry.discover(),
+                                                 **adhoc.from_record(run)}), case, benchmark)
+    _sweep_dead_runs(quiet=False)
+    try:
+        pair = profile_case(run, run_dir, plan, found, seconds)
+    except ProfileFailed as exc:
+        print(f"bakeoff: error: {one_line(str(exc))}", file=sys.stderr)
+        raise typer.Exit(1) from None
+    interrupts.tell(lambda: f"the profile is saved in {run_dir}/profiles; `bakeoff report "
+                    f"{run_dir}` draws it")
+    from bakeoff import flamegraph, profile_store
+
+    for cp in (pair.case, pair.baseline):
+        if cp is None:
+            continue
+        path = run_dir / profile_store.PROFILES_DIR / cp.file
+        top = ", ".join(f"{frame} {share:.0%}" for frame, share in
+                        flamegraph.top_frames(profile_store.load_folded(path), n=3))
+        out_console.print(f"{cp.case.key}: {cp.samples} samples of {pair.event} in "
+                          f"{cp.trials} trial(s), {cp.wall_s:.1f} s; most self time: {top}",
+                          highlight=False, soft_wrap=True)
+        out_console.print(f"wrote {path}", highlight=False)
+    for p in _write_exports(run, run_dir)[1]:
+        out_console.print(f"wrote {p}", highlight=False)
 
 
 fleet_app = typer.Typer(help="Run a bakeoff on many hosts through Ansible (docs/FLEET.md).",

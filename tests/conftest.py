@@ -27,7 +27,7 @@ IN_CI = os.environ.get("CI") == "true"
 # tests only. A test that starts a live benchmark there fails and says to mark it slow, so the
 # split stays real as tests are added.
 FAST_TIER = os.environ.get("BAKEOFF_TEST_TIER") == "fast"
-LIVE_COMMANDS = frozenset({"run", "cmd", "fleet", "sample"})
+LIVE_COMMANDS = frozenset({"run", "cmd", "fleet", "sample", "profile"})
 
 
 def _live_run(args: Any) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bakeoff import interrupts
+from bakeoff import interrupts, profile_store
 from bakeoff.analysis import Analysis
 from bakeoff.errors import UsageError
 from bakeoff.model import RunRecord
@@ -23,7 +23,8 @@ def write_reports(run: RunRecord, analysis: Analysis, out_dir: Path) -> list[Pat
     """Write report.html, report.md and details.md into out_dir; returns their paths in
     that order."""
     outputs = [
-        (out_dir / "report.html", render_html(run, analysis)),
+        # With the flame graphs `bakeoff profile` left beside the run, if any.
+        (out_dir / "report.html", render_html(run, analysis, profile_store.load(out_dir))),
         (out_dir / "report.md", render_markdown(run, analysis)),
         (out_dir / "details.md", render_details(run, analysis)),
     ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import plotly.io as pio
@@ -19,6 +20,7 @@ import plotly.offline
 
 from bakeoff.analysis import Analysis, BenchmarkAnalysis
 from bakeoff.model import RunRecord
+from bakeoff.profile_store import LoadedPair
 from bakeoff.report.charts import Chart, benchmark_charts
 from bakeoff.report.colors import variant_colors
 from bakeoff.report.compact import CompactTable, compact_table
@@ -32,6 +34,7 @@ from bakeoff.report.facts import flatten_facts, machine, run_rows
 from bakeoff.report.findings import BenchmarkFindings, Finding, all_findings, tentative_count
 from bakeoff.report.findings_chart import findings_chart
 from bakeoff.report.format import case_params_label
+from bakeoff.report.profiles_html import profiles_section
 from bakeoff.report.tables import (
     case_columns,
     case_rows,
@@ -290,22 +293,30 @@ class _Figures:
         self.entries: dict[str, Any] = {}
 
     def place(self, chart: Chart, bench: str, heading: bool = True) -> str:
+        chart_id = self._add(json.loads(pio.to_json(chart.figure, validate=False)),
+                             f"{bench}-{chart.kind}")
+        tall = " tall" if chart.kind == "resources" else ""
+        div = f'<div class="chart plotly-chart{tall}" id="{chart_id}"></div>'
+        if not heading:  # the figure's own title heads it; the note goes under it
+            return f'{div}<p class="note">{_e(chart.note)}</p>'
+        return f"<h3>{_e(chart.title)}</h3><p class=\"note\">{_e(chart.note)}</p>{div}"
+
+    def place_figure(self, fig: dict[str, Any], name: str) -> str:
+        """A figure already a plotly dict (a flame graph), drawn tall, its title its own."""
+        return f'<div class="chart plotly-chart tall" id="{self._add(fig, name)}"></div>'
+
+    def _add(self, fig: dict[str, Any], name: str) -> str:
         chart_id = f"chart-{len(self.entries) + 1}"
-        fig = json.loads(pio.to_json(chart.figure, validate=False))
         fig["config"] = {
             "displaylogo": False, "responsive": True,
             # The report is offline and private: no button that uploads a chart anywhere.
             "showSendToCloud": False, "showEditInChartStudio": False,
             "modeBarButtonsToRemove": ["sendChartToCloud", "sendDataToCloud", "editInChartStudio"],
             "toImageButtonOptions": {"format": "png", "scale": 2,
-                                     "filename": _slug(f"{bench}-{chart.kind}-{chart_id}")},
+                                     "filename": _slug(f"{name}-{chart_id}")},
         }
         self.entries[chart_id] = fig
-        tall = " tall" if chart.kind == "resources" else ""
-        div = f'<div class="chart plotly-chart{tall}" id="{chart_id}"></div>'
-        if not heading:  # the figure's own title heads it; the note goes under it
-            return f'{div}<p class="note">{_e(chart.note)}</p>'
-        return f"<h3>{_e(chart.title)}</h3><p class=\"note\">{_e(chart.note)}</p>{div}"
+        return chart_id
 
 
 _WHY = re.compile(r" (\[tentative: [^\]]*\])")
@@ -407,14 +418,18 @@ def _top_findings(found: list[BenchmarkFindings]) -> str:
             "a median) with its 95% CI and its trials.</p></section>")
 
 
-def render_html(run: RunRecord, analysis: Analysis) -> str:
+def render_html(run: RunRecord, analysis: Analysis, profiles: Sequence[LoadedPair] = ()) -> str:
     """Opens on the findings and, per benchmark, the chart they stand on; the rest of the
-    figures, tables and facts are in collapsed <details> below."""
+    figures, tables and facts are in collapsed <details> below; then the flame graphs of
+    `bakeoff profile`, when there are any."""
     figs = _Figures()
     found = all_findings(analysis)
     sections = "".join(_benchmark(run, bf, i, figs) for i, bf in enumerate(found))
+    sections += profiles_section(profiles, run.benchmarks, figs.place_figure)
     nav = "".join(f'<li><a href="#bench-{i}" title="{_e(ba.info.title)}">{_e(ba.info.name)}'
                   "</a></li>" for i, ba in enumerate(analysis.benchmarks))
+    if profiles:
+        nav += '<li><a href="#profiles">Profiles</a></li>'
     m = machine(run.host)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -25,7 +25,10 @@ OUT := $(BUILD)/$(ROOM)
 OBJ := $(OUT)/.obj
 
 # Warnings are errors and the dialect is fixed; CFLAGS (default -O2 -g) may be overridden.
-BENCH_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I$(COMMON_DIR)
+# Frame pointers kept so `bakeoff profile` (perf record -g, frame-pointer call graphs) can
+# walk the programs' own stacks: one push and one mov per call, outside the timed work.
+BENCH_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer \
+	-I$(COMMON_DIR)
 BENCH_LDLIBS := -lm
 CFLAGS ?= -O2 -g
 

@@ -1,0 +1,87 @@
+"""The report's Profiles section: the flame graphs `bakeoff profile` left in RESULTS_DIR/profiles/.
+
+Per profiled case: the frames with the most self time in words, then three icicles (the case,
+its baseline at the same params, and the case coloured by how its share of each frame
+differs from the baseline's). Drawn by the same plotly.js the rest of the report inlines.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from bakeoff import flamegraph
+from bakeoff.model import BenchmarkInfo, Case
+from bakeoff.profile_store import CaseProfile, LoadedPair
+from bakeoff.report.format import case_params_label
+
+# (figure as a plotly dict, a name for its PNG download) → the div that draws it
+Place = Callable[[dict[str, Any], str], str]
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _label(infos: Mapping[str, BenchmarkInfo], case: Case) -> str:
+    info = infos.get(case.benchmark)
+    params = (case_params_label(info, case) if info is not None
+              else ", ".join(f"{k}={v}" for k, v in case.params))
+    return f"{case.variant}, {params}" if params else case.variant
+
+
+def _top(name: str, folded: flamegraph.Folded) -> str:
+    items = "".join(f"<li><code>{_e(frame)}</code> {share:.1%}</li>"
+                    for frame, share in flamegraph.top_frames(folded, n=5))
+    return f"<p>Most self time in <b>{_e(name)}</b>:</p><ul>{items}</ul>"
+
+
+def _counts(cp: CaseProfile) -> str:
+    return (f"{cp.samples:,} samples in {cp.trials} trial(s), {cp.wall_s:.1f} s of wall time, "
+            f"file profiles/{cp.file}")
+
+
+def _pair(lp: LoadedPair, infos: Mapping[str, BenchmarkInfo], place: Place) -> str:
+    p = lp.pair
+    case = _label(infos, p.case.case)
+    slug = f"{p.case.case.benchmark}-{p.case.case.variant}"
+    how = (f"perf record -g, {p.event} at {p.frequency_hz} Hz, {p.call_graph} call graphs, "
+           f"taken {p.taken_at}. The whole trial process is sampled, its untimed setup "
+           "included; these trials are not part of the run's figures.")
+    parts = [f"<h3>{_e(p.case.case.benchmark)}: {_e(case)}"
+             + (f" against {_e(p.baseline.case.variant)}" if p.baseline else "") + "</h3>",
+             f'<p class="note">{_e(how)}</p>',
+             f'<p class="note">{_e(case)}: {_e(_counts(p.case))}.'
+             + (f" {_e(_label(infos, p.baseline.case))}: {_e(_counts(p.baseline))}."
+                if p.baseline else "") + "</p>"]
+    tops = _top(case, lp.case)
+    if p.baseline is not None and lp.baseline is not None:
+        tops += _top(_label(infos, p.baseline.case), lp.baseline)
+    parts.append(f'<div class="lead"><div>{tops}</div><div></div></div>')
+    unit = "ns" if p.event == "cpu-clock" else p.event  # the period's unit: cpu-clock's is ns
+    parts.append(place(flamegraph.icicle(lp.case, case, unit),
+                       f"{slug}-flame"))
+    if p.baseline is not None and lp.baseline is not None:
+        base = _label(infos, p.baseline.case)
+        parts.append(place(flamegraph.icicle(lp.baseline, f"{base} (baseline)", unit),
+                           f"{slug}-baseline-flame"))
+        parts.append(place(flamegraph.differential(
+            lp.case, lp.baseline, f"{p.case.case.variant} against {p.baseline.case.variant}: "
+            "red a larger share of the time, blue a smaller"), f"{slug}-differential"))
+    return "".join(parts)
+
+
+def profiles_section(pairs: Sequence[LoadedPair], infos: Mapping[str, BenchmarkInfo],
+                     place: Place) -> str:
+    """'' without profiles; else the section, id 'profiles'."""
+    if not pairs:
+        return ""
+    body = "".join(_pair(lp, infos, place) for lp in pairs)
+    return ('<section id="profiles"><h2>Profiles</h2><p class="note">Flame graphs from '
+            "<code>bakeoff profile</code>: each frame is as wide as its share of the sampled "
+            "time, callers above callees; click a frame to zoom into it. Colours: orange the "
+            "kernel, purple BPF programs, blue the program, green shared libraries, grey "
+            "processes and frames nothing could name; in a differential, red frames take a "
+            "larger share of the time than in the baseline, blue a smaller one.</p>"
+            f"{body}</section>")
