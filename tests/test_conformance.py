@@ -168,11 +168,15 @@ def check_quick_run(bench: Benchmark, quick_run: dict[str, Any]) -> None:
              if s["case"]["benchmark"] == bench.name]
     assert trials, f"the quick run measured nothing of {bench.name}"
     declared = {m.name for m in bench.metrics}
+    # Counted samples (benchmarks/common/counters.h) print a declared metric as
+    # counted.<metric>, and their kernel counters as per_op.<counter>.
+    declared |= {f"counted.{name}" for name in declared}
     for t in trials:
         assert t["status"] == "ok", f"{t['case']}: {t['error']}"
         assert any(t["samples"].values()), f"{t['case']}: no sample"
-        assert set(t["samples"]) <= declared, (
-            f"{t['case']}: samples of undeclared metric(s) {set(t['samples']) - declared}")
+        names = {m for m in t["samples"] if not m.startswith("per_op.")}
+        assert names <= declared, (
+            f"{t['case']}: samples of undeclared metric(s) {names - declared}")
         assert all(v == v for vs in t["samples"].values() for v in vs)  # no NaN
     # Not every variant prints the primary metric (heap-sampling's baseline has no added
     # cost to print), but some must, or the report has nothing to rank.
