@@ -236,7 +236,11 @@ def _counted(programs: Path, cgroup: Path, variant: str, content: str,
     for x in lines:
         if x["type"] == "sample":
             values.setdefault(x["metric"], []).append(x["value"])
-    return lines[0], values
+    # The counters are named in a second meta line, printed when they are opened: right
+    # before the first counted sample, so that no measured sample runs with them open.
+    metas = [x for x in lines if x["type"] == "meta"]
+    assert len(metas) == 2 and "counters" not in metas[0], metas
+    return {**metas[0], **metas[1]}, values
 
 
 # What one query must make, by variant and content: (system call, per query) the mechanism

@@ -570,7 +570,13 @@ def _counted_run(room: Path, variant: str, workload: str) -> tuple[dict[str, Any
     for x in lines:
         if x["type"] == "sample":
             values.setdefault(x["metric"], []).append(x["value"])
-    return lines[0], values, {x["name"]: x["value"] for x in lines if x["type"] == "counter"}
+    # The counters are named in a second meta line, printed when they are opened: right
+    # before the first counted sample (modes: alloc_patterns' first counted run), so that no
+    # measured sample runs with them open.
+    metas = [x for x in lines if x["type"] == "meta"]
+    assert len(metas) == 2 and "counters" not in metas[0], metas
+    return ({**metas[0], **metas[1]}, values,
+            {x["name"]: x["value"] for x in lines if x["type"] == "counter"})
 
 
 @pytest.mark.parametrize("workload", ["micro-64", "mode4"])

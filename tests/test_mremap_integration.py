@@ -233,7 +233,11 @@ def _run_counted(built: Path, variant: str, size: int, samples: int = 3,
     for x in lines:
         if x["type"] == "sample":
             values.setdefault(x["metric"], []).append(x["value"])
-    return lines[0], [x for x in lines if x["type"] == "counter"], values
+    # The counters are named in a second meta line, printed when they are opened: right
+    # before the first counted sample, so that no measured sample runs with them open.
+    metas = [x for x in lines if x["type"] == "meta"]
+    assert len(metas) == 2 and "counters" not in metas[0], metas
+    return {**metas[0], **metas[1]}, [x for x in lines if x["type"] == "counter"], values
 
 
 @pytest.mark.parametrize("size", [64 * 1024, 4 * MIB])

@@ -397,12 +397,9 @@ int main(int argc, char **argv)
 			bench_usage_error("--paired needs libbakeoff_sampler preloaded with "
 					  "SAMPLER_REFERENCE set");
 	}
-	/* Only when asked: opening allocates (the list's copy), and the accuracy runs, whose
-	 * allocations the sampler must count exactly, never ask. */
-	if (r.counted)
-		bench_counters_open(HEAP_TRACEPOINTS);
 	uint64_t per_sample = r.paired >= 0 ? 2 : 1;
 	uint64_t runs = (r.warmup + r.samples + r.counted) * per_sample;
+	bool counters_opened = false;
 	for (uint64_t i = 0; i < runs; i++) {
 		bool reference = false;
 		if (r.paired >= 0) {
@@ -414,6 +411,21 @@ int main(int argc, char **argv)
 		}
 		/* Counted: the sampler's side of a counted pair, or a counted unpaired run. */
 		bool counted = i / per_sample >= r.warmup + r.samples && !reference;
+		/*
+		 * Opened right before the first counted run, not at start: an open tracepoint
+		 * event keeps the kernel's tracepoint site live even while disabled (a system-call
+		 * tracepoint puts every task's system calls on the slow path), which would slow
+		 * the measured runs. Opening and the meta line allocate: only a cost run counts,
+		 * never an accuracy run, whose allocations the sampler must count exactly.
+		 */
+		if (counted && !counters_opened) {
+			counters_opened = true;
+			bench_counters_open(HEAP_TRACEPOINTS);
+			bench_meta_begin();
+			bench_counters_meta();
+			bench_meta_end();
+			fflush(stdout);
+		}
 		if (counted)
 			bench_counters_start();
 		uint64_t made = 0, t0 = bench_now_ns(), elapsed = 0;

@@ -112,6 +112,20 @@ static uint64_t equal_p_hash_mean_uniform(uint64_t lo, uint64_t hi)
 	return (uint64_t)llround(sum_u / sum_p);
 }
 
+/*
+ * Opened right before the first counted sample, not at start: an open tracepoint event keeps
+ * the kernel's tracepoint site live even while disabled (a system-call tracepoint puts every
+ * task's system calls on the slow path), which would slow the measured samples. A second meta
+ * line names what was opened. (The modes count in alloc_patterns, which does the same.)
+ */
+static void counters_open_late(void)
+{
+	bench_counters_open(HEAP_TRACEPOINTS);
+	bench_meta_begin();
+	bench_counters_meta();
+	bench_meta_end();
+}
+
 /* ==== the decision micro-benchmark ========================================================== */
 
 #define MICRO_K_MIN 4096
@@ -358,13 +372,14 @@ static void run_micro(uint64_t size)
 	bench_meta_num("timer_floor_ticks", (double)tsc_floor_ticks(20001));
 	bench_meta_str("counted_window", "the full malloc-path and free-path batches of a "
 					 "counted sample, per allocation");
-	bench_counters_meta();
 	bench_meta_end();
 
 	uint64_t total = args.warmup + bench_samples_total(&args), decisions = 0, samples_full = 0;
 	for (uint64_t i = 0; i < total; i++) {
 		bool ref_first = i % 2; /* alternate, so drift hits both alike */
 		bool counted = i >= args.warmup && bench_sample_counted(&args, i - args.warmup);
+		if (counted && i == args.warmup + args.samples)
+			counters_open_late();
 		struct pair_time none = { 0 }, full, test = { 0 }, work = { 0 };
 
 		if (paired && ref_first)
@@ -569,6 +584,8 @@ struct child_out {
 	char **per_op_names;
 	double *per_op_values;
 	size_t nper_op, per_op_cap;
+	/* What alloc_patterns opened to count, from its meta line: "counters", "counters_absent" */
+	char counters[1024], counters_absent[1024];
 	double allocations, frees, requested_bytes, address_reuse_pct;
 	char *summary; /* NULL without preload */
 };
@@ -617,6 +634,22 @@ static double json_required(const char *json, const char *key, const char *what)
 	if (!json_number(json, key, &v))
 		bench_fatal("failed to find \"%s\" in %s", key, what);
 	return v;
+}
+
+/* The string value of "key" in a flat JSON line we wrote ourselves (no escaped quotes in the
+ * values this reads: counter names and the reasons counters.c gives), or false. */
+static bool json_string(const char *json, const char *key, char *out, size_t len)
+{
+	char needle[96];
+
+	snprintf(needle, sizeof(needle), "\"%s\":\"", key);
+	const char *p = strstr(json, needle);
+	const char *end = p ? strchr(p + strlen(needle), '"') : NULL;
+	if (!end)
+		return false;
+	p += strlen(needle);
+	snprintf(out, len, "%.*s", (int)(end - p), p);
+	return true;
 }
 
 /* The metric of a sample line, copied into name (empty if it has none). */
@@ -674,6 +707,10 @@ static void parse_child_stdout(char *text, struct child_out *out, uint64_t expec
 			double *to = is_counted ? (ref ? out->counted_ref : out->counted)
 						: (ref ? out->ref_samples : out->samples);
 			to[(*n)++] = v;
+		} else if (strstr(line, "\"type\":\"meta\"") &&
+			   json_string(line, "counters", out->counters, sizeof(out->counters))) {
+			json_string(line, "counters_absent", out->counters_absent,
+				    sizeof(out->counters_absent));
 		} else if (strstr(line, "\"type\":\"counter\"") && json_number(line, "value", &value)) {
 			if (strstr(line, "\"name\":\"allocations\""))
 				out->allocations = value;
@@ -968,10 +1005,8 @@ static void run_pattern(int mode, double scale)
 		bench_meta_num("accuracy_processes", ACCURACY_RUNS);
 	if (cost.scheme)
 		bench_meta_str("preload", preload_path());
-	/* The counters are alloc_patterns', which opens the same list on the same kernel. */
 	bench_meta_str("counted_window", "alloc_patterns' main thread, around the run of the "
 					 "pattern (paired: the variant's side), per allocation");
-	bench_counters_meta();
 	bench_meta_end();
 
 	struct child_out run = run_workload(&w, &cost);
@@ -988,6 +1023,12 @@ static void run_pattern(int mode, double scale)
 	}
 	for (size_t i = 0; i < run.nper_op; i++)
 		bench_emit_sample(run.per_op_names[i], run.per_op_values[i]);
+	if (run.ncounted) { /* what alloc_patterns opened, as its meta line said */
+		bench_meta_begin();
+		bench_meta_str("counters", run.counters);
+		bench_meta_str("counters_absent", run.counters_absent);
+		bench_meta_end();
+	}
 	bench_emit_counter("allocations", run.allocations);
 	bench_emit_counter("frees", run.frees);
 	if (mode == 4)
@@ -1014,9 +1055,6 @@ static void run_pattern(int mode, double scale)
 int main(int argc, char **argv)
 {
 	bench_parse_args(argc, argv, &spec, &args);
-	/* Disabled until a counted sample: the micro-benchmark counts in this process; for the
-	 * modes it names in the meta line what alloc_patterns opens. */
-	bench_counters_open(HEAP_TRACEPOINTS);
 	variant = (enum variant)args.variant_index;
 	mean = bench_param_u64(&args, "mean");
 	if (mean < 1 || mean > ((uint64_t)1 << 40))
