@@ -223,6 +223,72 @@ def test_bpf_iter_values_equal_memory_stat(programs: Path, charged_cgroup: Path,
     assert values[anon] >= 32 * MIB and values[shmem] >= 8 * MIB
 
 
+def _counted(programs: Path, cgroup: Path, variant: str, content: str,
+             reads: int) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    res = subprocess.run(
+        [str(programs / "cgstat"), "--variant", variant, "--param", f"target={cgroup}",
+         "--param", f"content={content}", "--param", "fields=3", "--param", f"reads={reads}",
+         "--samples", "2", "--counted-samples", "2"],
+        capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+    lines = [json.loads(line) for line in res.stdout.splitlines()]
+    values: dict[str, list[float]] = {}
+    for x in lines:
+        if x["type"] == "sample":
+            values.setdefault(x["metric"], []).append(x["value"])
+    # The counters are named in a second meta line, printed when they are opened: right
+    # before the first counted sample, so that no measured sample runs with them open.
+    metas = [x for x in lines if x["type"] == "meta"]
+    assert len(metas) == 2 and "counters" not in metas[0], metas
+    return {**metas[0], **metas[1]}, values
+
+
+# What one query must make, by variant and content: (system call, per query) the mechanism
+# fixes; the counters of the process that queries (cat's child is not counted).
+QUERY_CALLS = {
+    ("reopen", "legacy"): {"openat": 2, "read": 2, "lseek": 0, "pread64": 0, "bpf": 0,
+                           "clone": 0},
+    ("held", "legacy"): {"openat": 0, "read": 2, "lseek": 2, "pread64": 0, "bpf": 0,
+                         "clone": 0},
+    ("pread", "legacy"): {"openat": 0, "read": 0, "lseek": 0, "pread64": 2, "bpf": 0,
+                          "clone": 0},
+    ("held", "bpf-iter"): {"openat": 0, "read": 1, "lseek": 0, "pread64": 0, "bpf": 1,
+                           "clone": 0},
+    ("reopen", "bpf-iter"): {"openat": 1, "read": 1, "lseek": 0, "pread64": 0, "bpf": 0,
+                             "clone": 0},
+    ("cat", "legacy"): {"openat": 0, "lseek": 0, "pread64": 0, "bpf": 0, "clone": 1},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("variant", "content"), list(QUERY_CALLS))
+def test_counted_samples_count_each_querys_calls(programs: Path, charged_cgroup: Path,
+                                                 variant: str, content: str) -> None:
+    meta, values = _counted(programs, charged_cgroup, variant, content,
+                            20 if variant == "cat" else 400)
+    # Measured samples as asked and uncounted, then the counted ones, each with its counters.
+    assert len(values["us_per_query"]) == 2 and len(values["counted.us_per_query"]) == 2
+    assert len(values["counted.queries_per_s"]) == 2 and len(values["p50_us"]) == 1
+    opened = meta["counters"].split(",")
+    for name in opened:
+        assert len(values[f"per_op.{name}"]) == 2, name
+    if "syscalls.sys_enter_openat" not in opened:
+        assert not IN_CI, meta["counters_absent"]
+        pytest.skip(f"syscall tracepoints not countable here: {meta['counters_absent']}")
+    for call, per_query in QUERY_CALLS[(variant, content)].items():
+        assert values[f"per_op.syscalls.sys_enter_{call}"] == [per_query] * 2, call
+    if variant == "cat":
+        # cat reads the pipe until EOF: at least one read with bytes and the one that ends it;
+        # the parent waits for its child, so it sleeps at least once per query.
+        assert all(r >= 2 for r in values["per_op.syscalls.sys_enter_read"])
+        assert all(c >= 1 for c in values["per_op.context_switches"])
+        return
+    # Every read of memory.stat and numa_stat asks memcg for a flush (the kernel decides
+    # whether one is due); the BPF iterator reads the counters without asking.
+    flushes = values["per_op.memcg.memcg_flush_stats"]
+    assert flushes == [meta["files"] if content == "legacy" else 0] * 2, flushes
+
+
 # ---- interrupted runs -------------------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from scipy.stats import binomtest
 
-from conftest import REPO, assert_usage_error, build_dir, run_bakeoff
+from conftest import IN_CI, REPO, assert_usage_error, build_dir, run_bakeoff
 
 # Its leftover checks look at the whole machine (tests/conftest.py: SUITE_LOCK).
 MACHINE_WIDE = True
@@ -552,3 +552,63 @@ def test_errors_come_from_forty_processes_and_reuse_hurts_the_hash(room: Path,
     row = next(line for line in report.splitlines()
                if line.startswith("| stateless-hash |") and "40 / 5" in line)
     assert "< 20" not in row  # 40 values: the quantiles are shown
+
+
+# ---- counted samples: what the kernel does per allocation ------------------------------------
+
+
+def _counted_run(room: Path, variant: str, workload: str) -> tuple[dict[str, Any],
+                                                                   dict[str, list[float]],
+                                                                   dict[str, float]]:
+    res = subprocess.run([str(room / "heap_bench"), "--variant", variant, "--param",
+                          f"workload={workload}", "--param", "scale=0.005", "--samples", "2",
+                          "--counted-samples", "2"],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0, res.stderr
+    lines = [json.loads(line) for line in res.stdout.splitlines()]
+    values: dict[str, list[float]] = {}
+    for x in lines:
+        if x["type"] == "sample":
+            values.setdefault(x["metric"], []).append(x["value"])
+    # The counters are named in a second meta line, printed when they are opened: right
+    # before the first counted sample (modes: alloc_patterns' first counted run), so that no
+    # measured sample runs with them open.
+    metas = [x for x in lines if x["type"] == "meta"]
+    assert len(metas) == 2 and "counters" not in metas[0], metas
+    return ({**metas[0], **metas[1]}, values,
+            {x["name"]: x["value"] for x in lines if x["type"] == "counter"})
+
+
+@pytest.mark.parametrize("workload", ["micro-64", "mode4"])
+@pytest.mark.parametrize("variant", ["no-preload", "poisson", "poisson-tagged", "stateless-hash"])
+def test_counted_samples_show_no_kernel_work_per_allocation(room: Path, variant: str,
+                                                            workload: str) -> None:
+    """A sampling decision is user-space work: after the warm-up, neither the decisions
+    (micro) nor the sampler in a warm heap (mode 4: the same slots round after round) make a
+    system call for memory or fault a page, per allocation; so the differences in time
+    between the variants are CPU work alone, which this PMU-less VM cannot count."""
+    meta, values, counters = _counted_run(room, variant, workload)
+    paired = variant != "no-preload"
+    # The measured samples as asked, the counted ones after them, each with its counters.
+    assert len(values["ns_per_alloc"]) == 2 and len(values["counted.ns_per_alloc"]) == 2
+    assert len(values.get("added_ns_per_alloc", [])) == (2 if paired else 0)
+    assert len(values.get("counted.added_ns_per_alloc", [])) == (2 if paired else 0)
+    opened = meta["counters"].split(",")
+    assert "page_faults_minor" in opened
+    for name in opened:
+        assert len(values[f"per_op.{name}"]) == 2, name
+    if workload == "micro-64":
+        assert values["per_op.page_faults_minor"] == [0, 0]
+    else:
+        # The accuracy processes are not counted: the sampler still sees exactly the
+        # pattern's allocations (its counted run does not leak into them).
+        if variant != "no-preload":
+            assert counters["untracked_allocations"] == 0
+        # Fewer than one fault per 100 allocations: the heap was faulted in by the warm-up.
+        assert all(f < 0.01 for f in values["per_op.page_faults_minor"])
+    if "syscalls.sys_enter_mmap" not in opened:
+        assert not IN_CI, meta["counters_absent"]
+        return
+    for call in ("mmap", "munmap", "madvise"):
+        assert values[f"per_op.syscalls.sys_enter_{call}"] == [0, 0], call
+    assert all(b < 0.001 for b in values["per_op.syscalls.sys_enter_brk"])

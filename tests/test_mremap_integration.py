@@ -95,31 +95,41 @@ def test_set_up_order_is_recorded_and_only_the_old_one_unmaps_last(quick_run: Pa
             assert ("munmap" in order) == (variant == "mremap-after-munmap"), order
 
 
-def _median_counter(trials: list[dict], variant: str, size: int, name: str) -> float:  # type: ignore[type-arg]
-    values = sorted(t["counters"][name] for t in trials
-                    if t["case"]["variant"] == variant and t["case"]["params"]["size"] == size)
+def _median_per_op(trials: list[dict], variant: str, size: int, name: str) -> float:  # type: ignore[type-arg]
+    """The median over the case's trials of a counted sample's counter per operation."""
+    values = sorted(v for t in trials
+                    if t["case"]["variant"] == variant and t["case"]["params"]["size"] == size
+                    for v in t["samples"][f"per_op.{name}"])
     assert values, (variant, size, name)
     return values[len(values) // 2]
 
 
-def test_tracepoint_counts_explain_the_move(quick_run: Path) -> None:
+def test_counted_samples_explain_the_move(quick_run: Path) -> None:
     data = json.loads((quick_run / "results.json").read_text())
     trials = data["trials"]
-    if not IN_CI and "tp_tlb_flush_per_op" not in trials[0]["counters"]:
+    why = data["benchmarks"]["mremap-vs-memcpy"]["why_counters"]
+    assert why[:2] == ["page_faults_minor", "tlb.tlb_flush"]
+    for t in trials:
+        # One counted sample per trial (the profile's default), after the measured five.
+        assert len(t["samples"]["counted.ns_per_op"]) == 1, t["case"]
+        assert len(t["samples"]["ns_per_op"]) == 5
+    if not IN_CI and "per_op.tlb.tlb_flush" not in trials[0]["samples"]:
         pytest.skip("tracepoints not countable here (tracefs or perf_event_open missing)")
     for variant in ("mremap", "mremap-after-munmap"):
         # At least one TLB flush per 2 MiB extent moved (16 MiB: eight PMD moves), no page
         # allocated inside the move (the hole's page tables are not needed), no IPI.
-        assert _median_counter(trials, variant, 16 * MIB, "tp_tlb_flush_per_op") >= 8
-        assert _median_counter(trials, variant, 16 * MIB, "tp_mm_page_alloc_per_op") == 0
-        assert _median_counter(trials, variant, 16 * MIB, "tp_ipi_send_cpu_per_op") == 0
+        assert _median_per_op(trials, variant, 16 * MIB, "tlb.tlb_flush") >= 8
+        assert _median_per_op(trials, variant, 16 * MIB, "kmem.mm_page_alloc") == 0
+        assert _median_per_op(trials, variant, 16 * MIB, "ipi.ipi_send_cpu") == 0
+        assert _median_per_op(trials, variant, 16 * MIB, "page_faults_minor") == 0
     # The two orders make the same kernel work: whatever the unmap-last order saves is not
     # a flush or a VMA operation left out (METHOD.md "Set-up order").
-    for name in ("tp_tlb_flush_per_op", "tp_ma_write_per_op", "tp_kmem_cache_alloc_per_op"):
-        assert (_median_counter(trials, "mremap", 16 * MIB, name)
-                == _median_counter(trials, "mremap-after-munmap", 16 * MIB, name)), name
-    # The hot copy makes no TLB flush at all.
-    assert _median_counter(trials, "memcpy", 16 * MIB, "tp_tlb_flush_per_op") == 0
+    for name in ("tlb.tlb_flush", "maple_tree.ma_write", "kmem.kmem_cache_alloc"):
+        assert (_median_per_op(trials, "mremap", 16 * MIB, name)
+                == _median_per_op(trials, "mremap-after-munmap", 16 * MIB, name)), name
+    # The hot copy makes no TLB flush at all; the cold one faults in every destination page.
+    assert _median_per_op(trials, "memcpy", 16 * MIB, "tlb.tlb_flush") == 0
+    assert _median_per_op(trials, "memcpy-cold", 16 * MIB, "page_faults_minor") == 4096
 
 
 def test_seed_csv_keeps_its_columns(quick_run: Path) -> None:
@@ -129,8 +139,10 @@ def test_seed_csv_keeps_its_columns(quick_run: Path) -> None:
     assert {r["method"] for r in rows} >= {"memcpy", "mremap"}
     assert all(int(r["ns"]) >= 0 and int(r["size"]) % 4096 == 0 for r in rows)
     with (quick_run / "samples.csv").open() as f:
-        tidy = list(csv.DictReader(f))
-    assert len(tidy) == len(rows)  # one row per sample in both
+        tidy = [r for r in csv.DictReader(f) if r["metric"] == "ns_per_op"]
+    # One row per measured sample in both (samples.csv also has the counted samples' rows,
+    # counted.ns_per_op and per_op.*, which the seed's CSV never had).
+    assert len(tidy) == len(rows)
 
 
 def _medians(run_dir: Path) -> dict[tuple[str, int], list[float]]:
@@ -208,3 +220,61 @@ def test_one_realloc_style_move_per_sample_by_hand(built: Path) -> None:
     assert meta["setup_order"] == "hole punched, then source faulted in, then the move"
     counters = {x["name"]: x["value"] for x in lines if x["type"] == "counter"}
     assert counters["ops_per_sample"] == 1 and counters["minor_faults_per_op"] == 0
+
+
+def _run_counted(built: Path, variant: str, size: int, samples: int = 3,
+                 counted: int = 2) -> tuple[dict, list[dict], dict[str, list[float]]]:  # type: ignore[type-arg]
+    res = subprocess.run([str(built / "mremap_vs_memcpy" / "mremap_bench"), "--variant",
+                          variant, "--param", f"size={size}", "--samples", str(samples),
+                          "--counted-samples", str(counted)],
+                         capture_output=True, text=True, check=True)
+    lines = [json.loads(line) for line in res.stdout.splitlines()]
+    values: dict[str, list[float]] = {}
+    for x in lines:
+        if x["type"] == "sample":
+            values.setdefault(x["metric"], []).append(x["value"])
+    # The counters are named in a second meta line, printed when they are opened: right
+    # before the first counted sample, so that no measured sample runs with them open.
+    metas = [x for x in lines if x["type"] == "meta"]
+    assert len(metas) == 2 and "counters" not in metas[0], metas
+    return {**metas[0], **metas[1]}, [x for x in lines if x["type"] == "counter"], values
+
+
+@pytest.mark.parametrize("size", [64 * 1024, 4 * MIB])
+@pytest.mark.parametrize("variant", ["memcpy", "memcpy-cold", "mremap", "mremap-dontunmap"])
+def test_counted_samples_count_what_the_mechanism_does(built: Path, variant: str,
+                                                       size: int) -> None:
+    """The counters of the counted samples, against what each way of moving must do."""
+    meta, counters, values = _run_counted(built, variant, size)
+    # The measured samples are as many as asked, and uncounted; each counted sample prints
+    # its time and every counter once.
+    assert len(values["ns_per_op"]) == 3 and len(values["counted.ns_per_op"]) == 2
+    opened = meta["counters"].split(",")
+    assert "page_faults_minor" in opened
+    for name in opened:
+        assert len(values[f"per_op.{name}"]) == 2, name
+    faults = values["per_op.page_faults_minor"]
+    pages = size // 4096
+    if variant == "memcpy-cold":
+        # One first touch per destination page (4 KiB pages: MADV_NOHUGEPAGE), no more; the
+        # measured samples' getrusage count says the same.
+        assert all(pages <= f <= pages + 2 for f in faults), faults
+        by_name = {c["name"]: c["value"] for c in counters}
+        assert pages <= by_name["minor_faults_per_op"] <= pages + 2
+    else:
+        assert faults == [0, 0], faults  # hot copy: faulted in before; a move faults nothing
+    if "tlb.tlb_flush" not in opened:
+        assert not IN_CI, meta["counters_absent"]
+        return
+    flushes = values["per_op.tlb.tlb_flush"]
+    if variant.startswith("mremap"):
+        # One flush per 2 MiB extent moved, at least one; no page allocated in the move.
+        assert all(f >= max(1, size // (2 * MIB)) for f in flushes), flushes
+        assert values["per_op.kmem.mm_page_alloc"] == [0, 0]
+        assert values["per_op.maple_tree.ma_write"] == [1, 1]
+    else:
+        assert flushes == [0, 0], flushes  # a copy changes no mapping
+        assert values["per_op.maple_tree.ma_write"] == [0, 0]
+    if variant == "memcpy-cold":
+        # A page for each destination page, plus the page tables that map them.
+        assert all(pages <= a <= pages + 8 for a in values["per_op.kmem.mm_page_alloc"])

@@ -13,6 +13,7 @@
  * them; for bpf-iter, one run of the iterator program (N binary counters).
  */
 #include "bench.h"
+#include "counters.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -539,18 +540,24 @@ struct timing {
 	size_t nlat;
 };
 
-/* `count` queries in timed batches of `batch`; returns the total ns. */
-static uint64_t run_queries(struct result *r, uint64_t count, uint64_t batch, struct timing *tm)
+/* `count` queries in timed batches of `batch`; returns the total ns. Counted: the kernel
+ * counters run around each batch's pair of timer reads, never between batches. */
+static uint64_t run_queries(struct result *r, uint64_t count, uint64_t batch, struct timing *tm,
+			    bool counted)
 {
 	uint64_t total = 0;
 
 	for (uint64_t done = 0; done < count;) {
 		uint64_t k = count - done < batch ? count - done : batch, t0, dt;
 
+		if (counted)
+			bench_counters_start();
 		t0 = bench_now_ns();
 		for (uint64_t j = 0; j < k; j++)
 			query(r);
 		dt = bench_now_ns() - t0;
+		if (counted)
+			bench_counters_stop();
 		stop_if_asked();
 		total += dt;
 		if (tm)
@@ -558,6 +565,33 @@ static uint64_t run_queries(struct result *r, uint64_t count, uint64_t batch, st
 		done += k;
 	}
 	return total;
+}
+
+/*
+ * What the counted samples count besides counters.h's software events: the system calls a
+ * query makes (a path lookup per reopen, a seek per held read, one call per pread, an
+ * iterator fd per bpf-iter query, a fork per cat), and the statistics flushes (memcg's
+ * flush calls, and the rstat lock each flush that happens takes).
+ */
+static const char tracepoints[] =
+	"syscalls:sys_enter_openat,syscalls:sys_enter_read,syscalls:sys_enter_lseek,"
+	"syscalls:sys_enter_pread64,syscalls:sys_enter_bpf,syscalls:sys_enter_clone,"
+	"memcg:memcg_flush_stats,cgroup:cgroup_rstat_locked";
+
+/*
+ * Opened right before the first counted sample, not at start: an open tracepoint event keeps
+ * the kernel's tracepoint site live even while disabled (a system-call tracepoint puts every
+ * task's system calls on the slow path), which slowed the measured samples of this program
+ * measurably. A second meta line names what was opened. The first window after opening pays a one-time cost (in this VM the first counted sample
+ * took up to three times the next ones, even a copy that hits no tracepoint), so one
+ * counted window of queries runs first and is discarded.
+ */
+static void counters_open_late(void)
+{
+	bench_counters_open(tracepoints);
+	bench_meta_begin();
+	bench_counters_meta();
+	bench_meta_end();
 }
 
 static bool is_bpf(void)
@@ -639,7 +673,9 @@ static void emit_meta(const struct bench_args *args, const struct memcg_target *
 	bench_meta_end();
 }
 
-/* The warm-up, the samples, then the latency quantiles over every timed batch. */
+/* The warm-up, the measured samples, the counted ones (counters.h: their times as
+ * counted.<metric>, their counters per query), then the latency quantiles over every timed
+ * batch of the measured samples. */
 static void emit_samples(const struct bench_args *args, struct result *r, uint64_t per_sample,
 			 uint64_t batch)
 {
@@ -648,14 +684,25 @@ static void emit_samples(const struct bench_args *args, struct result *r, uint64
 	tm.latency_us = calloc(args->samples * (per_sample / batch + 1), sizeof(double));
 	if (!tm.latency_us)
 		bench_fatal_errno("failed to allocate the latency array");
-	run_queries(r, args->warmup * per_sample, batch, NULL);
+	run_queries(r, args->warmup * per_sample, batch, NULL, false);
 	r->misses = 0;
-	for (uint64_t s = 0; s < args->samples; s++) {
-		uint64_t ns = run_queries(r, per_sample, batch, &tm);
+	for (uint64_t s = 0; s < bench_samples_total(args); s++) {
+		bool counted = bench_sample_counted(args, s);
+		if (counted && s == args->samples) {
+			counters_open_late();
+			/* the warm-up window: one batch, see counters_open_late() */
+			run_queries(r, batch < per_sample ? batch : per_sample, batch, NULL, true);
+			bench_counters_discard();
+		}
+		uint64_t ns = run_queries(r, per_sample, batch, counted ? NULL : &tm, counted);
 
 		check_charger();
-		bench_emit_sample("us_per_query", (double)ns / (double)per_sample / 1000.0);
-		bench_emit_sample("queries_per_s", (double)per_sample * 1e9 / (double)ns);
+		bench_emit_sample(bench_metric(counted, "us_per_query"),
+				  (double)ns / (double)per_sample / 1000.0);
+		bench_emit_sample(bench_metric(counted, "queries_per_s"),
+				  (double)per_sample * 1e9 / (double)ns);
+		if (counted)
+			bench_counters_emit((double)per_sample);
 	}
 	qsort(tm.latency_us, tm.nlat, sizeof(double), cmp_double);
 	bench_emit_sample("p50_us", tm.latency_us[(size_t)ceil(0.50 * (double)tm.nlat) - 1]);

@@ -133,6 +133,13 @@ BENCHMARK = Benchmark(
                         timeout_s=300),
     },
     program=PROGRAM,
+    # Counted samples (cgstat.c, counters.h), per query: reopen's path lookups (one openat
+    # per file; held and pread none), the statistics flush each memory.stat or numa_stat read
+    # asks for (the BPF iterator none), cat's fork (its child's work is not counted: counters
+    # are per task), the held read's seek (pread none), the iterator's bpf() call.
+    why_counters=("syscalls.sys_enter_openat", "memcg.memcg_flush_stats",
+                  "syscalls.sys_enter_clone", "context_switches", "syscalls.sys_enter_lseek",
+                  "syscalls.sys_enter_bpf"),
     requires=("cgroup_memory",),
     skip_case=skip_case,
     session=session,

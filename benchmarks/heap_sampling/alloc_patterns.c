@@ -14,6 +14,11 @@
  *                                                             slots allocated and freed round
  *                                                             after round
  *   options: --samples N (default 1) --warmup N (default 0) --seed S (default 1)
+ *            --counted-samples N (default 0): N more samples after the measured ones, with
+ *            kernel counters on (counters.h) around the run of the pattern (paired: around
+ *            the sampler's side only), printed as counted.<metric> and per_op.<counter> per
+ *            allocation; the counters are this process's main thread's (mode 3's threads are
+ *            not counted: events are per task)
  *            --paired F: under libbakeoff_sampler with SAMPLER_REFERENCE set, each sample is
  *            a pair of runs with the same requests, one under the sampler's scheme
  *            (ns_per_alloc) and one under its reference scheme (ref_ns_per_alloc), switched
@@ -31,6 +36,8 @@
  * written with write(2) instead of bench.h's emitters (which allocate a buffer per line).
  */
 #include "bench.h"
+#include "counters.h"
+#include "heap_counters.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -62,7 +69,7 @@ static const int nargs_of_mode[] = { 0, 3, 5, 4, 4 };
 struct run {
 	int mode;
 	uint64_t a[MAX_ARGS];
-	uint64_t samples, warmup, seed;
+	uint64_t samples, warmup, seed, counted;
 	uint64_t min, max;
 	int paired; /* -1: not paired; else which side goes first in the first pair */
 };
@@ -148,6 +155,8 @@ static void parse(int argc, char **argv, struct run *r)
 				r->samples = v;
 			else if (strcmp(argv[i], "--warmup") == 0)
 				r->warmup = v;
+			else if (strcmp(argv[i], "--counted-samples") == 0)
+				r->counted = v;
 			else if (strcmp(argv[i], "--seed") == 0)
 				r->seed = v ? v : 1;
 			else if (strcmp(argv[i], "--paired") == 0 && v <= 1)
@@ -388,7 +397,13 @@ int main(int argc, char **argv)
 			bench_usage_error("--paired needs libbakeoff_sampler preloaded with "
 					  "SAMPLER_REFERENCE set");
 	}
-	uint64_t runs = (r.warmup + r.samples) * (r.paired >= 0 ? 2 : 1);
+	uint64_t per_sample = r.paired >= 0 ? 2 : 1;
+	/* One more counted sample than asked: the first window after opening pays a one-time
+	 * cost (up to three times the next ones in this VM), so the first counted pair (or run)
+	 * is a warm-up, counted and discarded. */
+	uint64_t counted_runs = r.counted ? r.counted + 1 : 0;
+	uint64_t runs = (r.warmup + r.samples + counted_runs) * per_sample;
+	bool counters_opened = false;
 	for (uint64_t i = 0; i < runs; i++) {
 		bool reference = false;
 		if (r.paired >= 0) {
@@ -398,6 +413,25 @@ int main(int argc, char **argv)
 			use_reference(reference);
 			rng = r.seed * 0x9e3779b97f4a7c15ULL + pair + 1; /* same requests in a pair */
 		}
+		/* Counted: the sampler's side of a counted pair, or a counted unpaired run. */
+		bool counted = i / per_sample >= r.warmup + r.samples && !reference;
+		/*
+		 * Opened right before the first counted run, not at start: an open tracepoint
+		 * event keeps the kernel's tracepoint site live even while disabled (a system-call
+		 * tracepoint puts every task's system calls on the slow path), which would slow
+		 * the measured runs. Opening and the meta line allocate: only a cost run counts,
+		 * never an accuracy run, whose allocations the sampler must count exactly.
+		 */
+		if (counted && !counters_opened) {
+			counters_opened = true;
+			bench_counters_open(HEAP_TRACEPOINTS);
+			bench_meta_begin();
+			bench_counters_meta();
+			bench_meta_end();
+			fflush(stdout);
+		}
+		if (counted)
+			bench_counters_start();
 		uint64_t made = 0, t0 = bench_now_ns(), elapsed = 0;
 		switch (r.mode) {
 		case 1:
@@ -415,11 +449,26 @@ int main(int argc, char **argv)
 		}
 		if (r.mode != 3) /* mode 3 times from the start signal to the last join */
 			elapsed = bench_now_ns() - t0;
+		if (counted)
+			bench_counters_stop();
 		did.allocations += made;
-		if (i / (r.paired >= 0 ? 2 : 1) >= r.warmup)
-			out("{\"type\":\"sample\",\"metric\":\"%s\",\"value\":%.6f}\n",
-			    reference ? "ref_ns_per_alloc" : "ns_per_alloc",
-			    (double)elapsed / (double)made);
+		if (i / per_sample < r.warmup)
+			continue;
+		bool in_counted = i / per_sample >= r.warmup + r.samples;
+		if (i / per_sample == r.warmup + r.samples) { /* the counted warm-up */
+			if (counted)
+				bench_counters_discard();
+			continue;
+		}
+		out("{\"type\":\"sample\",\"metric\":\"%s%s\",\"value\":%.6f}\n",
+		    in_counted ? "counted." : "", reference ? "ref_ns_per_alloc" : "ns_per_alloc",
+		    (double)elapsed / (double)made);
+		if (counted) {
+			/* bench.h's emitters allocate a line buffer: outside the timed run, and
+			 * only in a cost run, whose allocations nobody checks. */
+			bench_counters_emit((double)made);
+			fflush(stdout);
+		}
 	}
 	if (use_reference)
 		use_reference(0);

@@ -27,6 +27,8 @@
  *   {poisson,hash}_{total,live}_error_pct  signed estimation error, one value per process
  */
 #include "bench.h"
+#include "counters.h"
+#include "heap_counters.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -110,10 +112,30 @@ static uint64_t equal_p_hash_mean_uniform(uint64_t lo, uint64_t hi)
 	return (uint64_t)llround(sum_u / sum_p);
 }
 
+/*
+ * Opened right before the first counted sample, not at start: an open tracepoint event keeps
+ * the kernel's tracepoint site live even while disabled (a system-call tracepoint puts every
+ * task's system calls on the slow path), which would slow the measured samples. A second meta
+ * line names what was opened. (The modes count in alloc_patterns, which does the same.)
+ * The first window after opening pays a one-time cost (in this VM the first counted sample
+ * took up to three times the next ones, even a copy that hits no tracepoint), so one
+ * counted window of decisions runs first and is discarded.
+ */
+static void counters_open_late(void)
+{
+	bench_counters_open(HEAP_TRACEPOINTS);
+	bench_meta_begin();
+	bench_counters_meta();
+	bench_meta_end();
+}
+
 /* ==== the decision micro-benchmark ========================================================== */
 
 #define MICRO_K_MIN 4096
 #define MICRO_K_MAX 65536
+/* Pairs of batches in the counted warm-up window (counters_open_late()): one pair, a fraction
+ * of a millisecond, did not always absorb the first window's extra cost here. */
+#define MICRO_COUNTED_WARMUP 8
 
 /*
  * Three kinds of batch per scheme (METHOD.md, "The decision micro-benchmark"):
@@ -354,17 +376,34 @@ static void run_micro(uint64_t size)
 	bench_meta_str("timing", "batches: k malloc-path decisions, then k free-path decisions, "
 				 "each between one pair of timer reads (no floor subtracted)");
 	bench_meta_num("timer_floor_ticks", (double)tsc_floor_ticks(20001));
+	bench_meta_str("counted_window", "the full malloc-path and free-path batches of a "
+					 "counted sample, per allocation");
 	bench_meta_end();
 
-	uint64_t total = args.warmup + args.samples, decisions = 0, samples_full = 0;
+	uint64_t total = args.warmup + bench_samples_total(&args), decisions = 0, samples_full = 0;
 	for (uint64_t i = 0; i < total; i++) {
 		bool ref_first = i % 2; /* alternate, so drift hits both alike */
+		bool counted = i >= args.warmup && bench_sample_counted(&args, i - args.warmup);
+		if (counted && i == args.warmup + args.samples) {
+			counters_open_late();
+			bench_counters_start(); /* the warm-up window: see counters_open_late() */
+			for (int w = 0; w < MICRO_COUNTED_WARMUP; w++)
+				micro_pair(&m, s, B_FULL);
+			bench_counters_stop();
+			bench_counters_discard();
+		}
 		struct pair_time none = { 0 }, full, test = { 0 }, work = { 0 };
 
 		if (paired && ref_first)
 			none = micro_pair(&m, S_NONE, B_FULL);
 		uint64_t before = m.samples;
+		/* Counted: from before the malloc-path batch's first timer read to after the
+		 * free-path batch's last (between them only the loop's return and call). */
+		if (counted)
+			bench_counters_start();
 		full = micro_pair(&m, s, B_FULL);
+		if (counted)
+			bench_counters_stop();
 		uint64_t sampled = m.samples - before;
 		if (paired && !ref_first)
 			none = micro_pair(&m, S_NONE, B_FULL);
@@ -376,20 +415,26 @@ static void run_micro(uint64_t size)
 			continue;
 		double k = (double)m.k;
 		double full_ns = (double)(full.malloc.ns + full.free.ns) / k;
-		decisions += m.k;
-		samples_full += sampled;
-		bench_emit_sample("ns_per_alloc", full_ns);
+		if (!counted) { /* the counters below are of the measured samples */
+			decisions += m.k;
+			samples_full += sampled;
+		}
+		bench_emit_sample(bench_metric(counted, "ns_per_alloc"), full_ns);
 		if (paired)
-			bench_emit_sample("added_ns_per_alloc",
+			bench_emit_sample(bench_metric(counted, "added_ns_per_alloc"),
 					  full_ns - (double)(none.malloc.ns + none.free.ns) / k);
-		bench_emit_sample("ticks_per_decision_malloc", (double)full.malloc.ticks / k);
-		bench_emit_sample("ticks_per_decision_free", (double)full.free.ticks / k);
+		bench_emit_sample(bench_metric(counted, "ticks_per_decision_malloc"),
+				  (double)full.malloc.ticks / k);
+		bench_emit_sample(bench_metric(counted, "ticks_per_decision_free"),
+				  (double)full.free.ticks / k);
 		if (sampling) {
-			bench_emit_sample("ticks_per_test",
+			bench_emit_sample(bench_metric(counted, "ticks_per_test"),
 					  (double)(test.malloc.ticks + test.free.ticks) / k);
-			bench_emit_sample("ticks_per_sample_work",
+			bench_emit_sample(bench_metric(counted, "ticks_per_sample_work"),
 					  (double)(work.malloc.ticks + work.free.ticks) / k);
 		}
+		if (counted)
+			bench_counters_emit(k);
 	}
 	if (sampling) {
 		bench_emit_counter("sampled_pct", 100.0 * (double)samples_full / (double)decisions);
@@ -544,6 +589,15 @@ static void workload_args(int mode, double scale, struct workload_args *w)
 struct child_out {
 	double *samples, *ref_samples; /* ns_per_alloc; ref_ns_per_alloc of a paired run */
 	size_t nsamples, nref;
+	/* The counted samples (counters.h): counted.ns_per_alloc, counted.ref_ns_per_alloc, and
+	 * every per_op.<counter> line as it came, passed on as they are. */
+	double *counted, *counted_ref;
+	size_t ncounted, ncounted_ref;
+	char **per_op_names;
+	double *per_op_values;
+	size_t nper_op, per_op_cap;
+	/* What alloc_patterns opened to count, from its meta line: "counters", "counters_absent" */
+	char counters[1024], counters_absent[1024];
 	double allocations, frees, requested_bytes, address_reuse_pct;
 	char *summary; /* NULL without preload */
 };
@@ -594,22 +648,81 @@ static double json_required(const char *json, const char *key, const char *what)
 	return v;
 }
 
-static void parse_child_stdout(char *text, struct child_out *out, uint64_t expected)
+/* The string value of "key" in a flat JSON line we wrote ourselves (no escaped quotes in the
+ * values this reads: counter names and the reasons counters.c gives), or false. */
+static bool json_string(const char *json, const char *key, char *out, size_t len)
+{
+	char needle[96];
+
+	snprintf(needle, sizeof(needle), "\"%s\":\"", key);
+	const char *p = strstr(json, needle);
+	const char *end = p ? strchr(p + strlen(needle), '"') : NULL;
+	if (!end)
+		return false;
+	p += strlen(needle);
+	snprintf(out, len, "%.*s", (int)(end - p), p);
+	return true;
+}
+
+/* The metric of a sample line, copied into name (empty if it has none). */
+static void sample_metric(const char *line, char *name, size_t len)
+{
+	const char *p = strstr(line, "\"metric\":\"");
+	const char *end = p ? strchr(p + 10, '"') : NULL;
+
+	name[0] = '\0';
+	if (end && (size_t)(end - (p + 10)) < len)
+		snprintf(name, len, "%.*s", (int)(end - (p + 10)), p + 10);
+}
+
+static void keep_per_op(struct child_out *out, const char *name, double v)
+{
+	if (out->nper_op == out->per_op_cap) {
+		out->per_op_cap = out->per_op_cap ? 2 * out->per_op_cap : 32;
+		out->per_op_names = realloc(out->per_op_names, out->per_op_cap * sizeof(char *));
+		out->per_op_values = realloc(out->per_op_values, out->per_op_cap * sizeof(double));
+		if (!out->per_op_names || !out->per_op_values)
+			bench_fatal_errno("failed to keep the counted samples' counters");
+	}
+	out->per_op_names[out->nper_op] = strdup(name);
+	if (!out->per_op_names[out->nper_op])
+		bench_fatal_errno("failed to keep a counter's name");
+	out->per_op_values[out->nper_op++] = v;
+}
+
+static void parse_child_stdout(char *text, struct child_out *out, uint64_t expected,
+			       uint64_t counted)
 {
 	size_t cap = expected;
 
 	out->samples = calloc(cap, sizeof(double));
 	out->ref_samples = calloc(cap, sizeof(double));
-	if (!out->samples || !out->ref_samples)
+	out->counted = calloc(counted + 1, sizeof(double));
+	out->counted_ref = calloc(counted + 1, sizeof(double));
+	if (!out->samples || !out->ref_samples || !out->counted || !out->counted_ref)
 		bench_fatal_errno("failed to allocate samples");
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
 		double v, value;
+		char metric[128];
 		if (strstr(line, "\"type\":\"sample\"") && json_number(line, "value", &v)) {
-			bool ref = strstr(line, "\"metric\":\"ref_ns_per_alloc\"") != NULL;
-			size_t *n = ref ? &out->nref : &out->nsamples;
-			if (*n == cap)
+			sample_metric(line, metric, sizeof(metric));
+			if (strncmp(metric, "per_op.", 7) == 0) {
+				keep_per_op(out, metric, v);
+				continue;
+			}
+			bool is_counted = strncmp(metric, "counted.", 8) == 0;
+			bool ref = strcmp(metric + (is_counted ? 8 : 0), "ref_ns_per_alloc") == 0;
+			size_t *n = is_counted ? (ref ? &out->ncounted_ref : &out->ncounted)
+					       : (ref ? &out->nref : &out->nsamples);
+			if (*n == (is_counted ? counted : cap))
 				bench_fatal("failed to read alloc_patterns: more samples than asked for");
-			(ref ? out->ref_samples : out->samples)[(*n)++] = v;
+			double *to = is_counted ? (ref ? out->counted_ref : out->counted)
+						: (ref ? out->ref_samples : out->samples);
+			to[(*n)++] = v;
+		} else if (strstr(line, "\"type\":\"meta\"") &&
+			   json_string(line, "counters", out->counters, sizeof(out->counters))) {
+			json_string(line, "counters_absent", out->counters_absent,
+				    sizeof(out->counters_absent));
 		} else if (strstr(line, "\"type\":\"counter\"") && json_number(line, "value", &value)) {
 			if (strstr(line, "\"name\":\"allocations\""))
 				out->allocations = value;
@@ -624,6 +737,9 @@ static void parse_child_stdout(char *text, struct child_out *out, uint64_t expec
 	if (out->nsamples != expected || (out->nref != 0 && out->nref != expected))
 		bench_fatal("failed to get %" PRIu64 " samples from alloc_patterns (got %zu)",
 			    expected, out->nsamples);
+	if (out->ncounted != counted || (out->ncounted_ref != 0 && out->ncounted_ref != counted))
+		bench_fatal("failed to get %" PRIu64 " counted samples from alloc_patterns (got %zu)",
+			    counted, out->ncounted);
 }
 
 static char *read_summary(void)
@@ -656,6 +772,7 @@ struct child_cfg {
 	bool header; /* SAMPLER_HEADER: the tagged layout (its reference needs the same) */
 	uint64_t hash_mean;
 	uint64_t samples, warmup; /* of alloc_patterns: runs of the pattern in the process */
+	uint64_t counted;         /* its --counted-samples */
 };
 
 /* Our environment without anything that could change what the child measures. */
@@ -696,7 +813,7 @@ static char **child_env(const struct child_cfg *c)
 static struct child_out run_workload(const struct workload_args *w, const struct child_cfg *c)
 {
 	static char program[PATH_MAX];
-	char samples[32], warmup[32], first[8];
+	char samples[32], warmup[32], counted[32], first[8];
 	char *argv[24];
 	int argc = 0, fds[2];
 
@@ -711,6 +828,11 @@ static struct child_out run_workload(const struct workload_args *w, const struct
 	argv[argc++] = samples;
 	argv[argc++] = "--warmup";
 	argv[argc++] = warmup;
+	if (c->counted) {
+		snprintf(counted, sizeof(counted), "%" PRIu64, c->counted);
+		argv[argc++] = "--counted-samples";
+		argv[argc++] = counted;
+	}
 	if (c->reference) {
 		snprintf(first, sizeof(first), "%d", c->paired_first);
 		argv[argc++] = "--paired";
@@ -757,7 +879,7 @@ static struct child_out run_workload(const struct workload_args *w, const struct
 			    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 
 	struct child_out out = { 0 };
-	parse_child_stdout(text, &out, c->samples);
+	parse_child_stdout(text, &out, c->samples, c->counted);
 	free(text);
 	if (c->scheme)
 		out.summary = read_summary();
@@ -768,6 +890,12 @@ static void free_child(struct child_out *c)
 {
 	free(c->samples);
 	free(c->ref_samples);
+	free(c->counted);
+	free(c->counted_ref);
+	for (size_t i = 0; i < c->nper_op; i++)
+		free(c->per_op_names[i]);
+	free(c->per_op_names);
+	free(c->per_op_values);
 	free(c->summary);
 }
 
@@ -869,9 +997,11 @@ static void run_pattern(int mode, double scale)
 	 * variant's NONE has the same header layout, so only the tagging differs.
 	 */
 	struct child_cfg cost = { env_scheme[variant], paired ? "NONE" : NULL, ref_first, false,
-				  tagged, hash_mean, args.samples, args.warmup };
-	/* The accuracy runs: fresh processes, each one estimate of one run of the pattern. */
-	struct child_cfg acc = { env_scheme[variant], NULL, 0, true, tagged, hash_mean, 1, 0 };
+				  tagged, hash_mean, args.samples, args.warmup,
+				  args.counted_samples };
+	/* The accuracy runs: fresh processes, each one estimate of one run of the pattern; never
+	 * counted (the sampler's exact counts must see the pattern's allocations alone). */
+	struct child_cfg acc = { env_scheme[variant], NULL, 0, true, tagged, hash_mean, 1, 0, 0 };
 
 	bench_meta_begin();
 	bench_meta_str("variant", args.variant);
@@ -887,6 +1017,8 @@ static void run_pattern(int mode, double scale)
 		bench_meta_num("accuracy_processes", ACCURACY_RUNS);
 	if (cost.scheme)
 		bench_meta_str("preload", preload_path());
+	bench_meta_str("counted_window", "alloc_patterns' main thread, around the run of the "
+					 "pattern (paired: the variant's side), per allocation");
 	bench_meta_end();
 
 	struct child_out run = run_workload(&w, &cost);
@@ -894,6 +1026,20 @@ static void run_pattern(int mode, double scale)
 		bench_emit_sample("ns_per_alloc", run.samples[i]);
 		if (paired)
 			bench_emit_sample("added_ns_per_alloc", run.samples[i] - run.ref_samples[i]);
+	}
+	for (size_t i = 0; i < run.ncounted; i++) {
+		bench_emit_sample("counted.ns_per_alloc", run.counted[i]);
+		if (paired)
+			bench_emit_sample("counted.added_ns_per_alloc",
+					  run.counted[i] - run.counted_ref[i]);
+	}
+	for (size_t i = 0; i < run.nper_op; i++)
+		bench_emit_sample(run.per_op_names[i], run.per_op_values[i]);
+	if (run.ncounted) { /* what alloc_patterns opened, as its meta line said */
+		bench_meta_begin();
+		bench_meta_str("counters", run.counters);
+		bench_meta_str("counters_absent", run.counters_absent);
+		bench_meta_end();
 	}
 	bench_emit_counter("allocations", run.allocations);
 	bench_emit_counter("frees", run.frees);

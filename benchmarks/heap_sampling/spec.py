@@ -133,6 +133,12 @@ BENCHMARK = Benchmark(
                         timeout_s=1800),
     },
     program="heap_sampling/heap_bench",
+    # Counted samples (heap_bench.c, alloc_patterns.c, heap_counters.h), per allocation: the
+    # pages and system calls through which the heap or a sampler's table would grow. In a warm
+    # heap all are ~0 for every variant: a sampler's cost is user-space CPU work, which no
+    # counter here measures without a PMU (cycles, instructions where the host has one).
+    why_counters=("page_faults_minor", "syscalls.sys_enter_brk", "syscalls.sys_enter_mmap",
+                  "context_switches"),
     sweep=_sweep,
     commands={"sample": sample_command},
 )

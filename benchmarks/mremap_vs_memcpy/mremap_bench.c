@@ -16,15 +16,14 @@
  * chosen, not left to the kernel (it changes mremap's cost several times over; METHOD.md).
  */
 #include "bench.h"
+#include "counters.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/perf_event.h>
 #include <math.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -377,113 +376,40 @@ static uint64_t thp_verify(const struct batch *b)
 	return min;
 }
 
-/* ---- kernel evidence: tracepoint counts around one timed section ------------------------- */
+/* ---- kernel counters (counters.h) ------------------------------------------------------- */
 
 /*
- * Why a move costs what it does is in the kernel: how many TLB flushes it makes (and whether
- * they are whole-TLB or per page), which IPIs and MSR writes (each one an exit to the
- * hypervisor here), how many page-table pages it allocates and frees. One extra timed section,
- * after the reported samples and never reported as one, runs with these tracepoints counted
- * by perf (counting needs no PMU), enabled by one ioctl before the first timer read and
- * disabled by one after the second. The counts are emitted as counters "tp_<event>_per_op".
- * Opening the events patches the kernel's tracepoint sites, so none is open while a reported
- * sample runs. Where tracefs or perf is not available the counters are left out and meta
- * "tracepoints" says why: they explain the timings, they are not the measurement.
+ * Why a move costs what it does is in the kernel: how many TLB flushes it makes, which IPIs
+ * and MSR writes (each one an exit to the hypervisor here), how many pages it allocates (a
+ * cold copy: one per destination page; a move: page-table pages at most), how many VMA-tree
+ * writes and slab objects. The counted samples (--counted-samples) count these tracepoints,
+ * and counters.h's software events (minor page faults above all), around their timed section
+ * only. Absent events are named in the meta line.
  */
-static const char *const tp_names[] = {
-	"tlb/tlb_flush",         /* every TLB flush this task makes, local or remote */
-	"ipi/ipi_send_cpu",      /* IPIs sent, e.g. remote TLB shootdowns */
-	"ipi/ipi_send_cpumask",
-	"msr/write_msr",         /* MSR writes: in a VM each one exits to the hypervisor */
-	"kmem/mm_page_alloc",    /* pages allocated: page-table pages, here */
-	"kmem/mm_page_free",
-	"maple_tree/ma_write",   /* VMA tree updates */
-	"kmem/kmem_cache_alloc", /* slab objects: VMAs, maple nodes */
-	NULL,
-};
-#define TP_MAX 8
+static const char tracepoints[] =
+	"tlb:tlb_flush,"         /* every TLB flush this task makes, local or remote */
+	"ipi:ipi_send_cpu,"      /* IPIs sent, e.g. remote TLB shootdowns */
+	"ipi:ipi_send_cpumask,"
+	"msr:write_msr,"         /* MSR writes: in a VM each one exits to the hypervisor */
+	"kmem:mm_page_alloc,"    /* pages allocated: a cold copy's destination, page tables */
+	"kmem:mm_page_free,"
+	"maple_tree:ma_write,"   /* VMA tree updates */
+	"kmem:kmem_cache_alloc"; /* slab objects: VMAs, maple nodes */
 
-static struct {
-	int fd[TP_MAX];
-	size_t n;
-	const char *why; /* NULL when counting works */
-} tp = { .why = "not attempted" };
-
-static int tp_open_one(const char *name, int group)
+/*
+ * Opened right before the first counted sample, not at start: an open tracepoint event keeps
+ * the kernel's tracepoint site live even while disabled (a system-call tracepoint puts every
+ * task's system calls on the slow path), which slowed the measured samples of this program
+ * measurably. A second meta line names what was opened. The first window after opening pays a one-time cost (in this VM the first counted sample
+ * took up to three times the next ones, even a copy that hits no tracepoint), so one
+ * counted window of the same work runs first and is discarded.
+ */
+static void counters_open_late(void)
 {
-	char path[160];
-	FILE *f;
-	unsigned long long id;
-	struct perf_event_attr attr;
-
-	snprintf(path, sizeof(path), "/sys/kernel/tracing/events/%s/id", name);
-	f = fopen(path, "r");
-	if (!f) {
-		snprintf(path, sizeof(path), "/sys/kernel/debug/tracing/events/%s/id", name);
-		f = fopen(path, "r");
-	}
-	if (!f)
-		return -1;
-	if (fscanf(f, "%llu", &id) != 1)
-		id = ~0ULL;
-	fclose(f);
-	if (id == ~0ULL)
-		return -1;
-	memset(&attr, 0, sizeof(attr));
-	attr.type = PERF_TYPE_TRACEPOINT;
-	attr.size = sizeof(attr);
-	attr.config = id;
-	attr.disabled = group < 0; /* the leader starts disabled; members follow it */
-	return (int)syscall(SYS_perf_event_open, &attr, 0, -1, group, 0);
-}
-
-/* Opens the whole group or none; tp.why says why not. */
-static void tp_open(void)
-{
-	tp.n = 0;
-	for (size_t i = 0; tp_names[i] && i < TP_MAX; i++) {
-		int fd = tp_open_one(tp_names[i], tp.n ? tp.fd[0] : -1);
-
-		if (fd < 0) {
-			tp.why = i == 0 ? "tracefs or perf_event_open unavailable"
-					: "a tracepoint is missing on this kernel";
-			for (size_t j = 0; j < tp.n; j++)
-				close(tp.fd[j]);
-			tp.n = 0;
-			return;
-		}
-		tp.fd[tp.n++] = fd;
-	}
-	tp.why = NULL;
-}
-
-static void tp_close(void)
-{
-	for (size_t i = 0; i < tp.n; i++)
-		close(tp.fd[i]);
-	tp.n = 0;
-}
-
-/* Called right before the first timer read and right after the second. */
-static void tp_switch(bool on)
-{
-	if (tp.n)
-		ioctl(tp.fd[0], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE,
-		      PERF_IOC_FLAG_GROUP);
-}
-
-static void tp_emit(size_t ops)
-{
-	for (size_t i = 0; i < tp.n; i++) {
-		uint64_t count = 0;
-		char name[96];
-		const char *ev = strchr(tp_names[i], '/');
-
-		if (read(tp.fd[i], &count, sizeof(count)) != (ssize_t)sizeof(count))
-			bench_fatal_errno("failed to read the count of tracepoint %s", tp_names[i]);
-		snprintf(name, sizeof(name), "tp_%s_per_op", ev ? ev + 1 : tp_names[i]);
-		bench_emit_counter(name, (double)count / (double)ops);
-	}
+	bench_counters_open(tracepoints);
+	bench_meta_begin();
+	bench_counters_meta();
+	bench_meta_end();
 }
 
 /* ---- one timed batch --------------------------------------------------------------------- */
@@ -507,8 +433,9 @@ static struct batch hot; /* memcpy: prepared once, reused by every batch */
 static uint64_t thp_min_kib = UINT64_MAX;
 
 /* Runs k operations between one pair of timer reads; returns the elapsed ns and adds the
- * minor faults taken inside the timed section to *faults. */
-static uint64_t run_batch(size_t k, long *faults)
+ * minor faults taken inside the timed section to *faults. Counted: the kernel counters run
+ * from just before the first timer read to just after the second. */
+static uint64_t run_batch(size_t k, long *faults, bool counted)
 {
 	struct batch b;
 	uint64_t t0, t1;
@@ -520,14 +447,16 @@ static uint64_t run_batch(size_t k, long *faults)
 		if (!hot.raw)
 			batch_prepare(&hot, 1);
 		f0 = minor_faults();
-		tp_switch(true);
+		if (counted)
+			bench_counters_start();
 		t0 = bench_now_ns();
 		for (size_t i = 0; i < k; i++) {
 			memcpy(hot.dst[0], hot.src[0], size);
 			clobber(hot.dst[0]);
 		}
 		t1 = bench_now_ns();
-		tp_switch(false);
+		if (counted)
+			bench_counters_stop();
 		f1 = minor_faults();
 		if (hot.dst[0][size - 1] != hot.src[0][size - 1])
 			bench_fatal("failed to verify the copy");
@@ -544,14 +473,16 @@ static uint64_t run_batch(size_t k, long *faults)
 
 	if (variant == V_MEMCPY_COLD) {
 		f0 = minor_faults();
-		tp_switch(true);
+		if (counted)
+			bench_counters_start();
 		t0 = bench_now_ns();
 		for (size_t i = 0; i < k; i++) {
 			memcpy(b.dst[i], b.src[0], size);
 			clobber(b.dst[i]);
 		}
 		t1 = bench_now_ns();
-		tp_switch(false);
+		if (counted)
+			bench_counters_stop();
 		f1 = minor_faults();
 		for (size_t i = 0; i < k; i++)
 			check_pattern(b.dst[i], size, 0, "copy");
@@ -562,7 +493,8 @@ static uint64_t run_batch(size_t k, long *faults)
 		if (variant == V_MREMAP_DONTUNMAP)
 			flags |= MREMAP_DONTUNMAP;
 		f0 = minor_faults();
-		tp_switch(true);
+		if (counted)
+			bench_counters_start();
 		t0 = bench_now_ns();
 		for (size_t i = 0; i < k; i++) {
 			if (mremap(b.src[i], size, new_len, flags, b.dst[i]) != b.dst[i]) {
@@ -572,7 +504,8 @@ static uint64_t run_batch(size_t k, long *faults)
 			}
 		}
 		t1 = bench_now_ns();
-		tp_switch(false);
+		if (counted)
+			bench_counters_stop();
 		f1 = minor_faults();
 		if (failed < k) {
 			errno = err;
@@ -656,7 +589,7 @@ static struct calibration calibrate(void)
 {
 	struct calibration cal;
 	long faults = 0;
-	uint64_t one = run_batch(1, &faults);
+	uint64_t one = run_batch(1, &faults, false);
 	size_t mem_cap = bytes_per_op() ? BATCH_MEMORY_BYTES / bytes_per_op() : BENCH_BATCH_MAX;
 	size_t cap = variant == V_MEMCPY ? BENCH_BATCH_MAX : BATCH_MAX_SLOTS;
 
@@ -671,7 +604,7 @@ static struct calibration calibrate(void)
 
 		if (k1 > cap)
 			k1 = cap;
-		cal.est_ns = (double)run_batch(k1, &faults) / (double)k1;
+		cal.est_ns = (double)run_batch(k1, &faults, false) / (double)k1;
 		if ((double)one < cal.est_ns)
 			cal.est_ns = (double)one;
 		cal.floor_ns = BENCH_BATCH_FACTOR * bench_timer_overhead_ns();
@@ -682,7 +615,7 @@ static struct calibration calibrate(void)
 		cal.floor_ns = MOVE_FLOOR_TIMER_READS * bench_timer_overhead_ns();
 		cal.est_ns = (double)one;
 		for (int i = 1; i < MOVE_CALIBRATIONS && cal.est_ns < 4.0 * cal.floor_ns; i++) {
-			double again = (double)run_batch(1, &faults);
+			double again = (double)run_batch(1, &faults, false);
 
 			if (again < cal.est_ns)
 				cal.est_ns = again;
@@ -732,35 +665,38 @@ static void emit_meta(const struct bench_args *args, const struct calibration *c
 	bench_meta_end();
 }
 
-/* The warm-up, then the samples and the counters of the faults they took. */
+/*
+ * The warm-up, the measured samples and the counters of the faults they took, then the
+ * counted samples (counters.h): each a sample "counted.ns_per_op" and its kernel counters
+ * per operation. The measured samples' minor_faults_per_op (getrusage, outside the timer)
+ * stays: it covers every measured sample, the counted ones only theirs.
+ */
 static void emit_samples(const struct bench_args *args, size_t batch)
 {
-	long faults = 0;
+	long faults = 0, counted_faults = 0;
 
 	for (uint64_t i = 0; i < args->warmup; i++)
-		run_batch(batch, &faults);
+		run_batch(batch, &faults, false);
 	faults = 0;
-	for (uint64_t i = 0; i < args->samples; i++)
-		bench_emit_sample("ns_per_op", (double)run_batch(batch, &faults) / (double)batch);
+	for (uint64_t i = 0; i < bench_samples_total(args); i++) {
+		bool counted = bench_sample_counted(args, i);
+		if (counted && i == args->samples) {
+			long ignored = 0;
+
+			counters_open_late();
+			run_batch(batch, &ignored, true); /* the warm-up window: see above */
+			bench_counters_discard();
+		}
+		double ns = (double)run_batch(batch, counted ? &counted_faults : &faults, counted);
+
+		bench_emit_sample(bench_metric(counted, "ns_per_op"), ns / (double)batch);
+		if (counted)
+			bench_counters_emit((double)batch);
+	}
 	bench_emit_counter("minor_faults_per_op",
 			   (double)faults / ((double)args->samples * (double)batch));
 	/* Shows in the report's counters column which cases were batched, and by how much. */
 	bench_emit_counter("ops_per_sample", (double)batch);
-}
-
-/* The kernel evidence pass: one more timed section, with tracepoints counted. */
-static void emit_kernel_evidence(size_t batch)
-{
-	tp_open();
-	if (tp.n) {
-		long ignored = 0;
-
-		run_batch(batch, &ignored);
-		tp_emit(batch);
-		tp_close();
-	} else if (tp.why) {
-		fprintf(stderr, "mremap_bench: tracepoint counts left out: %s\n", tp.why);
-	}
 }
 
 int main(int argc, char **argv)
@@ -778,7 +714,6 @@ int main(int argc, char **argv)
 	struct calibration cal = calibrate();
 	emit_meta(&args, &cal);
 	emit_samples(&args, cal.batch);
-	emit_kernel_evidence(cal.batch);
 	if (hot.raw)
 		batch_release(&hot);
 	return 0;
