@@ -578,22 +578,6 @@ static const char tracepoints[] =
 	"syscalls:sys_enter_pread64,syscalls:sys_enter_bpf,syscalls:sys_enter_clone,"
 	"memcg:memcg_flush_stats,cgroup:cgroup_rstat_locked";
 
-/*
- * Opened right before the first counted sample, not at start: an open tracepoint event keeps
- * the kernel's tracepoint site live even while disabled (a system-call tracepoint puts every
- * task's system calls on the slow path), which slowed the measured samples of this program
- * measurably. A second meta line names what was opened. The first window after opening pays a one-time cost (in this VM the first counted sample
- * took up to three times the next ones, even a copy that hits no tracepoint), so one
- * counted window of queries runs first and is discarded.
- */
-static void counters_open_late(void)
-{
-	bench_counters_open(tracepoints);
-	bench_meta_begin();
-	bench_counters_meta();
-	bench_meta_end();
-}
-
 static bool is_bpf(void)
 {
 	return src.content == C_BPF || src.content == C_BPF_FLUSH;
@@ -689,8 +673,8 @@ static void emit_samples(const struct bench_args *args, struct result *r, uint64
 	for (uint64_t s = 0; s < bench_samples_total(args); s++) {
 		bool counted = bench_sample_counted(args, s);
 		if (counted && s == args->samples) {
-			counters_open_late();
-			/* the warm-up window: one batch, see counters_open_late() */
+			bench_counters_open_late(tracepoints);
+			/* the warm-up window: one batch, see bench_counters_open_late() in counters.h */
 			run_queries(r, batch < per_sample ? batch : per_sample, batch, NULL, true);
 			bench_counters_discard();
 		}

@@ -211,6 +211,19 @@ void bench_counters_open_children(const char *tracepoints)
 	bench_counters_open(tracepoints);
 }
 
+void bench_counters_open_late(const char *tracepoints)
+{
+	bench_counters_open(tracepoints);
+	bench_meta_begin();
+	bench_counters_meta();
+	bench_meta_end();
+}
+
+bool bench_counters_opened(void)
+{
+	return opened;
+}
+
 int bench_counters_open_count(void)
 {
 	return n_counters;

@@ -9,10 +9,11 @@
  * samples after them (--counted-samples N), whose times come out as "counted.<metric>", so
  * their ratio to the measured ones is the cost of counting, measured in every trial:
  *
- *     bench_counters_open("tlb:tlb_flush");        once, before the first sample
  *     ...warm-up samples, nothing counted...
  *     for (uint64_t i = 0; i < bench_samples_total(&args); i++) {
  *             bool counted = bench_sample_counted(&args, i);
+ *             if (counted && !bench_counters_opened())
+ *                     bench_counters_open_late("tlb:tlb_flush");   at the first counted one
  *             if (counted)
  *                     bench_counters_start();      just before the timer's first reading
  *             t0 = bench_now_ns(); ...work of `ops` operations...; t1 = bench_now_ns();
@@ -64,6 +65,18 @@ const char *bench_metric(bool counted, const char *metric);
 /* Opens the events; `tracepoints` may be NULL. Calling it twice is a bug: exit 1. */
 void bench_counters_open(const char *tracepoints);
 /*
+ * bench_counters_open(), then a meta line naming what was opened (bench_counters_meta()): for
+ * a program that opens its counters right before its first counted sample, as it should. An
+ * open event costs even while disabled: a tracepoint's site in the kernel stays live for every
+ * task (a system-call tracepoint takes every system call through the slow path), and a
+ * software event's hook runs at each fault or switch. Opened at the start, the events slowed
+ * mremap-vs-memcpy's measured samples here (~3% at 256 KiB); opened late, nothing measured
+ * pays. The first window after opening pays a one-time cost too (up to three times the next
+ * ones), so a program whose samples are short runs one counted window of the same work first
+ * and discards it (bench_counters_discard()).
+ */
+void bench_counters_open_late(const char *tracepoints);
+/*
  * The same, for a program whose operation is another process (bakeoff-cmd-exec runs a
  * command): the events are inherited by every process it starts while they are enabled, and
  * a child's counts are added to the program's when the child exits; so a window around
@@ -78,6 +91,8 @@ void bench_counters_emit(double ops);
 void bench_counters_discard(void);
 /* Adds "counters" and "counters_absent" to a meta line being built (bench_meta_begin()). */
 void bench_counters_meta(void);
+/* bench_counters_open() was called (even if it opened nothing: BAKEOFF_COUNTERS=off). */
+bool bench_counters_opened(void);
 /* How many counters are open (0 before bench_counters_open()). */
 int bench_counters_open_count(void);
 

@@ -424,11 +424,7 @@ int main(int argc, char **argv)
 		 */
 		if (counted && !counters_opened) {
 			counters_opened = true;
-			bench_counters_open(HEAP_TRACEPOINTS);
-			bench_meta_begin();
-			bench_counters_meta();
-			bench_meta_end();
-			fflush(stdout);
+			bench_counters_open_late(HEAP_TRACEPOINTS);
 		}
 		if (counted)
 			bench_counters_start();

@@ -112,29 +112,12 @@ static uint64_t equal_p_hash_mean_uniform(uint64_t lo, uint64_t hi)
 	return (uint64_t)llround(sum_u / sum_p);
 }
 
-/*
- * Opened right before the first counted sample, not at start: an open tracepoint event keeps
- * the kernel's tracepoint site live even while disabled (a system-call tracepoint puts every
- * task's system calls on the slow path), which would slow the measured samples. A second meta
- * line names what was opened. (The modes count in alloc_patterns, which does the same.)
- * The first window after opening pays a one-time cost (in this VM the first counted sample
- * took up to three times the next ones, even a copy that hits no tracepoint), so one
- * counted window of decisions runs first and is discarded.
- */
-static void counters_open_late(void)
-{
-	bench_counters_open(HEAP_TRACEPOINTS);
-	bench_meta_begin();
-	bench_counters_meta();
-	bench_meta_end();
-}
-
 /* ==== the decision micro-benchmark ========================================================== */
 
 #define MICRO_K_MIN 4096
 #define MICRO_K_MAX 65536
-/* Pairs of batches in the counted warm-up window (counters_open_late()): one pair, a fraction
- * of a millisecond, did not always absorb the first window's extra cost here. */
+/* Pairs of batches in the counted warm-up window (bench_counters_open_late()): one pair, a
+ * fraction of a millisecond, did not always absorb the first window's extra cost here. */
 #define MICRO_COUNTED_WARMUP 8
 
 /*
@@ -385,8 +368,9 @@ static void run_micro(uint64_t size)
 		bool ref_first = i % 2; /* alternate, so drift hits both alike */
 		bool counted = i >= args.warmup && bench_sample_counted(&args, i - args.warmup);
 		if (counted && i == args.warmup + args.samples) {
-			counters_open_late();
-			bench_counters_start(); /* the warm-up window: see counters_open_late() */
+			bench_counters_open_late(HEAP_TRACEPOINTS);
+			/* the warm-up window: see bench_counters_open_late() in counters.h */
+			bench_counters_start();
 			for (int w = 0; w < MICRO_COUNTED_WARMUP; w++)
 				micro_pair(&m, s, B_FULL);
 			bench_counters_stop();

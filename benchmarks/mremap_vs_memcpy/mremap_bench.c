@@ -396,22 +396,6 @@ static const char tracepoints[] =
 	"maple_tree:ma_write,"   /* VMA tree updates */
 	"kmem:kmem_cache_alloc"; /* slab objects: VMAs, maple nodes */
 
-/*
- * Opened right before the first counted sample, not at start: an open tracepoint event keeps
- * the kernel's tracepoint site live even while disabled (a system-call tracepoint puts every
- * task's system calls on the slow path), which slowed the measured samples of this program
- * measurably. A second meta line names what was opened. The first window after opening pays a one-time cost (in this VM the first counted sample
- * took up to three times the next ones, even a copy that hits no tracepoint), so one
- * counted window of the same work runs first and is discarded.
- */
-static void counters_open_late(void)
-{
-	bench_counters_open(tracepoints);
-	bench_meta_begin();
-	bench_counters_meta();
-	bench_meta_end();
-}
-
 /* ---- one timed batch --------------------------------------------------------------------- */
 
 /* Keeps a copy the compiler could prove redundant (same bytes again) from being elided. */
@@ -683,7 +667,7 @@ static void emit_samples(const struct bench_args *args, size_t batch)
 		if (counted && i == args->samples) {
 			long ignored = 0;
 
-			counters_open_late();
+			bench_counters_open_late(tracepoints);
 			run_batch(batch, &ignored, true); /* the warm-up window: see above */
 			bench_counters_discard();
 		}
