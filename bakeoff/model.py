@@ -157,7 +157,13 @@ class Profile:
     counted_samples: samples each trial takes after its measured ones with kernel counters on
     (--counted-samples; benchmarks/common/counters.h): they give the counters per operation
     and, against the measured samples of the same trial, what counting costs. Never part of
-    the measured samples."""
+    the measured samples.
+    counted_trials: how many of a case's trials (its first) take the counted samples; None:
+    every trial. Counting has a price beyond the counted samples themselves: each tracepoint
+    a program counts costs it ~40 ms at exit here (the kernel waits out an RCU grace period
+    to unregister the probe), so counting every trial made the default run half as long
+    again. Two trials give each counter a CI; kernel counts barely vary from trial to
+    trial."""
 
     name: str
     params: Mapping[str, tuple[ParamValue, ...]]
@@ -169,6 +175,7 @@ class Profile:
     min_trials: int | None = None
     trial_s: float | None = None
     counted_samples: int = 1
+    counted_trials: int | None = 2
 
 
 @dataclass(frozen=True)

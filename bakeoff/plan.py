@@ -215,7 +215,8 @@ def plans_from_record(run: RunRecord, known: Mapping[str, Benchmark]) -> list[Be
 
 
 _PROFILE_FIELDS = {"trials": 1, "samples": 1, "warmup_samples": 0, "warmup_trials": 0,
-                   "timeout_s": 0, "min_trials": 1, "counted_samples": 0}  # field -> least value
+                   "timeout_s": 0, "min_trials": 1, "counted_samples": 0,
+                   "counted_trials": 1}  # field -> least value
 
 
 def _recorded_profile(profile_name: str, bench: str, recorded: Mapping[str, object]) -> Profile:
@@ -231,8 +232,9 @@ def _recorded_profile(profile_name: str, bench: str, recorded: Mapping[str, obje
     if missing:
         raise UsageError(f"the run's recorded profile of '{bench}' has no {sorted(missing)[0]}; "
                          "results.json was edited or damaged: start a new run")
-    # A run records counted_samples only when it took some (runs before it took none).
-    counts: dict[str, Any] = {"counted_samples": 0, **recorded}
+    # A run records counted_samples only when it took some (runs before it took none), and
+    # counted_trials only when not every trial took them.
+    counts: dict[str, Any] = {"counted_samples": 0, "counted_trials": None, **recorded}
     return Profile(name=profile_name, params={}, **counts)
 
 

@@ -83,6 +83,8 @@ def new_run(
             info.profile["min_trials"] = p.profile.min_trials
         if p.profile.counted_samples:
             info.profile["counted_samples"] = p.profile.counted_samples
+            if p.profile.counted_trials is not None:
+                info.profile["counted_trials"] = p.profile.counted_trials
         infos[p.benchmark.name] = info
     run = RunRecord(
         schema_version=store.SCHEMA_VERSION, run_id=run_dir.name, status="running",
@@ -325,6 +327,10 @@ class _Measurement:
     def _trial(self, case: Case, round_no: int | None) -> None:
         bench, profile = self.plan.benchmark, self.plan.profile
         label = _trial_label(case, round_no)
+        if round_no is None or (profile.counted_trials is not None
+                                and self.count[case] >= profile.counted_trials):
+            # Counted samples in a case's first counted_trials measured trials only.
+            profile = dataclasses.replace(profile, counted_samples=0)
         self.progress.starting(case, label)
         trial_plan = (bench.prepare_trial(case, profile, self.ctx, self.state)
                       if bench.prepare_trial

@@ -143,8 +143,9 @@ def test_each_trial_runs_the_command_k_times_and_counts_every_execution(
     processes = 2 * (trials + warmup_trials)  # warm-up trials run too, and are discarded
     assert lines.count("setup") == processes
     assert lines.count("cleanup") == processes
-    # --prepare before every execution: warm-ups, measured runs, and the counted one
-    assert lines.count("prepare") == processes * (runs + warmup + 1)
+    # --prepare before every execution: warm-ups, measured runs, and the counted one of each
+    # command's first two trials (Profile.counted_trials)
+    assert lines.count("prepare") == processes * (runs + warmup) + 2 * 2
     # The per-trial hooks bracket each trial's executions.
     assert lines[0] == "setup" and lines[-1] == "cleanup"
     # samples.csv has every sample of every metric.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from bakeoff.analysis import MIN_TRIALS_FOR_VERDICT, BenchmarkAnalysis, CaseResult
+from bakeoff.analysis import BenchmarkAnalysis, CaseResult
 from bakeoff.report.format import MISSING, case_params_label, fmt_number, fmt_range, fmt_value, is_time_unit
 from bakeoff.report.tables import measured_results
 from bakeoff.stats import Summary
@@ -235,8 +235,8 @@ def why_sentence(ba: BenchmarkAnalysis, where: str, best: CaseResult,
     trials = min(a[lead].n_trials, b[lead].n_trials)
     text += f" ({a[lead].n_trials} + {b[lead].n_trials} trials, counted samples)"
     why = []
-    if trials < MIN_TRIALS_FOR_VERDICT:
-        why.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
+    if trials < 2:  # counters are no verdict: two trials give a CI (Profile.counted_trials)
+        why.append("one trial, no CI")
     if trials >= 2 and _strength(a[lead].median, b[lead].median) > 0 and \
             a[lead].ci_low <= b[lead].ci_high and b[lead].ci_low <= a[lead].ci_high:
         why.append("their CIs overlap")
