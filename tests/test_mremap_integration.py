@@ -117,14 +117,13 @@ def test_counted_samples_explain_the_move(quick_run: Path) -> None:
         pytest.skip("tracepoints not countable here (tracefs or perf_event_open missing)")
     for variant in ("mremap", "mremap-after-munmap"):
         # At least one TLB flush per 2 MiB extent moved (16 MiB: eight PMD moves), no page
-        # allocated inside the move (the hole's page tables are not needed), no IPI.
+        # allocated inside the move (the hole's page tables are not needed).
         assert _median_per_op(trials, variant, 16 * MIB, "tlb.tlb_flush") >= 8
         assert _median_per_op(trials, variant, 16 * MIB, "kmem.mm_page_alloc") == 0
-        assert _median_per_op(trials, variant, 16 * MIB, "ipi.ipi_send_cpu") == 0
         assert _median_per_op(trials, variant, 16 * MIB, "page_faults_minor") == 0
     # The two orders make the same kernel work: whatever the unmap-last order saves is not
     # a flush or a VMA operation left out (METHOD.md "Set-up order").
-    for name in ("tlb.tlb_flush", "maple_tree.ma_write", "kmem.kmem_cache_alloc"):
+    for name in ("tlb.tlb_flush", "maple_tree.ma_write", "kmem.mm_page_alloc"):
         assert (_median_per_op(trials, "mremap", 16 * MIB, name)
                 == _median_per_op(trials, "mremap-after-munmap", 16 * MIB, name)), name
     # The hot copy makes no TLB flush at all; the cold one faults in every destination page.

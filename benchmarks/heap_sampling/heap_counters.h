@@ -9,7 +9,6 @@
 #define HEAP_COUNTERS_H
 
 #define HEAP_TRACEPOINTS                                                                   \
-	"syscalls:sys_enter_mmap,syscalls:sys_enter_munmap,syscalls:sys_enter_brk,"        \
-	"syscalls:sys_enter_madvise"
+	"syscalls:sys_enter_mmap,syscalls:sys_enter_brk"
 
 #endif

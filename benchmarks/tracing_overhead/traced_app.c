@@ -45,9 +45,7 @@ struct options {
  * may make to wake its consumer.
  */
 #define APP_TRACEPOINTS                                                                    \
-	"syscalls:sys_enter_uretprobe,syscalls:sys_enter_uprobe,sched:sched_waking,"        \
-	"sched:sched_wakeup,irq_vectors:irq_work_entry,syscalls:sys_enter_write,"           \
-	"syscalls:sys_enter_futex"
+	"syscalls:sys_enter_uretprobe,sched:sched_waking,irq_vectors:irq_work_entry"
 
 static uint64_t parse_u64(const char *flag, const char *text)
 {
