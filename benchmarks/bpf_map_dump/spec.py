@@ -180,10 +180,11 @@ BENCHMARK = Benchmark(
         # 500k entries only: every variant had the same verdict at 4M as at 1M (2026-11-25,
         # this 2-vCPU VM), and at 500k as at 1M (same day: docs/runs/ of the default run),
         # while the larger maps cost their size in time (go-iterate, iterate: seconds per
-        # dump), and counted dumps (Profile.counted_trials) add to it. 1M and up are in full. 5 trials: the fewest with which a verdict can be
-        # reached (analysis warns below); a fixed count, as the slow cases (go-iterate and
-        # its baseline) are the ones whose CI stays wide, so sequential allocation would
-        # only add to them. trial_s: that run's mean trial at 1M (load 3-8).
+        # dump), and counted dumps (Profile.counted_trials) add to it. 1M and up are in
+        # full. 5 trials: the fewest with which a verdict can be reached (analysis warns
+        # below); a fixed count, as the slow cases (go-iterate and its baseline) are the ones
+        # whose CI stays wide, so sequential allocation would only add to them. trial_s:
+        # that run's mean trial (TRIAL_S_RUN).
         "default": Profile("default", {"map": ("hash", "array"), "entries": (500_000,)},
                            trials=5, samples=1, warmup_samples=1, warmup_trials=0,
                            timeout_s=300, trial_s=1.84),
