@@ -183,11 +183,12 @@ BENCHMARK = Benchmark(
         # dump), and counted dumps (Profile.counted_trials) add to it. 1M and up are in
         # full. 5 trials: the fewest with which a verdict can be reached (analysis warns
         # below); a fixed count, as the slow cases (go-iterate and its baseline) are the ones
-        # whose CI stays wide, so sequential allocation would only add to them. trial_s:
-        # that run's mean trial (TRIAL_S_RUN).
+        # whose CI stays wide, so sequential allocation would only add to them.
+        # trial_s: the mean trial of make bench, 2026-11-25 14:33 UTC, this VM idle
+        # (counted trials included).
         "default": Profile("default", {"map": ("hash", "array"), "entries": (500_000,)},
                            trials=5, samples=1, warmup_samples=1, warmup_trials=0,
-                           timeout_s=300, trial_s=1.84),
+                           timeout_s=300, trial_s=0.89),
         # Hours: one 100M-entry iterate dump takes ~100 s, go-iterate ~120 s.
         "full": Profile("full", {"map": ("hash", "array"), "entries": FULL_ENTRIES},
                         trials=5, samples=2, warmup_samples=1, warmup_trials=0,

@@ -87,14 +87,16 @@ BENCHMARK = Benchmark(
         # (2026-11-25, this 2-vCPU VM) each size left out had the verdicts of its neighbours
         # and no ratio crossed a level there. Sequential allocation: 5 trials a case, up to 10
         # while a ratio's CI is near 1 ± the threshold (bakeoff/allocation.py); every case
-        # there was far from it, at 5 trials the same verdicts as at 10. trial_s: that run's
-        # mean trial (load 7). No warm-up round (it was a quarter of this benchmark's time):
+        # there was far from it, at 5 trials the same verdicts as at 10.
+        # trial_s: the mean trial of make bench, 2026-11-25 14:33 UTC, this VM idle
+        # (counted trials included). No warm-up round (it was a quarter of this
+        # benchmark's time):
         # each trial is a fresh process that warms up in its own first sample
         # (warmup_samples), and the first round's order is shuffled like every other.
         "default": Profile("default", {"size": tuple(4 * KIB * 2**i for i in
                                                      (0, 2, 4, 5, 6, 7, 8, 9, 11, 13, 15))},
                            trials=10, samples=8, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, min_trials=5, trial_s=0.56),
+                           timeout_s=120, min_trials=5, trial_s=0.18),
         "full": Profile("full", {"size": ALL_SIZES}, trials=20, samples=20,
                         warmup_samples=2, warmup_trials=1, timeout_s=300),
     },
