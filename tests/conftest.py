@@ -279,6 +279,23 @@ def all_rooms_quick_run(built: Path, tmp_path_factory: pytest.TempPathFactory) -
     return out
 
 
+def counted_output(stdout: str) -> tuple[dict[str, Any], dict[str, list[float]],
+                                         dict[str, float]]:
+    """A program's output with counted samples (--counted-samples): its meta lines merged,
+    its samples by metric, its counters. The counters must be named in a second meta line,
+    printed when they were opened: right before the first counted sample, so that no measured
+    sample ran with them open (bench_counters_open_late, benchmarks/common/counters.h)."""
+    lines = [json.loads(line) for line in stdout.splitlines()]
+    values: dict[str, list[float]] = {}
+    for x in lines:
+        if x["type"] == "sample":
+            values.setdefault(x["metric"], []).append(x["value"])
+    metas = [x for x in lines if x["type"] == "meta"]
+    assert len(metas) == 2 and "counters" not in metas[0], metas
+    return ({**metas[0], **metas[1]}, values,
+            {x["name"]: x["value"] for x in lines if x["type"] == "counter"})
+
+
 def saved_results(run_dir: Path) -> dict[str, Any]:
     """results.json as JSON with the trials a running or killed run has only in its journal
     (trials.jsonl) merged in: what `bakeoff report` would read."""

@@ -211,11 +211,12 @@ def test_syscall_counts_follow_from_each_method(
         variant, calls = t["case"]["variant"], t["samples"]["syscalls_per_dump"]
         assert len(set(calls)) == 1, (variant, calls)  # the same work every dump
         got = calls[0]
-        # The profile's one counted dump, after the 3 measured ones: the kernel saw the bpf()
-        # calls the reader counted (bpf-iter: one, its BPF_ITER_CREATE; the rest are reads).
-        assert len(t["samples"]["counted.ns_per_entry"]) == 1
-        (bpf,) = t["samples"]["per_op.syscalls.sys_enter_bpf"]
-        assert round(bpf * n) == (1 if variant == "bpf-iter" else got), (variant, bpf)
+        # The profile's one counted dump, after the 3 measured ones, in a case's first two
+        # trials (Profile.counted_trials): the kernel saw the bpf() calls the reader counted
+        # (bpf-iter: one, its BPF_ITER_CREATE; the rest are reads).
+        assert len(t["samples"].get("counted.ns_per_entry", [])) == (t["index"] < 2)
+        for bpf in t["samples"].get("per_op.syscalls.sys_enter_bpf", []):
+            assert round(bpf * n) == (1 if variant == "bpf-iter" else got), (variant, bpf)
         if variant in ("iterate", "go-iterate"):
             assert got == 2 * n + 1  # next_key + lookup per entry, one last next_key
         elif variant == "mmap":

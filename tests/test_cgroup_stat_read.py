@@ -24,6 +24,7 @@ from conftest import (
     assert_usage_error,
     build_dir,
     cgroup_without_memory,
+    counted_output,
     run_bakeoff,
     trials_on_disk,
 )
@@ -231,16 +232,8 @@ def _counted(programs: Path, cgroup: Path, variant: str, content: str,
          "--samples", "2", "--counted-samples", "2"],
         capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr
-    lines = [json.loads(line) for line in res.stdout.splitlines()]
-    values: dict[str, list[float]] = {}
-    for x in lines:
-        if x["type"] == "sample":
-            values.setdefault(x["metric"], []).append(x["value"])
-    # The counters are named in a second meta line, printed when they are opened: right
-    # before the first counted sample, so that no measured sample runs with them open.
-    metas = [x for x in lines if x["type"] == "meta"]
-    assert len(metas) == 2 and "counters" not in metas[0], metas
-    return {**metas[0], **metas[1]}, values
+    meta, values, _ = counted_output(res.stdout)
+    return meta, values
 
 
 # What one query must make, by variant and content: (system call, per query) the mechanism

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from scipy.stats import binomtest
 
-from conftest import IN_CI, REPO, assert_usage_error, build_dir, run_bakeoff
+from conftest import IN_CI, REPO, assert_usage_error, build_dir, counted_output, run_bakeoff
 
 # Its leftover checks look at the whole machine (tests/conftest.py: SUITE_LOCK).
 MACHINE_WIDE = True
@@ -565,18 +565,8 @@ def _counted_run(room: Path, variant: str, workload: str) -> tuple[dict[str, Any
                           "--counted-samples", "2"],
                          capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr
-    lines = [json.loads(line) for line in res.stdout.splitlines()]
-    values: dict[str, list[float]] = {}
-    for x in lines:
-        if x["type"] == "sample":
-            values.setdefault(x["metric"], []).append(x["value"])
-    # The counters are named in a second meta line, printed when they are opened: right
-    # before the first counted sample (modes: alloc_patterns' first counted run), so that no
-    # measured sample runs with them open.
-    metas = [x for x in lines if x["type"] == "meta"]
-    assert len(metas) == 2 and "counters" not in metas[0], metas
-    return ({**metas[0], **metas[1]}, values,
-            {x["name"]: x["value"] for x in lines if x["type"] == "counter"})
+    # modes: the counters are opened at alloc_patterns' first counted run
+    return counted_output(res.stdout)
 
 
 @pytest.mark.parametrize("workload", ["micro-64", "mode4"])
