@@ -95,7 +95,7 @@ def test_trial_argv_is_what_a_program_parses() -> None:
     profile = Profile("quick", {"n": (2,)}, trials=1, samples=4, warmup_samples=2)
     argv = trial_argv(PROGRAM, case, profile)
     assert argv == [str(PROGRAM), "--variant", "good", "--param", "n=2", "--samples", "4",
-                    "--warmup", "2"]
+                    "--warmup", "2", "--counted-samples", "1"]
     assert trial_argv("p", case, profile, [("n", 7), ("extra", "x")])[3:7] == [
         "--param", "n=7", "--param", "extra=x"]
     res = subprocess.run([sys.executable, *argv], capture_output=True, text=True, check=False)
@@ -117,7 +117,7 @@ def test_trial_argv_is_what_a_program_parses() -> None:
     (["--variant=good", "--param=n=1", "--samples", "0"], "error: --samples 0 is not a whole "
      "number >= 1 (e.g. --samples 10)"),
     (["--variant", "good", "--param", "n=1", "--frob"], "error: unknown option '--frob' "
-     "(known: --variant, --param, --samples, --warmup, --help)"),
+     "(known: --variant, --param, --samples, --warmup, --counted-samples, --help)"),
     (["--variant", "good", "stray"], "error: unexpected argument 'stray' (see --help)"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(args: list[str], message: str) -> None:

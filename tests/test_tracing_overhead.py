@@ -149,8 +149,9 @@ def test_every_event_is_captured(quick_run: tuple[Path, list[str]]) -> None:
     for t in _trials(quick_run[0]):
         c = t["counters"]
         variant = t["case"]["variant"]  # type: ignore[index]
-        # The profile's counted batch (one, of calls / (samples + warm-up) calls) is traced too.
-        assert c["counted_calls"] == c["calls"] // 6, t
+        # The profile's counted batch (one, of calls / (samples + warm-up) calls) is traced
+        # too, in a case's first two trials (Profile.counted_trials).
+        assert c["counted_calls"] == (c["calls"] // 6 if t["index"] < 2 else 0), t
         if variant in RECORDING:
             assert c["events_expected"] == 2 * (c["calls"] + c["counted_calls"]), t
             assert c["events_captured"] == c["events_expected"], t
