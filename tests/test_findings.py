@@ -320,6 +320,12 @@ def test_real_run_report_md_is_short_and_every_figure_is_the_analysis(
     found = all_findings(analysis)
     winners: list[Finding] = [f for bf in found for f in bf.findings if f.kind == "winner"]
     assert winners and all("fewer than 5 trials" in f.tentative for f in winners)
+    # Every room names its why_counters and counts them: each benchmark says why, with the
+    # counters per op of a case it names (a winner's, or with no ratio a ranking's).
+    for bf in found:
+        why = [f for f in bf.findings if f.kind == "why"]
+        assert len(why) == 1 and "per op" in why[0].text and "counted samples" in why[0].text, (
+            [f.kind for f in bf.findings])
     # One compact table per benchmark in report.md; the full ones, with counters, in details.
     assert len(re.findall(r"^\|---", md, re.M)) == 5
     details = (out / "details.md").read_text()

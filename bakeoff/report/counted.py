@@ -179,6 +179,7 @@ class WhySentence:
     tentative: str  # '' when settled
     counters: tuple[str, ...]  # what it quotes, most telling first
     rival: CaseResult  # whom the winner's counters are set against
+    differs: bool = True  # False: the lead counter is the same for both (nothing explained)
 
 
 def _rival(ba: BenchmarkAnalysis, best: CaseResult, base: CaseResult) -> CaseResult:
@@ -213,7 +214,8 @@ def why_sentence(ba: BenchmarkAnalysis, where: str, best: CaseResult,
     a, b = best.per_op, other.per_op
     lead = names[0]
     at = f"At {where}, " if where else ""
-    named = other.case.variant + (" (the baseline)" if other is base
+    is_baseline = other.case.variant == ba.info.baseline
+    named = other.case.variant + (" (the baseline)" if is_baseline
                                   and other.case.variant != "baseline" else "")
     if _strength(a[lead].median, b[lead].median) == 0:
         text = (f"{at}{best.case.variant} and {named} make the same "
@@ -222,7 +224,7 @@ def why_sentence(ba: BenchmarkAnalysis, where: str, best: CaseResult,
     else:
         text = (f"{at}{best.case.variant} makes {per_op_figure(a[lead])} "
                 f"{counter_words(lead)} per op against {per_op_figure(b[lead])} for {named}")
-        ratio = best.per_op_vs_baseline.get(lead) if other is base else None
+        ratio = best.per_op_vs_baseline.get(lead) if is_baseline else None
         if ratio is not None and a[lead].n_trials > 1 and b[lead].n_trials > 1 and \
                 math.isfinite(ratio.ci_low) and math.isfinite(ratio.ci_high):
             text += (f" (ratio {fmt_number(ratio.ratio)}, 95% CI {fmt_number(ratio.ci_low)}–"
@@ -241,7 +243,8 @@ def why_sentence(ba: BenchmarkAnalysis, where: str, best: CaseResult,
             a[lead].ci_low <= b[lead].ci_high and b[lead].ci_low <= a[lead].ci_high:
         why.append("their CIs overlap")
     text += f" [tentative: {', '.join(why)}]." if why else "."
-    return WhySentence(text, "; ".join(why), tuple(names), other)
+    return WhySentence(text, "; ".join(why), tuple(names), other,
+                       differs=_apart(a[lead], b[lead]) > 0)
 
 
 def _ci_pair(a: Summary, b: Summary) -> str:

@@ -174,6 +174,8 @@ class Clause:
     strength: float
     wins: bool = False  # a variant beats the baseline here: the news a headline leads with
     named_first: bool = True  # the body opens on a name, whose case a sentence keeps
+    # Whom the best case is set against: the baseline (a winner), the runner-up (a ranking).
+    foil: CaseResult | None = None
 
     @property
     def text(self) -> str:
@@ -235,7 +237,7 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
                 f"{change_phrase(ba, g.metric, ratio.ratio)} {figure}")
     return Clause(where, text, why, involved,
                   abs(math.log(ratio.ratio)) if ratio.ratio > 0 else 0.0, verdict == "faster",
-                  named_first=verdict != "same")
+                  named_first=verdict != "same", foil=base)
 
 
 def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | None:
@@ -266,7 +268,8 @@ def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | No
     if len(ranked) > 1 and (t := ranked[1].summary) is not None:
         involved += _runner_up(why, ranked[1], (s.ci_low, s.ci_high), (t.ci_low, t.ci_high),
                                fmt_range(t.ci_low, t.ci_high, unit))
-    return Clause(_where(ba, g, point), text, why, involved, 0.0, named_first=False)
+    return Clause(_where(ba, g, point), text, why, involved, 0.0, named_first=False,
+                  foil=ranked[1] if len(ranked) > 1 else None)
 
 
 def _with_why(clause: Clause) -> str:
@@ -303,24 +306,27 @@ def _group_finding(ba: BenchmarkAnalysis, g: Grid, fixed: Params,
                            *([params_label(ba.info, fixed)] if fixed else [])])
     short = _with_why(dataclasses.replace(top, where=where))
     fixed_label = [params_label(ba.info, fixed)] if fixed else []
+    # Where the finding names a best case, and whom it is set against (Clause.foil); the
+    # "why" finding reads them.
     quoted = tuple((", ".join([f"{g.axis}={c.where}", *fixed_label]) if g.axis else c.where,
-                    c.results[0], c.results[1]) for c in clauses) if g.with_ratios else ()
+                    c.results[0], c.foil) for c in clauses if c.foil is not None)
     return Finding("winner" if g.with_ratios else "ranking", text, "; ".join(why),
                    results=tuple(r for c in clauses for r in c.results),
                    strength=top.strength, wins=any(c.wins for c in clauses),
                    short=_sentence(short, top.named_first), points=quoted)
 
 
-def _why_finding(ba: BenchmarkAnalysis, winner: Finding) -> Finding | None:
-    """The counters behind a winner finding (BenchmarkInfo.why_counters), at each point it
-    names: one sentence per point."""
+def _why_finding(ba: BenchmarkAnalysis, winner: Finding) -> tuple[Finding, bool] | None:
+    """The counters behind a winner (or ranking) finding (BenchmarkInfo.why_counters), at
+    each point it names: one sentence per point; and whether any shows a difference."""
     said = [(s, best, base) for where, best, base in winner.points
             if (s := why_sentence(ba, where, best, base)) is not None]
     if not said:
         return None
     why = sorted({w for s, _, _ in said if s.tentative for w in s.tentative.split("; ")})
-    return Finding("why", " ".join(s.text for s, _, _ in said), "; ".join(why),
-                   results=tuple(r for s, best, _ in said for r in (best, s.rival)))
+    return (Finding("why", " ".join(s.text for s, _, _ in said), "; ".join(why),
+                    results=tuple(r for s, best, _ in said for r in (best, s.rival))),
+            any(s.differs for s, _, _ in said))
 
 
 # ---- crossovers, fits, skips, failures ---------------------------------------------------
@@ -436,11 +442,19 @@ def benchmark_findings(ba: BenchmarkAnalysis) -> BenchmarkFindings:
             "no-data", f"No trial of {ba.info.name} measured {g.metric}: "
             f"{len(ba.skips)} case(s) skipped, "
             f"{sum(r.n_failed for r in ba.for_metric(g.metric))} trial(s) failed."))
+    # One "why", for the headline's winner (or, with no ratio, the first ranking whose
+    # counters differ): report.md stays short.
     winners = [f for f in out.findings if f.kind == "winner"]
-    if winners:  # one "why", for the headline's winner: report.md stays short
+    if winners:
         headline = max(winners, key=lambda f: (not f.tentative, f.wins, f.strength))
-        if (why := _why_finding(ba, headline)) is not None:
-            out.findings.insert(out.findings.index(headline) + 1, why)
+        if (said := _why_finding(ba, headline)) is not None:
+            out.findings.insert(out.findings.index(headline) + 1, said[0])
+    else:
+        rankings = [(f, said) for f in out.findings if f.kind == "ranking"
+                    if (said := _why_finding(ba, f)) is not None]
+        if rankings:
+            f, (why, _) = next(((f, s) for f, s in rankings if s[1]), rankings[0])
+            out.findings.insert(out.findings.index(f) + 1, why)
     out.findings += _crossover_findings(ba, g)
     out.findings += [_fit_finding(ba, g, sf) for sf in ba.fits]
     for extra in (_skip_finding(ba), _failure_finding(ba)):
