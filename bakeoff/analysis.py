@@ -144,16 +144,21 @@ class BenchmarkAnalysis:
 
     @property
     def counting_cost(self) -> CountingCostSummary | None:
-        """Over the cases of the primary metric that took counted samples; None without any
-        (a run before counted samples, or a program that takes none)."""
-        costs = [r.counting_cost for r in self.for_metric(self.info.primary_metric)
-                 if r.counting_cost is not None]
-        if not costs:
+        """Over the cases that took counted samples, of the primary metric; or, when that is
+        a difference some case measures at 0 or below (heap-sampling's added cost: a ratio to
+        it says nothing), of the first declared metric every case measures above 0. None
+        without any (a run before counted samples, or a program that takes none)."""
+        for metric in [self.info.primary_metric, *self.metrics]:
+            results = [r for r in self.for_metric(metric) if r.counting_cost is not None]
+            if results and all(r.summary is not None and r.summary.median > 0
+                               for r in self.for_metric(metric)):
+                break
+        else:
             return None
+        costs = [r.counting_cost for r in results if r.counting_cost is not None]
         slow = [c.slowdown for c in costs]
-        return CountingCostSummary(self.info.primary_metric, float(np.median(slow)),
-                                   min(slow), max(slow), len(costs),
-                                   min(c.n_trials for c in costs))
+        return CountingCostSummary(metric, float(np.median(slow)), min(slow), max(slow),
+                                   len(costs), min(c.n_trials for c in costs))
 
     @property
     def few_trials(self) -> bool:
