@@ -219,9 +219,10 @@ def ratio_of_medians(
         raise ValueError("the baseline's median is 0: no ratio to it")
     point = float(np.median(np.concatenate(v)) / base_median)
     with np.errstate(divide="ignore", invalid="ignore"):
-        # A replicate whose baseline median is 0 gives inf: the CI then says "unbounded".
+        # A replicate whose baseline median is 0 gives inf: the CI then says "unbounded"
+        # (interpolating between two infs is what numpy would warn of).
         boot = bootstrap_medians(v, rng, n_boot) / bootstrap_medians(b, rng, n_boot)
-    lo, hi = _percentile_ci(boot)
+        lo, hi = _percentile_ci(boot)
     far_side = min(float(np.mean(boot >= 1.0)), float(np.mean(boot <= 1.0)))
     p_boot = min(1.0, max(2.0 * far_side, 1.0 / (n_boot + 1)))
     return Ratio(ratio=point, ci_low=lo, ci_high=hi, p_value=mann_whitney_p(v, b),
