@@ -39,10 +39,10 @@ from typing import Any
 from bakeoff import cpus, flamegraph, interrupts, procs, profile_store, registry, store
 from bakeoff import host as hostmod
 from bakeoff.errors import Interrupted, UsageError
-from bakeoff.model import Benchmark, Case, Profile, RunContext, RunRecord, TrialPlan
+from bakeoff.model import Benchmark, Case, Profile, RunContext, RunRecord
 from bakeoff.plan import BenchmarkPlan
 from bakeoff.process import run_program
-from bakeoff.protocol import trial_argv
+from bakeoff.protocol import plan_trial
 
 FREQUENCY_HZ = 4000  # samples per second of CPU: 250 µs apart, 12k in a 3 s profile
 CALL_GRAPH = "fp"
@@ -233,10 +233,7 @@ class _Profiler:
             self.profile, samples=acc.next_samples, counted_samples=0,
             # A lengthened trial may take longer than the run's timeout allowed for.
             timeout_s=max(self.profile.timeout_s, 3 * self.seconds + 60))
-        plan = (self.bench.prepare_trial(acc.case, profile, self.ctx, self.state)
-                if self.bench.prepare_trial is not None
-                else TrialPlan(trial_argv(self.ctx.build_dir / self.bench.program, acc.case,
-                                          profile)))
+        plan = plan_trial(self.bench, acc.case, profile, self.ctx, self.state)
         if plan.failure is not None:
             raise ProfileFailed(f"{acc.case.key}: the trial could not start: {plan.failure}")
         data = self.scratch / "perf.data"

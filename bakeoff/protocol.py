@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from os import PathLike
 from typing import Any
 
-from bakeoff.model import Case, ParamValue, Profile
+from bakeoff.model import Benchmark, Case, ParamValue, Profile, RunContext, TrialPlan
 
 
 class ProtocolError(ValueError):
@@ -39,6 +39,16 @@ def trial_argv(program: str | PathLike[str], case: Case, profile: Profile,
     argv += ["--samples", str(profile.samples), "--warmup", str(profile.warmup_samples)]
     return [*argv, "--counted-samples", str(profile.counted_samples)] \
         if profile.counted_samples else argv
+
+
+def plan_trial(bench: Benchmark, case: Case, profile: Profile, ctx: RunContext,
+               state: Any) -> TrialPlan:
+    """One trial as its room prepares it (Benchmark.prepare_trial, given its session's
+    state), else the protocol's argv for the room's program: what a run measures and what
+    `bakeoff profile` samples alike."""
+    if bench.prepare_trial is not None:
+        return bench.prepare_trial(case, profile, ctx, state)
+    return TrialPlan(trial_argv(ctx.build_dir / bench.program, case, profile))
 
 
 @dataclass

@@ -32,11 +32,11 @@ from rich.text import Text
 from bakeoff import allocation, cleanup, cpus, interrupts, registry, stats, store
 from bakeoff import host as hostmod
 from bakeoff.errors import Interrupted, UsageError
-from bakeoff.model import Case, RunContext, RunRecord, RunSettings, Trial, TrialPlan
+from bakeoff.model import Case, RunContext, RunRecord, RunSettings, Trial
 from bakeoff.plan import BenchmarkPlan
 from bakeoff.process import ActiveChild, ProcessResult, run_program
 from bakeoff.progress import RunProgress, earlier_seconds
-from bakeoff.protocol import ProgramOutput, trial_argv
+from bakeoff.protocol import ProgramOutput, plan_trial
 
 DEFAULT_MAX_TRIALS = 50  # per case, when --target-ci is given without --max-trials
 MIN_TRIALS_FOR_TARGET = 3  # a case meets --target-ci only from this many trials on
@@ -332,9 +332,7 @@ class _Measurement:
             # Counted samples in a case's first counted_trials measured trials only.
             profile = dataclasses.replace(profile, counted_samples=0)
         self.progress.starting(case, label)
-        trial_plan = (bench.prepare_trial(case, profile, self.ctx, self.state)
-                      if bench.prepare_trial
-                      else TrialPlan(trial_argv(self.program, case, profile)))
+        trial_plan = plan_trial(bench, case, profile, self.ctx, self.state)
         started = store.utc_now()
         env = {**trial_plan.env, **cpus.trial_env(self.trial_cpus)}
         result = (ProcessResult("failed", None, 0.0, ProgramOutput(), None, "",
