@@ -19,7 +19,9 @@ the test that sends signals at each.
   that comes now kills the process, which a shell reports as the same 128 + signal.
 
 BAKEOFF_PHASE_LOG names a file or FIFO that each checkpoint appends its phase to, one line
-each: the fault-injection test reads it to send signals at chosen late moments on purpose.
+each ("PHASE PID CLOCK_MONOTONIC_NS"): the fault-injection test reads it to send signals at
+chosen late moments on purpose, and to tell a signal that came after bakeoff decided to exit 0
+(its "exit" line is older than the signal) from one it missed.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import contextlib
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from types import FrameType
 from typing import NoReturn
@@ -96,7 +99,7 @@ def log_phase(phase: str) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o600)
         try:
-            os.write(fd, f"{phase} {os.getpid()}\n".encode())
+            os.write(fd, f"{phase} {os.getpid()} {time.monotonic_ns()}\n".encode())
         finally:
             os.close(fd)
 

@@ -174,7 +174,14 @@ def signed_error(trials: Trials, rng: np.random.Generator, n_boot: int = N_BOOT)
 
 def _percentile_ci(replicates: FloatArray, confidence: float = CONFIDENCE) -> tuple[float, float]:
     alpha = (1.0 - confidence) / 2.0
-    lo, hi = np.quantile(replicates, [alpha, 1.0 - alpha])
+    qs = [alpha, 1.0 - alpha]
+    with np.errstate(invalid="ignore"):
+        lo, hi = np.quantile(replicates, qs)
+    if (math.isnan(lo) or math.isnan(hi)) and not np.isnan(replicates).any():
+        # Interpolating between two infinite replicates (a ratio's x/0) gives inf - inf: the
+        # bound there is that infinity, the CI unbounded on that side.
+        near_lo, near_hi = np.quantile(replicates, qs, method="nearest")
+        lo, hi = (near_lo if math.isnan(lo) else lo), (near_hi if math.isnan(hi) else hi)
     return float(lo), float(hi)
 
 

@@ -319,6 +319,17 @@ def _before_bakeoff_ran(err: str) -> bool:
             and all(f.startswith("<frozen ") for f in frames))
 
 
+def _decided_exit_before(phase_log: Path, sent_ns: int) -> bool:
+    """Whether bakeoff logged its "exit" (its decision to exit 0, taken with SIGINT and SIGTERM
+    blocked and none pending) before sent_ns, on the same CLOCK_MONOTONIC. A signal sent
+    earlier must have been seen there, so exit 0 after one is a signal lost."""
+    for line in _read(phase_log).splitlines():
+        phase, _pid, at_ns = line.split()
+        if phase == "exit":
+            return int(at_ns) < sent_ns
+    return False
+
+
 def _check_clean(ours: Ours, baseline: set[str], where: str) -> None:
     left = ours.leaks(baseline)
     assert not left, f"{where}: left behind:\n  " + "\n  ".join(left)
@@ -331,11 +342,13 @@ def inject(grid: Grid, signum: int, delay: float, cycle: int, out: Path, ours: O
     to resume) or by the sweep at the start of the resumed run itself."""
     sig = signal.Signals(signum).name
     where = (f"BAKEOFF_FI_SEED={SEED} {grid.name} cycle {cycle}: {sig} after {delay:.2f} s")
+    phase_log = out.with_name(f"{out.name}.phases")
     # nsenter (--mount only) execs bakeoff in place: the signal goes to the harness itself.
     proc = subprocess.Popen(
         [*ours.prefix, sys.executable, "-m", "bakeoff", "run", grid.name, "--profile", "quick",
          *grid.args, "--out", str(out), "--seed", str(cycle), "--quiet"],
-        cwd=REPO, env=_env(ours), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        cwd=REPO, env={**_env(ours), "BAKEOFF_PHASE_LOG": str(phase_log)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     ours.pids.add(proc.pid)
     deadline = time.monotonic() + delay
     while time.monotonic() < deadline and proc.poll() is None:
@@ -343,9 +356,14 @@ def inject(grid: Grid, signum: int, delay: float, cycle: int, out: Path, ours: O
     # What is on disk now is what the signal must not lose.
     before = _saved(out)
     exited = proc.poll() is not None
+    sent_ns = time.monotonic_ns()
     if not exited:
         os.kill(proc.pid, signum)
     _, err = proc.communicate(timeout=RUN_TIMEOUT_S)
+    if not exited and proc.returncode == 0 and _decided_exit_before(phase_log, sent_ns):
+        # Between our last poll and the kill, bakeoff had decided to exit 0 and got past its
+        # last look for a signal (the kill found it exiting, or a zombie): the run was over.
+        exited = True
     if exited:
         phase = "after exit"
     elif before is None:
