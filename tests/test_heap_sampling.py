@@ -469,10 +469,10 @@ def test_quick_profile_counts_and_estimates(quick_run: dict[str, Any]) -> None:
             for t in _trials(quick_run, variant, workload):
                 c = t["counters"]
                 assert c["untracked_allocations"] == 0, t  # alloc_patterns allocates nothing else
-                assert c["accuracy_processes"] == 8
+                assert c["accuracy_processes"] == 4  # the quick profile's accuracy_runs
                 prefix = "hash" if "hash" in variant else "poisson"
                 errors = t["samples"][f"{prefix}_total_error_pct"]
-                assert len(errors) == 8  # one per process
+                assert len(errors) == 4  # one per process
                 if prefix == "poisson":
                     # Independent decisions: each process within 4 sigma of its own bound.
                     bound = 4 * c["poisson_total_error_sigma_bound_pct"]
@@ -530,12 +530,14 @@ def test_micro_splits_the_test_from_the_sample_work(room: Path, tmp_path: Path) 
 @pytest.mark.slow
 def test_errors_come_from_forty_processes_and_reuse_hurts_the_hash(room: Path,
                                                                    tmp_path: Path) -> None:
-    """5 trials x 8 processes: 40 independent estimates per case, enough for p5/p95. Mode 4
-    reuses 500 addresses: the hash decides once per (address, size), so its error is far
-    larger than Poisson's and its independent decisions far fewer than its samples."""
+    """5 trials x 8 processes (--param accuracy_runs=8, as the full profile): 40 independent
+    estimates per case, enough for p5/p95. Mode 4 reuses 500 addresses: the hash decides once
+    per (address, size), so its error is far larger than Poisson's and its independent
+    decisions far fewer than its samples."""
     out = tmp_path / "acc"
     res = run_bakeoff("run", "heap-sampling", "--param", "workload=mode4", "--param",
-                      "mean=4KiB", "--param", "scale=0.002", "--variant", "poisson",
+                      "mean=4KiB", "--param", "scale=0.002", "--param", "accuracy_runs=8",
+                      "--variant", "poisson",
                       "--variant", "stateless-hash", "--trials", "5", "--samples", "1",
                       "--out", str(out), "--quiet")
     assert res.returncode == 0, res.stdout + res.stderr

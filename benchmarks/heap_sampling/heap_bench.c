@@ -13,8 +13,9 @@
  *   and NONE's dispatch beside each full pair.
  * - mode1..mode4: a driver. It runs alloc_patterns (built beside this program) as child
  *   processes: once for the cost, each sample a pair of runs switched between the variant's
- *   scheme and NONE inside that process (SAMPLER_REFERENCE, SAMPLER_COUNT=0), and 8 times for
- *   the errors (fresh processes: fresh ASLR, fresh PRNG; SAMPLER_COUNT=1). The sampler's
+ *   scheme and NONE inside that process (SAMPLER_REFERENCE, SAMPLER_COUNT=0), and
+ *   --param accuracy_runs times (default 8) for the errors (fresh processes: fresh ASLR,
+ *   fresh PRNG; SAMPLER_COUNT=1). The sampler's
  *   summaries (SAMPLER_OUTPUT, in a private temp directory) become the errors and counters.
  *
  * Metrics (one JSON line each on stdout, see docs/ARCHITECTURE.md "The program protocol"):
@@ -66,6 +67,8 @@ static const struct bench_param params[] = {
 	  "micro-64 | micro-1024 | micro-4096 | mode1 | mode2 | mode3 | mode4" },
 	{ "mean", false, "4096", "mean bytes between samples (SAMPLER_POISSON_MEAN_BYTES)" },
 	{ "scale", false, "1", "modes: fraction of the seed's allocation count (1 = the seed's)" },
+	{ "accuracy_runs", false, "8",
+	  "modes: fresh processes per trial, each one estimate (the error metrics)" },
 	{ NULL, false, NULL, NULL },
 };
 
@@ -897,8 +900,10 @@ static void check_counts(const struct child_out *c)
 
 /* A live estimate is only worth a relative error when the heap holds many mean gaps. */
 #define LIVE_MIN_MEANS 64
-/* Independent processes per trial for the error figures: each one estimate of one run. */
-#define ACCURACY_RUNS 8
+/* Independent processes per trial for the error figures, each one estimate of one run
+ * (--param accuracy_runs); at most this many. */
+#define MAX_ACCURACY_RUNS 64
+static unsigned accuracy_runs;
 
 /* Sums over a trial's accuracy runs, emitted as means (counters). */
 struct accuracy_sums {
@@ -944,7 +949,7 @@ static void add_accuracy(const struct child_out *c, const char *prefix, uint64_t
 static void emit_accuracy_counters(const char *prefix, const struct accuracy_sums *s)
 {
 	char key[80];
-	double n = ACCURACY_RUNS;
+	double n = accuracy_runs;
 
 #define EMIT(what, value) (snprintf(key, sizeof(key), "%s_%s", prefix, what), \
 			   bench_emit_counter(key, (value) / n))
@@ -998,7 +1003,7 @@ static void run_pattern(int mode, double scale)
 		bench_meta_str("paired_order", ref_first ? "none first, then alternating"
 							 : "variant first, then alternating");
 	if (sampling)
-		bench_meta_num("accuracy_processes", ACCURACY_RUNS);
+		bench_meta_num("accuracy_processes", accuracy_runs);
 	if (cost.scheme)
 		bench_meta_str("preload", preload_path());
 	bench_meta_str("counted_window", "alloc_patterns' main thread, around the run of the "
@@ -1034,7 +1039,7 @@ static void run_pattern(int mode, double scale)
 		const char *prefix = variant == V_HASH || variant == V_HASH_EQUAL_P ? "hash"
 										   : "poisson";
 		struct accuracy_sums sums = { 0 };
-		for (int r = 0; r < ACCURACY_RUNS; r++) {
+		for (unsigned r = 0; r < accuracy_runs; r++) {
 			struct child_out run = run_workload(&w, &acc);
 			check_counts(&run);
 			add_accuracy(&run, prefix, strcmp(prefix, "hash") == 0 ? hash_mean : mean,
@@ -1059,6 +1064,11 @@ int main(int argc, char **argv)
 	if (!(scale > 0.0) || scale > 100.0)
 		bench_usage_error("--param scale=%g must be > 0 and <= 100 (1 = the seed's counts)",
 				  scale);
+	uint64_t runs = bench_param_u64(&args, "accuracy_runs");
+	if (runs < 1 || runs > MAX_ACCURACY_RUNS)
+		bench_usage_error("--param accuracy_runs=%" PRIu64 " must be 1 .. %d", runs,
+				  MAX_ACCURACY_RUNS);
+	accuracy_runs = (unsigned)runs;
 	const char *workload = bench_param(&args, "workload");
 
 	if (strcmp(workload, "micro-64") == 0)

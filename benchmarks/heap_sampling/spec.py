@@ -2,8 +2,8 @@
 
 One trial is `heap_bench` (heap_bench.c): the decision micro-benchmark in-process, or a driver
 that runs the seed's allocation patterns (alloc_patterns.c) under libbakeoff_sampler.so
-(sampler.c): once paired against NONE inside one process for the added cost, and in 8 fresh
-processes for the estimation errors. `bakeoff sample -- CMD` runs any program under the
+(sampler.c): once paired against NONE inside one process for the added cost, and in
+accuracy_runs fresh processes for the estimation errors. `bakeoff sample -- CMD` runs any program under the
 sampler and prints what it saw. METHOD.md says what is timed and why.
 """
 
@@ -33,8 +33,14 @@ def _sane_scale(value: ParamValue) -> str | None:
 
 
 _ERROR = ("signed estimation error of the {what} ((estimate - true) / true x 100) of one run of "
-          "the pattern, one value per process (8 fresh processes per trial: new ASLR, new "
-          "PRNG); compared by |value|, with bias and RMS beside")
+          "the pattern, one value per process (accuracy_runs fresh processes per trial: new "
+          "ASLR, new PRNG); compared by |value|, with bias and RMS beside")
+
+
+def _sane_accuracy_runs(value: ParamValue) -> str | None:
+    if not 1 <= int(value) <= 64:
+        return "must be 1 .. 64 (fresh processes per trial, each one estimate)"
+    return None
 
 
 def _sweep() -> list[str]:
@@ -82,6 +88,9 @@ BENCHMARK = Benchmark(
         Param("scale", "float", "allocation counts of the modes as a fraction of the seed's "
               "(1 = the seed's own arguments); the micro-benchmark ignores it",
               check=_sane_scale),
+        Param("accuracy_runs", "int", "fresh processes per trial that each run the pattern once "
+              "and estimate its bytes (the error metrics: trials x this many estimates per "
+              "case); the micro-benchmark ignores it", check=_sane_accuracy_runs),
     ),
     metrics=(
         Metric("added_ns_per_alloc", "ns", "what sampling adds to one allocation and its free: "
@@ -115,7 +124,8 @@ BENCHMARK = Benchmark(
     ),
     profiles={
         "quick": Profile("quick", {"workload": ("micro-64", "mode2", "mode4"),
-                                   "mean": (SEED_MEAN,), "scale": (0.005,)},
+                                   "mean": (SEED_MEAN,), "scale": (0.005,),
+                                   "accuracy_runs": (4,)},
                          trials=3, samples=3, warmup_samples=1, warmup_trials=0, timeout_s=60),
         # The two ends of the means (the seed's 4 KiB and tcmalloc's 2 MiB): the findings
         # speak of a sweep's ends, and in the run that chose this (2026-11-25, this 2-vCPU
@@ -123,14 +133,17 @@ BENCHMARK = Benchmark(
         # time. A fixed count: the primary metric is a difference with no ratio to the
         # baseline, so sequential allocation has no verdict to settle. No warm-up round:
         # every case's first trial is measured in the same shuffled round, so a cold start
-        # falls on all variants alike.
+        # falls on all variants alike. 4 accuracy processes a trial, 20 estimates a case (the
+        # fewest that show a p5/p95): with 8, they were 57% of a mode1 trial (2.29 s against
+        # 1.07 s with 4, poisson at 4 KiB, 2026-11-26, this VM) and no finding uses them.
         # trial_s: the mean trial of make bench, 2026-11-25 14:33 UTC, this VM idle
         # (counted trials included).
         "default": Profile("default", {"workload": WORKLOADS, "mean": (SEED_MEAN, TCMALLOC_MEAN),
-                                       "scale": (0.01,)},
+                                       "scale": (0.01,), "accuracy_runs": (4,)},
                            trials=5, samples=5, warmup_samples=1, warmup_trials=0,
                            timeout_s=120, trial_s=0.32),
-        "full": Profile("full", {"workload": WORKLOADS, "mean": MEANS, "scale": (1.0,)},
+        "full": Profile("full", {"workload": WORKLOADS, "mean": MEANS, "scale": (1.0,),
+                                 "accuracy_runs": (8,)},
                         trials=10, samples=5, warmup_samples=1, warmup_trials=1,
                         timeout_s=1800),
     },
