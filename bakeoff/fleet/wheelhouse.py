@@ -2,7 +2,7 @@
 
 Many measurement hosts have no route to PyPI (lab networks, the test's network namespaces).
 The host's set-up is the README's `make deps`, with PIP_NO_INDEX and PIP_FIND_LINKS pointing
-at these wheels. The wheels are for the controller's Python and architecture; hosts that
+at these wheels (the Makefile hands them to uv as --no-index --find-links). The wheels are for the controller's Python and architecture; hosts that
 differ set bakeoff_wheelhouse off and need an index (docs/FLEET.md).
 """
 
@@ -22,9 +22,11 @@ from bakeoff.errors import UsageError
 
 
 def requirements(pyproject: Path) -> list[str]:
-    """The runtime dependencies and the build backend: what `pip install -e .` needs."""
+    """What the host's `make deps` installs: the installer (uv), the runtime dependencies and
+    the build backend of `uv pip install -e .`."""
     data = tomllib.loads(pyproject.read_text())
-    return [*data["project"]["dependencies"], *data["build-system"]["requires"]]
+    return [data["tool"]["bakeoff"]["installer"], *data["project"]["dependencies"],
+            *data["build-system"]["requires"]]
 
 
 def build(pyproject: Path, cache: Path) -> Path:
