@@ -161,9 +161,9 @@ class Profile:
     counted_trials: how many of a case's trials (its first) take the counted samples; None:
     every trial. Counting has a price beyond the counted samples themselves: each tracepoint
     a program counts costs it ~40 ms at exit here (the kernel waits out an RCU grace period
-    to unregister the probe), so counting every trial made the default run half as long
-    again. Two trials give each counter a CI; kernel counts barely vary from trial to
-    trial."""
+    to unregister the probe; system calls share one, counters.c), so counting every trial
+    made the default run half as long again. Two trials give each counter a CI; kernel
+    counts barely vary from trial to trial."""
 
     name: str
     params: Mapping[str, tuple[ParamValue, ...]]

@@ -73,6 +73,19 @@ $(OBJ)/common/%.o: $(COMMON_DIR)/%.c $(FLAGS_STAMP) | $(OBJ)/common
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BENCH_CFLAGS) $(CFLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
 
+# The system calls' numbers by name, for counters.c (it counts syscalls:sys_enter_NAME as
+# raw_syscalls:sys_enter filtered on NAME's number): the lines '{ "read", __NR_read },' for
+# every __NR_* the compiler's own <sys/syscall.h> defines, so the numbers are the target's.
+# Per room, as counters.o is, and remade with it when the flags change (-m32 has others).
+SYSCALL_NRS_H := $(OBJ)/common/syscall_nrs.h
+$(SYSCALL_NRS_H): $(FLAGS_STAMP) | $(OBJ)/common
+	$(call msg,GEN,$@)
+	$(Q)echo '#include <sys/syscall.h>' | $(CC) $(BENCH_CFLAGS) $(CFLAGS) $(CPPFLAGS) -dM -E -x c - \
+		| sed -n 's/^#define __NR_\([a-z0-9_]*\) .*/{ "\1", __NR_\1 },/p' | LC_ALL=C sort \
+		> $@.tmp && test -s $@.tmp && mv $@.tmp $@
+$(OBJ)/common/counters.o: $(SYSCALL_NRS_H)
+$(OBJ)/common/counters.o: BENCH_CFLAGS += -I$(OBJ)/common
+
 $(OBJ) $(OBJ)/common:
 	$(Q)mkdir -p $@
 
