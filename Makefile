@@ -42,8 +42,11 @@ lint: venv-dev
 	$(VENV)/bin/ruff check bakeoff tests benchmarks
 	$(VENV)/bin/mypy
 
+# The repo's Python byte-compiled too: where PYTHONDONTWRITEBYTECODE is set, every trial driver
+# (tracing-overhead's is Python) would otherwise compile its modules afresh each trial.
 build: system-deps
 	$(MAKE) -j$(BUILD_JOBS) -C benchmarks
+	@python3 -m compileall -q bakeoff benchmarks >/dev/null
 
 # What running bakeoff needs (make bench, a fleet host).
 deps: system-deps venv
@@ -66,8 +69,11 @@ $(VENV)/.installed: pyproject.toml | $(UV)
 	$(UV) pip install --python $(VENV)/bin/python --quiet $(UV_OFFLINE) -e .
 	@touch $@
 
+# Byte-compiled at install for the tests (hundreds of bakeoff processes, each importing numpy,
+# scipy, plotly, typer); make bench starts one, which compiles what it imports for less.
 $(VENV)/.installed-dev: pyproject.toml | $(UV)
-	$(UV) pip install --python $(VENV)/bin/python --quiet $(UV_OFFLINE) -e '.[test,fleet]' pip
+	$(UV) pip install --python $(VENV)/bin/python --quiet --compile-bytecode $(UV_OFFLINE) \
+		-e '.[test,fleet]' pip
 	@touch $@ $(VENV)/.installed
 
 clean:

@@ -2,8 +2,9 @@
 
 Many measurement hosts have no route to PyPI (lab networks, the test's network namespaces).
 The host's set-up is the README's `make deps`, with PIP_NO_INDEX and PIP_FIND_LINKS pointing
-at these wheels (the Makefile hands them to uv as --no-index --find-links). The wheels are for the controller's Python and architecture; hosts that
-differ set bakeoff_wheelhouse off and need an index (docs/FLEET.md).
+at these wheels (the Makefile hands them to uv as --no-index --find-links). The wheels are
+for the controller's Python and architecture; hosts that differ set bakeoff_wheelhouse off
+and need an index (docs/FLEET.md).
 """
 
 from __future__ import annotations
