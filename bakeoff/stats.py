@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -140,13 +140,21 @@ def bootstrap_medians(
         # One cluster: every replicate is the same pool; the CI collapses to the median.
         return np.full(n_boot, float(np.median(arrays[0])))
     per_chunk = max(1, _BOOT_CELLS_PER_CHUNK // (n_trials * width))
+    median = _row_median(matrix)
     medians = np.empty(n_boot)
     for start in range(0, n_boot, per_chunk):
         stop = min(n_boot, start + per_chunk)
         picks = rng.integers(0, n_trials, size=(stop - start, n_trials))
         pooled = matrix[picks].reshape(stop - start, n_trials * width)
-        medians[start:stop] = np.nanmedian(pooled, axis=1)
+        medians[start:stop] = median(pooled, axis=1)
     return medians
+
+
+def _row_median(matrix: FloatArray) -> Callable[..., FloatArray]:
+    """The median that ignores the padding of unequal trials (np.nanmedian), or, where there
+    is none, np.median: the same values, and many times faster (the whole analysis spent
+    most of its time in nanmedian)."""
+    return np.nanmedian if np.isnan(matrix).any() else np.median
 
 
 def signed_error(trials: Trials, rng: np.random.Generator, n_boot: int = N_BOOT) -> SignedError:
@@ -258,6 +266,7 @@ def paired_ratio_of_medians(
     if len(pairs) == 1:
         return Ratio(point, point, point, p_value=math.nan, p_boot=math.nan)
     top, bottom = _padded([a for a, _ in pairs]), _padded([b for _, b in pairs])
+    top_median, bottom_median = _row_median(top), _row_median(bottom)
     n_trials = len(pairs)
     per_chunk = max(1, _BOOT_CELLS_PER_CHUNK // (n_trials * max(top.shape[1], bottom.shape[1])))
     boot = np.empty(n_boot)
@@ -265,8 +274,8 @@ def paired_ratio_of_medians(
         stop = min(n_boot, start + per_chunk)
         picks = rng.integers(0, n_trials, size=(stop - start, n_trials))
         with np.errstate(divide="ignore", invalid="ignore"):
-            boot[start:stop] = (np.nanmedian(top[picks].reshape(stop - start, -1), axis=1)
-                                / np.nanmedian(bottom[picks].reshape(stop - start, -1), axis=1))
+            boot[start:stop] = (top_median(top[picks].reshape(stop - start, -1), axis=1)
+                                / bottom_median(bottom[picks].reshape(stop - start, -1), axis=1))
     lo, hi = _percentile_ci(boot)
     far_side = min(float(np.mean(boot >= 1.0)), float(np.mean(boot <= 1.0)))
     return Ratio(ratio=point, ci_low=lo, ci_high=hi, p_value=math.nan,

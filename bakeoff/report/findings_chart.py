@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from bakeoff.analysis import BenchmarkAnalysis, CaseResult, SweepCrossover
-from bakeoff.report.charts import FONT, Chart, _t
+from bakeoff.report.charts import FONT, Chart, _t, new_figure
 from bakeoff.report.colors import with_alpha
 from bakeoff.report.format import fmt_ratio, fmt_value, scale_for, spans_decades
 from bakeoff.report.grid import Grid, Params, Point, grid, point_label, trials_of
@@ -73,7 +73,8 @@ def findings_chart(ba: BenchmarkAnalysis, colors: dict[str, str]) -> Chart | Non
     cols = min(MAX_COLUMNS, len(groups))
     rows = math.ceil(len(groups) / cols)
     titles = [_t(point_label(ba, g, fixed)) if fixed else "" for fixed, _ in groups]
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles if len(groups) > 1 else None,
+    fig = make_subplots(figure=new_figure(), rows=rows, cols=cols,
+                        subplot_titles=titles if len(groups) > 1 else None,
                         horizontal_spacing=0.08, vertical_spacing=0.18 if rows > 1 else 0.1)
     legend_done: set[str] = set()
     all_y: list[float] = []

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from bakeoff.analysis import BenchmarkAnalysis, CaseResult
 from bakeoff.hosts import DIFFERS, HostRun, HostsAnalysis, to_json
 from bakeoff.model import BenchmarkInfo, Case
-from bakeoff.report.charts import Chart, Sweep, _layout, _t, _x, _x_axis, sweeps
+from bakeoff.report.charts import Chart, Sweep, _layout, _t, _x, _x_axis, new_figure, sweeps
 from bakeoff.report.colors import PALETTE, with_alpha
 from bakeoff.report.facts import machine
 from bakeoff.report.findings import Finding
@@ -184,7 +184,7 @@ def _sweep_words(ref: BenchmarkAnalysis, sweep: Sweep) -> str:
 
 def _ratio_by_host(a: HostsAnalysis, ref: BenchmarkAnalysis, sweep: Sweep, variant: str,
                    per_host: dict[str, dict[Case, CaseResult]], colors: dict[str, str]) -> Chart | None:
-    fig = go.Figure()
+    fig = new_figure()
     cases = [r.case for r in sweep.results if r.case.variant == variant]
     drawn = 0
     for host in a.labels:
@@ -239,7 +239,7 @@ def _medians_by_host(a: HostsAnalysis, ref: BenchmarkAnalysis, sweep: Sweep,
                      per_host: dict[str, dict[Case, CaseResult]], colors: dict[str, str]) -> Chart:
     metric = ref.info.primary_metric
     unit = str(ref.info.metric(metric)["unit"])
-    fig = go.Figure()
+    fig = new_figure()
     variants = list(dict.fromkeys(r.case.variant for r in sweep.results))
     for host in a.labels:
         for i, variant in enumerate(variants):

@@ -15,13 +15,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import plotly.io as pio
 import plotly.offline
 
 from bakeoff.analysis import Analysis, BenchmarkAnalysis
 from bakeoff.model import RunRecord
 from bakeoff.profile_store import LoadedPair
-from bakeoff.report.charts import Chart, benchmark_charts
+from bakeoff.report.charts import Chart, benchmark_charts, figure_json
 from bakeoff.report.colors import variant_colors
 from bakeoff.report.compact import CompactTable, compact_table
 from bakeoff.report.counted import (
@@ -293,8 +292,7 @@ class _Figures:
         self.entries: dict[str, Any] = {}
 
     def place(self, chart: Chart, bench: str, heading: bool = True) -> str:
-        chart_id = self._add(json.loads(pio.to_json(chart.figure, validate=False)),
-                             f"{bench}-{chart.kind}")
+        chart_id = self._add(figure_json(chart.figure), f"{bench}-{chart.kind}")
         tall = " tall" if chart.kind == "resources" else ""
         div = f'<div class="chart plotly-chart{tall}" id="{chart_id}"></div>'
         if not heading:  # the figure's own title heads it; the note goes under it
