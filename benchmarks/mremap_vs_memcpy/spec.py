@@ -107,7 +107,7 @@ BENCHMARK = Benchmark(
     # page per 4 KiB of destination, a move none; a move flushes the TLB once per 2 MiB
     # extent (at least once) and writes the VMA tree once, a copy never; no remote shootdown.
     why_counters=("page_faults_minor", "tlb.tlb_flush", "kmem.mm_page_alloc",
-                  "maple_tree.ma_write", "ipi.ipi_send_cpumask"),
+                  "maple_tree.ma_write"),
     skip_case=_thp_applies,
     check_case=_fits_in_memory,
     # No session and no sweep: a trial makes nothing outside its own process (its mappings
