@@ -22,11 +22,14 @@ import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 
 from bakeoff import procs
-from bakeoff.model import Benchmark
+
+if TYPE_CHECKING:  # a type only: trial drivers import this module, and model costs 20 ms
+    from bakeoff.model import Benchmark
 
 # Set by `bakeoff run` in its own environment, so every process it starts carries it.
 RUN_PID_ENV = "BAKEOFF_RUN_PID"
