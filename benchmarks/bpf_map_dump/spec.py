@@ -184,11 +184,11 @@ BENCHMARK = Benchmark(
         # full. 5 trials: the fewest with which a verdict can be reached (analysis warns
         # below); a fixed count, as the slow cases (go-iterate and its baseline) are the ones
         # whose CI stays wide, so sequential allocation would only add to them.
-        # trial_s: the mean trial of make bench, 2026-11-25 14:33 UTC, this VM idle
+        # trial_s: the mean trial of make bench, 2026-11-26 15:09 UTC, this VM idle (Intel Xeon)
         # (counted trials included).
         "default": Profile("default", {"map": ("hash", "array"), "entries": (500_000,)},
                            trials=5, samples=1, warmup_samples=1, warmup_trials=0,
-                           timeout_s=300, trial_s=0.89),
+                           timeout_s=300, trial_s=0.58),
         # Hours: one 100M-entry iterate dump takes ~100 s, go-iterate ~120 s.
         "full": Profile("full", {"map": ("hash", "array"), "entries": FULL_ENTRIES},
                         trials=5, samples=2, warmup_samples=1, warmup_trials=0,

@@ -136,12 +136,12 @@ BENCHMARK = Benchmark(
         # falls on all variants alike. 4 accuracy processes a trial, 20 estimates a case (the
         # fewest that show a p5/p95): with 8, they were 57% of a mode1 trial (2.29 s against
         # 1.07 s with 4, poisson at 4 KiB, 2026-11-26, this VM) and no finding uses them.
-        # trial_s: the mean trial of make bench, 2026-11-25 14:33 UTC, this VM idle
+        # trial_s: the mean trial of make bench, 2026-11-26 15:09 UTC, this VM idle (Intel Xeon)
         # (counted trials included).
         "default": Profile("default", {"workload": WORKLOADS, "mean": (SEED_MEAN, TCMALLOC_MEAN),
                                        "scale": (0.01,), "accuracy_runs": (4,)},
                            trials=5, samples=5, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, trial_s=0.32),
+                           timeout_s=120, trial_s=0.30),
         "full": Profile("full", {"workload": WORKLOADS, "mean": MEANS, "scale": (1.0,),
                                  "accuracy_runs": (8,)},
                         trials=10, samples=5, warmup_samples=1, warmup_trials=1,

@@ -88,7 +88,7 @@ BENCHMARK = Benchmark(
         # and no ratio crossed a level there. Sequential allocation: 5 trials a case, up to 10
         # while a ratio's CI is near 1 ± the threshold (bakeoff/allocation.py); every case
         # there was far from it, at 5 trials the same verdicts as at 10.
-        # trial_s: the mean trial of make bench, 2026-11-25 14:33 UTC, this VM idle
+        # trial_s: the mean trial of make bench, 2026-11-26 15:09 UTC, this VM idle (Intel Xeon)
         # (counted trials included). No warm-up round (it was a quarter of this
         # benchmark's time):
         # each trial is a fresh process that warms up in its own first sample

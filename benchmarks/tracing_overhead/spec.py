@@ -115,7 +115,7 @@ BENCHMARK = Benchmark(
         # at the long durations every tracer is level with the baseline and its CI reaches
         # the threshold and the 1% level, so sequential allocation would only add trials
         # there.
-        # trial_s: the mean trial of make bench, 2026-11-25 14:33 UTC, this VM idle
+        # trial_s: the mean trial of make bench, 2026-11-26 15:09 UTC, this VM idle (Intel Xeon)
         # (counted trials included).
         "default": Profile("default", {"duration_us": tuple(SEED_CALLS), "calls": ("auto/10",)},
                            trials=5, samples=10, warmup_samples=1, warmup_trials=0,
