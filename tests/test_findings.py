@@ -85,7 +85,8 @@ def test_findings_of_the_known_answer() -> None:
         figure = f"{ratio_figure(best.vs_baseline)}; {trials_of(best)} + {trials_of(base)} trials"
         assert figure in winner.text, (figure, winner.text)
     # 16 KiB: the variant replaying memcpy's samples is level with it; 1 MiB: mremap wins.
-    assert f"at 16 KiB no variant differs from memcpy by more than ±2%: the closest, {XSS}, is " \
+    assert f"at 16 KiB no variant is shown to differ from memcpy by more than ±2%: the " \
+           f"closest, {XSS}, is " \
            "level with memcpy" in winner.text
     mremap = _at(analysis, "mremap", SIZES[-1]).vs_baseline
     assert mremap is not None
@@ -181,7 +182,7 @@ def test_a_ci_that_touches_the_threshold_is_tentative() -> None:
     (winner,) = [f for f in bf.findings if f.kind == "winner"]
     q = r.vs_baseline
     assert winner.text == (
-        f"No variant differs from base by more than ±2%: the best, v, is "
+        f"No variant is shown to differ from base by more than ±2%: the best, v, is "
         f"{fmt_number((1 - q.ratio) * 100)}% faster ({ratio_figure(q)}; 8 + 8 trials) "
         "[tentative: its CI touches the ±2% threshold].")
     assert winner.tentative == "its CI touches the ±2% threshold"

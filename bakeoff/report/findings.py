@@ -232,7 +232,9 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
                 f"{best.case.variant}, is {change_phrase(ba, g.metric, ratio.ratio)} {figure}")
     else:
         which = "best" if _better(ba, g.metric, ratio.ratio) else "closest"
-        text = (f"no variant differs from {base_name} by more than "
+        # "shown": a "same" verdict is a CI that reaches the threshold, which may be a wide
+        # one (noise), not a proof that the variants are level.
+        text = (f"no variant is shown to differ from {base_name} by more than "
                 f"±{ba.threshold * 100:g}%: the {which}, {best.case.variant}, is "
                 f"{change_phrase(ba, g.metric, ratio.ratio)} {figure}")
     return Clause(where, text, why, involved,

@@ -129,7 +129,8 @@ def benchmark_findings_across(a: HostsAnalysis, bench: str) -> list[Finding]:
         if len(names) == 1:
             name = names.pop()
             if name == NO_WINNER:
-                head = (f"{lead}, no variant differs from {base} beyond ±{a.threshold * 100:g}% "
+                head = (f"{lead}, no variant is shown to differ from {base} beyond "
+                        f"±{a.threshold * 100:g}% "
                         "on any host; the best" + (f", {variant}, is" if len(best) == 1 else ":"))
             elif name == base:
                 head = (f"{lead}, {base} (the baseline) wins on every host; the closest"
