@@ -3,8 +3,8 @@
 One trial is `heap_bench` (heap_bench.c): the decision micro-benchmark in-process, or a driver
 that runs the seed's allocation patterns (alloc_patterns.c) under libbakeoff_sampler.so
 (sampler.c): once paired against NONE inside one process for the added cost, and in
-accuracy_runs fresh processes for the estimation errors. `bakeoff sample -- CMD` runs any program under the
-sampler and prints what it saw. METHOD.md says what is timed and why.
+accuracy_runs fresh processes for the estimation errors. `bakeoff sample -- CMD` runs any
+program under the sampler and prints what it saw. METHOD.md says what is timed and why.
 """
 
 from __future__ import annotations

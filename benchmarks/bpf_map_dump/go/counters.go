@@ -15,7 +15,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -114,15 +113,8 @@ func (c *counters) addSyscall(name, event string) bool {
 		if err != nil {
 			return false
 		}
-		filter, err := unix.BytePtrFromString(fmt.Sprintf("id == %d", nr))
-		if err == nil {
-			_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd),
-				unix.PERF_EVENT_IOC_SET_FILTER, uintptr(unsafe.Pointer(filter)))
-			if errno != 0 {
-				err = errno
-			}
-		}
-		if err != nil {
+		if err := unix.IoctlSetString(fd, unix.PERF_EVENT_IOC_SET_FILTER,
+			fmt.Sprintf("id == %d", nr)); err != nil {
 			unix.Close(fd)
 			return false
 		}
