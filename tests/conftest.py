@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -53,22 +54,26 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Children start with SIGINT as a terminal gives it; in the fast tier, starting a live
-    benchmark fails the test, module fixtures too."""
+    """Children start with SIGINT as a terminal gives it. Starting a live benchmark fails the
+    test, module fixtures too, in the fast tier; in the slow one, unless this process holds
+    the suite lock (SUITE_LOCK: a run made without it can meet a machine-wide check)."""
     # A suite started in the background by a script (`make test &` without job control)
     # inherits SIGINT ignored, and so would every bakeoff it starts: a test's Ctrl-C would
     # then be lost in the interpreter's start-up, where bakeoff has no handler yet. A
     # Python handler here is reset to the default in each child at exec.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    if not FAST_TIER:
-        return
     real_init = subprocess.Popen.__init__
 
     def guarded(self: subprocess.Popen[Any], args: Any, *rest: Any, **kw: Any) -> None:
         if (what := _live_run(args)) is not None:
-            pytest.fail(f"{_RUNNING[0]} starts {what}: the fast tier runs no live benchmark; "
-                        "mark the test @pytest.mark.slow", pytrace=False)
+            if FAST_TIER:
+                pytest.fail(f"{_RUNNING[0]} starts {what}: the fast tier runs no live "
+                            "benchmark; mark the test @pytest.mark.slow", pytrace=False)
+            if not _LOCKS_HELD:
+                pytest.fail(f"{_RUNNING[0]} starts {what} without the suite lock (a session "
+                            "fixture's run? wrap it in `with live_run_lock(...)`)",
+                            pytrace=False)
         real_init(self, args, *rest, **kw)
 
     subprocess.Popen.__init__ = guarded  # type: ignore[method-assign]
@@ -112,21 +117,50 @@ def _open_lock(path: Path) -> int:
     return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
 
 
-def _hold_suite_lock(exclusive: bool, holder: str) -> list[int]:
-    """The lock's fds, held until closed (closing drops the flocks)."""
+# How many holds of the suite lock this process has (a worker's module or test, a session
+# fixture's run): a live run started with none could overlap a machine-wide module.
+_LOCKS_HELD: list[str] = []
+
+
+@contextlib.contextmanager
+def suite_lock(exclusive: bool, holder: str) -> Iterator[None]:
+    """Hold SUITE_LOCK (shared, or alone) for the block."""
     start = time.time()
     gate, fd = _open_lock(TURNSTILE), _open_lock(SUITE_LOCK)
-    fcntl.flock(gate, fcntl.LOCK_EX)
-    if exclusive:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        held = [gate, fd]  # the turnstile stays shut until the exclusive holder is done
-    else:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        os.close(gate)
-        held = [fd]
-    _timeline({"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": holder,
-               "phase": "lock-wait", "start": start, "stop": time.time()})
-    return held
+    try:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        if exclusive:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # the turnstile stays shut until we are done
+        else:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            os.close(gate)
+            gate = -1
+        _timeline({"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": holder,
+                   "phase": "lock-wait", "start": start, "stop": time.time()})
+        _LOCKS_HELD.append(holder)
+        try:
+            yield
+        finally:
+            _LOCKS_HELD.remove(holder)
+    finally:
+        for held in (gate, fd):
+            if held >= 0:
+                os.close(held)  # closing drops the flock
+
+
+@contextlib.contextmanager
+def live_run_lock(holder: str) -> Iterator[None]:
+    """The suite lock, shared, for a session fixture's live run. pytest sets a session
+    fixture up before the module's lock (wider scopes first), so without this the run would
+    go on beside a machine-wide module (CI of stop 24: a tracer-crash test killed the
+    all-rooms run's bpftrace). Already held here (a later test asked for the fixture): not
+    again, as a second shared request would queue at the turnstile behind a worker waiting
+    to hold it alone, which waits for us."""
+    if _LOCKS_HELD:
+        yield
+        return
+    with suite_lock(False, holder):
+        yield
 
 
 def _starts_live_runs(items: Iterable[pytest.Item]) -> bool:
@@ -140,12 +174,8 @@ def _suite_lock_per_module(request: pytest.FixtureRequest) -> Iterator[None]:
     if request.path.name in LOCK_PER_TEST or not (machine_wide or _starts_live_runs(mine)):
         yield
         return
-    fds = _hold_suite_lock(machine_wide, request.path.name)
-    try:
+    with suite_lock(machine_wide, request.path.name):
         yield
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 @pytest.fixture(autouse=True)
@@ -155,12 +185,8 @@ def _suite_lock_per_test(request: pytest.FixtureRequest) -> Iterator[None]:
             alone or _starts_live_runs([request.node])):
         yield
         return
-    fds = _hold_suite_lock(alone, request.node.nodeid)
-    try:
+    with suite_lock(alone, request.node.nodeid):
         yield
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 # BAKEOFF_TEST_TIMELINE=FILE: each test phase appends a JSON line (worker, test, phase, start
@@ -260,8 +286,9 @@ def mremap_quick_run(built: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     """One real `bakeoff run mremap-vs-memcpy --profile quick`, shared by the tests that
     check its results directory and its report."""
     out = tmp_path_factory.mktemp("mremap") / "run"
-    res = run_bakeoff("run", "mremap-vs-memcpy", "--profile", "quick", "--out", str(out),
-                      "--seed", "11")
+    with live_run_lock("mremap_quick_run"):
+        res = run_bakeoff("run", "mremap-vs-memcpy", "--profile", "quick", "--out", str(out),
+                          "--seed", "11")
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"wrote {out}/report.html" in res.stdout
     return out
@@ -273,8 +300,9 @@ def all_rooms_quick_run(built: Path, tmp_path_factory: pytest.TempPathFactory) -
     profile with 3 trials: the report a user gets, for the tests of its findings, its
     length and its first screen."""
     out = tmp_path_factory.mktemp("all-rooms") / "run"
-    res = run_bakeoff("run", "--profile", "quick", "--trials", "3", "--out", str(out),
-                      "--seed", "7")
+    with live_run_lock("all_rooms_quick_run"):
+        res = run_bakeoff("run", "--profile", "quick", "--trials", "3", "--out", str(out),
+                          "--seed", "7")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return out
 

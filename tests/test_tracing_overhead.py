@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 
 from bakeoff import procs
@@ -237,11 +238,23 @@ def test_sigint_mid_trial_leaves_nothing(room: Path, tmp_path: Path, variant: st
         os.kill(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        _stop_gently(proc)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert leftovers(tmpdir, before) == []
+
+
+def _stop_gently(proc: subprocess.Popen[str]) -> None:
+    """A test that failed with its trial still running: SIGTERM first, which the trial
+    handles by stopping its tracer; SIGKILL would leave the tracer to the next sweep, and
+    fail another test (a clean run's sweep) too."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.mark.parametrize(("variant", "victim"), [("ebpf-force", "bakeoff_tracer"),
@@ -256,13 +269,14 @@ def test_tracer_crash_fails_the_trial_and_cleans_up(room: Path, tmp_path: Path, 
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert _wait_for(_tracer_up(variant), 30), f"{variant} never started"
-        pids = [int(ln.split()[0]) for ln in _ours_running() if victim in ln.split()[1]]
-        assert pids, _ours_running()
-        os.kill(pids[0], signal.SIGKILL)
+        # This trial's tracer: a child of its driver, whatever else runs on the machine.
+        tracers = [c for c in psutil.Process(proc.pid).children(recursive=True)
+                   if c.name() == victim]
+        assert tracers, _ours_running()
+        tracers[0].kill()
         out, err = proc.communicate(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        _stop_gently(proc)
     assert proc.returncode == 1, (out, err)
     assert out == ""  # a trial that measured nothing valid prints no sample
     assert len(err.strip().splitlines()) == 1 and err.startswith("tracing_trial: "), err
