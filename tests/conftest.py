@@ -117,7 +117,7 @@ def _open_lock(path: Path) -> int:
     return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
 
 
-# How many holds of the suite lock this process has (a worker's module or test, a session
+# The holds of the suite lock this process has (a worker's module or test, a session
 # fixture's run): a live run started with none could overlap a machine-wide module.
 _LOCKS_HELD: list[str] = []
 
