@@ -117,14 +117,22 @@ def _open_lock(path: Path) -> int:
     return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
 
 
-# The holds of the suite lock this process has (a worker's module or test, a session
-# fixture's run): a live run started with none could overlap a machine-wide module.
-_LOCKS_HELD: list[str] = []
+# The holds of the suite lock this process has (a worker's module or test, a fixture's
+# runs): a live run started with none could overlap a machine-wide module.
+_LOCKS_HELD: list[tuple[str, bool]] = []
 
 
 @contextlib.contextmanager
 def suite_lock(exclusive: bool, holder: str) -> Iterator[None]:
-    """Hold SUITE_LOCK (shared, or alone) for the block."""
+    """Hold SUITE_LOCK, shared or alone, for the block. Already held by this process: held
+    on, not taken again, as a second request would queue at the turnstile behind a worker
+    waiting to hold the lock alone, which waits for us."""
+    if _LOCKS_HELD:
+        if exclusive and not _LOCKS_HELD[0][1]:
+            raise RuntimeError(f"{holder} wants the suite lock alone, inside "
+                               f"{_LOCKS_HELD[0][0]}'s shared hold")
+        yield
+        return
     start = time.time()
     gate, fd = _open_lock(TURNSTILE), _open_lock(SUITE_LOCK)
     try:
@@ -137,30 +145,24 @@ def suite_lock(exclusive: bool, holder: str) -> Iterator[None]:
             gate = -1
         _timeline({"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": holder,
                    "phase": "lock-wait", "start": start, "stop": time.time()})
-        _LOCKS_HELD.append(holder)
+        _LOCKS_HELD.append((holder, exclusive))
         try:
             yield
         finally:
-            _LOCKS_HELD.remove(holder)
+            _LOCKS_HELD.pop()
     finally:
         for held in (gate, fd):
             if held >= 0:
                 os.close(held)  # closing drops the flock
 
 
-@contextlib.contextmanager
-def live_run_lock(holder: str) -> Iterator[None]:
-    """The suite lock, shared, for a session fixture's live run. pytest sets a session
-    fixture up before the module's lock (wider scopes first), so without this the run would
-    go on beside a machine-wide module (CI of stop 24: a tracer-crash test killed the
-    all-rooms run's bpftrace). Already held here (a later test asked for the fixture): not
-    again, as a second shared request would queue at the turnstile behind a worker waiting
-    to hold it alone, which waits for us."""
-    if _LOCKS_HELD:
-        yield
-        return
-    with suite_lock(False, holder):
-        yield
+def live_run_lock(holder: str) -> contextlib.AbstractContextManager[None]:
+    """The suite lock, shared, around a fixture's live runs. pytest sets a session or module
+    fixture up before a narrower lock (wider scopes first; LOCK_PER_TEST modules lock per
+    test), so without this such a run would go on beside a machine-wide module: stop 24's
+    CI failed when tracing-overhead's tracer-crash test, holding the lock alone, killed the
+    all-rooms run's bpftrace."""
+    return suite_lock(False, holder)
 
 
 def _starts_live_runs(items: Iterable[pytest.Item]) -> bool:

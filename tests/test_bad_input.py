@@ -14,7 +14,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,13 @@ from typing import Any
 import pytest
 
 from bakeoff import registry
-from conftest import assert_usage_error, build_dir, cgroup_without_memory, run_bakeoff
+from conftest import (
+    assert_usage_error,
+    build_dir,
+    cgroup_without_memory,
+    live_run_lock,
+    run_bakeoff,
+)
 
 MREMAP = "mremap-vs-memcpy"
 TRACING = "tracing-overhead"
@@ -427,17 +433,21 @@ Outcomes = dict[tuple[str, ...], "Future[subprocess.CompletedProcess[str]]"]
 
 
 @pytest.fixture(scope="module")
-def outcomes(request: pytest.FixtureRequest, places: Places) -> Iterator[Outcomes]:
-    """Every selected case of the catalogue, started four at a time on first use: a hundred
+def outcomes(request: pytest.FixtureRequest, places: Places) -> Outcomes:
+    """Every selected case of the catalogue, run four at a time on first use: a hundred
     interpreters one after the other would take most of a minute on two busy cores. The
-    places are made first, one at a time; each test then reads its own case's outcome."""
+    places are made first, one at a time; each test then reads its own case's outcome. All
+    under the suite lock (the places are real runs), and all done before the first test:
+    this module's tests lock one at a time, and a hold from here to the module's end would
+    keep a machine-wide module waiting that long."""
     wanted = [item.callspec.params["args"] for item in request.session.items
               if getattr(item, "originalname", "") == CATALOGUE_TEST
               and Path(item.path) == Path(__file__)]
-    argvs = {args: [places.resolve(a) for a in args] for args in wanted}
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        yield {args: pool.submit(run_bakeoff, *argv, env=places.env, timeout=120)
-               for args, argv in argvs.items()}
+    with live_run_lock("test_bad_input.py: outcomes"):
+        argvs = {args: [places.resolve(a) for a in args] for args in wanted}
+        with ThreadPoolExecutor(max_workers=4) as pool:  # leaving it waits for every run
+            return {args: pool.submit(run_bakeoff, *argv, env=places.env, timeout=120)
+                    for args, argv in argvs.items()}
 
 
 CATALOGUE_TEST = "test_bad_input_names_the_problem_and_the_fix"
