@@ -230,9 +230,13 @@ def test_the_shells_start_up_is_measured_and_subtracted(executor: Path, tmp_path
     assert min(shell_walls) >= 0.2, shell_walls
     true_median = sorted(true_walls)[len(true_walls) // 2]
     sleep_median = sorted(sleep_walls)[len(sleep_walls) // 2]
-    # Not subtracted, these would be at least 0.2 s and 0.3 s.
+    # Not subtracted, these would be at least 0.2 s and 0.3 s. What is subtracted is an
+    # estimate of the start-up, not each run's own: a run whose shell started a little
+    # quicker keeps a little under its 0.1 s (a CI run of 2026-11-26: 0.0998 s, the shell's
+    # starts 0.2029-0.2062 s), so the floor allows the starts' spread and 5 ms more.
     assert true_median < 0.1, (true_median, shell_walls)
-    assert 0.1 <= sleep_median < 0.2, (sleep_median, shell_walls)
+    floor = 0.1 - (max(shell_walls) - min(shell_walls)) - 0.005
+    assert floor <= sleep_median < 0.2, (sleep_median, shell_walls)
 
 
 def test_shell_syntax_picks_the_shell_and_plain_commands_run_without(
