@@ -19,6 +19,7 @@ import subprocess
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import psutil
 
@@ -114,7 +115,7 @@ def _name(proc: psutil.Process) -> str:
         return ""
 
 
-def stop_child(proc: subprocess.Popen[bytes], grace_s: float) -> bool:
+def stop_child(proc: subprocess.Popen[Any], grace_s: float) -> bool:
     """One child of ours, stopped as stop() does and reaped; True if it needed SIGKILL."""
     if proc.poll() is not None:
         return False

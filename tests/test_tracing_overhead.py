@@ -238,23 +238,12 @@ def test_sigint_mid_trial_leaves_nothing(room: Path, tmp_path: Path, variant: st
         os.kill(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
-        _stop_gently(proc)
+        # A trial still running (the test failed): SIGTERM first, which it handles by
+        # stopping its tracer; SIGKILL alone would leave that to another test's sweep.
+        procs.stop_child(proc, 30)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert leftovers(tmpdir, before) == []
-
-
-def _stop_gently(proc: subprocess.Popen[str]) -> None:
-    """A test that failed with its trial still running: SIGTERM first, which the trial
-    handles by stopping its tracer; SIGKILL would leave the tracer to the next sweep, and
-    fail another test (a clean run's sweep) too."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.mark.parametrize(("variant", "victim"), [("ebpf-force", "bakeoff_tracer"),
@@ -276,7 +265,9 @@ def test_tracer_crash_fails_the_trial_and_cleans_up(room: Path, tmp_path: Path, 
         tracers[0].kill()
         out, err = proc.communicate(timeout=60)
     finally:
-        _stop_gently(proc)
+        # A trial still running (the test failed): SIGTERM first, which it handles by
+        # stopping its tracer; SIGKILL alone would leave that to another test's sweep.
+        procs.stop_child(proc, 30)
     assert proc.returncode == 1, (out, err)
     assert out == ""  # a trial that measured nothing valid prints no sample
     assert len(err.strip().splitlines()) == 1 and err.startswith("tracing_trial: "), err
