@@ -571,6 +571,7 @@ def _counted_run(room: Path, variant: str, workload: str) -> tuple[dict[str, Any
     return counted_output(res.stdout)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workload", ["micro-64", "mode4"])
 @pytest.mark.parametrize("variant", ["no-preload", "poisson", "poisson-tagged", "stateless-hash"])
 def test_counted_samples_show_no_kernel_work_per_allocation(room: Path, variant: str,

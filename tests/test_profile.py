@@ -197,6 +197,7 @@ def test_a_case_the_run_lacks_is_one_line_and_exit_2(mremap_run: Path, case: str
     assert not (mremap_run / profile_store.PROFILES_DIR / "perf.data").exists()
 
 
+@pytest.mark.slow  # starts `bakeoff profile` (refused, but the fast tier cannot tell)
 def test_a_run_dir_that_is_not_one_is_exit_2(tmp_path: Path) -> None:
     res = run_bakeoff("profile", str(tmp_path / "nothing"), "--case", "variant=a")
     assert_usage_error(res, "no such results directory")
