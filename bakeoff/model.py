@@ -107,6 +107,10 @@ class Variant:
     # A check of the method rather than a contender (e.g. an A/A pair that should measure
     # 0): tables and charts show it, findings never name it the winner.
     control: bool = False
+    # Kept to explain another variant (e.g. an ordering that shows why the real one costs
+    # what it does), not a choice a user would make: tables and charts show it, but it never
+    # answers a Question nor headlines a finding.
+    diagnostic: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,62 @@ class Fit:
     metric: str
     param: str
     description: str
+
+
+QuestionForm = Literal["ratio", "crossover", "overhead", "added", "error"]
+QUESTION_FORMS: tuple[QuestionForm, ...] = ("ratio", "crossover", "overhead", "added", "error")
+# An `at` value that stands for the largest (smallest) value of that param the run measured,
+# so a question reads "at the largest map" whatever the profile's grid.
+LARGEST, SMALLEST = "largest", "smallest"
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question the benchmark exists to answer (one to three per room); the findings
+    answer these first, one sentence each, before any other contrast.
+
+    ask: the question as its user would put it, one line.
+    form: the shape of the answer —
+      "ratio":     each of `variants` against `against`: the speed-up (ratio of `metric`) with
+                   its CI, at each point of `at`;
+      "crossover": along the numeric param `along`, where each of `variants` starts (or
+                   stops) beating `against` (their ratio crosses 1);
+      "overhead":  along `along`, what each of `variants` adds per operation over `against`
+                   (a Fit's intercept a) and the value of `along` from which its overhead
+                   falls under each of the benchmark's crossover_ratios (5% and 1%);
+      "added":     what each of `variants` adds over `against` (difference of medians of
+                   `metric`) at each point of `at`;
+      "error":     the RMS of each metric in `metrics` (a signed estimate error) at each point
+                   of `at`, for the variants named (all non-baseline ones when empty).
+    against: the reference variant. variants: those compared with it (empty: every variant
+    that is neither the baseline, a control nor diagnostic).
+    param: when set, `against` and `variants` are values of this param, not variants (e.g.
+    the BPF iterator against text content), compared within each variant of `within`.
+    at: param -> the values where the answer is read (LARGEST/SMALLEST allowed); a param not
+    named: every value the run measured.
+    target_ci: the CI half-width (as a fraction of the answer) the default profile spends
+    trials to reach on the cases this question reads.
+    """
+
+    ask: str
+    form: QuestionForm
+    against: str = ""
+    variants: tuple[str, ...] = ()
+    metric: str | None = None  # None: the benchmark's primary metric
+    metrics: tuple[str, ...] = ()  # form "error": the signed metrics whose RMS answers it
+    at: Mapping[str, tuple[ParamValue, ...]] = field(default_factory=dict)
+    along: str | None = None
+    param: str | None = None
+    within: tuple[str, ...] = ()  # with `param`: the variants the values are compared in
+    target_ci: float = 0.05
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ask": self.ask, "form": self.form, "against": self.against,
+                "variants": list(self.variants), "metric": self.metric,
+                "metrics": list(self.metrics),
+                "at": {k: list(v) for k, v in self.at.items()}, "along": self.along,
+                "param": self.param, "within": list(self.within),
+                "target_ci": self.target_ci}
 
 
 @dataclass(frozen=True)
@@ -297,6 +357,8 @@ class Benchmark:
     # its program prints them after "per_op." (e.g. "tlb.tlb_flush", "page_faults_minor"):
     # the findings quote them beside the time (counted samples, Profile.counted_samples).
     why_counters: tuple[str, ...] = ()
+    # What this benchmark exists to answer (Question): the findings answer these first.
+    questions: tuple[Question, ...] = ()
     # Extra subcommands this room adds to the CLI (`bakeoff NAME ARGS...`): each gets the raw
     # arguments after its name and returns an exit status. Errors it raises as UsageError
     # are printed as one line, exit 2, like the harness's own.
@@ -336,7 +398,8 @@ class Benchmark:
             variants=[
                 {"name": v.name, "description": v.description,
                  **({"color": v.color} if v.color else {}),
-                 **({"control": True} if v.control else {})}
+                 **({"control": True} if v.control else {}),
+                 **({"diagnostic": True} if v.diagnostic else {})}
                 for v in self.variants
             ],
             params=[
@@ -353,6 +416,7 @@ class Benchmark:
             counters=[{"name": c.name, "unit": c.unit, "description": c.description,
                        "lower_is_better": c.lower_is_better} for c in self.counters],
             why_counters=list(self.why_counters),
+            questions=[q.to_dict() for q in self.questions],
             fits=[{"metric": f.metric, "param": f.param, "description": f.description}
                   for f in self.fits],
             legacy_csv=(
@@ -386,6 +450,8 @@ class BenchmarkInfo:
     counters: list[dict[str, Any]] = field(default_factory=list)
     # Benchmark.why_counters: the per-operation kernel counters its findings quote.
     why_counters: list[str] = field(default_factory=list)
+    # Benchmark.questions as Question.to_dict() gives them: what the findings answer first.
+    questions: list[dict[str, Any]] = field(default_factory=list)
     # Set for a benchmark built at run time (Benchmark.definition): what rebuilds it.
     definition: dict[str, Any] | None = None
 
@@ -395,6 +461,10 @@ class BenchmarkInfo:
     def is_control(self, variant: str) -> bool:
         """A check of the method, never ranked as a winner (Variant.control)."""
         return any(v["name"] == variant and v.get("control") for v in self.variants)
+
+    def is_diagnostic(self, variant: str) -> bool:
+        """Kept to explain another variant: never answers a question (Variant.diagnostic)."""
+        return any(v["name"] == variant and v.get("diagnostic") for v in self.variants)
 
     def is_signed(self, metric: str) -> bool:
         """Closer to zero is better: compared and ranked by |value| (Metric.signed)."""

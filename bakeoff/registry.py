@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bakeoff.errors import UsageError
 from bakeoff.host import CAPABILITY_NAMES
-from bakeoff.model import Benchmark
+from bakeoff.model import QUESTION_FORMS, Benchmark, Question
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,6 +87,43 @@ def _check_declaration(bench: Benchmark, path: Path) -> None:
     for required in ("quick", "default", "full"):
         if required not in bench.profiles:
             raise RuntimeError(f"{path}: profile '{required}' is missing")
+    for question in bench.questions:
+        problem = question_problem(bench, question)
+        if problem:
+            raise RuntimeError(f"{path}: question '{question.ask}': {problem}")
+
+
+def question_problem(bench: Benchmark, q: Question) -> str | None:
+    """What in a declared Question names nothing the benchmark has, or None."""
+    variant_names = {v.name for v in bench.variants}
+    params = {p.name: p for p in bench.params}
+    metric_names = {m.name for m in bench.metrics}
+    if q.form not in QUESTION_FORMS:
+        return f"form '{q.form}' is not one of {', '.join(QUESTION_FORMS)}"
+    if q.metric is not None and q.metric not in metric_names:
+        return f"no metric '{q.metric}'"
+    if q.form == "error" and not q.metrics:
+        return "form 'error' needs metrics (the signed estimate errors whose RMS answers it)"
+    for m in q.metrics:
+        if m not in metric_names:
+            return f"no metric '{m}'"
+    for name in (*q.at, *((q.along,) if q.along else ()), *((q.param,) if q.param else ())):
+        if name not in params:
+            return f"no param '{name}'"
+    if q.form in ("crossover", "overhead") and (not q.along or params[q.along].kind == "str"):
+        return f"form '{q.form}' needs along= a numeric param"
+    compared = (q.against, *q.variants) if q.against else q.variants
+    if q.param:
+        for v in q.within:
+            if v not in variant_names:
+                return f"no variant '{v}'"
+        return None
+    for v in compared:
+        if v not in variant_names:
+            return f"no variant '{v}'"
+    if q.form != "error" and not q.against:
+        return f"form '{q.form}' needs against= the reference variant"
+    return None
 
 
 def discover() -> dict[str, Benchmark]:

@@ -45,7 +45,7 @@ CASE = {"benchmark": str, "variant": str, "params": Map(SCALAR)}
 NUMBER_MAP = Map(float)
 BENCHMARK_INFO = {
     "name": str, "title": str, "summary": str, "baseline": str,
-    "variants": NonEmpty({"name": str, "control?": bool}),
+    "variants": NonEmpty({"name": str, "control?": bool, "diagnostic?": bool}),
     "params": [{"name": str, "kind": ("int", "float", "bytes", "str"), "unit?": str}],
     "metrics": NonEmpty({"name": str, "unit": str, "lower_is_better": bool,
                          "overhead_pct?": bool, "signed?": bool}),
@@ -55,6 +55,7 @@ BENCHMARK_INFO = {
     "profile?": dict,
     "counters?": [{"name": str, "unit": str, "lower_is_better": bool}],
     "why_counters?": [str],
+    "questions?": [{"ask": str, "form": ("ratio", "crossover", "overhead", "added", "error")}],
     "definition?": Optional(dict),
 }
 TRIAL = {

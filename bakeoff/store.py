@@ -54,6 +54,8 @@ from bakeoff.model import (
 #       a winner in findings); a reader that ignores it loses nothing else, so no new version.
 #       Within 4, a benchmark info may carry "definition" (a benchmark built at run time by
 #       `bakeoff cmd`, rebuilt from it by --resume); reports need nothing from it.
+#       Within 4, a benchmark info may carry "questions" (Benchmark.questions) and a variant
+#       "diagnostic": true; a reader that ignores them reports the generic findings only.
 SCHEMA_VERSION = 4
 
 RESULTS_JSON = "results.json"

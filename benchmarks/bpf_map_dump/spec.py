@@ -16,12 +16,14 @@ import math
 from collections.abc import Iterator
 
 from bakeoff.model import (
+    LARGEST,
     Benchmark,
     Case,
     Metric,
     Param,
     ParamValue,
     Profile,
+    Question,
     RunContext,
     TrialPlan,
     Variant,
@@ -197,6 +199,16 @@ BENCHMARK = Benchmark(
     # Counted per entry in each trial's counted dumps (both readers; METHOD.md, "Counters"):
     # bpf() calls are what iterate (2 per entry), batch-N (~1/N) and mmap (none) differ in;
     # read() calls are what bpf-iter makes instead (one per seq_file buffer of 4096 entries).
+    questions=(
+        Question("Per element or in batches: how much faster is a batched dump of a hash map "
+                 "than a lookup per entry?", "ratio", against="iterate",
+                 variants=("batch-256", "batch-4096", "batch-65536"), metric="ns_per_entry",
+                 at={"map": ("hash",), "entries": (LARGEST,)}),
+        Question("Which reader dumps a hash map fastest?", "ratio", against="iterate",
+                 variants=("batch-256", "batch-4096", "batch-65536", "bpf-iter", "go-iterate",
+                           "go-batch"), metric="ns_per_entry",
+                 at={"map": ("hash",), "entries": (LARGEST,)}),
+    ),
     why_counters=("syscalls.sys_enter_bpf", "syscalls.sys_enter_read"),
     program=C_READER,
     requires=("root", "bpf"),

@@ -10,7 +10,18 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from bakeoff.model import Benchmark, Case, Metric, Param, Profile, RunContext, TrialPlan, Variant
+from bakeoff.model import (
+    LARGEST,
+    Benchmark,
+    Case,
+    Metric,
+    Param,
+    Profile,
+    Question,
+    RunContext,
+    TrialPlan,
+    Variant,
+)
 from bakeoff.protocol import trial_argv
 
 from .cases import skip_case
@@ -138,6 +149,16 @@ BENCHMARK = Benchmark(
     # per file; held and pread none), the statistics flush each memory.stat or numa_stat read
     # asks for (the BPF iterator none), cat's fork (its child's work is not counted: counters
     # are per task), the held read's seek (pread none), the iterator's bpf() call.
+    questions=(
+        Question("What does each way of reading cost per query against a held fd, for a "
+                 "few fields and for all of them?", "ratio", against="held",
+                 variants=("cat", "reopen", "pread"), metric="us_per_query",
+                 at={"content": ("legacy-parse",), "fields": (3, LARGEST)}),
+        Question("Selecting fields in the kernel: how does the BPF iterator compare with "
+                 "parsing memory.stat's text?", "ratio", param="content",
+                 against="legacy-parse", variants=("bpf-iter",), within=("held",),
+                 metric="us_per_query", at={"fields": (3, LARGEST)}),
+    ),
     why_counters=("syscalls.sys_enter_openat", "memcg.memcg_flush_stats",
                   "syscalls.sys_enter_clone", "context_switches", "syscalls.sys_enter_lseek",
                   "syscalls.sys_enter_bpf"),

@@ -22,6 +22,7 @@ from bakeoff.model import (
     Metric,
     Param,
     Profile,
+    Question,
     RunContext,
     TrialPlan,
     Variant,
@@ -86,7 +87,8 @@ BENCHMARK = Benchmark(
         Variant("ebpf-batched", "as ebpf-force, BPF_RB_NO_WAKEUP: no wake-ups, the consumer "
                 "drains every 1 ms", requires=EBPF_NEEDS, color="#8e44ad"),
         Variant("ebpf-floor", "the same uprobe + uretprobe with empty BPF programs: the cost "
-                "of the probes alone", requires=EBPF_NEEDS, color="#2c3e50"),
+                "of the probes alone", requires=EBPF_NEEDS, color="#2c3e50",
+                diagnostic=True),
         Variant("bpftrace", "bpftrace count() on the same uprobe + uretprobe (in-kernel "
                 "aggregation, nothing streamed)", requires=EBPF_NEEDS, color="#c0392b"),
     ),
@@ -128,6 +130,11 @@ BENCHMARK = Benchmark(
     # the wake-ups the app's ring buffer submits cause (ebpf-force ~1 per event, adaptive
     # far fewer, batched none), the uretprobe hits every uprobe tracer pays (1 per call),
     # the irq_work a forced wake-up goes through, and the app's own context switches.
+    questions=(
+        Question("How many ns does each tracer add to one call, and from how much work per "
+                 "call is its overhead under 5% and under 1%?", "overhead",
+                 against="baseline", metric="per_call_ns", along="duration_us"),
+    ),
     why_counters=("sched.sched_waking", "syscalls.sys_enter_uretprobe",
                   "irq_vectors.irq_work_entry", "context_switches"),
     program=PROGRAM,
