@@ -405,7 +405,7 @@ def _export_redacted(run_dir: Path, out: Path | None) -> None:
 def _export_hosts(run_dirs: list[Path], out: Path | None, redact: bool = False) -> None:
     with lazy.signals_held():
         from bakeoff.hosts import analyze_hosts
-        from bakeoff.report.hosts import write_host_reports
+        from bakeoff.report.hosts import terminal_lines, write_host_reports
 
     analysis = analyze_hosts(run_dirs)
     if redact:
@@ -425,8 +425,8 @@ def _export_hosts(run_dirs: list[Path], out: Path | None, redact: bool = False) 
     except OSError as exc:
         raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc} "
                          "(choose a writable --out)") from None
-    for c in (c for cases in analysis.cases.values() for c in cases if c.verdict == "differs"):
-        out_console.print(f"differs across hosts: {c.case.key}: {c.spread}", highlight=False)
+    for text, style in terminal_lines(analysis):
+        out_console.print(Text(text, style=style), highlight=False, soft_wrap=True)
     for p in paths:
         out_console.print(f"wrote {p}", highlight=False)
 
