@@ -202,7 +202,15 @@ def test_the_fleet_report_names_no_host_and_no_address(tmp_path: Path) -> None:
     res = run_bakeoff("report", str(fleet), "--redact")
     assert res.returncode == 0, res.stderr
     out = tmp_path / "fleet-redacted"
-    assert sorted(p.name for p in out.iterdir()) == ["hosts.json", "report.html", "report.md"]
+    # The whole fleet: its record and each host that sent results back, as host-N; the
+    # unreachable host sent nothing (it has no directory).
+    assert sorted(p.name for p in out.iterdir()) == [
+        "details.md", "fleet.json", "hosts", "hosts.json", "report.html", "report.md"]
+    assert sorted(p.name for p in (out / "hosts").iterdir()) == ["host-1", "host-2"]
+    # perf.data (not text) and raw/ (a directory) of each host's run are left out, said so.
+    for host in ("host-1", "host-2"):
+        assert f"left out hosts/{host}/perf.data: not a text file" in res.stdout
+        assert f"left out hosts/{host}/raw/: a directory" in res.stdout
     assert _digest(fleet) == before
     originals = [*hosts, *hosts.values(), *unreachable, *unreachable.values(), "alpha.lab",
                  "alpha2.lab", USER, HOME]

@@ -27,10 +27,10 @@ from bakeoff.report.format import (
     fmt_value,
     params_label,
 )
+from bakeoff.report.hosts_counters import counters_sentence, render_hosts_details
 from bakeoff.report.hosts_counters import differing_table as counters_table
 from bakeoff.report.hosts_counters import html_section as counters_html
 from bakeoff.report.hosts_counters import markdown_section as counters_markdown
-from bakeoff.report.hosts_counters import counters_sentence, render_hosts_details
 from bakeoff.report.hosts_findings import all_findings_across
 from bakeoff.report.html import _CSS, _INIT_JS, _e, _Figures, _table, plotly_script, script_json
 from bakeoff.report.markdown import _table as md_table
