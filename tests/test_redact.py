@@ -23,6 +23,7 @@ from bakeoff import cli, redact, store
 from bakeoff.analysis import analyze
 from bakeoff.errors import UsageError
 from bakeoff.fleet import record as fleet_record
+from bakeoff.hosts import analyze_hosts, to_json
 from bakeoff.report import write_reports
 from conftest import assert_usage_error, run_bakeoff
 
@@ -252,8 +253,14 @@ def test_plain_run_dirs_of_two_hosts(tmp_path: Path) -> None:
     out = tmp_path / "shared"
     res = run_bakeoff("report", str(a), str(b), "--redact", "--out", str(out))
     assert res.returncode == 0, res.stderr
-    assert json.loads((out / "hosts.json").read_text())["hosts"] == ["host-1", "host-2"]
+    shared = json.loads((out / "hosts.json").read_text())
+    assert shared["hosts"] == ["host-1", "host-2"]
     assert _files_holding(out, ["alpha", USER, HOME]) == []
+    # Each run is in the copy, redacted, and reports across hosts again to the same verdicts.
+    copies = [out / "hosts" / "host-1", out / "hosts" / "host-2"]
+    assert sorted((out / "hosts").iterdir()) == copies
+    again = json.loads(to_json(analyze_hosts(copies)))
+    assert again["hosts"] == shared["hosts"] and again["cases"] == shared["cases"]
 
 
 def test_a_user_named_like_a_word_of_the_report(tmp_path: Path) -> None:
