@@ -22,6 +22,7 @@ from bakeoff.stats import Summary
 # report.md and report.html list this many differing counters per benchmark; details.md all.
 TABLE_LIMIT = 20
 WHY_LIMIT = 3  # counters quoted per case in a "why" line, the furthest apart first
+WHY_CASES_LIMIT = 10  # "why" lines in report.md and report.html; details.md has every one
 
 
 def _info(a: HostsAnalysis, bench: str) -> BenchmarkInfo:
@@ -42,7 +43,9 @@ def change_cell(c: CounterAcross) -> str:
     parts = []
     for h in list(c.per_host)[1:]:
         ch = c.change(h)
-        if ch is None:
+        if ch is None and c.per_host[h].median == 0:
+            parts.append(f"{h} 0 as well")
+        elif ch is None:
             parts.append(f"{h} {fmt_value(c.per_host[h].median, '')} against 0")
         else:
             parts.append(f"{h} {'+' if ch >= 0 else ''}{fmt_number(ch * 100)}%")
@@ -160,7 +163,9 @@ def markdown_section(a: HostsAnalysis, bench: str) -> list[str]:
     why = why_lines(a, bench)
     if why:
         out += ["Why the ratios differ, by counter:", ""]
-        out += [f"- {md_escape(w)}" for w in why] + [""]
+        out += [f"- {md_escape(w)}" for w in why[:WHY_CASES_LIMIT]] + [""]
+        if len(why) > WHY_CASES_LIMIT:
+            out += [f"{len(why) - WHY_CASES_LIMIT} more cases in details.md.", ""]
     headers, rows, n = differing_table(a, bench)
     if rows:
         out += md_table([(h, False) for h in headers], rows)
@@ -179,8 +184,11 @@ def html_section(a: HostsAnalysis, bench: str, table_html: str) -> str:
     parts = ["<h3>Kernel counters across hosts</h3>", f"<p>{_e(sentence)}</p>"]
     why = why_lines(a, bench)
     if why:
+        more = (f'<p class="note">{len(why) - WHY_CASES_LIMIT} more cases in details.md.</p>'
+                if len(why) > WHY_CASES_LIMIT else "")
         parts.append("<p>Why the ratios differ, by counter:</p><ul>"
-                     + "".join(f"<li>{_e(w)}</li>" for w in why) + "</ul>")
+                     + "".join(f"<li>{_e(w)}</li>" for w in why[:WHY_CASES_LIMIT]) + "</ul>"
+                     + more)
     parts.append(table_html)
     _, rows, n = differing_table(a, bench)
     if n > len(rows):
@@ -206,6 +214,10 @@ def render_hosts_details(a: HostsAnalysis) -> str:
         if not rows_of:
             out.append("No counted samples on two hosts or more.")
             continue
+        why = why_lines(a, bench)
+        if why:
+            out += ["Why the ratios differ, by counter:", ""]
+            out += [f"- {md_escape(w)}" for w in why]
         names = list(dict.fromkeys(
             [n for n in info.why_counters if any(c.counter == n for c in rows_of)]
             + sorted({c.counter for c in rows_of})))
