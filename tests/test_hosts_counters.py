@@ -17,12 +17,15 @@ from pathlib import Path
 from recorded_fleet import RUNS, SIZE_A, SIZE_B, copy_run, recorded_fleet
 
 from bakeoff import redact
+from bakeoff.analysis import CaseResult
 from bakeoff.hosts import DIFFERS, analyze_hosts, to_json
 from bakeoff.hosts_counters import DIFFERS as COUNTER_DIFFERS
-from bakeoff.hosts_counters import SAME
+from bakeoff.hosts_counters import SAME, UNTESTED, compare_counters
+from bakeoff.model import Case
 from bakeoff.report.counted import counter_words
 from bakeoff.report.hosts import render_hosts_html, render_hosts_markdown
 from bakeoff.report.hosts_counters import render_hosts_details
+from bakeoff.stats import Summary
 from conftest import run_bakeoff
 
 BENCH = "mremap-vs-memcpy"
@@ -158,3 +161,31 @@ def test_the_redacted_fleet_copy_is_complete_and_reports_again(tmp_path: Path) -
     copied = json.loads(shared)
     assert [(c["case"], c["verdict"], list(c["ratios"].values())) for c in original["cases"]] == \
         [(c["case"], c["verdict"], list(c["ratios"].values())) for c in copied["cases"]]
+
+
+def _summary(median: float, low: float, high: float, trials: int = 2) -> Summary:
+    return Summary(n=trials, n_trials=trials, mean=median, median=median, stddev=0.0, mad=0.0,
+                   min=low, max=high, p5=low, p95=high, ci_low=low, ci_high=high)
+
+
+def test_none_against_some_differs_and_a_ci_touching_zero_is_no_verdict() -> None:
+    """No log of 0: a host that counted none in every trial against one that counted some in
+    every trial differs; a CI that reaches 0 on one side only (some trials counted none) is
+    no verdict either way; both none is the same."""
+    case = Case(BENCH, "mremap", (("size", 4096),))
+
+    def verdict(alpha: Summary, beta: Summary) -> str:
+        results = {BENCH: {h: {case: CaseResult(case, "ns_per_op", "ns", None, None, 0, [],
+                                                per_op={"x": s})}
+                           for h, s in (("alpha", alpha), ("beta", beta))}}
+        return compare_counters(results, 0.02).by_benchmark[BENCH][0].verdict
+
+    assert verdict(_summary(0, 0, 0), _summary(3, 2, 4)) == COUNTER_DIFFERS
+    assert verdict(_summary(0, 0, 0), _summary(0.5, 0, 1)) == UNTESTED
+    assert verdict(_summary(0, 0, 0), _summary(0, 0, 0)) == SAME
+    assert verdict(_summary(0, 0, 0, trials=1), _summary(3, 3, 3, trials=1)) == UNTESTED
+    # Exact counts (CIs of zero width) that differ, and that agree.
+    assert verdict(_summary(1, 1, 1), _summary(8, 8, 8)) == COUNTER_DIFFERS
+    assert verdict(_summary(1, 1, 1), _summary(1, 1, 1)) == SAME
+    # Apart beyond the CIs but within the threshold (1% < 2%): the same.
+    assert verdict(_summary(100, 99.9, 100.1), _summary(101, 100.9, 101.1)) == SAME
