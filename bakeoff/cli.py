@@ -290,7 +290,8 @@ def cmd_report(
     redact: Annotated[bool, typer.Option(
         "--redact", help="Write a copy for sharing: host names, user names, home paths and "
                          "fleet addresses replaced by host-1, user-1, ~, addr-1 (DIR is not "
-                         "touched; every file is checked before it is kept).")] = False,
+                         "touched; every file is checked before it is kept; a fleet's copy "
+                         "holds every host's results and reports again).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Regenerate a run's reports from results.json alone; or one report across hosts."""
