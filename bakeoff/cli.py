@@ -459,9 +459,10 @@ def _copy_hosts_redacted(analysis: Any, run_dirs: list[Path], target: Path,
     for h in analysis.hosts:
         # A label ("vm (20261126-…)" for two runs of one host) as a directory name.
         name = re.sub(r"[^A-Za-z0-9._-]+", "-", redactor.text(h.label)).strip("-") or "host"
-        dest = target / HOSTS_DIR / name
-        while dest.exists():
-            dest = dest.with_name(dest.name + "-")
+        dest, n = target / HOSTS_DIR / name, 1
+        while dest.exists():  # two labels that read alike once made a directory name
+            n += 1
+            dest = target / HOSTS_DIR / f"{name}-{n}"
         left_out += _copy_run_redacted(h.run_dir, dest, redactor)
         copies.append(dest)
     return copies, left_out
