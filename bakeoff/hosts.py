@@ -219,4 +219,5 @@ def to_json(a: HostsAnalysis) -> str:
                               for h, r in c.ratios().items()}}
                   for b, cases in a.cases.items() for c in cases],
         "facts_that_differ": {r.fact: r.values for r in a.facts if r.differs},
+        "counters_that_differ": a.counters.as_json() if a.counters is not None else [],
     }, indent=2, allow_nan=False) + "\n"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from bakeoff import stats
 from bakeoff.analysis import CaseResult
@@ -73,6 +74,18 @@ class CountersAcross:
 
     def of_case(self, benchmark: str, case: Case) -> list[CounterAcross]:
         return [c for c in self.by_benchmark.get(benchmark, []) if c.case == case]
+
+    def as_json(self) -> list[dict[str, Any]]:
+        """The counters that differ, for scripts (hosts.json): each host's median and CI,
+        the test across hosts (None where no log could be taken: a count of 0)."""
+        def finite(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+        return [{"benchmark": c.benchmark, "case": c.case.key, "counter": c.counter,
+                 "q": finite(c.test.q), "df": c.test.df, "p_holm": finite(c.p_holm),
+                 "zero_on": c.zero_on,
+                 "per_op": {h: {"median": s.median, "ci_low": s.ci_low, "ci_high": s.ci_high,
+                                "trials": s.n_trials} for h, s in c.per_host.items()}}
+                for bench in self.by_benchmark for c in self.differing(bench)]
 
 
 def _apart(c: CounterAcross) -> float:

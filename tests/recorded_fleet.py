@@ -35,13 +35,14 @@ def _relabel(value: object) -> object:
 
 
 def recorded_fleet(root: Path, hosts: tuple[str, str] = ("alpha", "beta"),
-                   relabel: bool = True, inventory: Path | None = None) -> Path:
-    """root/fleet: fleet.json and hosts/<host>/results.json for the two recorded runs."""
+                   relabel: bool = True) -> Path:
+    """root/fleet: fleet.json and hosts/<host>/results.json for the two recorded runs; the
+    inventory fleet.json names is not written (ansible-inventory is not started to read it)."""
     fleet = root / "fleet"
     records = {n: fleet_record.HostRecord(host=n, status="complete", reachable=True,
                                           exit_status=0, run_status="complete")
                for n in hosts}
-    inv = inventory or root / "hosts.yml"
+    inv = root / "hosts.yml"
     rec = fleet_record.FleetRecord(
         fleet_run="fleet", remote_name="fleet-26ab", commit="0" * 40, inventory=str(inv),
         run_args=["mremap-vs-memcpy", "--profile", "quick"], seed=26,
