@@ -491,6 +491,7 @@ def _hosts_redactor(analysis: Any, fleet_dir: Path | None = None) -> Any:
 
     from bakeoff import redact
     from bakeoff.fleet.driver import inventory_addresses
+    from bakeoff.fleet.record import HOSTS_DIR
 
     redactor = redact.Redactor()
     for h in analysis.hosts:  # host-1, host-2… in the report's order of hosts
@@ -508,6 +509,11 @@ def _hosts_redactor(analysis: Any, fleet_dir: Path | None = None) -> Any:
         # ansible.log, events.jsonl, playbook-vars.json: copied too, so searched too.
         if fleet_dir is not None:
             texts += redact.fleet_texts(fleet_dir)
+            # A host's directory the record no longer names (a host renamed in the
+            # inventory since) is copied too: its name is a host name as well.
+            hosts_dir = fleet_dir / HOSTS_DIR
+            for p in sorted(hosts_dir.iterdir()) if hosts_dir.is_dir() else []:
+                redactor.add("host", p.name)
     redact.add_addresses(redactor, texts)  # and those of hosts the inventory no longer has
     redact.add_people(redactor, texts)
     return redactor

@@ -125,6 +125,9 @@ def test_the_redacted_fleet_copy_is_complete_and_reports_again(tmp_path: Path) -
     (fleet / "ansible.log").write_text("TASK [run] alpha | 198.18.26.1 ok\n"
                                        "beta | 198.18.26.2 | /home/alice-k/bakeoff ok\n")
     (fleet / "hosts" / "beta" / "notes.txt").write_text("beta's disk was full once\n")
+    # A host the record no longer names (renamed in the inventory since) left a directory.
+    (fleet / "hosts" / "gamma-old").mkdir()
+    (fleet / "hosts" / "gamma-old" / "notes.txt").write_text("gamma-old, retired\n")
     res = run_bakeoff("report", str(fleet), "--redact")
     assert res.returncode == 0, res.stderr
     out = tmp_path / "fleet-redacted"
@@ -135,10 +138,12 @@ def test_the_redacted_fleet_copy_is_complete_and_reports_again(tmp_path: Path) -
         assert {"results.json", "report.html", "report.md", "details.md"} <= {
             p.name for p in (out / "hosts" / host).iterdir()}
     assert (out / "hosts" / "host-2" / "notes.txt").read_text() == "host-2's disk was full once\n"
+    assert (out / "hosts" / "host-3" / "notes.txt").read_text() == "host-3, retired\n"
     assert "TASK [run] host-1 | addr-1 ok" in (out / "ansible.log").read_text()
     hostname = json.loads((RUNS / "a" / "results.json").read_text())["host"]["hostname"]
     originals = redact.Redactor()
-    for kind, name in (("host", "alpha"), ("host", "beta"), ("host", hostname),
+    for kind, name in (("host", "alpha"), ("host", "beta"), ("host", "gamma-old"),
+                       ("host", hostname),
                        ("address", "198.18.26.1"), ("address", "198.18.26.2"),
                        ("home", "/home/alice-k"), ("user", "alice-k")):
         originals.add(kind, name)
