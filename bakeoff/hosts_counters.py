@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bakeoff import stats
-from bakeoff.analysis import CaseResult
+from bakeoff.analysis import MIN_TRIALS_FOR_VERDICT, CaseResult
 from bakeoff.model import Case
 
 DIFFERS = "differs"
@@ -52,6 +52,18 @@ class CounterAcross:
         the reference's median is 0."""
         ref = self.per_host[self.reference].median
         return None if ref == 0 else self.per_host[host].median / ref - 1
+
+    @property
+    def tentative(self) -> str:
+        """Why a difference is not settled ('' when it is): a count that varies between
+        trials, with fewer trials on some host than a verdict needs (2 counted trials by
+        default), has a CI too narrow to trust; an exact count (the same in every trial on
+        every host, as most kernel events per operation are) needs no more trials."""
+        varies = any(s.ci_high > s.ci_low for s in self.per_host.values())
+        few = min(s.n_trials for s in self.per_host.values())
+        if varies and few < MIN_TRIALS_FOR_VERDICT:
+            return f"it varies between trials and some host has {few} trials"
+        return ""
 
     def extremes(self) -> tuple[str, str]:
         """(lowest, highest) host by median."""

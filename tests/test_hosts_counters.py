@@ -87,7 +87,15 @@ def test_counters_say_why_a_host_differs(tmp_path: Path) -> None:
     assert moves
     for c in moves:
         line = next(ln for ln in section.splitlines() if ln.startswith(f"- {c.case.variant} at "))
-        assert "tlb:tlb_flush events 8.00 per op on beta against 1.00 on alpha" in line, line
+        # An exact count: settled, no "[tentative" after it.
+        assert re.search(r"tlb:tlb_flush events 8\.00 per op on beta against 1\.00 on alpha "
+                         r"\(95% CIs 8\.00–8\.00 and 1\.00–1\.00; 2 \+ 2 trials\)(?! \\\[)",
+                         line), line
+    # CPU time varies between trials: from 2 counted trials a difference is tentative.
+    cpu = _counter(a, "mremap", SIZE_A, "task_clock_ns")
+    assert cpu.tentative == "it varies between trials and some host has 2 trials"  # type: ignore[attr-defined]
+    assert not flush.tentative  # type: ignore[attr-defined]
+    assert "ns on CPU (task_clock_ns)" in section and "[tentative: it varies between trials" in section
     assert re.search(r"\d+ of \d+ \(case, counter\) pairs counted on two hosts or more differ "
                      r"between hosts beyond their 95% CIs and ±2%", section), section
     assert "| mremap | size=256 KiB | tlb:tlb_flush events | 1.00 (1.00–1.00), 2 trials | " \

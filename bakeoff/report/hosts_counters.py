@@ -9,7 +9,9 @@ sentences are raw text; each renderer escapes them.
 
 from __future__ import annotations
 
+from bakeoff.analysis import MIN_TRIALS_FOR_VERDICT
 from bakeoff.hosts import DIFFERS, HostsAnalysis
+from bakeoff.hosts_counters import DIFFERS as COUNTER_DIFFERS
 from bakeoff.hosts_counters import CounterAcross
 from bakeoff.model import BenchmarkInfo, Case
 from bakeoff.report.counted import counter_words
@@ -57,7 +59,8 @@ def test_cell(c: CounterAcross) -> str:
         return f"none counted on {', '.join(c.zero_on)} in every trial, some on another"
     if c.p_holm != c.p_holm:  # NaN
         return MISSING
-    return f"{c.test.q:.3g} ({c.test.df}), {fmt_p(c.p_holm)}"
+    why = f" [tentative: {c.tentative}]" if c.verdict == COUNTER_DIFFERS and c.tentative else ""
+    return f"{c.test.q:.3g} ({c.test.df}), {fmt_p(c.p_holm)}{why}"
 
 
 def counter_clause(c: CounterAcross) -> str:
@@ -67,8 +70,9 @@ def counter_clause(c: CounterAcross) -> str:
     cis = ("" if a.n_trials < 2 or b.n_trials < 2 else
            f" (95% CIs {fmt_range(a.ci_low, a.ci_high, '')} and {fmt_range(b.ci_low, b.ci_high, '')}"
            f"; {a.n_trials} + {b.n_trials} trials)")
+    why = f" [tentative: {c.tentative}]" if c.tentative else ""
     return (f"{counter_words(c.counter)} {fmt_value(a.median, '')} per op on {hi} against "
-            f"{fmt_value(b.median, '')} on {lo}{cis}")
+            f"{fmt_value(b.median, '')} on {lo}{cis}{why}")
 
 
 def counters_sentence(a: HostsAnalysis, bench: str) -> str | None:
@@ -80,6 +84,10 @@ def counters_sentence(a: HostsAnalysis, bench: str) -> str | None:
     text = (f"Kernel counters (counted samples): {len(differ)} of {len(rows)} (case, counter) "
             "pairs counted on two hosts or more differ between hosts beyond their 95% CIs "
             f"and ±{a.threshold * 100:g}%")
+    unsure = sum(bool(c.tentative) for c in differ)
+    if unsure:
+        text += (f" ({unsure} of them tentative: counts that vary between trials, from fewer "
+                 f"than {MIN_TRIALS_FOR_VERDICT} trials)")
     if differ:
         info = _info(a, bench)
         text += "; first: " + "; ".join(
@@ -149,7 +157,10 @@ def counters_rule(threshold: float) -> str:
             "by its CI), Holm-corrected across the benchmark's (case, counter) pairs; a counter "
             f"differs when that p is below 0.05 and the hosts lie more than {threshold * 100:g}% "
             "apart, or when one host counted none in every trial and another some in every "
-            "trial. The change is each host against the first, as LKP's compare shows it.")
+            "trial. A count that varies between trials, from fewer than "
+            f"{MIN_TRIALS_FOR_VERDICT} trials on some host (2 counted trials by default), is "
+            "tentative: its CI is too narrow to trust; an exact count needs no more. The "
+            "change is each host against the first, as LKP's compare shows it.")
 
 
 # ---- markdown and html sections of the report ---------------------------------------------
