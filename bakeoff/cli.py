@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import re
 import shutil
 import signal
 import sys
@@ -289,7 +290,8 @@ def cmd_report(
     redact: Annotated[bool, typer.Option(
         "--redact", help="Write a copy for sharing: host names, user names, home paths and "
                          "fleet addresses replaced by host-1, user-1, ~, addr-1 (DIR is not "
-                         "touched; every file is checked before it is kept).")] = False,
+                         "touched; every file is checked before it is kept; a fleet's copy "
+                         "holds every host's results and reports again).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Regenerate a run's reports from results.json alone; or one report across hosts."""
@@ -405,16 +407,19 @@ def _export_redacted(run_dir: Path, out: Path | None) -> None:
 def _export_hosts(run_dirs: list[Path], out: Path | None, redact: bool = False) -> None:
     with lazy.signals_held():
         from bakeoff.hosts import analyze_hosts
-        from bakeoff.report.hosts import write_host_reports
+        from bakeoff.report.hosts import terminal_lines, write_host_reports
 
     analysis = analyze_hosts(run_dirs)
     if redact:
         target = _redacted_out(run_dirs, out)
-        redactor = _hosts_redactor(analysis)
+        redactor = _hosts_redactor(analysis, run_dirs[0] if analysis.fleet else None)
         with _removed_unless_checked(target):
-            write_host_reports(analysis, target, postprocess=redactor.hook)
+            copies, left_out = _copy_hosts_redacted(analysis, run_dirs, target, redactor)
+            # The report across hosts from the copies, as `bakeoff report` on the copy gives
+            # it: the figures are the same (same records, same seeds), the names redacted.
+            write_host_reports(analyze_hosts(copies), target, postprocess=redactor.hook)
             _check_redacted(redactor, target)
-        _say_redacted(redactor, target, [])
+        _say_redacted(redactor, target, left_out)
         return
     if out is None:
         from datetime import UTC, datetime
@@ -425,19 +430,68 @@ def _export_hosts(run_dirs: list[Path], out: Path | None, redact: bool = False) 
     except OSError as exc:
         raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc} "
                          "(choose a writable --out)") from None
-    for c in (c for cases in analysis.cases.values() for c in cases if c.verdict == "differs"):
-        out_console.print(f"differs across hosts: {c.case.key}: {c.spread}", highlight=False)
+    for text, style in terminal_lines(analysis):
+        out_console.print(Text(text, style=style), highlight=False, soft_wrap=True)
     for p in paths:
         out_console.print(f"wrote {p}", highlight=False)
 
 
-def _hosts_redactor(analysis: Any) -> Any:
+def _copy_hosts_redacted(analysis: Any, run_dirs: list[Path], target: Path,
+                         redactor: Any) -> tuple[list[Path], list[str]]:
+    """Every host's results, redacted, under target/hosts/<host-N>/, each with its own
+    reports written again from its redacted record; for a fleet directory its fleet.json and
+    other files too, so the copy is a fleet directory `bakeoff report` reads. Returns what
+    to report across (the copy of the fleet, or of each run) and what was left out."""
+    from bakeoff import redact
+    from bakeoff.fleet.record import HOSTS_DIR
+
+    left_out: list[str] = []
+    if analysis.fleet is not None:
+        fleet_dir = run_dirs[0]
+        left_out += redact.copy_fleet_files(fleet_dir, target, redactor, store.write_atomic,
+                                            HOSTS_DIR)
+        src = fleet_dir / HOSTS_DIR
+        for host_dir in sorted(p for p in src.iterdir() if p.is_dir()) if src.is_dir() else []:
+            dest = target / HOSTS_DIR / redactor.text(host_dir.name)
+            left_out += _copy_run_redacted(host_dir, dest, redactor)
+        return [target], left_out
+    copies = []
+    for h in analysis.hosts:
+        # A label ("vm (20261126-…)" for two runs of one host) as a directory name.
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", redactor.text(h.label)).strip("-") or "host"
+        dest, n = target / HOSTS_DIR / name, 1
+        while dest.exists():  # two labels that read alike once made a directory name
+            n += 1
+            dest = target / HOSTS_DIR / f"{name}-{n}"
+        left_out += _copy_run_redacted(h.run_dir, dest, redactor)
+        copies.append(dest)
+    return copies, left_out
+
+
+def _copy_run_redacted(run_dir: Path, dest: Path, redactor: Any) -> list[str]:
+    """One host's results directory, redacted, its reports written again from the redacted
+    record; a host that sent back no record has its text files copied. Returns what was
+    left out, as paths within the copy."""
+    from bakeoff import redact
+
+    where = dest.relative_to(dest.parent.parent)
+    if not (run_dir / store.RESULTS_JSON).is_file():
+        left = redact.copy_text_files(run_dir, dest, redactor, store.write_atomic, skip=())
+    else:
+        left = redact.copy_run(run_dir, dest, store.load_json(run_dir), redactor,
+                               store.write_atomic, skip=redact.REGENERATED)
+        _write_exports(_load_redacted(dest), dest)
+    return [f"{where}/{redactor.text(name)}" for name in left]
+
+
+def _hosts_redactor(analysis: Any, fleet_dir: Path | None = None) -> Any:
     """Every host's label and recorded hostname, every host of the fleet (those that sent
     nothing back are in its table too), the addresses, the people."""
     import json
 
     from bakeoff import redact
     from bakeoff.fleet.driver import inventory_addresses
+    from bakeoff.fleet.record import HOSTS_DIR
 
     redactor = redact.Redactor()
     for h in analysis.hosts:  # host-1, host-2… in the report's order of hosts
@@ -452,6 +506,14 @@ def _hosts_redactor(analysis: Any) -> Any:
         for address in inventory_addresses(Path(analysis.fleet.inventory)):
             redactor.add("address", address)
         texts.append(json.dumps(dataclasses.asdict(analysis.fleet)))
+        # ansible.log, events.jsonl, playbook-vars.json: copied too, so searched too.
+        if fleet_dir is not None:
+            texts += redact.fleet_texts(fleet_dir)
+            # A host's directory the record no longer names (a host renamed in the
+            # inventory since) is copied too: its name is a host name as well.
+            hosts_dir = fleet_dir / HOSTS_DIR
+            for p in sorted(hosts_dir.iterdir()) if hosts_dir.is_dir() else []:
+                redactor.add("host", p.name)
     redact.add_addresses(redactor, texts)  # and those of hosts the inventory no longer has
     redact.add_people(redactor, texts)
     return redactor

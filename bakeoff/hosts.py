@@ -17,6 +17,7 @@ from bakeoff import stats, store
 from bakeoff.analysis import Analysis, CaseResult, analyze
 from bakeoff.errors import UsageError
 from bakeoff.fleet import record as fleet_record
+from bakeoff.hosts_counters import CountersAcross, compare_counters
 from bakeoff.model import Case, RunRecord
 from bakeoff.report.facts import flatten_facts
 
@@ -69,6 +70,7 @@ class HostsAnalysis:
     threshold: float
     fleet: fleet_record.FleetRecord | None = None
     warnings: list[str] = field(default_factory=list)
+    counters: CountersAcross | None = None  # per-op kernel counters across hosts
 
     @property
     def labels(self) -> list[str]:
@@ -178,7 +180,31 @@ def analyze_hosts(paths: list[Path], threshold: float | None = None) -> HostsAna
     if fleet is not None:
         for fh in fleet.failed():
             analysis.warnings.append(f"{fh.host}: {fh.status}: {fh.reason}")
+    analysis.warnings += host_warnings(hosts)
+    analysis.counters = counters_across(hosts, thr)
     return analysis
+
+
+def host_warnings(hosts: list[HostRun]) -> list[str]:
+    """Each host's own warnings (its run's: a busy machine, a shared CPU, no PMU; its
+    analysis's: too few trials), named by host. A warning every host gave, word for word, is
+    said once, for every host: 'virtualised' ten times over hides the one busy machine."""
+    said = {h.label: list(dict.fromkeys([*h.run.warnings, *h.analysis.warnings])) for h in hosts}
+    everyone = ([w for w in said[hosts[0].label] if all(w in ws for ws in said.values())]
+                if len(hosts) > 1 else [])
+    out = [f"every host: {w}" for w in everyone]
+    return out + [f"{host}: {w}" for host, ws in said.items() for w in ws if w not in everyone]
+
+
+def counters_across(hosts: list[HostRun], threshold: float) -> CountersAcross:
+    """The per-op kernel counters of every case, host against host (bakeoff/hosts_counters.py)."""
+    results: dict[str, dict[str, dict[Case, CaseResult]]] = {}
+    for h in hosts:
+        for ba in h.analysis.benchmarks:
+            per_case = {r.case: r for r in ba.for_metric(ba.info.primary_metric) if r.per_op}
+            if per_case:
+                results.setdefault(ba.info.name, {})[h.label] = per_case
+    return compare_counters(results, threshold)
 
 
 def to_json(a: HostsAnalysis) -> str:
@@ -193,4 +219,5 @@ def to_json(a: HostsAnalysis) -> str:
                               for h, r in c.ratios().items()}}
                   for b, cases in a.cases.items() for c in cases],
         "facts_that_differ": {r.fact: r.values for r in a.facts if r.differs},
+        "counters_that_differ": a.counters.as_json() if a.counters is not None else [],
     }, indent=2, allow_nan=False) + "\n"

@@ -25,6 +25,7 @@ what a reader would.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import ipaddress
 import json
@@ -249,11 +250,23 @@ def copy_run(run_dir: Path, out_dir: Path, data: dict[str, Any], redactor: Redac
     written by the caller."""
     out_dir.mkdir(parents=True, exist_ok=True)
     write(out_dir / "results.json", json.dumps(redactor.value(data), indent=1, allow_nan=False))
+    # The journal is merged into results.json.
+    return copy_text_files(run_dir, out_dir, redactor, write,
+                           skip=[*skip, "results.json", "trials.jsonl"])
+
+
+def copy_text_files(src: Path, out_dir: Path, redactor: Redactor,
+                    write: Callable[[Path, str], None], skip: Iterable[str]) -> list[str]:
+    """Every text file at the top of src but those in skip, redacted, into out_dir; returns
+    the names left out (sub-directories, files that are not text; dotfiles are temp files
+    and not named)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    skipped = set(skip)
     left_out = []
-    for path in sorted(run_dir.iterdir()):
+    for path in sorted(src.iterdir()):
         name = path.name
-        if name.startswith(".") or name in skip or name in ("results.json", "trials.jsonl"):
-            continue  # the journal is merged into results.json; dotfiles are temp files
+        if name.startswith(".") or name in skipped:
+            continue
         if not path.is_file():
             left_out.append(f"{name}/" if path.is_dir() else name)
             continue
@@ -264,3 +277,29 @@ def copy_run(run_dir: Path, out_dir: Path, data: dict[str, Any], redactor: Redac
             continue
         write(out_dir / name, redactor.text(text))
     return left_out
+
+
+# Files at the top of a fleet directory the report across hosts writes again.
+FLEET_REGENERATED = ("report.html", "report.md", "details.md", "hosts.json")
+
+
+def fleet_texts(fleet_dir: Path) -> list[str]:
+    """The fleet's own text files (fleet.json, ansible.log, events.jsonl, the playbook's
+    vars): searched for addresses and home paths before anything is replaced."""
+    texts = []
+    for path in sorted(p for p in fleet_dir.iterdir() if p.is_file()):
+        if path.name not in FLEET_REGENERATED:
+            with contextlib.suppress(UnicodeDecodeError):
+                texts.append(path.read_text(encoding="utf-8"))
+    return texts
+
+
+def copy_fleet_files(fleet_dir: Path, out_dir: Path, redactor: Redactor,
+                     write: Callable[[Path, str], None], hosts_dir: str) -> list[str]:
+    """fleet.json (its host names as keys too) and the fleet's other text files, redacted;
+    hosts_dir (the hosts' runs) is the caller's; returns the names left out."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    record = json.loads((fleet_dir / "fleet.json").read_text(encoding="utf-8"))
+    write(out_dir / "fleet.json", json.dumps(redactor.value(record), indent=2) + "\n")
+    return copy_text_files(fleet_dir, out_dir, redactor, write,
+                           skip=[*FLEET_REGENERATED, "fleet.json", hosts_dir])

@@ -23,6 +23,7 @@ from bakeoff import cli, redact, store
 from bakeoff.analysis import analyze
 from bakeoff.errors import UsageError
 from bakeoff.fleet import record as fleet_record
+from bakeoff.hosts import analyze_hosts, to_json
 from bakeoff.report import write_reports
 from conftest import assert_usage_error, run_bakeoff
 
@@ -202,7 +203,15 @@ def test_the_fleet_report_names_no_host_and_no_address(tmp_path: Path) -> None:
     res = run_bakeoff("report", str(fleet), "--redact")
     assert res.returncode == 0, res.stderr
     out = tmp_path / "fleet-redacted"
-    assert sorted(p.name for p in out.iterdir()) == ["hosts.json", "report.html", "report.md"]
+    # The whole fleet: its record and each host that sent results back, as host-N; the
+    # unreachable host sent nothing (it has no directory).
+    assert sorted(p.name for p in out.iterdir()) == [
+        "details.md", "fleet.json", "hosts", "hosts.json", "report.html", "report.md"]
+    assert sorted(p.name for p in (out / "hosts").iterdir()) == ["host-1", "host-2"]
+    # perf.data (not text) and raw/ (a directory) of each host's run are left out, said so.
+    for host in ("host-1", "host-2"):
+        assert f"left out hosts/{host}/perf.data: not a text file" in res.stdout
+        assert f"left out hosts/{host}/raw/: a directory" in res.stdout
     assert _digest(fleet) == before
     originals = [*hosts, *hosts.values(), *unreachable, *unreachable.values(), "alpha.lab",
                  "alpha2.lab", USER, HOME]
@@ -244,8 +253,14 @@ def test_plain_run_dirs_of_two_hosts(tmp_path: Path) -> None:
     out = tmp_path / "shared"
     res = run_bakeoff("report", str(a), str(b), "--redact", "--out", str(out))
     assert res.returncode == 0, res.stderr
-    assert json.loads((out / "hosts.json").read_text())["hosts"] == ["host-1", "host-2"]
+    shared = json.loads((out / "hosts.json").read_text())
+    assert shared["hosts"] == ["host-1", "host-2"]
     assert _files_holding(out, ["alpha", USER, HOME]) == []
+    # Each run is in the copy, redacted, and reports across hosts again to the same verdicts.
+    copies = [out / "hosts" / "host-1", out / "hosts" / "host-2"]
+    assert sorted((out / "hosts").iterdir()) == copies
+    again = json.loads(to_json(analyze_hosts(copies)))
+    assert again["hosts"] == shared["hosts"] and again["cases"] == shared["cases"]
 
 
 def test_a_user_named_like_a_word_of_the_report(tmp_path: Path) -> None:

@@ -27,6 +27,10 @@ from bakeoff.report.format import (
     fmt_value,
     params_label,
 )
+from bakeoff.report.hosts_counters import counters_sentence, render_hosts_details
+from bakeoff.report.hosts_counters import differing_table as counters_table
+from bakeoff.report.hosts_counters import html_section as counters_html
+from bakeoff.report.hosts_counters import markdown_section as counters_markdown
 from bakeoff.report.hosts_findings import all_findings_across
 from bakeoff.report.html import _CSS, _INIT_JS, _e, _Figures, _table, plotly_script, script_json
 from bakeoff.report.markdown import _table as md_table
@@ -140,6 +144,19 @@ def host_rows(a: HostsAnalysis) -> tuple[list[str], list[list[str]]]:
     rows = [[h.label, machine(h.run.host).sentence(), h.run.run_id, h.run.status,
              str(h.run.seed), h.run.started_at, str(h.run_dir)] for h in a.hosts]
     return headers, rows
+
+
+def terminal_lines(a: HostsAnalysis) -> list[tuple[str, str]]:
+    """What the terminal says after the report across hosts, as (text, rich style): each case
+    whose ratio differs and the counters that differ with it, then every host's warnings."""
+    out = []
+    for bench, cases in a.cases.items():
+        out += [(f"differs across hosts: {c.case.key}: {c.spread}", "")
+                for c in cases if c.verdict == DIFFERS]
+        sentence = counters_sentence(a, bench)
+        if sentence is not None and a.counters is not None and a.counters.differing(bench):
+            out.append((f"{bench}: {sentence}", ""))
+    return out + [(f"warning: {w}", "yellow") for w in a.warnings]
 
 
 # ---- charts: one trace per host ----
@@ -314,6 +331,9 @@ def _html_bench(a: HostsAnalysis, bench: str, index: int, figs: _Figures,
              _html_table(headers, rows, vclass)]
     mh, mrows = median_table(a, bench)
     parts += [f"<h3>Medians per host ({_e(info.primary_metric)})</h3>", _html_table(mh, mrows)]
+    if a.counters is not None and a.counters.by_benchmark.get(bench):
+        ch, crows, _ = counters_table(a, bench)
+        parts.append(counters_html(a, bench, _html_table(ch, crows) if crows else ""))
     parts.append("<h3>Crossovers and fits, per host</h3><ul>")
     for host, lines in per_host_sentences(a, bench):
         parts.append(f"<li><b>{_e(host)}</b><ul>"
@@ -412,6 +432,7 @@ def render_hosts_markdown(a: HostsAnalysis) -> str:
         mh, mrows = median_table(a, bench)
         out += ["", f"### Medians per host ({md_escape(info.primary_metric)})", ""]
         out += md_table([(h, False) for h in mh], mrows)
+        out += counters_markdown(a, bench)
         out += ["", "### Crossovers and fits, per host", ""]
         for host, lines in per_host_sentences(a, bench):
             out += [f"- **{md_escape(host)}**"] + [f"  - {md_escape(x)}" for x in lines]
@@ -443,13 +464,13 @@ def render_hosts_markdown(a: HostsAnalysis) -> str:
 
 def write_host_reports(a: HostsAnalysis, out_dir: Path,
                        postprocess: Callable[[str, str], str] | None = None) -> list[Path]:
-    """report.html, report.md and hosts.json into out_dir.
+    """report.html, report.md, details.md (every counter per host) and hosts.json into out_dir.
 
     postprocess(name, text) -> text is applied to each file's text before it is written:
     the hook for a redactor (bakeoff report --redact) to scrub what leaves the machine.
     """
     outputs = [("report.html", render_hosts_html(a)), ("report.md", render_hosts_markdown(a)),
-               ("hosts.json", to_json(a))]
+               ("details.md", render_hosts_details(a)), ("hosts.json", to_json(a))]
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, text in outputs:
