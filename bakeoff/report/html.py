@@ -326,7 +326,20 @@ def _finding_html(text: str) -> str:
 
 
 def _finding_item(f: Finding) -> str:
-    return f'<li class="{"tentative" if f.tentative else ""}">{_finding_html(f.text)}</li>'
+    asked = f"<b>{_e(f.question)}</b> " if f.question else ""
+    return (f'<li class="{"tentative" if f.tentative else ""}">{asked}'
+            f"{_finding_html(f.text)}</li>")
+
+
+def _findings_lists(bf: BenchmarkFindings) -> str:
+    """The answers to the benchmark's questions, then the generic contrasts under their own
+    heading (only the latter, unheaded, for a benchmark that declares no question)."""
+    answers = "".join(_finding_item(f) for f in bf.answers)
+    others = "".join(_finding_item(f) for f in bf.findings)
+    if not answers:
+        return f"<ul>{others}</ul>"
+    return (f'<ul class="answers">{answers}</ul>'
+            + (f"<h3>Other contrasts</h3><ul>{others}</ul>" if others else ""))
 
 
 def _compact(table: CompactTable | None, colors: dict[str, str]) -> str:
@@ -378,7 +391,7 @@ def _benchmark(run: RunRecord, bf: BenchmarkFindings, index: int, figs: _Figures
         f'<section id="bench-{index}"><h2>{_e(info.title)} <span class="muted mono">'
         f"{_e(info.name)}</span></h2>"
         f'<div class="lead"><div><p class="note">{_e(intro)}</p>'
-        f"<ul>{''.join(_finding_item(f) for f in bf.findings)}</ul></div>"
+        f"{_findings_lists(bf)}</div>"
         f"<div>{chart}</div></div>{_compact(table, colors)}{_counted(ba)}"
         f'<details class="more"><summary>Details of {_e(info.name)}: every metric, its '
         "charts and full tables, counters, skipped cases, failed trials</summary>"
@@ -405,8 +418,8 @@ def _top_findings(found: list[BenchmarkFindings]) -> str:
         f'<li><a href="#bench-{i}"><b>{_e(bf.analysis.info.name)}</b></a>: '
         f"{' '.join(_finding_html(f.headline_text) for f in bf.headline)}</li>"
         for i, bf in enumerate(found))
-    total = sum(len(bf.findings) for bf in found)
-    unsure = sum(tentative_count(bf.findings) for bf in found)
+    total = sum(len(bf.every) for bf in found)
+    unsure = sum(tentative_count(bf.every) for bf in found)
     note = (f"{unsure} of the {total} findings are tentative, each saying why in grey brackets; "
             "more trials (--trials 10) settle those held back by too few."
             if unsure else "Every finding is settled: enough trials, and no CI reaches a "

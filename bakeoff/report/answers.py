@@ -1,0 +1,542 @@
+"""Answers: the questions a benchmark declares (BenchmarkInfo.questions, model.Question),
+answered first, one finding per question, before any generic contrast.
+
+Each form of answer reads figures the analysis already holds, with their CIs and trials:
+- "ratio": the ratio of medians to the reference (CaseResult.comparison, or a
+  question_pairs.PairComparison for a reference other than the baseline) at each point of
+  `at`, with the kernel counters that explain it (report/counted.py's why sentence);
+- "crossover": along `along`, where that ratio crosses 1 (stats.find_crossovers on those
+  ratios and CIs); a crossing with a CI at an end that includes 1 is said to be unsettled,
+  never stated as a crossover;
+- "overhead": the Fit's intercept a (what a variant adds per operation) and, for each of
+  the benchmark's crossover_ratios, from which value of `along` the ratio stays under it;
+- "added": the shift (variant - reference, Hodges-Lehmann) with its CI at each point;
+- "error": the RMS of each signed metric named (CaseResult.signed) at each point.
+Diagnostic and control variants never answer. Nothing here knows a benchmark by name;
+sentences are raw text, each renderer escapes them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bakeoff import stats
+from bakeoff.analysis import MIN_TRIALS_FOR_VERDICT, BenchmarkAnalysis, CaseResult, SweepFit
+from bakeoff.model import LARGEST, SMALLEST, ParamValue
+from bakeoff.report.counted import why_sentence
+from bakeoff.report.format import (
+    fmt_number,
+    fmt_range,
+    fmt_value,
+    is_time_unit,
+    params_label,
+    swept_label,
+)
+from bakeoff.report.grid import Params, grid, trials_of
+from bakeoff.report.words import lower_is_better
+
+MAX_NAMED = 3  # variants a ratio answer names at one point; the table has the rest
+FACTOR_FROM = 1.5  # as findings.py: further from 1 a ratio reads as a factor
+
+
+@dataclass(frozen=True)
+class Side:
+    """One compared case against its reference at one point, as the analysis has it."""
+
+    result: CaseResult
+    against: CaseResult
+    ratio: stats.Ratio
+    shift: stats.Shift | None
+    settled: bool  # the ratio's CI lies beyond the verdict's band (a difference is shown)
+
+    @property
+    def trials(self) -> str:
+        return f"{trials_of(self.result)} + {trials_of(self.against)} trials"
+
+    @property
+    def few(self) -> bool:
+        return min(trials_of(self.result), trials_of(self.against)) < MIN_TRIALS_FOR_VERDICT
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A question's answer: `text` in full, `short` for the top of a report."""
+
+    ask: str
+    form: str
+    text: str
+    short: str
+    tentative: str
+    results: tuple[CaseResult, ...]
+
+
+# ---- what a question reads ---------------------------------------------------------------
+
+
+def answering_variants(ba: BenchmarkAnalysis, q: dict[str, Any]) -> list[str]:
+    """The variants a question compares with its reference: those it names, or every one
+    that is neither the reference, the baseline, a control nor diagnostic; never a
+    diagnostic or control variant (model.Variant.diagnostic)."""
+    info = ba.info
+    named = [str(v) for v in q.get("variants") or ()]
+    if q.get("param"):
+        return named  # values of the param, not variants
+    pool = named or [str(v["name"]) for v in info.variants
+                     if v["name"] not in (q.get("against"), info.baseline)]
+    return [v for v in pool if not info.is_diagnostic(v) and not info.is_control(v)
+            and v != q.get("against")]
+
+
+def _metric(ba: BenchmarkAnalysis, q: dict[str, Any]) -> str:
+    return str(q.get("metric") or ba.info.primary_metric)
+
+
+def _same(a: ParamValue, b: object) -> bool:
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return float(a) == float(b)
+    return str(a) == str(b)
+
+
+def resolve_at(ba: BenchmarkAnalysis, q: dict[str, Any], metric: str) -> dict[str, list[ParamValue]]:
+    """`at` with LARGEST/SMALLEST replaced by the values this run measured."""
+    measured = [r for r in ba.for_metric(metric) if r.summary is not None]
+    out: dict[str, list[ParamValue]] = {}
+    for name, wanted in (q.get("at") or {}).items():
+        values = sorted({r.case.param(name) for r in measured if name in dict(r.case.params)},
+                        key=lambda v: (0, float(v), "") if isinstance(v, int | float)
+                        else (1, 0.0, str(v)))
+        picked: list[ParamValue] = []
+        for w in wanted:
+            if w in (LARGEST, SMALLEST) and values:
+                picked.append(values[-1] if w == LARGEST else values[0])
+            else:
+                picked += [v for v in values if _same(v, w)]
+        out[name] = list(dict.fromkeys(picked))
+    return out
+
+
+def _matches(params: Params, at: dict[str, list[ParamValue]], skip: str | None = None) -> bool:
+    d = dict(params)
+    return all(k == skip or any(_same(d.get(k, ""), v) for v in vs) for k, vs in at.items())
+
+
+def _side(ba: BenchmarkAnalysis, q: dict[str, Any], r: CaseResult) -> Side | None:
+    """r against the question's reference at r's params (another value of q.param, or the
+    reference variant), from the analysis' figures."""
+    lower = lower_is_better(ba, r.metric)
+    param, against = q.get("param"), str(q.get("against") or "")
+    if not param and against == ba.info.baseline:
+        base = next((b for b in ba.for_metric(r.metric) if b.case.variant == against
+                     and b.case.params == r.case.params), None)
+        if r.comparison is None or base is None:
+            return None
+        return Side(r, base, r.comparison.ratio, r.comparison.shift,
+                    r.comparison.verdict != "same")
+    pair = next((p for (c, _, m), p in ba.pairs.items() if c == r.case and m == r.metric), None)
+    if pair is None:
+        return None
+    ref = next((b for b in ba.for_metric(r.metric) if b.case == pair.against), None)
+    if ref is None:
+        return None
+    settled = stats.verdict(pair.ratio, pair.ratio.p_boot, lower, ba.threshold) != "same"
+    return Side(r, ref, pair.ratio, pair.shift, settled)
+
+
+def _compared(ba: BenchmarkAnalysis, q: dict[str, Any], metric: str) -> list[CaseResult]:
+    """The results that answer: each variant's (or, with q.param, each value's) cases."""
+    names = answering_variants(ba, q)
+    param = q.get("param")
+    within = [str(v) for v in q.get("within") or ()]
+    out = []
+    for r in ba.for_metric(metric):
+        if r.summary is None:
+            continue
+        if param:
+            if r.case.variant in within and str(r.case.param(param)) in names:
+                out.append(r)
+        elif r.case.variant in names:
+            out.append(r)
+    return out
+
+
+def _where(ba: BenchmarkAnalysis, params: Params, skip: Iterable[str] = ()) -> str:
+    """The params that vary in this run, as a label ('size=16 MiB')."""
+    constant = dict(grid(ba).constant)
+    left = [(k, v) for k, v in params if k not in constant and k not in set(skip)]
+    return params_label(ba.info, left) if left else ""
+
+
+def _name(q: dict[str, Any], r: CaseResult) -> str:
+    return str(r.case.param(q["param"])) if q.get("param") else r.case.variant
+
+
+def _against_name(ba: BenchmarkAnalysis, q: dict[str, Any]) -> str:
+    if q.get("param"):
+        within = ", ".join(str(v) for v in q.get("within") or ())
+        return f"{q['against']} ({within})" if within else str(q["against"])
+    return str(q.get("against") or ba.info.baseline)
+
+
+# ---- how a figure reads ------------------------------------------------------------------
+
+
+def _phrase(ba: BenchmarkAnalysis, metric: str, ratio: float) -> str:
+    """'51.6× faster', '12.3% slower', '2.00× higher entries_per_s'."""
+    if not math.isfinite(ratio) or ratio <= 0:
+        return f"ratio {fmt_number(ratio)}"
+    unit = str(ba.info.metric(metric)["unit"])
+    time_like = is_time_unit(unit) and lower_is_better(ba, metric) and \
+        not ba.info.is_signed(metric)
+    lower = ratio < 1
+    if ratio >= FACTOR_FROM or ratio <= 1 / FACTOR_FROM:
+        amount = f"{fmt_number(1 / ratio if lower else ratio)}×"
+    else:
+        amount = f"{fmt_number(abs(ratio - 1) * 100)}%"
+    if time_like:
+        return f"{amount} {'faster' if lower else 'slower'}"
+    return f"{amount} {'lower' if lower else 'higher'} {metric}"
+
+
+def _figure(s: Side) -> str:
+    if min(trials_of(s.result), trials_of(s.against)) < 2:
+        return f"ratio {fmt_number(s.ratio.ratio)}, no CI from one trial; {s.trials}"
+    return (f"ratio {fmt_number(s.ratio.ratio)}, 95% CI {fmt_number(s.ratio.ci_low)}–"
+            f"{fmt_number(s.ratio.ci_high)}; {s.trials}")
+
+
+def _side_words(ba: BenchmarkAnalysis, q: dict[str, Any], s: Side, against: str) -> str:
+    """'mremap is 51.6× faster than memcpy (ratio …; 5 + 5 trials)', or, when the CI
+    reaches the verdict's band, that no difference of that size is shown."""
+    name = _name(q, s.result)
+    if s.settled:
+        return f"{name} is {_phrase(ba, s.result.metric, s.ratio.ratio)} than {against} " \
+               f"({_figure(s)})"
+    return (f"{name} is not shown to differ from {against} by more than "
+            f"±{ba.threshold * 100:g}% ({_figure(s)})")
+
+
+def _tentative(sides: Sequence[Side], more: Iterable[str] = ()) -> list[str]:
+    why = list(more)
+    if any(s.few for s in sides):
+        why.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
+    return why
+
+
+def _with_tentative(text: str, why: Sequence[str]) -> str:
+    return text + (f" [tentative: {', '.join(dict.fromkeys(why))}]." if why else ".")
+
+
+def _why(ba: BenchmarkAnalysis, q: dict[str, Any], where: str, s: Side) -> tuple[str, list[str]]:
+    """The why_counters of the compared case against its reference (counted samples)."""
+    said = why_sentence(ba, where, s.result, s.against, rival=s.against,
+                        called=(_name(q, s.result), _name(q, s.against)) if q.get("param")
+                         else None)
+    if said is None:
+        return "", []
+    return said.text, said.tentative.split("; ") if said.tentative else []
+
+
+# ---- the forms ---------------------------------------------------------------------------
+
+
+def _points(ba: BenchmarkAnalysis, q: dict[str, Any], metric: str) -> list[tuple[Params, list[Side]]]:
+    """The points a question is read at, in param order, each with its compared sides."""
+    at = resolve_at(ba, q, metric)
+    by: dict[Params, list[Side]] = {}
+    for r in _compared(ba, q, metric):
+        if not _matches(r.case.params, at, skip=q.get("param")):
+            continue
+        params = tuple((k, v) for k, v in r.case.params if k != q.get("param"))
+        s = _side(ba, q, r)
+        if s is not None:
+            by.setdefault(params, []).append(s)
+    g = grid(ba, metric)
+    order = {p.params: i for i, p in enumerate(g.points)}
+
+    def key(item: tuple[Params, list[Side]]) -> tuple[float, ...]:
+        first = item[1][0].result.case.params
+        return (float(order.get(first, len(order))),)
+    return sorted(by.items(), key=key)
+
+
+def _ratio_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
+    metric = _metric(ba, q)
+    points = _points(ba, q, metric)
+    if not points:
+        return None
+    against = _against_name(ba, q)
+    lower = lower_is_better(ba, metric)
+    clauses, why_text, tentative, results = [], "", [], []
+    for i, (params, sides) in enumerate(points):
+        sides.sort(key=lambda s: s.ratio.ratio, reverse=not lower)
+        shown = sides[:MAX_NAMED]
+        where = _where(ba, params, skip=[q["param"]] if q.get("param") else [])
+        words = "; ".join(_side_words(ba, q, s, against) for s in shown)
+        if len(sides) > len(shown):
+            words += f"; {len(sides) - len(shown)} more in the table"
+        if len(shown) > 1 and shown[0].ratio.ci_low <= shown[1].ratio.ci_high and \
+                shown[1].ratio.ci_low <= shown[0].ratio.ci_high:
+            tentative.append(f"{_name(q, shown[1].result)}'s CI overlaps the best's")
+        clauses.append(f"at {where}, {words}" if where else words)
+        tentative += _tentative(shown)
+        results += [x for s in shown for x in (s.result, s.against)]
+        if i == len(points) - 1:  # the why where the answer is read last (the largest)
+            why_text, more = _why(ba, q, where, shown[0])
+            tentative += more
+    text = "; ".join(clauses)
+    text = _with_tentative(text[0].upper() + text[1:], tentative)
+    if why_text:
+        text += " Why: " + why_text
+    return Answer(q["ask"], "ratio", text, text, "; ".join(dict.fromkeys(tentative)),
+                  tuple(results))
+
+
+def _lines(ba: BenchmarkAnalysis, q: dict[str, Any], metric: str) -> list[tuple[str, Params, list[Side]]]:
+    """Along q.along: per compared variant and fixed other params, its sides in order."""
+    along = str(q["along"])
+    at = {k: v for k, v in resolve_at(ba, q, metric).items() if k != along}
+    lines: dict[tuple[str, Params], list[Side]] = {}
+    for r in _compared(ba, q, metric):
+        if not _matches(r.case.params, at, skip=q.get("param")):
+            continue
+        s = _side(ba, q, r)
+        if s is None:
+            continue
+        fixed = tuple((k, v) for k, v in r.case.params if k != along)
+        lines.setdefault((_name(q, r), fixed), []).append(s)
+    out = []
+    for (name, fixed), sides in lines.items():
+        sides.sort(key=lambda s: float(s.result.case.param(along)))
+        if len(sides) >= 2:
+            out.append((name, fixed, sides))
+    return out
+
+
+def _crossings(ba: BenchmarkAnalysis, along: str, sides: list[Side],
+               level: float) -> list[stats.Crossover]:
+    lower = lower_is_better(ba, sides[0].result.metric)
+    return stats.find_crossovers([float(s.result.case.param(along)) for s in sides],
+                                 [s.ratio.ratio for s in sides],
+                                 [s.ratio.ci_low for s in sides],
+                                 [s.ratio.ci_high for s in sides], lower, level)
+
+
+def _at_x(ba: BenchmarkAnalysis, along: str, s: Side) -> str:
+    x = swept_label(ba.info, along, float(s.result.case.param(along)))
+    return f"{fmt_number(s.ratio.ratio)} (95% CI {fmt_number(s.ratio.ci_low)}–" \
+           f"{fmt_number(s.ratio.ci_high)}) at {x}"
+
+
+def _crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
+    metric = _metric(ba, q)
+    along = str(q["along"])
+    against = _against_name(ba, q)
+    clauses, tentative, results = [], [], []
+    for name, fixed, sides in _lines(ba, q, metric):
+        where = _where(ba, fixed, skip=[q["param"]] if q.get("param") else [])
+        where = f" (at {where})" if where else ""
+        found = _crossings(ba, along, sides, 1.0)
+        by_x = {float(s.result.case.param(along)): s for s in sides}
+        settled = [c for c in found if c.confident]
+        unsure = [c for c in found if not c.confident]
+        parts = []
+        for c in settled:
+            verb = "starts beating" if c.direction == "starts_winning" else "stops beating"
+            parts.append(
+                f"{name} {verb} {against}{where} between {swept_label(ba.info, along, c.low)} "
+                f"and {swept_label(ba.info, along, c.high)} (≈ "
+                f"{swept_label(ba.info, along, c.estimate)}; ratio {_at_x(ba, along, by_x[c.low])}"
+                f", {_at_x(ba, along, by_x[c.high])})")
+        for c in unsure:
+            parts.append(
+                f"{name}'s ratio to {against}{where} passes 1 between "
+                f"{swept_label(ba.info, along, c.low)} and {swept_label(ba.info, along, c.high)}"
+                f", but a CI there includes 1 ({_at_x(ba, along, by_x[c.low])}, "
+                f"{_at_x(ba, along, by_x[c.high])}): no settled crossover")
+        if unsure:
+            tentative.append("a CI at a crossing includes 1")
+        if not found:
+            last = sides[-1].ratio.ratio
+            side = "beats" if (last < 1 if lower_is_better(ba, metric) else last > 1) \
+                else "does not beat"
+            parts.append(f"{name} {side} {against}{where} at every measured {along}, from "
+                         f"{_at_x(ba, along, sides[0])} to {_at_x(ba, along, sides[-1])}: "
+                         "no crossover in the measured range")
+        trials = min(min(trials_of(s.result), trials_of(s.against)) for s in sides)
+        clauses.append("; ".join(parts) + f" (at least {trials} trials a side)")
+        tentative += _tentative(sides)
+        results += [x for s in sides for x in (s.result, s.against)]
+    if not clauses:
+        return None
+    text = _with_tentative("; ".join(clauses), tentative)
+    return Answer(q["ask"], "crossover", text, text, "; ".join(dict.fromkeys(tentative)),
+                  tuple(results))
+
+
+def _level_words(ba: BenchmarkAnalysis, along: str, sides: list[Side],
+                 level: float) -> tuple[str, bool]:
+    """From which value of `along` the ratio stays under `level` (overhead under 5%), and
+    whether that is settled; 'not reached in the measured range' when it never does."""
+    pct = f"{abs(level - 1) * 100:g}%"
+    lower = lower_is_better(ba, sides[0].result.metric)
+
+    def under(s: Side) -> bool:
+        return s.ratio.ratio < level if lower else s.ratio.ratio > level
+
+    if not under(sides[-1]):
+        s = sides[-1]
+        return (f"under {pct}: not reached in the measured range (at "
+                f"{swept_label(ba.info, along, float(s.result.case.param(along)))}: "
+                f"{(s.ratio.ratio - 1) * 100:+.1f}%, 95% CI {(s.ratio.ci_low - 1) * 100:+.1f}% "
+                f"to {(s.ratio.ci_high - 1) * 100:+.1f}%)", True)
+    k = len(sides) - 1
+    while k > 0 and under(sides[k - 1]):
+        k -= 1
+    if k == 0:
+        first = sides[0]
+        sure = not (first.ratio.ci_low <= level <= first.ratio.ci_high)
+        return (f"under {pct} at every measured {along} (from "
+                f"{_at_x(ba, along, first)})", sure)
+    c = _crossings(ba, along, sides[k - 1:k + 1], level)[0]
+    if not c.confident:
+        return (f"under {pct}: not settled (the ratio passes {level:g} between "
+                f"{swept_label(ba.info, along, c.low)} and {swept_label(ba.info, along, c.high)}"
+                f", but a CI there includes {level:g})", False)
+    return (f"under {pct} from ≈ {swept_label(ba.info, along, c.estimate)} (between "
+            f"{swept_label(ba.info, along, c.low)} and {swept_label(ba.info, along, c.high)})",
+            True)
+
+
+def _fit_of(ba: BenchmarkAnalysis, variant: str, along: str, metric: str,
+            fixed: Params) -> SweepFit | None:
+    return next((sf for sf in ba.fits if sf.variant == variant and sf.param == along
+                 and sf.metric == metric
+                 and all(_same(v, dict(fixed).get(k, v)) for k, v in sf.fixed.items())), None)
+
+
+def _overhead_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
+    metric = _metric(ba, q)
+    along = str(q["along"])
+    unit = str(ba.info.metric(metric)["unit"])
+    levels = [lv for lv in ba.info.crossover_ratios if lv != 1.0]
+    full, short, tentative, results = [], [], [], []
+    lines = _lines(ba, q, metric)
+    for name, fixed, sides in sorted(lines, key=lambda x: _cost(ba, x, along, metric)):
+        where = _where(ba, fixed)
+        at = f" at {where}" if where else ""
+        sf = _fit_of(ba, sides[0].result.case.variant, along, metric, fixed)
+        why: list[str] = []
+        if sf is not None:
+            f = sf.fit
+            added = (f"{name} adds {fmt_value(f.a, unit)} per operation{at} (the fit's a, 95% "
+                     f"CI {fmt_range(f.a_low, f.a_high, unit)}; {metric} − "
+                     f"{_against_name(ba, q)} = a + b·{along} over {f.n_points} points)")
+            if f.a_low <= 0 <= f.a_high:
+                why.append("a's CI includes 0")
+            brief = f"{name} +{fmt_value(f.a, unit)} ({fmt_range(f.a_low, f.a_high, unit)})"
+        else:
+            added = f"{name}{at}: no fit of {metric} along {along} declared"
+            brief = name
+        said = [_level_words(ba, along, sides, lv) for lv in levels]
+        why += [f"{name}'s level not settled" for _, sure in said if not sure]
+        trials = min(min(trials_of(s.result), trials_of(s.against)) for s in sides)
+        full.append(added + ("; overhead " + ", ".join(w for w, _ in said) if said else "")
+                    + f"; at least {trials} trials a point")
+        short.append(brief + (" " + ", ".join(w.split(" (")[0] for w, _ in said)
+                              if said else ""))
+        tentative += why + _tentative(sides)
+        results += [x for s in sides for x in (s.result, s.against)]
+    if not full:
+        return None
+    text = _with_tentative("; ".join(full), tentative)
+    n = min((trials_of(r) for r in results), default=0)
+    brief = _with_tentative(f"Per call, over {_against_name(ba, q)} (95% CI; ≥ {n} trials): "
+                            + "; ".join(short), tentative)
+    return Answer(q["ask"], "overhead", text, brief, "; ".join(dict.fromkeys(tentative)),
+                  tuple(results))
+
+
+def _cost(ba: BenchmarkAnalysis, line: tuple[str, Params, list[Side]], along: str,
+          metric: str) -> float:
+    sf = _fit_of(ba, line[2][0].result.case.variant, along, metric, line[1])
+    return sf.fit.a if sf is not None else math.inf
+
+
+def _added_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
+    metric = _metric(ba, q)
+    unit = str(ba.info.metric(metric)["unit"])
+    against = _against_name(ba, q)
+    clauses, tentative, results = [], [], []
+    for params, sides in _points(ba, q, metric):
+        where = _where(ba, params, skip=[q["param"]] if q.get("param") else [])
+        parts = []
+        for s in sorted(sides, key=lambda s: s.shift.estimate if s.shift else math.inf):
+            if s.shift is None:
+                continue
+            sh = s.shift
+            parts.append(f"{_name(q, s.result)} adds {fmt_value(sh.estimate, unit)} (95% CI "
+                         f"{fmt_range(sh.ci_low, sh.ci_high, unit)}; {s.trials})")
+            if sh.ci_low <= 0 <= sh.ci_high:
+                tentative.append(f"{_name(q, s.result)}'s CI includes 0")
+            results += [s.result, s.against]
+        if parts:
+            lead = f"at {where}, " if where else ""
+            clauses.append(lead + f"over {against}: " + "; ".join(parts))
+        tentative += _tentative(sides)
+    if not clauses:
+        return None
+    text = "; ".join(clauses)
+    text = _with_tentative(text[0].upper() + text[1:], tentative)
+    return Answer(q["ask"], "added", text, text, "; ".join(dict.fromkeys(tentative)),
+                  tuple(results))
+
+
+def _error_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
+    metrics = [str(m) for m in q.get("metrics") or ()]
+    names = set(answering_variants(ba, q)) if q.get("variants") else {
+        str(v["name"]) for v in ba.info.variants if v["name"] != ba.info.baseline
+        and not ba.info.is_diagnostic(str(v["name"])) and not ba.info.is_control(str(v["name"]))}
+    clauses, tentative, results = [], [], []
+    for metric in metrics:
+        at = resolve_at(ba, q, metric)
+        unit = str(ba.info.metric(metric)["unit"])
+        rows = [r for r in ba.for_metric(metric) if r.signed is not None
+                and r.case.variant in names and _matches(r.case.params, at)]
+        if not rows:
+            continue
+        parts = []
+        for r in rows:
+            e = r.signed
+            assert e is not None
+            where = _where(ba, r.case.params)
+            parts.append(f"{r.case.variant}{' at ' + where if where else ''} "
+                         f"{fmt_value(e.rms, unit)} (95% CI {fmt_range(e.rms_ci_low, e.rms_ci_high, unit)}"
+                         f"; {trials_of(r)} trials)")
+            if trials_of(r) < MIN_TRIALS_FOR_VERDICT:
+                tentative.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
+            results.append(r)
+        clauses.append(f"RMS of {metric}: " + "; ".join(parts))
+    if not clauses:
+        return None
+    text = _with_tentative("; ".join(clauses), tentative)
+    return Answer(q["ask"], "error", text, text, "; ".join(dict.fromkeys(tentative)),
+                  tuple(results))
+
+
+_FORMS = {"ratio": _ratio_answer, "crossover": _crossover_answer,
+          "overhead": _overhead_answer, "added": _added_answer, "error": _error_answer}
+
+
+def answers(ba: BenchmarkAnalysis) -> list[tuple[dict[str, Any], Answer | None]]:
+    """Each declared question with its answer; None when the run measured nothing it reads
+    (its variants skipped, or its points not in the profile run)."""
+    return [(q, _FORMS[q["form"]](ba, q) if q.get("form") in _FORMS else None)
+            for q in ba.info.questions]
+
+
+def unanswered(q: dict[str, Any]) -> str:
+    return (f"Not answered by this run: it measured none of the cases \"{q['ask']}\" reads "
+            "(skipped, or not in the profile run).")
