@@ -62,6 +62,26 @@ class Side:
 
 
 @dataclass(frozen=True)
+class Figure:
+    """One figure of an answer with its 95% CI (NaN where the answer is a statement, such as
+    'not reached in the measured range'), so two runs or two hosts can be set side by side."""
+
+    label: str  # what it is: 'mremap against memcpy at size=16 MiB'
+    value: float
+    low: float
+    high: float
+    shown: str  # as a report says it: 'ratio 0.0180 (95% CI 0.0167–0.0202; 5 + 5 trials)'
+
+
+def figures_agree(figures: Sequence[Figure]) -> bool:
+    """The same answer everywhere: the CIs share a common range (statements: the same
+    words)."""
+    if all(math.isfinite(f.low) and math.isfinite(f.high) for f in figures):
+        return max(f.low for f in figures) <= min(f.high for f in figures)
+    return len({f.shown for f in figures}) == 1
+
+
+@dataclass(frozen=True)
 class Answer:
     """A question's answer: `text` in full, `short` for the top of a report."""
 
@@ -71,6 +91,7 @@ class Answer:
     short: str
     tentative: str
     results: tuple[CaseResult, ...]
+    figures: tuple[Figure, ...] = ()
 
 
 # ---- what a question reads ---------------------------------------------------------------
@@ -262,6 +283,20 @@ def _points(ba: BenchmarkAnalysis, q: dict[str, Any], metric: str) -> list[tuple
     return sorted(by.items(), key=key)
 
 
+def _short_side(ba: BenchmarkAnalysis, q: dict[str, Any], s: Side) -> str:
+    said = _phrase(ba, s.result.metric, s.ratio.ratio) if s.settled else \
+        f"not shown to differ beyond ±{ba.threshold * 100:g}%"
+    return f"{_name(q, s.result)} {said} ({_figure(s)})"
+
+
+def _short_why(why_text: str, where: str) -> str:
+    """The why's lead counter alone, for the top of a report."""
+    lead = why_text.split("; ")[0].removeprefix(f"At {where}, ").rstrip(".")
+    if not lead:
+        return ""
+    return f" Why: {lead}." if "counted samples" in lead else f" Why: {lead} (counted samples)."
+
+
 def _ratio_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     metric = _metric(ba, q)
     points = _points(ba, q, metric)
@@ -269,11 +304,16 @@ def _ratio_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
         return None
     against = _against_name(ba, q)
     lower = lower_is_better(ba, metric)
-    clauses, why_text, tentative, results = [], "", [], []
+    clauses, shorts, tentative, results = [], [], [], []
+    why_text, why_where = "", ""
+    figures: list[Figure] = []
     for i, (params, sides) in enumerate(points):
         sides.sort(key=lambda s: s.ratio.ratio, reverse=not lower)
         shown = sides[:MAX_NAMED]
         where = _where(ba, params, skip=[q["param"]] if q.get("param") else [])
+        figures += [Figure(f"{_name(q, s.result)} against {against}"
+                           + (f" at {where}" if where else ""), s.ratio.ratio,
+                           s.ratio.ci_low, s.ratio.ci_high, _figure(s)) for s in sides]
         words = "; ".join(_side_words(ba, q, s, against) for s in shown)
         if len(sides) > len(shown):
             words += f"; {len(sides) - len(shown)} more in the table"
@@ -281,17 +321,29 @@ def _ratio_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
                 shown[1].ratio.ci_low <= shown[0].ratio.ci_high:
             tentative.append(f"{_name(q, shown[1].result)}'s CI overlaps the best's")
         clauses.append(f"at {where}, {words}" if where else words)
+        # The top of a report names the best two when a question compares many.
+        brief = shown if len(sides) <= MAX_NAMED else shown[:2]
+        shorts.append((f"at {where} against {against}: " if where else f"against {against}: ")
+                      + "; ".join(_short_side(ba, q, s) for s in brief))
         tentative += _tentative(shown)
         results += [x for s in shown for x in (s.result, s.against)]
-        if i == len(points) - 1:  # the why where the answer is read last (the largest)
-            why_text, more = _why(ba, q, where, shown[0])
+        if i == len(points) - 1:
+            # The why where the answer is read last (the largest), for the case furthest
+            # from its reference among those shown to differ.
+            told = max([s for s in shown if s.settled] or shown[:1],
+                       key=lambda s: abs(math.log(s.ratio.ratio)) if s.ratio.ratio > 0 else 0)
+            why_text, more = _why(ba, q, where, told)
+            why_where = where
             tentative += more
     text = "; ".join(clauses)
     text = _with_tentative(text[0].upper() + text[1:], tentative)
+    short = "; ".join(shorts)
+    short = _with_tentative(short[0].upper() + short[1:], tentative)
     if why_text:
         text += " Why: " + why_text
-    return Answer(q["ask"], "ratio", text, text, "; ".join(dict.fromkeys(tentative)),
-                  tuple(results))
+        short += _short_why(why_text, why_where)
+    return Answer(q["ask"], "ratio", text, short, "; ".join(dict.fromkeys(tentative)),
+                  tuple(results), tuple(figures))
 
 
 def _lines(ba: BenchmarkAnalysis, q: dict[str, Any], metric: str) -> list[tuple[str, Params, list[Side]]]:
@@ -335,6 +387,7 @@ def _crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None
     along = str(q["along"])
     against = _against_name(ba, q)
     clauses, tentative, results = [], [], []
+    figures: list[Figure] = []
     for name, fixed, sides in _lines(ba, q, metric):
         where = _where(ba, fixed, skip=[q["param"]] if q.get("param") else [])
         where = f" (at {where})" if where else ""
@@ -358,6 +411,14 @@ def _crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None
                 f"{_at_x(ba, along, by_x[c.high])}): no settled crossover")
         if unsure:
             tentative.append("a CI at a crossing includes 1")
+        label = f"where {name} crosses {against}{where}"
+        figures += [Figure(label, c.estimate, c.low, c.high,
+                           f"≈ {swept_label(ba.info, along, c.estimate)} (between "
+                           f"{swept_label(ba.info, along, c.low)} and "
+                           f"{swept_label(ba.info, along, c.high)})") for c in settled]
+        if not settled:
+            figures.append(Figure(label, math.nan, math.nan, math.nan,
+                                  "not settled" if unsure else "none in the measured range"))
         if not found:
             last = sides[-1].ratio.ratio
             side = "beats" if (last < 1 if lower_is_better(ba, metric) else last > 1) \
@@ -373,7 +434,7 @@ def _crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None
         return None
     text = _with_tentative("; ".join(clauses), tentative)
     return Answer(q["ask"], "crossover", text, text, "; ".join(dict.fromkeys(tentative)),
-                  tuple(results))
+                  tuple(results), tuple(figures))
 
 
 def _level_words(ba: BenchmarkAnalysis, along: str, sides: list[Side],
@@ -410,6 +471,17 @@ def _level_words(ba: BenchmarkAnalysis, along: str, sides: list[Side],
             True)
 
 
+def _levels_brief(levels: Sequence[float], said: Sequence[str]) -> str:
+    """', under 5% from ≈ 25 µs, under 1%: not reached in the measured range', levels that
+    read the same said once ('under 5% and 1%: not reached …')."""
+    by_words: dict[str, list[str]] = {}
+    for level, words in zip(levels, said, strict=True):
+        pct = f"{abs(level - 1) * 100:g}%"
+        rest = words.split(" (")[0].removeprefix(f"under {pct}")
+        by_words.setdefault(rest, []).append(pct)
+    return "".join(f", under {' and '.join(pcts)}{rest}" for rest, pcts in by_words.items())
+
+
 def _fit_of(ba: BenchmarkAnalysis, variant: str, along: str, metric: str,
             fixed: Params) -> SweepFit | None:
     return next((sf for sf in ba.fits if sf.variant == variant and sf.param == along
@@ -423,6 +495,7 @@ def _overhead_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     unit = str(ba.info.metric(metric)["unit"])
     levels = [lv for lv in ba.info.crossover_ratios if lv != 1.0]
     full, short, tentative, results = [], [], [], []
+    figures: list[Figure] = []
     lines = _lines(ba, q, metric)
     for name, fixed, sides in sorted(lines, key=lambda x: _cost(ba, x, along, metric)):
         where = _where(ba, fixed)
@@ -437,16 +510,21 @@ def _overhead_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
             if f.a_low <= 0 <= f.a_high:
                 why.append("a's CI includes 0")
             brief = f"{name} +{fmt_value(f.a, unit)} ({fmt_range(f.a_low, f.a_high, unit)})"
+            figures.append(Figure(f"{name}: added per operation{at}", f.a, f.a_low, f.a_high,
+                                  f"{fmt_value(f.a, unit)} (95% CI "
+                                  f"{fmt_range(f.a_low, f.a_high, unit)})"))
         else:
             added = f"{name}{at}: no fit of {metric} along {along} declared"
             brief = name
         said = [_level_words(ba, along, sides, lv) for lv in levels]
+        figures += [Figure(f"{name}: overhead under {abs(lv - 1) * 100:g}%{at}", math.nan,
+                           math.nan, math.nan, w.split(" (")[0])
+                    for lv, (w, _) in zip(levels, said, strict=True)]
         why += [f"{name}'s level not settled" for _, sure in said if not sure]
         trials = min(min(trials_of(s.result), trials_of(s.against)) for s in sides)
         full.append(added + ("; overhead " + ", ".join(w for w, _ in said) if said else "")
                     + f"; at least {trials} trials a point")
-        short.append(brief + (" " + ", ".join(w.split(" (")[0] for w, _ in said)
-                              if said else ""))
+        short.append(brief + _levels_brief(levels, [w for w, _ in said]))
         tentative += why + _tentative(sides)
         results += [x for s in sides for x in (s.result, s.against)]
     if not full:
@@ -456,7 +534,7 @@ def _overhead_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     brief = _with_tentative(f"Per call, over {_against_name(ba, q)} (95% CI; ≥ {n} trials): "
                             + "; ".join(short), tentative)
     return Answer(q["ask"], "overhead", text, brief, "; ".join(dict.fromkeys(tentative)),
-                  tuple(results))
+                  tuple(results), tuple(figures))
 
 
 def _cost(ba: BenchmarkAnalysis, line: tuple[str, Params, list[Side]], along: str,
@@ -470,6 +548,7 @@ def _added_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     unit = str(ba.info.metric(metric)["unit"])
     against = _against_name(ba, q)
     clauses, tentative, results = [], [], []
+    figures: list[Figure] = []
     for params, sides in _points(ba, q, metric):
         where = _where(ba, params, skip=[q["param"]] if q.get("param") else [])
         parts = []
@@ -479,6 +558,10 @@ def _added_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
             sh = s.shift
             parts.append(f"{_name(q, s.result)} adds {fmt_value(sh.estimate, unit)} (95% CI "
                          f"{fmt_range(sh.ci_low, sh.ci_high, unit)}; {s.trials})")
+            figures.append(Figure(f"{_name(q, s.result)} over {against}"
+                                  + (f" at {where}" if where else ""), sh.estimate, sh.ci_low,
+                                  sh.ci_high, f"{fmt_value(sh.estimate, unit)} (95% CI "
+                                  f"{fmt_range(sh.ci_low, sh.ci_high, unit)}; {s.trials})"))
             if sh.ci_low <= 0 <= sh.ci_high:
                 tentative.append(f"{_name(q, s.result)}'s CI includes 0")
             results += [s.result, s.against]
@@ -491,7 +574,7 @@ def _added_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     text = "; ".join(clauses)
     text = _with_tentative(text[0].upper() + text[1:], tentative)
     return Answer(q["ask"], "added", text, text, "; ".join(dict.fromkeys(tentative)),
-                  tuple(results))
+                  tuple(results), tuple(figures))
 
 
 def _error_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
@@ -500,6 +583,7 @@ def _error_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
         str(v["name"]) for v in ba.info.variants if v["name"] != ba.info.baseline
         and not ba.info.is_diagnostic(str(v["name"])) and not ba.info.is_control(str(v["name"]))}
     clauses, tentative, results = [], [], []
+    figures: list[Figure] = []
     for metric in metrics:
         at = resolve_at(ba, q, metric)
         unit = str(ba.info.metric(metric)["unit"])
@@ -512,6 +596,11 @@ def _error_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
             e = r.signed
             assert e is not None
             where = _where(ba, r.case.params)
+            figures.append(Figure(f"RMS of {metric}: {r.case.variant}"
+                                  + (f" at {where}" if where else ""), e.rms, e.rms_ci_low,
+                                  e.rms_ci_high, f"{fmt_value(e.rms, unit)} (95% CI "
+                                  f"{fmt_range(e.rms_ci_low, e.rms_ci_high, unit)}; "
+                                  f"{trials_of(r)} trials)"))
             parts.append(f"{r.case.variant}{' at ' + where if where else ''} "
                          f"{fmt_value(e.rms, unit)} (95% CI {fmt_range(e.rms_ci_low, e.rms_ci_high, unit)}"
                          f"; {trials_of(r)} trials)")
@@ -523,7 +612,7 @@ def _error_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
         return None
     text = _with_tentative("; ".join(clauses), tentative)
     return Answer(q["ask"], "error", text, text, "; ".join(dict.fromkeys(tentative)),
-                  tuple(results))
+                  tuple(results), tuple(figures))
 
 
 _FORMS = {"ratio": _ratio_answer, "crossover": _crossover_answer,
