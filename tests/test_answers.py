@@ -48,7 +48,7 @@ from bakeoff.run_comparison import compare_runs
 KIB = 1024
 SIZES = (1 * KIB, 2 * KIB, 4 * KIB, 8 * KIB, 16 * KIB)
 TRIALS, SAMPLES = 5, 10
-METRIC, ERR = "ns_per_op", "err_pct"
+METRIC, ERR, ADDED = "ns_per_op", "err_pct", "added_ns"
 
 
 def _ref_ns(size: int) -> float:
@@ -92,7 +92,9 @@ def _bench(questions: tuple[Question, ...] = QUESTIONS,
                     for v in TRUTH if v != "ref")),
         params=(Param("size", "bytes", "bytes"), Param("mode", "str", "how")),
         metrics=(Metric(METRIC, "ns", "time per op"),
-                 Metric(ERR, "%", "signed estimate error", signed=True)),
+                 Metric(ERR, "%", "signed estimate error", signed=True),
+                 # What a variant adds over ref, measured inside the program: ref has none.
+                 Metric(ADDED, "ns", "added over ref, as the program measures it")),
         profiles={p: Profile(p, {"size": SIZES, "mode": modes}, TRIALS, SAMPLES)
                   for p in ("quick", "default", "full")},
         program="toy", crossover_ratios=(1.05, 1.01),
@@ -120,7 +122,9 @@ def _run(bench: Benchmark, seed: int = 11,
                         case=case, index=i, round=i, status="ok",
                         started_at="2026-11-26T10:00:00Z", wall_s=0.01, exit_code=0,
                         samples={METRIC: [float(x) for x in ns],
-                                 ERR: [float(x) for x in err]},
+                                 ERR: [float(x) for x in err],
+                                 **({ADDED: [float(x) for x in ns - _ref_ns(size)]}
+                                    if v != "ref" else {})},
                         counters={}, meta={}, rusage=None))
     return RunRecord(
         schema_version=4, run_id="toy-run", status="complete",
@@ -238,6 +242,20 @@ def test_added_answer_is_the_shift_with_its_ci(found: BenchmarkFindings) -> None
                              f"{fmt_value(sh.estimate, 'ns')} (95% CI "
                              f"{fmt_range(sh.ci_low, sh.ci_high, 'ns')}; 5 + 5 trials)"), f.text
     assert 1.5 < sh.estimate < 2.5
+
+
+def test_added_of_a_metric_the_reference_lacks_is_its_own_median() -> None:
+    """heap-sampling's added_ns_per_alloc is measured inside the program; the baseline has no
+    such figure, so what a variant adds is its own median with its CI, said as measured."""
+    q = Question("What does heavy add?", "added", against="ref", variants=("heavy",),
+                 metric=ADDED, at={"size": (SMALLEST,)})
+    ba = analyze(_run(_bench((q,)))).benchmarks[0]
+    s = _at(ba, "heavy", SIZES[0], ADDED).summary
+    assert s is not None and 29 < s.median < 31
+    f = benchmark_findings(ba).answers[0]
+    assert f.text == (f"At size=1 KiB, over ref ({ADDED} as measured): heavy adds "
+                      f"{fmt_value(s.median, 'ns')} (95% CI {fmt_range(s.ci_low, s.ci_high, 'ns')}"
+                      f"; {TRIALS} trials).")
 
 
 def test_error_answer_is_the_rms_with_its_ci(found: BenchmarkFindings) -> None:

@@ -543,32 +543,74 @@ def _cost(ba: BenchmarkAnalysis, line: tuple[str, Params, list[Side]], along: st
     return sf.fit.a if sf is not None else math.inf
 
 
+@dataclass(frozen=True)
+class _Added:
+    """What one case adds over its reference: a shift with its CI, or, where the reference
+    does not report the metric (a metric that is itself the addition, measured inside the
+    program), the case's own median with its CI."""
+
+    result: CaseResult
+    against: CaseResult | None
+    estimate: float
+    low: float
+    high: float
+
+    @property
+    def trials(self) -> str:
+        if self.against is None:
+            return f"{trials_of(self.result)} trials"
+        return f"{trials_of(self.result)} + {trials_of(self.against)} trials"
+
+
+def _added(ba: BenchmarkAnalysis, q: dict[str, Any], r: CaseResult) -> _Added | None:
+    s = _side(ba, q, r)
+    if s is not None and s.shift is not None:
+        return _Added(r, s.against, s.shift.estimate, s.shift.ci_low, s.shift.ci_high)
+    param, against = q.get("param"), str(q.get("against") or "")
+    reference = [b for b in ba.for_metric(r.metric) if b.summary is not None and (
+        b.case.variant == r.case.variant and str(b.case.param(param)) == against
+        and all(v == r.case.param(k) for k, v in b.case.params if k != param) if param
+        else b.case.variant == against and b.case.params == r.case.params)]
+    if reference or r.summary is None:
+        return None
+    return _Added(r, None, r.summary.median, r.summary.ci_low, r.summary.ci_high)
+
+
 def _added_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     metric = _metric(ba, q)
     unit = str(ba.info.metric(metric)["unit"])
     against = _against_name(ba, q)
+    at = resolve_at(ba, q, metric)
+    by: dict[Params, list[_Added]] = {}
+    for r in _compared(ba, q, metric):
+        if _matches(r.case.params, at, skip=q.get("param")) and \
+                (a := _added(ba, q, r)) is not None:
+            by.setdefault(tuple((k, v) for k, v in r.case.params if k != q.get("param")),
+                          []).append(a)
+    order = {p.params: i for i, p in enumerate(grid(ba, metric).points)}
     clauses, tentative, results = [], [], []
     figures: list[Figure] = []
-    for params, sides in _points(ba, q, metric):
+    for params, added in sorted(by.items(), key=lambda item: order.get(
+            item[1][0].result.case.params, len(order))):
         where = _where(ba, params, skip=[q["param"]] if q.get("param") else [])
         parts = []
-        for s in sorted(sides, key=lambda s: s.shift.estimate if s.shift else math.inf):
-            if s.shift is None:
-                continue
-            sh = s.shift
-            parts.append(f"{_name(q, s.result)} adds {fmt_value(sh.estimate, unit)} (95% CI "
-                         f"{fmt_range(sh.ci_low, sh.ci_high, unit)}; {s.trials})")
-            figures.append(Figure(f"{_name(q, s.result)} over {against}"
-                                  + (f" at {where}" if where else ""), sh.estimate, sh.ci_low,
-                                  sh.ci_high, f"{fmt_value(sh.estimate, unit)} (95% CI "
-                                  f"{fmt_range(sh.ci_low, sh.ci_high, unit)}; {s.trials})"))
-            if sh.ci_low <= 0 <= sh.ci_high:
-                tentative.append(f"{_name(q, s.result)}'s CI includes 0")
-            results += [s.result, s.against]
-        if parts:
-            lead = f"at {where}, " if where else ""
-            clauses.append(lead + f"over {against}: " + "; ".join(parts))
-        tentative += _tentative(sides)
+        for a in sorted(added, key=lambda a: a.estimate):
+            name = _name(q, a.result)
+            shown = (f"{fmt_value(a.estimate, unit)} (95% CI {fmt_range(a.low, a.high, unit)}; "
+                     f"{a.trials})")
+            parts.append(f"{name} adds {shown}")
+            figures.append(Figure(f"{name} over {against}" + (f" at {where}" if where else ""),
+                                  a.estimate, a.low, a.high, shown))
+            if a.low <= 0 <= a.high:
+                tentative.append(f"{name}'s CI includes 0")
+            if min(trials_of(a.result), trials_of(a.against) if a.against else 99) < \
+                    MIN_TRIALS_FOR_VERDICT:
+                tentative.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
+            results += [a.result, *([a.against] if a.against else [])]
+        lead = f"at {where}, " if where else ""
+        # Measured inside the program (the reference has no such figure): said as measured.
+        how = "" if all(a.against for a in added) else f" ({metric} as measured)"
+        clauses.append(lead + f"over {against}{how}: " + "; ".join(parts))
     if not clauses:
         return None
     text = "; ".join(clauses)
