@@ -50,7 +50,8 @@ def _pairs(info: BenchmarkInfo, cases: Sequence[Case]) -> Iterator[PairKey]:
         against = str(q.get("against") or "")
         param = q.get("param")
         if param:
-            values = [str(v) for v in q.get("variants") or ()]
+            values = [str(v) for v in q.get("variants") or ()] or sorted(
+                {str(c.param(param)) for c in cases} - {against})
             for c in cases:
                 if c.variant in (q.get("within") or ()) and str(c.param(param)) in values:
                     ref = next((r for r in present if r.variant == c.variant and all(

@@ -164,6 +164,13 @@ def test_the_questions_are_valid_declarations() -> None:
     assert [question_problem(bench, q) for q in bench.questions] == [None] * len(QUESTIONS)
 
 
+def test_a_question_may_not_name_a_diagnostic_or_control_variant() -> None:
+    for v in ("diag", "ctl"):
+        q = Question("?", "ratio", against="ref", variants=(v,))
+        assert question_problem(_bench((q,)), q) == (
+            f"variant '{v}' is diagnostic or a control: it never answers a question")
+
+
 def test_diagnostic_and_control_variants_never_answer(found: BenchmarkFindings) -> None:
     ba = found.analysis
     q = ba.info.questions[0]

@@ -25,7 +25,7 @@ from typing import Any
 
 from bakeoff import stats
 from bakeoff.analysis import MIN_TRIALS_FOR_VERDICT, BenchmarkAnalysis, CaseResult, SweepFit
-from bakeoff.model import LARGEST, SMALLEST, ParamValue
+from bakeoff.model import LARGEST, SMALLEST, Case, ParamValue
 from bakeoff.report.counted import why_sentence
 from bakeoff.report.format import (
     fmt_number,
@@ -156,7 +156,14 @@ def _side(ba: BenchmarkAnalysis, q: dict[str, Any], r: CaseResult) -> Side | Non
             return None
         return Side(r, base, r.comparison.ratio, r.comparison.shift,
                     r.comparison.verdict != "same")
-    pair = next((p for (c, _, m), p in ba.pairs.items() if c == r.case and m == r.metric), None)
+    def is_reference(ref: Case) -> bool:
+        if param:
+            return ref.variant == r.case.variant and str(ref.param(param)) == against
+        return ref.variant == against
+
+    # Two questions may set one case against different references: the one asked of.
+    pair = next((p for (c, ref, m), p in ba.pairs.items()
+                 if c == r.case and m == r.metric and is_reference(ref)), None)
     if pair is None:
         return None
     ref = next((b for b in ba.for_metric(r.metric) if b.case == pair.against), None)
@@ -171,6 +178,9 @@ def _compared(ba: BenchmarkAnalysis, q: dict[str, Any], metric: str) -> list[Cas
     names = answering_variants(ba, q)
     param = q.get("param")
     within = [str(v) for v in q.get("within") or ()]
+    if param and not names:  # every value of the param but the reference
+        names = sorted({str(r.case.param(param)) for r in ba.for_metric(metric)} -
+                       {str(q.get("against"))})
     out = []
     for r in ba.for_metric(metric):
         if r.summary is None:
