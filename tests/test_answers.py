@@ -200,6 +200,7 @@ def test_settled_crossover_is_stated_with_its_interval(found: BenchmarkFindings)
     lo, hi = _at(ba, "mover", 4 * KIB).vs_baseline, _at(ba, "mover", 8 * KIB).vs_baseline
     assert lo is not None and hi is not None and lo.ci_low > 1 and hi.ci_high < 1
     assert "mover starts beating ref between 4 KiB and 8 KiB" in f.text, f.text
+    assert "mover starts beating ref between 4 KiB and 8 KiB (≈ " in f.short, f.short
 
 
 def test_crossover_whose_ci_includes_the_level_is_not_stated(found: BenchmarkFindings) -> None:
@@ -214,6 +215,8 @@ def test_crossover_whose_ci_includes_the_level_is_not_stated(found: BenchmarkFin
     wobbly = f.text.split("wobbly", 1)[1]
     assert "starts beating" not in wobbly and "stops beating" not in wobbly
     assert "no settled crossover" in wobbly and "a CI at a crossing includes 1" in f.tentative
+    assert "wobbly starts" not in f.short and "wobbly stops" not in f.short
+    assert "where wobbly crosses ref is not settled" in f.short, f.short
     # Nor among the generic contrasts: no crossover finding names wobbly.
     assert not [g for g in found.findings if g.kind == "crossover" and "wobbly" in g.text]
 
@@ -325,7 +328,7 @@ def test_answers_lead_every_report(run: RunRecord, analysis: Analysis,
     assert answers_at < page.index("<h3>Other contrasts</h3>", answers_at)
     top_html = page.split('<section id="findings">')[1].split("</section>")[0]
     assert "How much faster" not in top_html
-    assert "At size=16 KiB against ref: fast 4.00× faster (ratio" in top_html
+    assert "At size=16 KiB against ref: fast 4.00× faster (95% CI" in top_html
     out = io.StringIO()
     print_summary(run, analysis, Console(file=out, width=400, color_system=None))
     text = out.getvalue()

@@ -26,7 +26,7 @@ from typing import Any
 from bakeoff import stats
 from bakeoff.analysis import MIN_TRIALS_FOR_VERDICT, BenchmarkAnalysis, CaseResult, SweepFit
 from bakeoff.model import LARGEST, SMALLEST, Case, ParamValue
-from bakeoff.report.counted import why_sentence
+from bakeoff.report.counted import counter_words, why_sentence
 from bakeoff.report.format import (
     fmt_number,
     fmt_range,
@@ -92,6 +92,9 @@ class Answer:
     tentative: str
     results: tuple[CaseResult, ...]
     figures: tuple[Figure, ...] = ()
+    # The short form's why (its lead counter), kept apart so that a benchmark whose questions
+    # share it says it once at the top of a report.
+    short_why: str = ""
 
 
 # ---- what a question reads ---------------------------------------------------------------
@@ -294,17 +297,42 @@ def _points(ba: BenchmarkAnalysis, q: dict[str, Any], metric: str) -> list[tuple
 
 
 def _short_side(ba: BenchmarkAnalysis, q: dict[str, Any], s: Side) -> str:
-    said = _phrase(ba, s.result.metric, s.ratio.ratio) if s.settled else \
-        f"not shown to differ beyond ±{ba.threshold * 100:g}%"
-    return f"{_name(q, s.result)} {said} ({_figure(s)})"
+    """'mremap 531× faster (95% CI 91.7–671×)': the speed-up with its CI, as a factor (or a
+    percentage near 1); the ratio itself where no difference is shown."""
+    r, name = s.ratio, _name(q, s.result)
+    if not s.settled or not (r.ratio > 0 and r.ci_low > 0):
+        return (f"{name} not shown to differ beyond ±{ba.threshold * 100:g}% (ratio "
+                f"{fmt_number(r.ratio)}, 95% CI {fmt_number(r.ci_low)}–{fmt_number(r.ci_high)})")
+    better = (r.ratio < 1) == lower_is_better(ba, s.result.metric)
+    point, low, high = (1 / r.ratio, 1 / r.ci_high, 1 / r.ci_low) if r.ratio < 1 else \
+        (r.ratio, r.ci_low, r.ci_high)
+    unit = str(ba.info.metric(s.result.metric)["unit"])
+    time_like = is_time_unit(unit) and not ba.info.is_signed(s.result.metric)
+    word = ("faster" if better else "slower") if time_like else \
+        ("lower" if r.ratio < 1 else "higher")
+    if point >= FACTOR_FROM:
+        return f"{name} {fmt_number(point)}× {word} (95% CI {fmt_number(low)}–{fmt_number(high)}×)"
+    return (f"{name} {fmt_number((point - 1) * 100)}% {word} (95% CI "
+            f"{fmt_number((low - 1) * 100)}–{fmt_number((high - 1) * 100)}%)")
 
 
-def _short_why(why_text: str, where: str) -> str:
-    """The why's lead counter alone, for the top of a report."""
-    lead = why_text.split("; ")[0].removeprefix(f"At {where}, ").rstrip(".")
-    if not lead:
+def _short_why(ba: BenchmarkAnalysis, q: dict[str, Any], s: Side) -> str:
+    """The lead counter of the why alone, medians only, for the top of a report: 'Why
+    (counted samples, per op): mremap 8.00 tlb:tlb_flush events, memcpy 0.'"""
+    said = why_sentence(ba, "", s.result, s.against, rival=s.against)
+    if said is None or not said.counters:
         return ""
-    return f" Why: {lead}." if "counted samples" in lead else f" Why: {lead} (counted samples)."
+    lead = said.counters[0]
+    mine, theirs = s.result.per_op[lead].median, s.against.per_op[lead].median
+    return (f" Why (counted samples, per op): {_name(q, s.result)} {fmt_value(mine, '')} "
+            f"{counter_words(lead)}, {_name(q, s.against)} {fmt_value(theirs, '')}.")
+
+
+def _trials_once(sides: Sequence[Side]) -> str:
+    """'5 + 5 trials' said once for a point (each, when every side has the same)."""
+    counts = {s.trials for s in sides}
+    return f"{next(iter(counts))} each" if len(counts) == 1 and len(sides) > 1 else \
+        ", ".join(sorted(counts))
 
 
 def _ratio_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
@@ -315,8 +343,11 @@ def _ratio_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     against = _against_name(ba, q)
     lower = lower_is_better(ba, metric)
     clauses, shorts, tentative, results = [], [], [], []
-    why_text, why_where = "", ""
+    why_text, why_short = "", ""
     figures: list[Figure] = []
+    # Params the question fixes to one value go without saying at the top of a report.
+    fixed = [k for k, vs in (q.get("at") or {}).items()
+             if len(vs) == 1 and vs[0] not in (LARGEST, SMALLEST)]
     for i, (params, sides) in enumerate(points):
         sides.sort(key=lambda s: s.ratio.ratio, reverse=not lower)
         shown = sides[:MAX_NAMED]
@@ -333,8 +364,11 @@ def _ratio_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
         clauses.append(f"at {where}, {words}" if where else words)
         # The top of a report names the best two when a question compares many.
         brief = shown if len(sides) <= MAX_NAMED else shown[:2]
-        shorts.append((f"at {where} against {against}: " if where else f"against {against}: ")
-                      + "; ".join(_short_side(ba, q, s) for s in brief))
+        brief_where = _where(ba, params, skip=[*fixed, *([q["param"]] if q.get("param") else [])])
+        shorts.append((f"at {brief_where} against {against}: " if brief_where
+                       else f"against {against}: ")
+                      + ", ".join(_short_side(ba, q, s) for s in brief)
+                      + f" ({_trials_once(brief)})")
         tentative += _tentative(shown)
         results += [x for s in shown for x in (s.result, s.against)]
         if i == len(points) - 1:
@@ -343,7 +377,7 @@ def _ratio_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
             told = max([s for s in shown if s.settled] or shown[:1],
                        key=lambda s: abs(math.log(s.ratio.ratio)) if s.ratio.ratio > 0 else 0)
             why_text, more = _why(ba, q, where, told)
-            why_where = where
+            why_short = _short_why(ba, q, told)
             tentative += more
     text = "; ".join(clauses)
     text = _with_tentative(text[0].upper() + text[1:], tentative)
@@ -351,9 +385,8 @@ def _ratio_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     short = _with_tentative(short[0].upper() + short[1:], tentative)
     if why_text:
         text += " Why: " + why_text
-        short += _short_why(why_text, why_where)
     return Answer(q["ask"], "ratio", text, short, "; ".join(dict.fromkeys(tentative)),
-                  tuple(results), tuple(figures))
+                  tuple(results), tuple(figures), why_short)
 
 
 def _lines(ba: BenchmarkAnalysis, q: dict[str, Any], metric: str) -> list[tuple[str, Params, list[Side]]]:
@@ -396,7 +429,7 @@ def _crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None
     metric = _metric(ba, q)
     along = str(q["along"])
     against = _against_name(ba, q)
-    clauses, tentative, results = [], [], []
+    clauses, shorts, tentative, results = [], [], [], []
     figures: list[Figure] = []
     for name, fixed, sides in _lines(ba, q, metric):
         where = _where(ba, fixed, skip=[q["param"]] if q.get("param") else [])
@@ -405,7 +438,7 @@ def _crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None
         by_x = {float(s.result.case.param(along)): s for s in sides}
         settled = [c for c in found if c.confident]
         unsure = [c for c in found if not c.confident]
-        parts = []
+        parts, brief = [], []
         for c in settled:
             verb = "starts beating" if c.direction == "starts_winning" else "stops beating"
             parts.append(
@@ -413,12 +446,19 @@ def _crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None
                 f"and {swept_label(ba.info, along, c.high)} (≈ "
                 f"{swept_label(ba.info, along, c.estimate)}; ratio {_at_x(ba, along, by_x[c.low])}"
                 f", {_at_x(ba, along, by_x[c.high])})")
+            brief.append(f"{name} {verb} {against}{where} between "
+                         f"{swept_label(ba.info, along, c.low)} and "
+                         f"{swept_label(ba.info, along, c.high)} (≈ "
+                         f"{swept_label(ba.info, along, c.estimate)})")
         for c in unsure:
             parts.append(
                 f"{name}'s ratio to {against}{where} passes 1 between "
                 f"{swept_label(ba.info, along, c.low)} and {swept_label(ba.info, along, c.high)}"
                 f", but a CI there includes 1 ({_at_x(ba, along, by_x[c.low])}, "
                 f"{_at_x(ba, along, by_x[c.high])}): no settled crossover")
+            brief.append(f"where {name} crosses {against}{where} is not settled (a CI "
+                         f"between {swept_label(ba.info, along, c.low)} and "
+                         f"{swept_label(ba.info, along, c.high)} includes 1)")
         if unsure:
             tentative.append("a CI at a crossing includes 1")
         label = f"where {name} crosses {against}{where}"
@@ -436,14 +476,18 @@ def _crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None
             parts.append(f"{name} {side} {against}{where} at every measured {along}, from "
                          f"{_at_x(ba, along, sides[0])} to {_at_x(ba, along, sides[-1])}: "
                          "no crossover in the measured range")
+            brief.append(f"{name} {side} {against}{where} at every measured {along}")
         trials = min(min(trials_of(s.result), trials_of(s.against)) for s in sides)
         clauses.append("; ".join(parts) + f" (at least {trials} trials a side)")
+        shorts.append("; ".join(brief) + f" (≥ {trials} trials a side)")
         tentative += _tentative(sides)
         results += [x for s in sides for x in (s.result, s.against)]
     if not clauses:
         return None
     text = _with_tentative("; ".join(clauses), tentative)
-    return Answer(q["ask"], "crossover", text, text, "; ".join(dict.fromkeys(tentative)),
+    short = "; ".join(shorts)
+    short = _with_tentative(short[0].upper() + short[1:], tentative)
+    return Answer(q["ask"], "crossover", text, short, "; ".join(dict.fromkeys(tentative)),
                   tuple(results), tuple(figures))
 
 
@@ -481,17 +525,6 @@ def _level_words(ba: BenchmarkAnalysis, along: str, sides: list[Side],
             True)
 
 
-def _levels_brief(levels: Sequence[float], said: Sequence[str]) -> str:
-    """', under 5% from ≈ 25 µs, under 1%: not reached in the measured range', levels that
-    read the same said once ('under 5% and 1%: not reached …')."""
-    by_words: dict[str, list[str]] = {}
-    for level, words in zip(levels, said, strict=True):
-        pct = f"{abs(level - 1) * 100:g}%"
-        rest = words.split(" (")[0].removeprefix(f"under {pct}")
-        by_words.setdefault(rest, []).append(pct)
-    return "".join(f", under {' and '.join(pcts)}{rest}" for rest, pcts in by_words.items())
-
-
 def _fit_of(ba: BenchmarkAnalysis, variant: str, along: str, metric: str,
             fixed: Params) -> SweepFit | None:
     return next((sf for sf in ba.fits if sf.variant == variant and sf.param == along
@@ -505,6 +538,8 @@ def _overhead_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     unit = str(ba.info.metric(metric)["unit"])
     levels = [lv for lv in ba.info.crossover_ratios if lv != 1.0]
     full, short, tentative, results = [], [], [], []
+    # level -> what is said of it -> the variants it is said of, for the short form
+    reached: dict[str, dict[str, list[str]]] = {}
     figures: list[Figure] = []
     lines = _lines(ba, q, metric)
     for name, fixed, sides in sorted(lines, key=lambda x: _cost(ba, x, along, metric)):
@@ -534,15 +569,27 @@ def _overhead_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
         trials = min(min(trials_of(s.result), trials_of(s.against)) for s in sides)
         full.append(added + ("; overhead " + ", ".join(w for w, _ in said) if said else "")
                     + f"; at least {trials} trials a point")
-        short.append(brief + _levels_brief(levels, [w for w, _ in said]))
+        short.append(brief)
+        for level, (w, _) in zip(levels, said, strict=True):
+            pct = f"{abs(level - 1) * 100:g}%"
+            reached.setdefault(pct, {}).setdefault(
+                w.split(" (")[0].removeprefix(f"under {pct}").removeprefix(": "), []).append(name)
         tentative += why + _tentative(sides)
         results += [x for s in sides for x in (s.result, s.against)]
     if not full:
         return None
     text = _with_tentative("; ".join(full), tentative)
     n = min((trials_of(r) for r in results), default=0)
+    # Levels of which the same is said of the same variants are said together.
+    together: dict[str, list[str]] = {}
+    for pct, by_words in reached.items():
+        together.setdefault(", ".join(f"{words} ({', '.join(names)})"
+                                      for words, names in by_words.items()), []).append(pct)
+    levels_said = "; ".join(f"under {' and '.join(pcts)}: {words}"
+                            for words, pcts in together.items())
     brief = _with_tentative(f"Per call, over {_against_name(ba, q)} (95% CI; ≥ {n} trials): "
-                            + "; ".join(short), tentative)
+                            + "; ".join(short)
+                            + (f". Overhead {levels_said}" if levels_said else ""), tentative)
     return Answer(q["ask"], "overhead", text, brief, "; ".join(dict.fromkeys(tentative)),
                   tuple(results), tuple(figures))
 

@@ -465,13 +465,17 @@ def _failure_finding(ba: BenchmarkAnalysis) -> Finding | None:
 def _answer_findings(ba: BenchmarkAnalysis) -> list[Finding]:
     """One finding per declared question (report/answers.py)."""
     out = []
+    whys: set[str] = set()
     for q, a in answers(ba):
         if a is None:
             out.append(Finding("unanswered", unanswered(q), question=str(q["ask"]),
                                form=str(q["form"])))
         else:
+            # Two questions read at one point share their why: the top says it once.
+            why = "" if a.short_why in whys else a.short_why
+            whys.add(a.short_why)
             out.append(Finding("answer", a.text, a.tentative, results=a.results,
-                               short=a.short, question=a.ask, form=a.form))
+                               short=a.short + why, question=a.ask, form=a.form))
     return out
 
 

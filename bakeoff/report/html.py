@@ -92,6 +92,8 @@ header p { margin: 0; }
 #findings h2 { border: 0; margin: 0 0 .25rem; padding: 0; }
 #findings ul, .lead ul { margin: .25rem 0; padding-left: 1.1rem; }
 #findings li, .lead li { margin: .2rem 0; }
+/* The answers on the first screen, a benchmark a line or two, above its first chart. */
+#findings ul { font-size: .9em; line-height: 1.4; }
 .tentative { color: #3d4852; }
 .why { color: var(--muted); font-size: .85em; }
 h1 { margin: 0; }
