@@ -456,11 +456,14 @@ def _crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None
                 f"{swept_label(ba.info, along, c.low)} and {swept_label(ba.info, along, c.high)}"
                 f", but a CI there includes 1 ({_at_x(ba, along, by_x[c.low])}, "
                 f"{_at_x(ba, along, by_x[c.high])}): no settled crossover")
-            brief.append(f"where {name} crosses {against}{where} is not settled (a CI "
-                         f"between {swept_label(ba.info, along, c.low)} and "
-                         f"{swept_label(ba.info, along, c.high)} includes 1)")
+
         if unsure:
             tentative.append("a CI at a crossing includes 1")
+            spans = ", ".join(f"{swept_label(ba.info, along, c.low)}–"
+                              f"{swept_label(ba.info, along, c.high)}" for c in unsure)
+            brief.append(f"where {name} crosses {against}{where} is not settled (a CI at "
+                         f"{'each crossing' if len(unsure) > 1 else 'the crossing'}, {spans}, "
+                         "includes 1)")
         label = f"where {name} crosses {against}{where}"
         figures += [Figure(label, c.estimate, c.low, c.high,
                            f"≈ {swept_label(ba.info, along, c.estimate)} (between "
@@ -486,7 +489,9 @@ def _crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None
         return None
     text = _with_tentative("; ".join(clauses), tentative)
     short = "; ".join(shorts)
-    short = _with_tentative(short[0].upper() + short[1:], tentative)
+    # A sentence that opens on a variant's name keeps its case, as names are written.
+    short = _with_tentative(short[0].upper() + short[1:] if short.startswith("where ")
+                            else short, tentative)
     return Answer(q["ask"], "crossover", text, short, "; ".join(dict.fromkeys(tentative)),
                   tuple(results), tuple(figures))
 
