@@ -584,6 +584,20 @@ def _overhead_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     if not full:
         return None
     text = _with_tentative("; ".join(full), tentative)
+    # Why the dearest variant costs what it does: its counters against the reference's where
+    # the work per operation is least (the added cost is the largest share there).
+    dearest = max(lines, key=lambda x: _cost(ba, x, along, metric) if
+                  math.isfinite(_cost(ba, x, along, metric)) else -math.inf, default=None)
+    why_short = ""
+    if dearest is not None:
+        least = dearest[2][0]
+        where = _where(ba, least.result.case.params)
+        why_text, more = _why(ba, q, where, least)
+        tentative += more
+        if why_text:
+            text += " Why: " + why_text
+            why_short = _short_why(ba, q, least).replace(
+                "per op):", f"per op, at {where}):" if where else "per op):")
     n = min((trials_of(r) for r in results), default=0)
     # Levels of which the same is said of the same variants are said together.
     together: dict[str, list[str]] = {}
@@ -596,7 +610,7 @@ def _overhead_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
                             + "; ".join(short)
                             + (f". Overhead {levels_said}" if levels_said else ""), tentative)
     return Answer(q["ask"], "overhead", text, brief, "; ".join(dict.fromkeys(tentative)),
-                  tuple(results), tuple(figures))
+                  tuple(results), tuple(figures), why_short)
 
 
 def _cost(ba: BenchmarkAnalysis, line: tuple[str, Params, list[Side]], along: str,
