@@ -301,8 +301,9 @@ def _short_side(ba: BenchmarkAnalysis, q: dict[str, Any], s: Side) -> str:
     percentage near 1); the ratio itself where no difference is shown."""
     r, name = s.ratio, _name(q, s.result)
     if not s.settled or not (r.ratio > 0 and r.ci_low > 0):
-        return (f"{name} not shown to differ beyond ±{ba.threshold * 100:g}% (ratio "
-                f"{fmt_number(r.ratio)}, 95% CI {fmt_number(r.ci_low)}–{fmt_number(r.ci_high)})")
+        # ≈ as in the compact table: no difference beyond the verdict's threshold shown.
+        return (f"{name} ≈ {_name(q, s.against)} (ratio {fmt_number(r.ratio)}, 95% CI "
+                f"{fmt_number(r.ci_low)}–{fmt_number(r.ci_high)})")
     better = (r.ratio < 1) == lower_is_better(ba, s.result.metric)
     point, low, high = (1 / r.ratio, 1 / r.ci_high, 1 / r.ci_low) if r.ratio < 1 else \
         (r.ratio, r.ci_low, r.ci_high)
@@ -324,7 +325,7 @@ def _short_why(ba: BenchmarkAnalysis, q: dict[str, Any], s: Side) -> str:
         return ""
     lead = said.counters[0]
     mine, theirs = s.result.per_op[lead].median, s.against.per_op[lead].median
-    return (f" Why (counted samples, per op): {_name(q, s.result)} {fmt_value(mine, '')} "
+    return (f" Why (per op, counted): {_name(q, s.result)} {fmt_value(mine, '')} "
             f"{counter_words(lead)}, {_name(q, s.against)} {fmt_value(theirs, '')}.")
 
 
@@ -449,7 +450,8 @@ def _crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None
             brief.append(f"{name} {verb} {against}{where} between "
                          f"{swept_label(ba.info, along, c.low)} and "
                          f"{swept_label(ba.info, along, c.high)} (≈ "
-                         f"{swept_label(ba.info, along, c.estimate)})")
+                         f"{swept_label(ba.info, along, c.estimate)}; ratio "
+                         f"{_at_x(ba, along, by_x[c.low])}, {_at_x(ba, along, by_x[c.high])})")
         for c in unsure:
             parts.append(
                 f"{name}'s ratio to {against}{where} passes 1 between "
@@ -459,11 +461,11 @@ def _crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None
 
         if unsure:
             tentative.append("a CI at a crossing includes 1")
-            spans = ", ".join(f"{swept_label(ba.info, along, c.low)}–"
-                              f"{swept_label(ba.info, along, c.high)}" for c in unsure)
-            brief.append(f"where {name} crosses {against}{where} is not settled (a CI at "
-                         f"{'each crossing' if len(unsure) > 1 else 'the crossing'}, {spans}, "
-                         "includes 1)")
+            ends = "; ".join(f"{_at_x(ba, along, by_x[c.low])}, {_at_x(ba, along, by_x[c.high])}"
+                             for c in unsure)
+            brief.append(f"where {name} crosses {against}{where} is not settled: a CI at "
+                         f"{'each crossing' if len(unsure) > 1 else 'the crossing'} includes 1 "
+                         f"(ratio {ends})")
         label = f"where {name} crosses {against}{where}"
         figures += [Figure(label, c.estimate, c.low, c.high,
                            f"≈ {swept_label(ba.info, along, c.estimate)} (between "
@@ -479,7 +481,8 @@ def _crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None
             parts.append(f"{name} {side} {against}{where} at every measured {along}, from "
                          f"{_at_x(ba, along, sides[0])} to {_at_x(ba, along, sides[-1])}: "
                          "no crossover in the measured range")
-            brief.append(f"{name} {side} {against}{where} at every measured {along}")
+            brief.append(f"{name} {side} {against}{where} at every measured {along} (ratio "
+                         f"{_at_x(ba, along, sides[0])} to {_at_x(ba, along, sides[-1])})")
         trials = min(min(trials_of(s.result), trials_of(s.against)) for s in sides)
         clauses.append("; ".join(parts) + f" (at least {trials} trials a side)")
         shorts.append("; ".join(brief) + f" (≥ {trials} trials a side)")
@@ -597,7 +600,8 @@ def _overhead_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
         if why_text:
             text += " Why: " + why_text
             why_short = _short_why(ba, q, least).replace(
-                "per op):", f"per op, at {where}):" if where else "per op):")
+                "per op, counted):", f"per op at {where}, counted):" if where
+                else "per op, counted):")
     n = min((trials_of(r) for r in results), default=0)
     # Levels of which the same is said of the same variants are said together.
     together: dict[str, list[str]] = {}

@@ -77,9 +77,11 @@ class Finding:
     # For a winner finding: each point it names (where, the best variant and the baseline
     # there), whose counters a "why" finding quotes.
     points: tuple[tuple[str, CaseResult, CaseResult], ...] = ()
-    # For an answer: the question it answers (Question.ask) and its form.
+    # For an answer: the question it answers (Question.ask) and its form; `brief`, the short
+    # form without its why (the HTML's first screen, which must also show a chart).
     question: str = ""
     form: str = ""
+    brief: str = ""
 
     @property
     def headline_text(self) -> str:
@@ -475,7 +477,8 @@ def _answer_findings(ba: BenchmarkAnalysis) -> list[Finding]:
             why = "" if a.short_why in whys else a.short_why
             whys.add(a.short_why)
             out.append(Finding("answer", a.text, a.tentative, results=a.results,
-                               short=a.short + why, question=a.ask, form=a.form))
+                               short=a.short + why, question=a.ask, form=a.form,
+                               brief=a.short))
     return out
 
 

@@ -93,7 +93,7 @@ header p { margin: 0; }
 #findings ul, .lead ul { margin: .25rem 0; padding-left: 1.1rem; }
 #findings li, .lead li { margin: .2rem 0; }
 /* The answers on the first screen, a benchmark a line or two, above its first chart. */
-#findings ul { font-size: .9em; line-height: 1.4; }
+#findings ul { font-size: .9em; line-height: 1.35; }
 .tentative { color: #3d4852; }
 .why { color: var(--muted); font-size: .85em; }
 h1 { margin: 0; }
@@ -418,7 +418,7 @@ def _warnings(run: RunRecord, analysis: Analysis) -> str:
 def _top_findings(found: list[BenchmarkFindings]) -> str:
     items = "".join(
         f'<li><a href="#bench-{i}"><b>{_e(bf.analysis.info.name)}</b></a>: '
-        f"{' '.join(_finding_html(f.headline_text) for f in bf.headline)}</li>"
+        f"{' '.join(_finding_html(f.brief or f.headline_text) for f in bf.headline)}</li>"
         for i, bf in enumerate(found))
     total = sum(len(bf.every) for bf in found)
     unsure = sum(tentative_count(bf.every) for bf in found)
@@ -426,6 +426,7 @@ def _top_findings(found: list[BenchmarkFindings]) -> str:
             "more trials (--trials 10) settle those held back by too few."
             if unsure else "Every finding is settled: enough trials, and no CI reaches a "
             "verdict's threshold.")
+    # Each answer's why is in its benchmark's section, beside its chart.
     return (f'<section id="findings"><h2>Findings</h2><ul>{items}</ul>'
             f'<p class="note">{_e(note)} Every figure is a ratio of medians to the baseline (or '
             "a median) with its 95% CI and its trials.</p></section>")
