@@ -12,8 +12,11 @@ Each form of answer reads figures the analysis already holds, with their CIs and
   the benchmark's crossover_ratios, from which value of `along` the ratio stays under it;
 - "added": the shift (variant - reference, Hodges-Lehmann) with its CI at each point;
 - "error": the RMS of each signed metric named (CaseResult.signed) at each point.
-Diagnostic and control variants never answer. Nothing here knows a benchmark by name;
-sentences are raw text, each renderer escapes them.
+Diagnostic and control variants never answer. Each Answer has its full text (the
+benchmark's section), a short form for the top of a report (speed-ups as factors with their
+CIs, the lead counter of the why kept apart as short_why), and its Figures, which `bakeoff
+compare` and the report across hosts set side by side. Nothing here knows a benchmark by
+name; sentences are raw text, each renderer escapes them.
 """
 
 from __future__ import annotations
