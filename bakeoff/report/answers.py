@@ -35,6 +35,7 @@ from bakeoff.report.format import (
     fmt_range,
     fmt_value,
     is_time_unit,
+    param_estimate_label,
     params_label,
     swept_label,
 )
@@ -448,12 +449,12 @@ def _crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None
             parts.append(
                 f"{name} {verb} {against}{where} between {swept_label(ba.info, along, c.low)} "
                 f"and {swept_label(ba.info, along, c.high)} (≈ "
-                f"{swept_label(ba.info, along, c.estimate)}; ratio {_at_x(ba, along, by_x[c.low])}"
+                f"{param_estimate_label(ba.info, along, c.estimate)}; ratio {_at_x(ba, along, by_x[c.low])}"
                 f", {_at_x(ba, along, by_x[c.high])})")
             brief.append(f"{name} {verb} {against}{where} between "
                          f"{swept_label(ba.info, along, c.low)} and "
                          f"{swept_label(ba.info, along, c.high)} (≈ "
-                         f"{swept_label(ba.info, along, c.estimate)}; ratio "
+                         f"{param_estimate_label(ba.info, along, c.estimate)}; ratio "
                          f"{_at_x(ba, along, by_x[c.low])}, {_at_x(ba, along, by_x[c.high])})")
         for c in unsure:
             parts.append(
@@ -471,7 +472,7 @@ def _crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None
                          f"(ratio {ends})")
         label = f"where {name} crosses {against}{where}"
         figures += [Figure(label, c.estimate, c.low, c.high,
-                           f"≈ {swept_label(ba.info, along, c.estimate)} (between "
+                           f"≈ {param_estimate_label(ba.info, along, c.estimate)} (between "
                            f"{swept_label(ba.info, along, c.low)} and "
                            f"{swept_label(ba.info, along, c.high)})") for c in settled]
         if not settled:
@@ -514,10 +515,12 @@ def _level_words(ba: BenchmarkAnalysis, along: str, sides: list[Side],
 
     if not under(sides[-1]):
         s = sides[-1]
-        return (f"under {pct}: not reached in the measured range (at "
-                f"{swept_label(ba.info, along, float(s.result.case.param(along)))}: "
+        # Over the level at the last point, but its CI reaching under it: not shown either way.
+        sure = not (s.ratio.ci_low <= level <= s.ratio.ci_high)
+        return (f"under {pct}: {'not reached in the measured range' if sure else 'not settled'}"
+                f" (at {swept_label(ba.info, along, float(s.result.case.param(along)))}: "
                 f"{(s.ratio.ratio - 1) * 100:+.1f}%, 95% CI {(s.ratio.ci_low - 1) * 100:+.1f}% "
-                f"to {(s.ratio.ci_high - 1) * 100:+.1f}%)", True)
+                f"to {(s.ratio.ci_high - 1) * 100:+.1f}%)", sure)
     k = len(sides) - 1
     while k > 0 and under(sides[k - 1]):
         k -= 1
@@ -531,7 +534,7 @@ def _level_words(ba: BenchmarkAnalysis, along: str, sides: list[Side],
         return (f"under {pct}: not settled (the ratio passes {level:g} between "
                 f"{swept_label(ba.info, along, c.low)} and {swept_label(ba.info, along, c.high)}"
                 f", but a CI there includes {level:g})", False)
-    return (f"under {pct} from ≈ {swept_label(ba.info, along, c.estimate)} (between "
+    return (f"under {pct} from ≈ {param_estimate_label(ba.info, along, c.estimate)} (between "
             f"{swept_label(ba.info, along, c.low)} and {swept_label(ba.info, along, c.high)})",
             True)
 
@@ -584,7 +587,7 @@ def _overhead_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
         for level, (w, _) in zip(levels, said, strict=True):
             pct = f"{abs(level - 1) * 100:g}%"
             reached.setdefault(pct, {}).setdefault(
-                w.split(" (")[0].removeprefix(f"under {pct}").removeprefix(": "), []).append(name)
+                w.split(" (")[0].removeprefix(f"under {pct}").removeprefix(":").strip(), []).append(name)
         tentative += why + _tentative(sides)
         results += [x for s in sides for x in (s.result, s.against)]
     if not full:
