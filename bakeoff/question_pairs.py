@@ -29,7 +29,9 @@ class PairComparison:
     case: Case
     against: Case
     metric: str
-    ratio: stats.Ratio  # median(case) / median(against), 95% CI over trials
+    # median(case) / median(against), 95% CI over trials; None when the reference's median
+    # is 0 (an added cost measured as 0 by a control): the shift still says what is added.
+    ratio: stats.Ratio | None
     shift: stats.Shift  # case - against (Hodges-Lehmann), in the metric's unit
     n_trials: int
     n_against: int
@@ -59,7 +61,8 @@ def _pairs(info: BenchmarkInfo, cases: Sequence[Case]) -> Iterator[PairKey]:
                         for k, v in r.params)), None)
                     if ref is not None:
                         yield c, ref, metric
-        elif against and against != info.baseline:
+        # "added" reads a shift, which the analysis lacks where the baseline's median is 0.
+        elif against and (against != info.baseline or q.get("form") == "added"):
             named = set(q.get("variants") or ())
             for c in cases:
                 if c.variant != against and (c.variant in named or not named):
@@ -79,8 +82,10 @@ def pair_comparisons(info: BenchmarkInfo, cases: Sequence[Case],
         case, ref, metric = key
         mine = _compared(info, trials_by_case.get(case, []), metric)
         theirs = _compared(info, trials_by_case.get(ref, []), metric)
-        if not mine or not theirs or float(np.median(np.concatenate(theirs))) == 0:
+        if not mine or not theirs:
             continue
-        out[key] = PairComparison(case, ref, metric, stats.ratio_of_medians(mine, theirs, rng),
+        zero = float(np.median(np.concatenate(theirs))) == 0
+        out[key] = PairComparison(case, ref, metric,
+                                  None if zero else stats.ratio_of_medians(mine, theirs, rng),
                                   stats.hodges_lehmann(mine, theirs, rng), len(mine), len(theirs))
     return out

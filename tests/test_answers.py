@@ -115,7 +115,7 @@ def _run(bench: Benchmark, seed: int = 11,
                 true, spread = TRUTH[v]
                 for i in range(TRIALS):
                     drift = 1 + spread * rng.standard_normal()
-                    ns = true(size) * mode_factor(mode) * (scale or {}).get(v, 1.0) * drift * (
+                    ns = true(size) * mode_factor(str(mode)) * (scale or {}).get(v, 1.0) * drift * (
                         1 + 0.0005 * rng.standard_normal(SAMPLES))
                     err = 2.0 + 0.5 * rng.standard_normal(SAMPLES)
                     trials.append(Trial(
@@ -123,7 +123,9 @@ def _run(bench: Benchmark, seed: int = 11,
                         started_at="2026-11-26T10:00:00Z", wall_s=0.01, exit_code=0,
                         samples={METRIC: [float(x) for x in ns],
                                  ERR: [float(x) for x in err],
-                                 **({ADDED: [float(x) for x in ns - _ref_ns(size)]}
+                                 # The control's added cost is measured as exactly 0.
+                                 **({ADDED: [0.0 if v == "ctl" else float(x)
+                                             for x in ns - _ref_ns(size)]}
                                     if v != "ref" else {})},
                         counters={}, meta={}, rusage=None))
     return RunRecord(
@@ -268,6 +270,22 @@ def test_added_of_a_metric_the_reference_lacks_is_its_own_median() -> None:
                       f"; {TRIALS} trials).")
 
 
+def test_added_over_a_reference_whose_median_is_0_is_the_shift() -> None:
+    """heap-sampling asks what each scheme adds over its A/A control, which measures 0: no
+    ratio to it exists, but the shift does (question_pairs.py keeps it)."""
+    q = Question("What does light add over the control?", "added", against="ctl",
+                 variants=("light",), metric=ADDED, at={"size": (SMALLEST,)})
+    ba = analyze(_run(_bench((q,)))).benchmarks[0]
+    pair = next(p for (c, ref, _), p in ba.pairs.items()
+                if c.variant == "light" and c.param("size") == SIZES[0] and ref.variant == "ctl")
+    assert pair.ratio is None and 1.5 < pair.shift.estimate < 2.5
+    f = benchmark_findings(ba).answers[0]
+    sh = pair.shift
+    assert f.text == (f"At size=1 KiB, over ctl: light adds {fmt_value(sh.estimate, 'ns')} "
+                      f"(95% CI {fmt_range(sh.ci_low, sh.ci_high, 'ns')}; {TRIALS} + {TRIALS} "
+                      "trials).")
+
+
 def test_error_answer_is_the_rms_with_its_ci(found: BenchmarkFindings) -> None:
     ba = found.analysis
     e = _at(ba, "fast", SIZES[-1], ERR).signed
@@ -290,7 +308,7 @@ def test_param_values_compared_within_a_variant() -> None:
         pair = next(p for (c, ref, _), p in ba.pairs.items() if c.variant == "ref"
                     and c.param("size") == size and c.param("mode") == "iter")
         assert pair.against.param("mode") == "text" and pair.against.variant == "ref"
-        assert 0.45 < pair.ratio.ratio < 0.55
+        assert pair.ratio is not None and 0.45 < pair.ratio.ratio < 0.55
         label = swept_label(ba.info, "size", size)
         assert (f"at size={label}, iter is {fmt_number(1 / pair.ratio.ratio)}× faster than "
                 f"text (ref) (ratio {fmt_number(pair.ratio.ratio)}, 95% CI "

@@ -29,6 +29,7 @@ from typing import Any
 from bakeoff import stats
 from bakeoff.analysis import MIN_TRIALS_FOR_VERDICT, BenchmarkAnalysis, CaseResult, SweepFit
 from bakeoff.model import LARGEST, SMALLEST, Case, ParamValue
+from bakeoff.question_pairs import PairComparison
 from bakeoff.report.counted import counter_words, why_sentence
 from bakeoff.report.format import (
     fmt_number,
@@ -151,27 +152,34 @@ def _matches(params: Params, at: dict[str, list[ParamValue]], skip: str | None =
     return all(k == skip or any(_same(d.get(k, ""), v) for v in vs) for k, vs in at.items())
 
 
-def _side(ba: BenchmarkAnalysis, q: dict[str, Any], r: CaseResult) -> Side | None:
-    """r against the question's reference at r's params (another value of q.param, or the
-    reference variant), from the analysis' figures."""
-    lower = lower_is_better(ba, r.metric)
+def _pair(ba: BenchmarkAnalysis, q: dict[str, Any], r: CaseResult) -> PairComparison | None:
+    """r against the question's reference, as question_pairs.py computed it."""
     param, against = q.get("param"), str(q.get("against") or "")
-    if not param and against == ba.info.baseline:
-        base = next((b for b in ba.for_metric(r.metric) if b.case.variant == against
-                     and b.case.params == r.case.params), None)
-        if r.comparison is None or base is None:
-            return None
-        return Side(r, base, r.comparison.ratio, r.comparison.shift,
-                    r.comparison.verdict != "same")
+
     def is_reference(ref: Case) -> bool:
         if param:
             return ref.variant == r.case.variant and str(ref.param(param)) == against
         return ref.variant == against
 
     # Two questions may set one case against different references: the one asked of.
-    pair = next((p for (c, ref, m), p in ba.pairs.items()
+    return next((p for (c, ref, m), p in ba.pairs.items()
                  if c == r.case and m == r.metric and is_reference(ref)), None)
-    if pair is None:
+
+
+def _side(ba: BenchmarkAnalysis, q: dict[str, Any], r: CaseResult) -> Side | None:
+    """r against the question's reference at r's params (another value of q.param, or the
+    reference variant), from the analysis' figures."""
+    lower = lower_is_better(ba, r.metric)
+    param, against = q.get("param"), str(q.get("against") or "")
+    if not param and against == ba.info.baseline and r.comparison is not None:
+        base = next((b for b in ba.for_metric(r.metric) if b.case.variant == against
+                     and b.case.params == r.case.params), None)
+        if base is None:
+            return None
+        return Side(r, base, r.comparison.ratio, r.comparison.shift,
+                    r.comparison.verdict != "same")
+    pair = _pair(ba, q, r)
+    if pair is None or pair.ratio is None:
         return None
     ref = next((b for b in ba.for_metric(r.metric) if b.case == pair.against), None)
     if ref is None:
@@ -652,6 +660,10 @@ def _added(ba: BenchmarkAnalysis, q: dict[str, Any], r: CaseResult) -> _Added | 
     s = _side(ba, q, r)
     if s is not None and s.shift is not None:
         return _Added(r, s.against, s.shift.estimate, s.shift.ci_low, s.shift.ci_high)
+    pair = _pair(ba, q, r)  # a reference whose median is 0 has no ratio, but a shift
+    ref = next((b for b in ba.for_metric(r.metric) if pair and b.case == pair.against), None)
+    if pair is not None and ref is not None:
+        return _Added(r, ref, pair.shift.estimate, pair.shift.ci_low, pair.shift.ci_high)
     param, against = q.get("param"), str(q.get("against") or "")
     reference = [b for b in ba.for_metric(r.metric) if b.summary is not None and (
         b.case.variant == r.case.variant and str(b.case.param(param)) == against
