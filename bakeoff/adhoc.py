@@ -27,6 +27,8 @@ from typing import Any
 
 from bakeoff.errors import UsageError
 from bakeoff.model import (
+    LARGEST,
+    SMALLEST,
     Benchmark,
     Case,
     Fit,
@@ -35,6 +37,7 @@ from bakeoff.model import (
     ParamKind,
     ParamValue,
     Profile,
+    Question,
     RunContext,
     RunRecord,
     TrialPlan,
@@ -379,9 +382,21 @@ def benchmark(defn: Definition, trials: int, runs: int, warmup: int, warmup_tria
         # Counted over the command's whole process tree (one execution = one operation):
         # CPU time against the wall time, and what the kernel did for it.
         why_counters=("task_clock_ns", "context_switches", "page_faults_minor"),
+        questions=_questions(defn),
         prepare_trial=plan,
         definition=defn.to_json(),
     )
+
+
+def _questions(defn: Definition) -> tuple[Question, ...]:
+    """The question of `bakeoff cmd`: each command against the first, read at both ends of
+    each numeric scan (every value of a listed one). None for a single command."""
+    first = defn.commands[0].name
+    if len(defn.commands) < 2:
+        return ()
+    ends = {s.name: (SMALLEST, LARGEST) for s in defn.scans if s.kind != "str"}
+    return (Question(f"How much faster or slower than {first} is each other command?",
+                     "ratio", against=first, metric="wall_time", at=ends),)
 
 
 def trial_plan(defn: Definition, build_dir: Path, case: Case, profile: Profile) -> TrialPlan:

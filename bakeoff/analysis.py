@@ -25,6 +25,7 @@ from bakeoff.model import (
     Skip,
     Trial,
 )
+from bakeoff.question_pairs import PairComparison, PairKey, pair_comparisons
 
 MIN_TRIALS_FOR_VERDICT = 5
 # Counters are context, not verdicts, and there are many: fewer resamples than N_BOOT.
@@ -133,6 +134,9 @@ class BenchmarkAnalysis:
     skips: list[Skip]
     fits: list[SweepFit] = field(default_factory=list)
     threshold: float = stats.DEFAULT_THRESHOLD
+    # The comparisons its declared questions read against a reference other than the
+    # baseline (question_pairs.py); those to the baseline are in each CaseResult.
+    pairs: dict[PairKey, PairComparison] = field(default_factory=dict)
 
     def for_metric(self, metric: str) -> list[CaseResult]:
         return [r for r in self.results if r.metric == metric]
@@ -391,6 +395,7 @@ def analyze(run: RunRecord, threshold: float = stats.DEFAULT_THRESHOLD) -> Analy
     rng = np.random.default_rng(run.seed)
     # Its own stream: what counters add to a run never moves a figure of its timings.
     counter_rng = np.random.default_rng([run.seed, 1])
+    pair_rng = np.random.default_rng([run.seed, 2])  # and so do a question's own pairs
     trials_by_case: dict[Case, list[Trial]] = defaultdict(list)
     for t in run.trials:
         trials_by_case[t.case].append(t)
@@ -404,6 +409,7 @@ def analyze(run: RunRecord, threshold: float = stats.DEFAULT_THRESHOLD) -> Analy
             info=info, results=results, crossovers=_crossovers(info, results),
             skips=[s for s in run.skips if s.case.benchmark == name],
             fits=_fits(info, results, trials_by_case, rng), threshold=threshold,
+            pairs=pair_comparisons(info, cases, trials_by_case, pair_rng),
         )
         if ba.few_trials:
             warnings.append(

@@ -546,9 +546,9 @@ def cmd_compare(
         raise UsageError(f"{old} and {new} share no measured case; compare runs of the same "
                          "benchmarks and params")
     if format == "md":
-        sys.stdout.write(render_comparison_markdown(cmp))
+        sys.stdout.write(render_comparison_markdown(cmp, threshold / 100))
     else:
-        print_comparison(cmp, out_console)
+        print_comparison(cmp, out_console, threshold / 100)
         _say_what_differs(cmp, threshold)
     if fail_on_regression is not None:
         worse = [c for c in cmp.changes if c.regressed_beyond(fail_on_regression / 100)]

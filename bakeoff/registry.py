@@ -121,6 +121,10 @@ def question_problem(bench: Benchmark, q: Question) -> str | None:
     for v in compared:
         if v not in variant_names:
             return f"no variant '{v}'"
+    never = {v.name for v in bench.variants if v.diagnostic or v.control}
+    for v in q.variants:
+        if v in never:
+            return f"variant '{v}' is diagnostic or a control: it never answers a question"
     if q.form != "error" and not q.against:
         return f"form '{q.form}' needs against= the reference variant"
     return None

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from bakeoff import adhoc
+from bakeoff.registry import question_problem
 from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff, saved_results
 
 EXECUTOR = REPO / "build" / "common" / "bakeoff-cmd-exec"
@@ -98,6 +99,17 @@ def test_shell_syntax_and_the_words_checked_on_path() -> None:
         assert adhoc.needs_shell(text), text
     # Redirection targets and assignments are not commands; each pipeline stage's is.
     assert adhoc._shell_words("X=1 a 2>/dev/null | b >> log && c < in") == ["a", "b", "c"]
+
+
+def test_the_question_is_each_command_against_the_first() -> None:
+    defn = adhoc.Definition((adhoc.Command("a", "true"), adhoc.Command("b", "false")),
+                            (adhoc.range_scan("n", "1", "4", None),))
+    bench = adhoc.benchmark(defn, 3, 3, 1, 0, 10.0)
+    [q] = bench.questions
+    assert (q.form, q.against, q.variants, q.metric) == ("ratio", "a", (), "wall_time")
+    assert question_problem(bench, q) is None
+    alone = adhoc.Definition((adhoc.Command("a", "true"),))
+    assert adhoc.benchmark(alone, 3, 3, 1, 0, 10.0).questions == ()
 
 
 def test_scans_parse_like_hyperfines() -> None:
@@ -332,6 +344,14 @@ def test_scans_become_params_with_fits_and_the_report_regenerates_from_disk(
     assert [(p["name"], p["kind"]) for p in info["params"]] == [("n", "int"), ("unit", "str")]
     assert info["fits"] == [{"metric": "wall_time", "param": "n",
                              "description": "wall time against the first command along n"}]
+    # Its question: each command against the first, at both ends of the numeric scan; the
+    # report opens with its answer.
+    [question] = info["questions"]
+    assert (question["form"], question["against"], question["at"]) == (
+        "ratio", "zero", {"n": ["smallest", "largest"]})
+    top = (out / "report.md").read_text().split("## Findings\n\n")[1].splitlines()[0]
+    assert top.startswith("- **cmd**: At n=1") and "against zero: urandom" in top, top
+    assert "n=3" in top and "95% CI" in top
     cases = {(c["variant"], c["params"]["n"], c["params"]["unit"]) for c in doc["cases"]}
     assert cases == {(v, n, u) for v in ("zero", "urandom") for n in (1, 2, 3) for u in "KM"}
     # Reading 3 MiB of urandom costs more than 1 KiB of it: the scan reached the command.

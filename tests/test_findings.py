@@ -16,7 +16,7 @@ import plotly.offline  # type: ignore[import-untyped]
 import pytest
 from test_report import METRIC, SIZES, TRIALS, XSS, make_run
 
-from bakeoff import store
+from bakeoff import registry, store
 from bakeoff.analysis import MIN_TRIALS_FOR_VERDICT, Analysis, CaseResult, analyze
 from bakeoff.model import (
     Benchmark,
@@ -292,10 +292,17 @@ def test_real_run_report_md_is_short_and_every_figure_is_the_analysis(
     assert len(lines) <= REPORT_MD_BUDGET
     run = store.load(out)
     analysis = analyze(run, run.settings.threshold)
-    assert len(analysis.benchmarks) == 5
-    # Every ratio quoted is a case's own ratio, CI and trials, against its baseline's trials.
-    known = {}
+    # As many benchmarks as rooms: the test does not name the set of rooms.
+    assert len(analysis.benchmarks) == len(registry.discover())
+    # Every ratio quoted is a case's own ratio, CI and trials, against its baseline's trials
+    # (or, for a question's reference other than the baseline, that pair's: question_pairs).
+    known: dict[tuple[str, ...], object] = {}
     for ba in analysis.benchmarks:
+        for p in ba.pairs.values():
+            if p.ratio is None:
+                continue
+            known[(fmt_number(p.ratio.ratio), fmt_number(p.ratio.ci_low),
+                   fmt_number(p.ratio.ci_high), str(p.n_trials), str(p.n_against))] = p
         for r in ba.for_metric(ba.info.primary_metric):
             if r.vs_baseline is not None:
                 base = next(b for b in ba.for_metric(ba.info.primary_metric)
@@ -312,7 +319,11 @@ def test_real_run_report_md_is_short_and_every_figure_is_the_analysis(
             unit = str(ba.info.metric(sf.metric)["unit"])
             assert (f"a = {fmt_value(sf.fit.a, unit)} (95% CI {fmt_value(sf.fit.a_low, unit)} to "
                     f"{fmt_value(sf.fit.a_high, unit)})") in md
+        # A crossover is stated only when settled (each end's CI excludes its level).
         for sc in ba.crossovers:
+            if not sc.crossover.confident or ba.info.is_diagnostic(sc.variant) or \
+                    ba.info.is_control(sc.variant):
+                continue
             low = swept_label(ba.info, sc.param, sc.crossover.low)
             high = swept_label(ba.info, sc.param, sc.crossover.high)
             assert md_escape(f"{sc.variant} against {ba.info.baseline} along {sc.param}") in md
@@ -328,7 +339,7 @@ def test_real_run_report_md_is_short_and_every_figure_is_the_analysis(
         assert len(why) == 1 and "per op" in why[0].text and "counted samples" in why[0].text, (
             [f.kind for f in bf.findings])
     # One compact table per benchmark in report.md; the full ones, with counters, in details.
-    assert len(re.findall(r"^\|---", md, re.M)) == 5
+    assert len(re.findall(r"^\|---", md, re.M)) == len(analysis.benchmarks)
     details = (out / "details.md").read_text()
     for ba in analysis.benchmarks:
         for metric in ba.metrics:
@@ -351,8 +362,38 @@ def test_real_run_html_holds_one_plotly_and_one_findings_chart_per_benchmark(
     size = len(page.encode())
     print(f"report.html: {size / 1e6:.2f} MB, of which plotly.js {len(js.encode()) / 1e6:.2f} MB")
     sections = re.findall(r'<section id="bench-\d+">(.*?)</section>', page, re.S)
-    assert len(sections) == 5
+    assert len(sections) == len(registry.discover())
     for section in sections:
         before_details = section.split('<details class="more">')[0]
         assert before_details.count('class="chart plotly-chart') == 1
         assert "<ul>" in before_details and "95% CI" in before_details
+
+
+@pytest.mark.slow
+def test_real_run_report_md_opens_with_the_answers(all_rooms_quick_run: Path) -> None:
+    """report.md's first lines answer each room's declared questions: for every benchmark that
+    declares any, its line under "## Findings" is its answers (one per question, each with a
+    95% CI and its trials), never a diagnostic or control variant, before any other finding."""
+    md = (all_rooms_quick_run / "report.md").read_text()
+    run = store.load(all_rooms_quick_run)
+    found = all_findings(analyze(run, run.settings.threshold))
+    lines = md.splitlines()
+    top = lines.index("## Findings")
+    asked = [bf for bf in found if bf.analysis.info.questions]
+    assert asked, "no room declares a question"
+    for bf in asked:
+        info = bf.analysis.info
+        line = next(x for x in lines[top:] if x.startswith(f"- **{md_escape(info.name)}**: "))
+        answered = [f for f in bf.answers if f.kind == "answer"]
+        assert answered, (info.name, [f.text for f in bf.answers])
+        assert line == f"- **{md_escape(info.name)}**: " + " ".join(
+            md_escape(f.headline_text) for f in answered)
+        for f in answered:
+            assert "95% CI" in f.headline_text and "trial" in f.headline_text, f.headline_text
+            assert not any(info.is_diagnostic(r.case.variant) or info.is_control(r.case.variant)
+                           for r in f.results if r.case.variant != info.baseline)
+        # In its section: the questions answered first, the generic contrasts below.
+        section = md.split(f"({md_escape(info.name)})\n", 1)[1].split("\n## ", 1)[0]
+        if bf.findings:
+            assert section.index(md_escape(answered[0].question)) < \
+                section.index("### Other contrasts")

@@ -61,7 +61,9 @@ def test_facts_that_differ_come_first(mremap_quick_run: Path, tmp_path: Path) ->
     html = (a / "hosts-report.html")
     html.write_text(render_hosts_html(analysis))
     text = html.read_text()
-    assert text.index('id="findings"') < text.index("<table")
+    # It opens on the declared questions per host, then the findings, then the tables.
+    assert text.index('id="questions"') < text.index('id="findings"') < text.index(
+        "<table", text.index('id="findings"'))
 
 
 def test_a_host_whose_ratios_differ_is_named(mremap_quick_run: Path, tmp_path: Path) -> None:

@@ -73,12 +73,17 @@ def bench(new_room: NewRoom) -> Iterator[Benchmark]:
 
 
 @pytest.fixture(scope="module")
-def quick_run(built_room: NewRoom, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def quick_run_dir(built_room: NewRoom, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("scaffold-run") / "run"
     res = run_bakeoff("run", NAME, "--profile", "quick", "--out", str(out), "--seed", "3",
                       env=built_room.env)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    return saved_results(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def quick_run(quick_run_dir: Path) -> dict[str, Any]:
+    return saved_results(quick_run_dir)
 
 
 def test_new_writes_the_room(new_room: NewRoom) -> None:
@@ -89,6 +94,15 @@ def test_new_writes_the_room(new_room: NewRoom) -> None:
     for f in room.iterdir():
         assert "{{" not in f.read_text(), f"{f.name} keeps a template placeholder"
     assert f"wrote {room}/" in new_room.new.stdout
+
+
+def test_the_skeleton_declares_a_question(new_room: NewRoom, bench: Benchmark) -> None:
+    """A question the registry accepts, stated in METHOD.md, that the skeleton's quick run
+    can answer (the test below reads the answer in its report)."""
+    [question] = bench.questions
+    assert registry.question_problem(bench, question) is None
+    method = (new_room.rooms / "ipc_ping_pong" / "METHOD.md").read_text()
+    assert question.ask in method.split("## Questions", 1)[1].split("\n## ", 1)[0]
 
 
 @pytest.mark.slow
@@ -106,8 +120,8 @@ def test_the_skeleton_passes_the_conformance_checks(
 
 
 @pytest.mark.slow
-def test_the_skeleton_measures_its_quick_profile(bench: Benchmark,
-                                                 quick_run: dict[str, Any]) -> None:
+def test_the_skeleton_measures_its_quick_profile(bench: Benchmark, quick_run: dict[str, Any],
+                                                 quick_run_dir: Path) -> None:
     quick = bench.profiles["quick"]
     assert quick_run["status"] == "complete"
     assert len(quick_run["cases"]) == len(bench.variants) * len(quick.params["size"])
@@ -125,6 +139,11 @@ def test_the_skeleton_measures_its_quick_profile(bench: Benchmark,
     biggest = max(quick.params["size"])
     assert statistics.median(per_case[("byte-loop", biggest)]) > statistics.median(
         per_case[("memset", biggest)])
+    # The report opens with the answer to the skeleton's question, at the largest size.
+    md = (quick_run_dir / "report.md").read_text()
+    top = md.split("## Findings\n\n")[1].splitlines()[0]
+    assert top.startswith(f"- **{NAME}**: At size=64 KiB against memset: byte-loop "), top
+    assert "95% CI" in top and f"{quick.trials} + {quick.trials} trials" in top
 
 
 @pytest.mark.parametrize(("name", "problem"), [

@@ -1,11 +1,23 @@
-"""`bakeoff compare` output: a rich table for the terminal, markdown for pull requests."""
+"""`bakeoff compare` output: a rich table for the terminal, markdown for pull requests.
+
+Both open on the benchmarks' declared questions (report/answers.py), each answer's figures
+old against new and whether each holds (their CIs share a range), before the cases.
+"""
 
 from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from bakeoff import stats
+from bakeoff.analysis import BenchmarkAnalysis, analyze
+from bakeoff.model import BenchmarkInfo
+from bakeoff.report.answers import Answer, answers, figures_agree
 from bakeoff.report.facts import machine
 from bakeoff.report.format import case_params_label, fmt_p, fmt_range, fmt_ratio, fmt_value
 from bakeoff.report.markdown import md_escape
@@ -30,11 +42,98 @@ def _cells(c: CaseChange) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class QuestionChange:
+    """A declared question, answered by the old run and by the new one."""
+
+    benchmark: str
+    ask: str
+    # Per figure of the answers: what it is, as the old and the new run say it, and whether
+    # the two agree (figures_agree: CIs that share a range, or the same statement).
+    rows: list[tuple[str, str, str, bool]]
+
+
+def _as_declared_now(old: BenchmarkInfo, new: BenchmarkInfo) -> BenchmarkInfo:
+    """The old run's info with the new one's questions and diagnostic/control marks: a run
+    recorded before its room declared them is asked the same questions."""
+    marks = {str(v["name"]): v for v in new.variants}
+
+    def marked(v: dict[str, Any]) -> dict[str, Any]:
+        now = marks.get(str(v["name"]), {})
+        return {**v, **{k: now[k] for k in ("diagnostic", "control") if k in now}}
+    return dataclasses.replace(old, questions=new.questions,
+                               variants=[marked(v) for v in old.variants])
+
+
+def question_changes(cmp: RunComparison,
+                     threshold: float = stats.DEFAULT_THRESHOLD) -> list[QuestionChange]:
+    """Each question the new run's benchmarks declare, old against new, figure by figure."""
+    names = [n for n, info in cmp.new.benchmarks.items()
+             if info.questions and n in cmp.old.benchmarks]
+    if not names:
+        return []
+    old_run = dataclasses.replace(cmp.old, benchmarks={
+        n: _as_declared_now(cmp.old.benchmarks[n], cmp.new.benchmarks[n]) for n in names})
+    old_by = {ba.info.name: ba for ba in analyze(old_run, threshold).benchmarks}
+    new_by = {ba.info.name: ba for ba in analyze(cmp.new, threshold).benchmarks
+              if ba.info.name in names}
+    out = []
+    for name in names:
+        old_answers = _answers_by_ask(old_by[name])
+        for ask, new_answer in _answers_by_ask(new_by[name]).items():
+            old_answer = old_answers.get(ask)
+            old_figs = {f.label: f for f in (old_answer.figures if old_answer else ())}
+            rows = []
+            for f in (new_answer.figures if new_answer else ()):
+                was = old_figs.pop(f.label, None)
+                rows.append((f.label, was.shown if was else "not measured", f.shown,
+                             was is not None and figures_agree([was, f])))
+            rows += [(label, f.shown, "not measured", False) for label, f in old_figs.items()]
+            out.append(QuestionChange(name, ask, rows))
+    return out
+
+
+def _answers_by_ask(ba: BenchmarkAnalysis) -> dict[str, Answer | None]:
+    return {str(q["ask"]): a for q, a in answers(ba)}
+
+
+def _holds(ok: bool) -> str:
+    return "holds" if ok else "differs"
+
+
+def print_question_changes(changes: list[QuestionChange], console: Console) -> None:
+    if not changes:
+        return
+    console.print(Text("Questions: old → new (holds: the two CIs share a range)", style="bold"))
+    for qc in changes:
+        console.print(Text(f"{qc.benchmark}: ", style="bold") + Text(qc.ask))
+        if not qc.rows:
+            console.print(Text("  not answered by either run", style="yellow"))
+        for label, old, new, ok in qc.rows:
+            console.print(Text(f"  {label}: {old} → {new}: ")
+                          + Text(_holds(ok), style="green" if ok else "bold red"))
+    console.print()
+
+
+def _question_markdown(changes: list[QuestionChange]) -> list[str]:
+    if not changes:
+        return []
+    lines = ["**Questions**: each answer old and new; holds when the two CIs share a range.", "",
+             "| benchmark | question | figure | old | new | |", "|---|---|---|---|---|---|"]
+    for qc in changes:
+        for label, old, new, ok in qc.rows or [("—", "—", "—", False)]:
+            lines.append("| " + " | ".join(md_escape(x) for x in (
+                qc.benchmark, qc.ask, label, old, new, _holds(ok))) + " |")
+    return [*lines, ""]
+
+
 def _machines(cmp: RunComparison) -> tuple[str, str]:
     return machine(cmp.old.host).sentence(), machine(cmp.new.host).sentence()
 
 
-def print_comparison(cmp: RunComparison, console: Console) -> None:
+def print_comparison(cmp: RunComparison, console: Console,
+                     threshold: float = stats.DEFAULT_THRESHOLD) -> None:
+    print_question_changes(question_changes(cmp, threshold), console)
     old_m, new_m = _machines(cmp)
     table = Table(title=Text(f"old: {cmp.old.run_id} on {old_m}\nnew: {cmp.new.run_id} on {new_m}"),
                   title_justify="left")
@@ -53,10 +152,12 @@ def print_comparison(cmp: RunComparison, console: Console) -> None:
             console.print(Text(f"{label}: " + "; ".join(c.key for c in cases), style="yellow"))
 
 
-def render_comparison_markdown(cmp: RunComparison) -> str:
+def render_comparison_markdown(cmp: RunComparison,
+                               threshold: float = stats.DEFAULT_THRESHOLD) -> str:
     old_m, new_m = _machines(cmp)
     lines = [f"**old**: `{md_escape(cmp.old.run_id)}` on {md_escape(old_m)}  ",
              f"**new**: `{md_escape(cmp.new.run_id)}` on {md_escape(new_m)}", "",
+             *_question_markdown(question_changes(cmp, threshold)),
              "| " + " | ".join(HEADERS) + " |",
              "|" + "|".join("---" if i < 3 or i == 7 else "---:" for i in range(len(HEADERS))) + "|"]
     lines += ["| " + " | ".join(md_escape(x) for x in _cells(c)) + " |" for c in cmp.changes]

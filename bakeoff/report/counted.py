@@ -194,18 +194,23 @@ def _rival(ba: BenchmarkAnalysis, best: CaseResult, base: CaseResult) -> CaseRes
                    default=0.0)
     peers = [r for r in ba.results if r.case.params == best.case.params
              and r.metric == best.metric and r is not best and r.per_op
-             and not ba.info.is_control(r.case.variant)]
+             and not ba.info.is_control(r.case.variant)
+             and not ba.info.is_diagnostic(r.case.variant)]
     far = max(peers, key=distance, default=base)
     return base if distance(far) <= distance(base) else far
 
 
 def why_sentence(ba: BenchmarkAnalysis, where: str, best: CaseResult,
-                 base: CaseResult) -> WhySentence | None:
+                 base: CaseResult, rival: CaseResult | None = None,
+                 called: tuple[str, str] | None = None) -> WhySentence | None:
     """At a winner finding's point: the why_counters of its best variant against the variant
     whose counters differ most from its own (_rival: the baseline unless another differs
-    more), the counter furthest apart first, each with its CI; counters both count 0 of are
-    left out. None when the benchmark names none or neither case counted them."""
-    other = _rival(ba, best, base)
+    more; `rival` when given, as an answer sets a case against its question's reference),
+    the counter furthest apart first, each with its CI; counters both count 0 of are left
+    out; `called` says what the two cases are called when not their variants (an answer that
+    sets one value of a param against another). None when the benchmark names none or
+    neither case counted them."""
+    other = rival if rival is not None else _rival(ba, best, base)
     names = [n for n in ba.info.why_counters if n in best.per_op and n in other.per_op]
     if not names:
         return None
@@ -214,15 +219,19 @@ def why_sentence(ba: BenchmarkAnalysis, where: str, best: CaseResult,
     a, b = best.per_op, other.per_op
     lead = names[0]
     at = f"At {where}, " if where else ""
-    is_baseline = other.case.variant == ba.info.baseline
+    is_baseline = other.case.variant == ba.info.baseline and \
+        other.case.params == best.case.params
     named = other.case.variant + (" (the baseline)" if is_baseline
                                   and other.case.variant != "baseline" else "")
+    best_name = best.case.variant
+    if called is not None:
+        best_name, named = called
     if _strength(a[lead].median, b[lead].median) == 0:
-        text = (f"{at}{best.case.variant} and {named} make the same "
+        text = (f"{at}{best_name} and {named} make the same "
                 f"{counter_words(lead)} per op: {per_op_figure(a[lead])} against "
                 f"{per_op_figure(b[lead])}")
     else:
-        text = (f"{at}{best.case.variant} makes {per_op_figure(a[lead])} "
+        text = (f"{at}{best_name} makes {per_op_figure(a[lead])} "
                 f"{counter_words(lead)} per op against {per_op_figure(b[lead])} for {named}")
         ratio = best.per_op_vs_baseline.get(lead) if is_baseline else None
         if ratio is not None and a[lead].n_trials > 1 and b[lead].n_trials > 1 and \

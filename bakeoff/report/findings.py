@@ -6,6 +6,10 @@ params, crossover levels, fits): nothing here knows a benchmark by name. The rul
 - a finding says why it is tentative: too few trials for a verdict, a CI that touches the
   verdict's threshold, a runner-up whose CI overlaps the winner's, a crossover whose CIs
   include the level crossed, a fitted constant whose CI includes 0.
+A benchmark that declares questions (BenchmarkInfo.questions) is answered first, one finding
+per question (report/answers.py); those answers are its headline, and the generic contrasts
+below follow under their own heading. Diagnostic and control variants never win one.
+A crossover whose CI at an end includes its level is not stated: details.md lists it.
 After the headline's winner finding, a benchmark that declares why_counters gets a "why"
 finding: those kernel counters per operation (counted samples) of the best variant and the
 baseline at each point it names, the one furthest from the baseline first (report/counted.py).
@@ -31,6 +35,7 @@ from bakeoff.analysis import (
     SweepFit,
 )
 from bakeoff.model import ParamValue
+from bakeoff.report.answers import answers, unanswered
 from bakeoff.report.counted import why_sentence
 from bakeoff.report.format import (
     fmt_number,
@@ -45,8 +50,8 @@ from bakeoff.report.grid import Grid, Params, Point, grid, point_label, trials_o
 from bakeoff.report.words import lower_is_better
 from bakeoff.stats import Ratio
 
-FindingKind = Literal["winner", "ranking", "why", "crossover", "fit", "skipped", "failed",
-                      "no-data"]
+FindingKind = Literal["answer", "unanswered", "winner", "ranking", "why", "crossover", "fit",
+                      "skipped", "failed", "no-data"]
 
 # A ratio this far from 1 (either way) reads as a factor ("12.3× faster"); closer, as a
 # percentage ("12% faster"), where a factor such as 1.12× is easy to misread.
@@ -72,6 +77,11 @@ class Finding:
     # For a winner finding: each point it names (where, the best variant and the baseline
     # there), whose counters a "why" finding quotes.
     points: tuple[tuple[str, CaseResult, CaseResult], ...] = ()
+    # For an answer: the question it answers (Question.ask) and its form; `brief`, the short
+    # form without its why (the HTML's first screen, which must also show a chart).
+    question: str = ""
+    form: str = ""
+    brief: str = ""
 
     @property
     def headline_text(self) -> str:
@@ -81,12 +91,24 @@ class Finding:
 @dataclass
 class BenchmarkFindings:
     analysis: BenchmarkAnalysis
+    # The generic contrasts (largest ratios, crossovers, fits, skips, failures).
     findings: list[Finding] = field(default_factory=list)
+    # One per declared question, in declaration order: what the benchmark exists to answer.
+    answers: list[Finding] = field(default_factory=list)
+
+    @property
+    def every(self) -> list[Finding]:
+        """Answers first, then the generic contrasts."""
+        return [*self.answers, *self.findings]
 
     @property
     def headline(self) -> list[Finding]:
-        """At most two findings for the top of the report: the most decisive winner (settled
-        first) and where a winner changes (settled first); else what there is."""
+        """The answers to the declared questions; without any, at most two findings for the
+        top of the report: the most decisive winner (settled first) and where a winner
+        changes (settled first); else what there is."""
+        answered = [f for f in self.answers if f.kind == "answer"]
+        if answered:
+            return answered
         winners = [f for f in self.findings if f.kind in ("winner", "ranking")]
         picked: list[Finding] = []
         if winners:
@@ -165,6 +187,12 @@ def _runner_up(why: list[str], runner_up: CaseResult, best_ci: tuple[float, floa
 # ---- winner at a point -------------------------------------------------------------------
 
 
+def _never_wins(ba: BenchmarkAnalysis, variant: str) -> bool:
+    """A control checks the method and a diagnostic variant explains another: neither is a
+    choice, so neither is named the best."""
+    return ba.info.is_control(variant) or ba.info.is_diagnostic(variant)
+
+
 @dataclass(frozen=True)
 class Clause:
     where: str  # '16 MiB' (on the axis) or 'map=hash' (a point without an axis)
@@ -194,7 +222,7 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
     base_name = ba.info.baseline
     base = point.of(base_name)
     compared = [r for r in point.results
-                if r.vs_baseline is not None and not ba.info.is_control(r.case.variant)]
+                if r.vs_baseline is not None and not _never_wins(ba, r.case.variant)]
     if not compared or base is None:
         return None
     lower = lower_is_better(ba, g.metric)
@@ -246,7 +274,7 @@ def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | No
     """Without a ratio (the baseline does not report the metric): the best median with its
     CI, and the runner-up's when their CIs overlap."""
     measured = [r for r in point.results
-                if r.summary is not None and not ba.info.is_control(r.case.variant)]
+                if r.summary is not None and not _never_wins(ba, r.case.variant)]
     if not measured:
         return None
     lower = lower_is_better(ba, g.metric)
@@ -357,7 +385,11 @@ def _crossover_findings(ba: BenchmarkAnalysis, g: Grid) -> list[Finding]:
     """One sentence per variant and sweep, with each place its ratio to the baseline crosses
     1 (it starts or stops winning) or a declared level (its difference falls under 5%)."""
     lines: dict[tuple[str, str, str], list[SweepCrossover]] = defaultdict(list)
+    # Only settled crossings: one whose CI at an end includes the level may be noise, and
+    # stated as a crossover it would read as a fact (details.md lists every crossing).
     for sc in ba.crossovers:
+        if not sc.crossover.confident or _never_wins(ba, sc.variant):
+            continue
         lines[(sc.variant, sc.param, repr(sorted(sc.fixed.items())))].append(sc)
     out = []
     for (variant, param, _), found in lines.items():
@@ -432,9 +464,27 @@ def _failure_finding(ba: BenchmarkAnalysis) -> Finding | None:
                    "their errors are in the details.", results=tuple(rows))
 
 
+def _answer_findings(ba: BenchmarkAnalysis) -> list[Finding]:
+    """One finding per declared question (report/answers.py)."""
+    out = []
+    whys: set[str] = set()
+    for q, a in answers(ba):
+        if a is None:
+            out.append(Finding("unanswered", unanswered(q), question=str(q["ask"]),
+                               form=str(q["form"])))
+        else:
+            # Two questions read at one point share their why: the top says it once.
+            why = "" if a.short_why in whys else a.short_why
+            whys.add(a.short_why)
+            out.append(Finding("answer", a.text, a.tentative, results=a.results,
+                               short=a.short + why, question=a.ask, form=a.form,
+                               brief=a.short))
+    return out
+
+
 def benchmark_findings(ba: BenchmarkAnalysis) -> BenchmarkFindings:
     g = grid(ba)
-    out = BenchmarkFindings(ba)
+    out = BenchmarkFindings(ba, answers=_answer_findings(ba))
     for fixed, points in g.groups:
         found = _group_finding(ba, g, fixed, points)
         if found is not None:
@@ -470,4 +520,5 @@ def all_findings(analysis: Analysis) -> list[BenchmarkFindings]:
 
 
 def tentative_count(findings: Sequence[Finding]) -> int:
+    """Of findings (answers included when passed BenchmarkFindings.every)."""
     return sum(1 for f in findings if f.tentative)

@@ -27,6 +27,7 @@ from bakeoff.report.format import (
     fmt_value,
     params_label,
 )
+from bakeoff.report.hosts_answers import questions_html, questions_markdown
 from bakeoff.report.hosts_counters import counters_sentence, render_hosts_details
 from bakeoff.report.hosts_counters import differing_table as counters_table
 from bakeoff.report.hosts_counters import html_section as counters_html
@@ -397,7 +398,7 @@ def render_hosts_html(a: HostsAnalysis) -> str:
         f"<header><h1>bakeoff across {len(a.hosts)} hosts</h1><p class=\"muted\">Hosts: "
         f"<b>{_e(', '.join(a.labels))}</b>. Each host's ratios come from its own run; the "
         "columns put them side by side and a test across hosts says whether they agree.</p>"
-        f"</header>{findings}{warn}"
+        f"</header>{questions_html(a)}{findings}{warn}"
         f'<nav><ul>{nav}<li><a href="#hosts">Hosts and their facts</a></li></ul></nav>'
         f"{sections}"
         f'<section id="hosts"><h2>Hosts and their facts</h2>{_html_table(hh, hrows)}{fleet}'
@@ -414,6 +415,7 @@ def render_hosts_markdown(a: HostsAnalysis) -> str:
            "Each host's ratios come from its own run; the tables put them side by side and a "
            "test across hosts says whether they agree.", ""]
     found = all_findings_across(a)
+    out += questions_markdown(a)
     out += ["## Findings", ""]
     out += [f"- **{md_escape(b)}**: {md_escape(fs[0].text)}" for b, fs in found.items() if fs]
     out += [""]

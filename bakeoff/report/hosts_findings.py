@@ -38,7 +38,8 @@ def _bench(a: HostsAnalysis, host: str, name: str) -> BenchmarkAnalysis | None:
 def winner_at(ba: BenchmarkAnalysis, point: Point) -> HostWinner | None:
     """The variant whose ratio is best at the point and what its verdict makes the winner."""
     compared = [r for r in point.results if r.comparison is not None
-                and not ba.info.is_control(r.case.variant)]
+                and not ba.info.is_control(r.case.variant)
+                and not ba.info.is_diagnostic(r.case.variant)]
     if not compared:
         return None
     lower = lower_is_better(ba, ba.info.primary_metric)

@@ -92,6 +92,8 @@ header p { margin: 0; }
 #findings h2 { border: 0; margin: 0 0 .25rem; padding: 0; }
 #findings ul, .lead ul { margin: .25rem 0; padding-left: 1.1rem; }
 #findings li, .lead li { margin: .2rem 0; }
+/* The answers on the first screen, a benchmark a line or two, above its first chart. */
+#findings ul { font-size: .9em; line-height: 1.35; }
 .tentative { color: #3d4852; }
 .why { color: var(--muted); font-size: .85em; }
 h1 { margin: 0; }
@@ -326,7 +328,20 @@ def _finding_html(text: str) -> str:
 
 
 def _finding_item(f: Finding) -> str:
-    return f'<li class="{"tentative" if f.tentative else ""}">{_finding_html(f.text)}</li>'
+    asked = f"<b>{_e(f.question)}</b> " if f.question else ""
+    return (f'<li class="{"tentative" if f.tentative else ""}">{asked}'
+            f"{_finding_html(f.text)}</li>")
+
+
+def _findings_lists(bf: BenchmarkFindings) -> str:
+    """The answers to the benchmark's questions, then the generic contrasts under their own
+    heading (only the latter, unheaded, for a benchmark that declares no question)."""
+    answers = "".join(_finding_item(f) for f in bf.answers)
+    others = "".join(_finding_item(f) for f in bf.findings)
+    if not answers:
+        return f"<ul>{others}</ul>"
+    return (f'<ul class="answers">{answers}</ul>'
+            + (f"<h3>Other contrasts</h3><ul>{others}</ul>" if others else ""))
 
 
 def _compact(table: CompactTable | None, colors: dict[str, str]) -> str:
@@ -378,7 +393,7 @@ def _benchmark(run: RunRecord, bf: BenchmarkFindings, index: int, figs: _Figures
         f'<section id="bench-{index}"><h2>{_e(info.title)} <span class="muted mono">'
         f"{_e(info.name)}</span></h2>"
         f'<div class="lead"><div><p class="note">{_e(intro)}</p>'
-        f"<ul>{''.join(_finding_item(f) for f in bf.findings)}</ul></div>"
+        f"{_findings_lists(bf)}</div>"
         f"<div>{chart}</div></div>{_compact(table, colors)}{_counted(ba)}"
         f'<details class="more"><summary>Details of {_e(info.name)}: every metric, its '
         "charts and full tables, counters, skipped cases, failed trials</summary>"
@@ -403,14 +418,15 @@ def _warnings(run: RunRecord, analysis: Analysis) -> str:
 def _top_findings(found: list[BenchmarkFindings]) -> str:
     items = "".join(
         f'<li><a href="#bench-{i}"><b>{_e(bf.analysis.info.name)}</b></a>: '
-        f"{' '.join(_finding_html(f.headline_text) for f in bf.headline)}</li>"
+        f"{' '.join(_finding_html(f.brief or f.headline_text) for f in bf.headline)}</li>"
         for i, bf in enumerate(found))
-    total = sum(len(bf.findings) for bf in found)
-    unsure = sum(tentative_count(bf.findings) for bf in found)
+    total = sum(len(bf.every) for bf in found)
+    unsure = sum(tentative_count(bf.every) for bf in found)
     note = (f"{unsure} of the {total} findings are tentative, each saying why in grey brackets; "
             "more trials (--trials 10) settle those held back by too few."
             if unsure else "Every finding is settled: enough trials, and no CI reaches a "
             "verdict's threshold.")
+    # Each answer's why is in its benchmark's section, beside its chart.
     return (f'<section id="findings"><h2>Findings</h2><ul>{items}</ul>'
             f'<p class="note">{_e(note)} Every figure is a ratio of medians to the baseline (or '
             "a median) with its 95% CI and its trials.</p></section>")

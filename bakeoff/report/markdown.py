@@ -198,12 +198,14 @@ def render_details(run: RunRecord, analysis: Analysis) -> str:
 
 
 def _top_findings(found: list[BenchmarkFindings]) -> list[str]:
+    """The answers to each benchmark's declared questions (its largest contrast when it
+    declares none), a line per benchmark."""
     out = ["", "## Findings", ""]
     for bf in found:
         said = " ".join(md_escape(f.headline_text) for f in bf.headline)
         out.append(f"- **{md_escape(bf.analysis.info.name)}**: {said}")
-    total = sum(len(bf.findings) for bf in found)
-    unsure = sum(tentative_count(bf.findings) for bf in found)
+    total = sum(len(bf.every) for bf in found)
+    unsure = sum(tentative_count(bf.every) for bf in found)
     settled = ("Every finding below is settled: enough trials, and no CI reaches a verdict's "
                "threshold. " if not unsure else
                f"{unsure} of the {total} findings below are tentative, each saying why; more "
@@ -232,6 +234,9 @@ def _benchmark(bf: BenchmarkFindings) -> list[str]:
     if table and table.constant:
         intro += f" Every case at {md_escape(table.constant)}."
     out = ["", f"## {md_escape(info.title)} ({md_escape(info.name)})", "", intro, ""]
+    out += [f"- **{md_escape(f.question)}** {md_escape(f.text)}" for f in bf.answers]
+    if bf.answers:  # the generic contrasts, under their own heading, after the answers
+        out += ["", "### Other contrasts", ""]
     out += [f"- {md_escape(f.text)}" for f in bf.findings]
     return out + _compact(table) + _counted(ba, table=False)
 

@@ -75,11 +75,16 @@ def _finding(f: Finding, bullet: str = "• ") -> Text:
 
 
 def print_summary(run: RunRecord, analysis: Analysis, console: Console) -> None:
-    """Per benchmark its table and findings; then the warnings; last, closest to the prompt,
-    the findings that answer the run, a line per benchmark."""
+    """Per benchmark its table, the answers to its questions and its other findings; then the
+    warnings; last, closest to the prompt, the answers (findings), a line per benchmark."""
     found = all_findings(analysis)
     for ba, bf in zip(analysis.benchmarks, found, strict=True):
         console.print(_table(ba))
+        for f in bf.answers:
+            console.print(Text("• ") + Text(f.question + " ", style="bold")
+                          + Text(f.text, style="dim" if f.tentative else ""))
+        if bf.answers and bf.findings:
+            console.print(Text("Other contrasts", style="bold"))
         for f in bf.findings:
             if f.kind not in ("skipped", "failed"):  # said below, with their reasons
                 console.print(_finding(f))
@@ -102,8 +107,8 @@ def print_summary(run: RunRecord, analysis: Analysis, console: Console) -> None:
         for bf in found:
             said = " ".join(f.headline_text for f in bf.headline)
             console.print(Text(f"• {bf.analysis.info.name}: ", style="bold") + Text(said))
-        unsure = sum(tentative_count(bf.findings) for bf in found)
+        unsure = sum(tentative_count(bf.every) for bf in found)
         if unsure:
-            console.print(Text(f"{unsure} of {sum(len(bf.findings) for bf in found)} findings "
+            console.print(Text(f"{unsure} of {sum(len(bf.every) for bf in found)} findings "
                                "are tentative, each saying why; more trials (--trials 10) "
                                "settle those held back by too few", style="dim"))
