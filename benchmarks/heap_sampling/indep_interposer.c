@@ -4,8 +4,8 @@
  * "The independent check"). Written from the definitions, not from sampler.c or
  * sampler_schemes.h: it shares no code with them.
  *
- * A minimal interposer: malloc makes the decision on the requested size and forwards; free
- * only forwards (it keeps no live heap). Switched by indep_use(0 off, 1 Poisson, 2 hash) from
+ * A minimal interposer: malloc makes the decision on the size glibc hands out for the request
+ * (usable_of_request) and forwards; free only forwards (it keeps no live heap). Switched by indep_use(0 off, 1 Poisson, 2 hash) from
  * the program, between runs; the mean from INDEP_MEAN_BYTES (default 524288).
  *
  * - Poisson: a thread-local count of bytes left before the next sample point; a request of
@@ -75,22 +75,31 @@ static int64_t next_gap(void)
 	return (int64_t)(-mean * log(u));
 }
 
-static __attribute__((noinline)) void poisson_start(void)
+/* Off the fast path, as tcmalloc's sampler has it (its counter starts at 0, so a thread's
+ * first allocation lands here and starts the stream): a sample point, or the first call. */
+static __attribute__((noinline)) void poisson_slow(size_t n)
 {
-	stream = (uint64_t)(uintptr_t)&bytes_left ^ 0x2545f4914f6cdd1dULL;
+	if (!started) {
+		stream = (uint64_t)(uintptr_t)&bytes_left ^ 0x2545f4914f6cdd1dULL;
+		started = 1;
+		bytes_left = next_gap() - (int64_t)n;
+		if (bytes_left >= 0)
+			return;
+	}
 	bytes_left = next_gap();
-	started = 1;
+	weighted_total += (double)n / -expm1(-(double)n / mean);
 }
 
 static inline void decide_poisson(size_t n)
 {
-	if (__builtin_expect(!started, 0))
-		poisson_start();
 	bytes_left -= (int64_t)n;
-	if (__builtin_expect(bytes_left >= 0, 1))
-		return;
-	bytes_left = next_gap();
-	weighted_total += (double)n / -expm1(-(double)n / mean);
+	if (__builtin_expect(bytes_left < 0, 0))
+		poisson_slow(n);
+}
+
+static __attribute__((noinline)) void hash_hit(size_t n, uint64_t bar)
+{
+	weighted_total += (double)n / ((double)bar / 18446744073709551616.0);
 }
 
 static inline void decide_hash(void *p, size_t n)
@@ -100,9 +109,8 @@ static inline void decide_hash(void *p, size_t n)
 		return;
 	}
 	uint64_t bar = (uint64_t)n * hash_step;
-	if (__builtin_expect(fmix64((uint64_t)(uintptr_t)p) >= bar, 1))
-		return;
-	weighted_total += (double)n / ((double)bar / 18446744073709551616.0);
+	if (__builtin_expect(fmix64((uint64_t)(uintptr_t)p) < bar, 0))
+		hash_hit(n, bar);
 }
 
 static void resolve(void)
@@ -131,14 +139,27 @@ static int is_early(const void *p)
 	return (const unsigned char *)p >= early && (const unsigned char *)p < early + sizeof(early);
 }
 
+/*
+ * The size decided on: what glibc hands out for a request of n bytes (its chunk: n plus an
+ * 8-byte size word, rounded up to 16, at least 32; all but the size word usable), as an
+ * allocator decides on the size class it has already picked. bakeoff's sampler decides on
+ * the same quantity, so the two make the same decision.
+ */
+static inline size_t usable_of_request(size_t n)
+{
+	size_t chunk = (n + 8 + 15) & ~(size_t)15;
+
+	return (chunk < 32 ? 32 : chunk) - 8;
+}
+
 static inline void decide(void *p, size_t n)
 {
 	int s = scheme;
 
 	if (s == 1)
-		decide_poisson(n);
+		decide_poisson(usable_of_request(n));
 	else if (s == 2)
-		decide_hash(p, n);
+		decide_hash(p, usable_of_request(n));
 }
 
 VISIBLE void *malloc(size_t n)

@@ -859,33 +859,26 @@ static __attribute__((noinline)) void part_freed(enum slot_scheme s, double w)
 static inline void part_alloc(void *p, size_t requested)
 {
 	uintptr_t a = (uintptr_t)p;
-	bool track = cfg.part == PART_TRACK;
+	enum scheme scheme = cfg.scheme;
 
-	if (cfg.scheme == SCHEME_NONE)
+	if (scheme == SCHEME_NONE)
 		return;
 	uint64_t u = request_class(requested);
-	switch (cfg.scheme) {
-	case SCHEME_NONE:
-		return;
-	case SCHEME_COMBINED:
-	case SCHEME_HASH:
+	/* Tests in a row, not a switch: a jump table's indirect jump costs as much as a test. */
+	if (scheme == SCHEME_HASH || scheme == SCHEME_COMBINED) {
 		if (unlikely(hash_sampled(a, u, &cfg.hp)))
 			part_sample(u, S_HASH, hash_weighted_bytes(u, &cfg.hp));
-		if (cfg.scheme == SCHEME_HASH)
+		if (scheme == SCHEME_HASH)
 			return;
-		__attribute__((fallthrough)); /* COMBINED decides with both */
-	case SCHEME_POISSON:
-	case SCHEME_POISSON_TAGGED:
-		if (likely(!poisson_decides(u)))
-			return;
-		if (!track)
-			part_sample(u, S_POISSON, poisson_weighted_bytes(u, cfg.mean_d));
-		else if (cfg.scheme == SCHEME_POISSON_TAGGED)
-			poisson_tagged_sample(my_stats(), p, u);
-		else
-			poisson_malloc_sample(my_stats(), a, u);
-		return;
 	}
+	if (likely(!poisson_decides(u)))
+		return;
+	if (cfg.part != PART_TRACK)
+		part_sample(u, S_POISSON, poisson_weighted_bytes(u, cfg.mean_d));
+	else if (scheme == SCHEME_POISSON_TAGGED)
+		poisson_tagged_sample(my_stats(), p, u);
+	else
+		poisson_malloc_sample(my_stats(), a, u);
 }
 
 static inline void part_free(void *p)
@@ -923,6 +916,10 @@ static inline void record_alloc(void *p, size_t requested, enum call call)
 		part_alloc(p, requested);
 		return;
 	}
+	/* NONE in a cost run does nothing, as in the parts (part_alloc): every scheme's cost is
+	 * measured against this, so all of its own dispatch below is in its figure. */
+	if (cfg.scheme == SCHEME_NONE && !cfg.count && !cfg.timing)
+		return;
 	struct thread_stats *st = my_stats();
 	uintptr_t a = (uintptr_t)p;
 	/* Every scheme decides on the usable size, and the exact accounting needs it; NONE in a
@@ -969,6 +966,8 @@ static inline struct freed record_free(void *p, enum call call)
 		part_free(p);
 		return (struct freed){ 0 };
 	}
+	if (cfg.scheme == SCHEME_NONE && !cfg.count && !cfg.timing)
+		return (struct freed){ 0 };
 	struct thread_stats *st = my_stats();
 	uintptr_t a = (uintptr_t)p;
 	/* Only the hash needs the size on free (it recomputes its decision); Poisson gets it from
