@@ -30,7 +30,7 @@
  *            (track_leg_ns_per_alloc), and glibc called directly, past the interposer
  *            (bypass_leg_ns_per_alloc: __libc_malloc, __libc_free). The order rotates from
  *            round to round and reverses every other round, so each run takes every place
- *            in turn. Counted samples stay pairs.
+ *            in turn. Warm-up and counted samples stay pairs.
  *
  * Sizes are uniform in [min, max], drawn from a PRNG with a fixed seed, so every run makes the
  * same requests: across processes only the addresses (ASLR) and the sampler's own randomness
@@ -444,7 +444,9 @@ int main(int argc, char **argv)
 	bool counters_opened = false;
 	for (uint64_t round = 0; round < rounds; round++) {
 		bool in_counted = round >= r.warmup + r.samples;
-		uint64_t nlegs = r.parts && !in_counted ? N_LEGS : per_sample;
+		/* A warm-up round is a pair: it faults the heap in, which every run shares (one
+		 * arena), and the counted rounds are pairs too. */
+		uint64_t nlegs = r.parts && round >= r.warmup && !in_counted ? N_LEGS : per_sample;
 		/* same requests in every run of a round */
 		uint64_t round_seed = r.seed * 0x9e3779b97f4a7c15ULL + round + 1;
 		for (uint64_t j = 0; j < nlegs; j++) {
