@@ -6,8 +6,9 @@ per allocation judged by its confidence interval over processes, not by a fixed 
 
 What it asserts is the scale, not +-15%: each decision is a fraction of a ns, a cycle or two
 hidden or not behind the allocator's own work depending on the code around it, and on this
-machine the two implementations differ by that much for Poisson (bakeoff 0.30 ns, the
-independent one 0.72-1.06 ns, 2026-11-26) while the hash agrees within +-15% in most processes.
+machine the two implementations differ by that much for Poisson (bakeoff 0.30-0.39 ns, the
+independent one 0.68-0.80 ns, 2026-11-26) while the hash's ratio is 0.84-0.86 (CIs reaching
+0.85).
 The earlier headline (5-28 ns, 10x-30x the independent figure) fails it."""
 
 from __future__ import annotations

@@ -506,15 +506,18 @@ def test_none_decides_and_tracks_nothing(quick_run: dict[str, Any]) -> None:
     """NONE's decision and live-heap parts compare identical code (the decision run and the
     reference are NONE through the same dispatch; NONE tracks nothing on free), so each is
     zero within its noise: a two-sided sign test, as the A/A check of the added cost."""
-    for workload in ("micro-64", "mode2", "mode4"):
+    for metric in ("decide_ns_per_alloc", "live_heap_ns_per_alloc"):
+        # The micro's batches are a few µs, too short for a preemption to land in often
+        # (one that does moves a value by ~1 ns: the median stays).
+        micro = _values(_trials(quick_run, "none", "micro-64"), metric)
+        assert abs(statistics.median(micro)) < 0.2, (metric, micro)
+    for workload in ("mode2", "mode4"):
         trials = _trials(quick_run, "none", workload)
         per_alloc = statistics.median(_values(trials, "ns_per_alloc"))
         for metric in ("decide_ns_per_alloc", "live_heap_ns_per_alloc"):
             values = _values(trials, metric)
             nonzero = [v for v in values if v != 0]
-            if len(nonzero) < 9:  # equal to the last digit: the same work
-                assert all(abs(v) < 0.5 for v in values), (workload, metric, values)
-                continue
+            assert len(nonzero) >= 9, (workload, metric, values)  # whole runs never tie
             positive = sum(v > 0 for v in nonzero)
             p = binomtest(positive, len(nonzero)).pvalue
             assert p > 0.005, (workload, metric, f"{positive} of {len(nonzero)} > 0", values)
