@@ -415,6 +415,10 @@ def _values(trials: list[dict[str, Any]], metric: str) -> list[float]:
 
 
 VARIANTS = ("no-preload", "none", "poisson", "poisson-tagged", "stateless-hash", "hash-equal-p")
+SAMPLING = ("poisson", "poisson-tagged", "stateless-hash", "hash-equal-p")
+# The modes' cost decomposition: each a difference of two runs of one round.
+DECOMPOSITION = ("decide_ns_per_alloc", "live_heap_ns_per_alloc", "interposer_ns_per_alloc",
+                 "bookkeeping_ns_per_alloc")
 
 
 @pytest.mark.slow
@@ -426,12 +430,20 @@ def test_quick_profile_measures_every_case(quick_run: dict[str, Any]) -> None:
     for t in quick_run["trials"]:
         assert len(t["samples"]["ns_per_alloc"]) == 3
         assert all(v > 0 for v in t["samples"]["ns_per_alloc"])
-        # Every variant but the baseline is paired, sample for sample, with NONE.
-        paired = len(t["samples"].get("added_ns_per_alloc", []))
-        assert paired == (0 if t["case"]["variant"] == "no-preload" else 3), t
+        # Every variant but the baseline is paired, sample for sample, with NONE, and its
+        # cost decomposed: by path in the micro, by the runs of a round in the modes.
+        parts = (DECOMPOSITION if t["case"]["params"]["workload"].startswith("mode")
+                 else ("decide_ns_per_alloc", "live_heap_ns_per_alloc"))
+        for metric in ("added_ns_per_alloc", *parts):
+            paired = len(t["samples"].get(metric, []))
+            assert paired == (0 if t["case"]["variant"] == "no-preload" else 3), (metric, t)
     report = quick_run["_details_md"]
-    # The details lead with the added cost; errors are ranked by |value| with bias and RMS.
-    assert report.index("### Cases: added_ns_per_alloc") < report.index("### Cases: ns_per_alloc")
+    # The details lead with the decision's cost; errors are ranked by |value| with bias and
+    # RMS.
+    assert (report.index("### Cases: decide_ns_per_alloc")
+            < report.index("### Cases: live_heap_ns_per_alloc")
+            < report.index("### Cases: added_ns_per_alloc")
+            < report.index("### Cases: ns_per_alloc"))
     assert "### Cases: hash_total_error_pct (%, closer to zero is better" in report
     assert "bias: mean signed (95% CI)" in report and "RMS (95% CI)" in report
 
@@ -460,6 +472,70 @@ def test_none_against_none_adds_nothing(quick_run: dict[str, Any]) -> None:
         p = binomtest(positive, len(nonzero)).pvalue
         assert p > 0.005, (workload, f"{positive} of {len(nonzero)} pairs positive", added)
         assert abs(statistics.median(added)) < 0.5 * per_alloc, (workload, added, per_alloc)
+
+
+def _not_below_zero(values: list[float]) -> bool:
+    """A cost part is not shown to be negative: a one-sided sign test does not reject
+    'as many above zero as below' in favour of 'mostly below' at p = 0.005 (every one of 9
+    below is p = 0.002). Noise on a busy machine moves single values either way; a sign
+    error or a part timed against the wrong run puts nearly all of them below."""
+    nonzero = [v for v in values if v != 0]
+    above = sum(v > 0 for v in nonzero)
+    return binomtest(above, len(nonzero), alternative="less").pvalue > 0.005
+
+
+@pytest.mark.slow
+def test_decomposition_adds_up_to_the_added_cost(quick_run: dict[str, Any]) -> None:
+    """Per round: decide + live heap + bookkeeping = added (modes), decide + live heap =
+    added (micro: the malloc path and the free path of the same batches); the parts come
+    from the runs of one round, not from different rounds."""
+    for t in quick_run["trials"]:
+        if t["case"]["variant"] == "no-preload":
+            continue
+        got = t["samples"]
+        modes = t["case"]["params"]["workload"].startswith("mode")
+        for i, added in enumerate(got["added_ns_per_alloc"]):
+            total = got["decide_ns_per_alloc"][i] + got["live_heap_ns_per_alloc"][i]
+            if modes:
+                total += got["bookkeeping_ns_per_alloc"][i]
+            assert math.isclose(total, added, rel_tol=1e-9, abs_tol=1e-9), (t["case"], i)
+
+
+@pytest.mark.slow
+def test_none_decides_and_tracks_nothing(quick_run: dict[str, Any]) -> None:
+    """NONE's decision and live-heap parts compare identical code (the decision run and the
+    reference are NONE through the same dispatch; NONE tracks nothing on free), so each is
+    zero within its noise: a two-sided sign test, as the A/A check of the added cost."""
+    for metric in ("decide_ns_per_alloc", "live_heap_ns_per_alloc"):
+        # The micro's batches are a few µs, too short for a preemption to land in often
+        # (one that does moves a value by ~1 ns: the median stays).
+        micro = _values(_trials(quick_run, "none", "micro-64"), metric)
+        assert abs(statistics.median(micro)) < 0.2, (metric, micro)
+    for workload in ("mode2", "mode4"):
+        trials = _trials(quick_run, "none", workload)
+        per_alloc = statistics.median(_values(trials, "ns_per_alloc"))
+        for metric in ("decide_ns_per_alloc", "live_heap_ns_per_alloc"):
+            values = _values(trials, metric)
+            nonzero = [v for v in values if v != 0]
+            assert len(nonzero) >= 9, (workload, metric, values)  # whole runs never tie
+            positive = sum(v > 0 for v in nonzero)
+            p = binomtest(positive, len(nonzero)).pvalue
+            assert p > 0.005, (workload, metric, f"{positive} of {len(nonzero)} > 0", values)
+            assert abs(statistics.median(values)) < 0.5 * per_alloc, (workload, metric, values)
+
+
+@pytest.mark.slow
+def test_decomposition_parts_are_not_negative(quick_run: dict[str, Any]) -> None:
+    """Each part is work added, so none may come out below zero beyond its noise: the
+    decision and the tracking of every scheme, and the interposer under every variant."""
+    for workload in ("mode2", "mode4"):
+        for variant in SAMPLING:
+            trials = _trials(quick_run, variant, workload)
+            for metric in ("decide_ns_per_alloc", "live_heap_ns_per_alloc"):
+                assert _not_below_zero(_values(trials, metric)), (workload, variant, metric)
+        for variant in ("none", *SAMPLING):
+            values = _values(_trials(quick_run, variant, workload), "interposer_ns_per_alloc")
+            assert _not_below_zero(values), (workload, variant, values)
 
 
 @pytest.mark.slow

@@ -24,6 +24,13 @@
  *            (ns_per_alloc) and one under its reference scheme (ref_ns_per_alloc), switched
  *            in this process; F = 1: the reference goes first in the first pair; the order
  *            alternates from pair to pair, so a drift hits both sides alike
+ *            --parts 1 (with --paired): the cost decomposition. Each measured sample is a
+ *            round of five runs with the same requests: the two above, the scheme's decision
+ *            alone (decide_leg_ns_per_alloc), the decision with its live-heap tracking
+ *            (track_leg_ns_per_alloc), and glibc called directly, past the interposer
+ *            (bypass_leg_ns_per_alloc: __libc_malloc, __libc_free). The order rotates from
+ *            round to round and reverses every other round, so each run takes every place
+ *            in turn. Warm-up and counted samples stay pairs.
  *
  * Sizes are uniform in [min, max], drawn from a PRNG with a fixed seed, so every run makes the
  * same requests: across processes only the addresses (ASLR) and the sampler's own randomness
@@ -72,7 +79,27 @@ struct run {
 	uint64_t samples, warmup, seed, counted;
 	uint64_t min, max;
 	int paired; /* -1: not paired; else which side goes first in the first pair */
+	bool parts; /* --parts 1: rounds of the cost decomposition's five runs */
 };
+
+/*
+ * The pattern allocates and frees through these: the interposed malloc and free (which
+ * resolve to a preloaded sampler's), or glibc's own entry points past any interposer (the
+ * bypass run of --parts). Every run calls through the pointers, so the call is the same.
+ */
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+static void *(*pattern_malloc)(size_t) = malloc;
+static void (*pattern_free)(void *) = free;
+
+/* The runs of a --parts round, and the sampler's part for each (bakeoff_sampler_use_part). */
+enum leg { LEG_SCHEME, LEG_REFERENCE, LEG_DECIDE, LEG_TRACK, LEG_BYPASS, N_LEGS };
+static const char *const leg_metric[N_LEGS] = { "ns_per_alloc", "ref_ns_per_alloc",
+						"decide_leg_ns_per_alloc", "track_leg_ns_per_alloc",
+						"bypass_leg_ns_per_alloc" };
+/* The reference of a round is NONE through the parts' own dispatch (4), which the decision
+ * and the tracking (2, 3) are measured against; the scheme as shipped is 0. */
+static const int leg_part[N_LEGS] = { 0, 4, 2, 3, 4 };
 
 /* What the whole process did: a sampler's exact counts must match. */
 static struct {
@@ -161,6 +188,8 @@ static void parse(int argc, char **argv, struct run *r)
 				r->seed = v ? v : 1;
 			else if (strcmp(argv[i], "--paired") == 0 && v <= 1)
 				r->paired = (int)v;
+			else if (strcmp(argv[i], "--parts") == 0 && v <= 1)
+				r->parts = v == 1;
 			else
 				bench_usage_error("unknown option %s (or --samples 0); see --help",
 						  argv[i]);
@@ -190,6 +219,8 @@ static void parse(int argc, char **argv, struct run *r)
 		bench_usage_error("churn%% must be 1..100 (got %" PRIu64 ")", r->a[4]);
 	if (r->mode == 3 && r->a[0] > MAX_THREADS)
 		bench_usage_error("at most %d threads", MAX_THREADS);
+	if (r->parts && r->paired < 0)
+		bench_usage_error("--parts 1 needs --paired (a sampler with SAMPLER_REFERENCE)");
 }
 
 /* ---- the patterns ------------------------------------------------------------------------- */
@@ -223,7 +254,7 @@ static void *map_array(size_t n, size_t elem)
 
 static void *xmalloc(uint64_t size)
 {
-	void *p = malloc(size);
+	void *p = pattern_malloc(size);
 
 	if (!p)
 		bench_fatal_errno("failed to allocate %" PRIu64 " bytes", size);
@@ -244,7 +275,7 @@ static uint64_t monotonic_heap(const struct run *r, uint64_t *rng, void **ptrs)
 	}
 	for (uint64_t i = 0; i < n; i++) {
 		if (next_rand(rng) % 100 < 95) {
-			free(ptrs[i]);
+			pattern_free(ptrs[i]);
 			did.frees++;
 		} else {
 			did.leaked_blocks++;
@@ -265,7 +296,7 @@ static uint64_t steady_pool(const struct run *r, uint64_t *rng, void **pool)
 	for (uint64_t it = 0; it < iterations; it++) {
 		for (uint64_t k = 0; k < churn; k++, made++) {
 			uint64_t j = next_rand(rng) % n, size = draw_size(rng, r);
-			free(pool[j]);
+			pattern_free(pool[j]);
 			did.frees++;
 			pool[j] = xmalloc(size);
 			did.requested_bytes += size;
@@ -296,15 +327,15 @@ static void *churn_thread(void *arg)
 			 * there: a block another thread allocated (and maybe sampled). */
 			void *theirs = atomic_exchange(&churn.exchange[next_rand(&rng) % EXCHANGE],
 						       pool[j]);
-			free(theirs);
+			pattern_free(theirs);
 		} else {
-			free(pool[j]);
+			pattern_free(pool[j]);
 		}
 		pool[j] = xmalloc(size);
 		requested += size;
 	}
 	for (int j = 0; j < THREAD_POOL; j++)
-		free(pool[j]);
+		pattern_free(pool[j]);
 	atomic_fetch_add(&churn.requested, requested);
 	return NULL;
 }
@@ -330,7 +361,7 @@ static uint64_t threaded_churn(const struct run *r, uint64_t *elapsed_ns)
 		pthread_join(tid[t], NULL);
 	*elapsed_ns = bench_now_ns() - t0;
 	for (int i = 0; i < EXCHANGE; i++)
-		free(atomic_exchange(&churn.exchange[i], NULL));
+		pattern_free(atomic_exchange(&churn.exchange[i], NULL));
 	uint64_t made = threads * r->a[1];
 	did.requested_bytes += atomic_load(&churn.requested);
 	did.frees += made; /* every block is freed: by its thread, another, or main */
@@ -354,7 +385,7 @@ static uint64_t address_reuse(const struct run *r, const uint64_t *sizes, void *
 		if (round + 1 == rounds)
 			break; /* the last round stays live */
 		for (uint64_t s = slots; s-- > 0;) { /* reverse: LIFO bins hand them back in order */
-			free(slot[s]);
+			pattern_free(slot[s]);
 			did.frees++;
 		}
 	}
@@ -397,75 +428,101 @@ int main(int argc, char **argv)
 			bench_usage_error("--paired needs libbakeoff_sampler preloaded with "
 					  "SAMPLER_REFERENCE set");
 	}
+	int (*use_part)(int) = NULL;
+	if (r.parts) {
+		*(void **)&use_part = dlsym(RTLD_DEFAULT, "bakeoff_sampler_use_part");
+		if (!use_part || use_part(0) != 0)
+			bench_usage_error("--parts needs libbakeoff_sampler preloaded with "
+					  "SAMPLER_COUNT=0");
+	}
 	uint64_t per_sample = r.paired >= 0 ? 2 : 1;
 	/* One more counted sample than asked: the first window after opening pays a one-time
 	 * cost (up to three times the next ones in this VM), so the first counted pair (or run)
 	 * is a warm-up, counted and discarded. */
 	uint64_t counted_runs = r.counted ? r.counted + 1 : 0;
-	uint64_t runs = (r.warmup + r.samples + counted_runs) * per_sample;
+	uint64_t rounds = r.warmup + r.samples + counted_runs;
 	bool counters_opened = false;
-	for (uint64_t i = 0; i < runs; i++) {
-		bool reference = false;
-		if (r.paired >= 0) {
-			uint64_t pair = i / 2;
-			/* ABBA...: the first side of pair k alternates with k */
-			reference = ((i % 2) ^ (pair % 2) ^ (uint64_t)r.paired) != 0;
-			use_reference(reference);
-			rng = r.seed * 0x9e3779b97f4a7c15ULL + pair + 1; /* same requests in a pair */
-		}
-		/* Counted: the sampler's side of a counted pair, or a counted unpaired run. */
-		bool counted = i / per_sample >= r.warmup + r.samples && !reference;
-		/*
-		 * Opened right before the first counted run, not at start: an open tracepoint
-		 * event keeps the kernel's tracepoint site live even while disabled (a system-call
-		 * tracepoint puts every task's system calls on the slow path), which would slow
-		 * the measured runs. Opening and the meta line allocate: only a cost run counts,
-		 * never an accuracy run, whose allocations the sampler must count exactly.
-		 */
-		if (counted && !counters_opened) {
-			counters_opened = true;
-			bench_counters_open_late(HEAP_TRACEPOINTS);
-		}
-		if (counted)
-			bench_counters_start();
-		uint64_t made = 0, t0 = bench_now_ns(), elapsed = 0;
-		switch (r.mode) {
-		case 1:
-			made = monotonic_heap(&r, &rng, ptrs);
-			break;
-		case 2:
-			made = steady_pool(&r, &rng, ptrs);
-			break;
-		case 3:
-			made = threaded_churn(&r, &elapsed);
-			break;
-		case 4:
-			made = address_reuse(&r, sizes, ptrs);
-			break;
-		}
-		if (r.mode != 3) /* mode 3 times from the start signal to the last join */
-			elapsed = bench_now_ns() - t0;
-		if (counted)
-			bench_counters_stop();
-		did.allocations += made;
-		if (i / per_sample < r.warmup)
-			continue;
-		bool in_counted = i / per_sample >= r.warmup + r.samples;
-		if (i / per_sample == r.warmup + r.samples) { /* the counted warm-up */
+	for (uint64_t round = 0; round < rounds; round++) {
+		bool in_counted = round >= r.warmup + r.samples;
+		/* A warm-up round is a pair: it faults the heap in, which every run shares (one
+		 * arena), and the counted rounds are pairs too. */
+		uint64_t nlegs = r.parts && round >= r.warmup && !in_counted ? N_LEGS : per_sample;
+		/* same requests in every run of a round */
+		uint64_t round_seed = r.seed * 0x9e3779b97f4a7c15ULL + round + 1;
+		for (uint64_t j = 0; j < nlegs; j++) {
+			enum leg leg = LEG_SCHEME;
+			if (nlegs == 2) {
+				/* ABBA...: the first side of pair k alternates with k */
+				leg = ((j % 2) ^ (round % 2) ^ (uint64_t)r.paired) ? LEG_REFERENCE : LEG_SCHEME;
+			} else if (nlegs == N_LEGS) {
+				/* rotated by one a round, reversed every other round */
+				uint64_t at = round % 2 ? nlegs - 1 - j : j;
+				leg = (enum leg)((at + round + (uint64_t)r.paired) % N_LEGS);
+			}
+			bool reference = leg == LEG_REFERENCE;
+			if (r.paired >= 0) {
+				if (use_part)
+					use_part(leg_part[leg]);
+				else
+					use_reference(reference);
+				rng = round_seed;
+			}
+			pattern_malloc = leg == LEG_BYPASS ? __libc_malloc : malloc;
+			pattern_free = leg == LEG_BYPASS ? __libc_free : free;
+			/* Counted: the sampler's side of a counted pair, or a counted unpaired run. */
+			bool counted = in_counted && !reference;
+			/*
+			 * Opened right before the first counted run, not at start: an open tracepoint
+			 * event keeps the kernel's tracepoint site live even while disabled (a system-call
+			 * tracepoint puts every task's system calls on the slow path), which would slow
+			 * the measured runs. Opening and the meta line allocate: only a cost run counts,
+			 * never an accuracy run, whose allocations the sampler must count exactly.
+			 */
+			if (counted && !counters_opened) {
+				counters_opened = true;
+				bench_counters_open_late(HEAP_TRACEPOINTS);
+			}
 			if (counted)
-				bench_counters_discard();
-			continue;
-		}
-		out("{\"type\":\"sample\",\"metric\":\"%s%s\",\"value\":%.6f}\n",
-		    in_counted ? "counted." : "", reference ? "ref_ns_per_alloc" : "ns_per_alloc",
-		    (double)elapsed / (double)made);
-		if (counted) {
-			/* bench.h's emitters allocate a line buffer: outside the timed run, and
-			 * only in a cost run, whose allocations nobody checks. */
-			bench_counters_emit((double)made);
-			fflush(stdout);
+				bench_counters_start();
+			uint64_t made = 0, t0 = bench_now_ns(), elapsed = 0;
+			switch (r.mode) {
+			case 1:
+				made = monotonic_heap(&r, &rng, ptrs);
+				break;
+			case 2:
+				made = steady_pool(&r, &rng, ptrs);
+				break;
+			case 3:
+				made = threaded_churn(&r, &elapsed);
+				break;
+			case 4:
+				made = address_reuse(&r, sizes, ptrs);
+				break;
+			}
+			if (r.mode != 3) /* mode 3 times from the start signal to the last join */
+				elapsed = bench_now_ns() - t0;
+			if (counted)
+				bench_counters_stop();
+			did.allocations += made;
+			if (round < r.warmup)
+				continue;
+			if (round == r.warmup + r.samples) { /* the counted warm-up */
+				if (counted)
+					bench_counters_discard();
+				continue;
+			}
+			out("{\"type\":\"sample\",\"metric\":\"%s%s\",\"value\":%.6f}\n",
+			    in_counted ? "counted." : "", leg_metric[leg], (double)elapsed / (double)made);
+			if (counted) {
+				/* bench.h's emitters allocate a line buffer: outside the timed run, and
+				 * only in a cost run, whose allocations nobody checks. */
+				bench_counters_emit((double)made);
+				fflush(stdout);
+			}
 		}
 	}
+	pattern_malloc = malloc;
+	pattern_free = free;
 	if (use_reference)
 		use_reference(0);
 

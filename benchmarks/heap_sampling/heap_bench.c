@@ -12,14 +12,20 @@
  *   stream of addresses of one size: the full decision, the test alone, the sample work alone,
  *   and NONE's dispatch beside each full pair.
  * - mode1..mode4: a driver. It runs alloc_patterns (built beside this program) as child
- *   processes: once for the cost, each sample a pair of runs switched between the variant's
- *   scheme and NONE inside that process (SAMPLER_REFERENCE, SAMPLER_COUNT=0), and
+ *   processes: once for the cost, each sample a round of five runs with the same requests
+ *   switched inside that process (SAMPLER_REFERENCE, SAMPLER_COUNT=0, --parts 1): the
+ *   variant's scheme as shipped, NONE, the decision alone, the decision with its live-heap
+ *   tracking, and glibc past the interposer; and
  *   --param accuracy_runs times (default 8) for the errors (fresh processes: fresh ASLR,
  *   fresh PRNG; SAMPLER_COUNT=1). The sampler's
  *   summaries (SAMPLER_OUTPUT, in a private temp directory) become the errors and counters.
  *
  * Metrics (one JSON line each on stdout, see docs/ARCHITECTURE.md "The program protocol"):
- *   added_ns_per_alloc                 variant minus NONE, one value per pair
+ *   decide_ns_per_alloc                the decision alone minus NONE (micro: malloc path)
+ *   live_heap_ns_per_alloc             decision + tracking minus the decision (micro: free path)
+ *   interposer_ns_per_alloc            NONE minus glibc past the interposer (modes)
+ *   bookkeeping_ns_per_alloc           shipped minus decision + tracking (modes)
+ *   added_ns_per_alloc                 shipped minus NONE, one value per round
  *   ns_per_alloc                       per allocation (its free included); micro: the
  *                                      decisions for one allocation (malloc + free path)
  *   ticks_per_test                     micro: the decrement or hash test, malloc + free path
@@ -407,9 +413,17 @@ static void run_micro(uint64_t size)
 			samples_full += sampled;
 		}
 		bench_emit_sample(bench_metric(counted, "ns_per_alloc"), full_ns);
-		if (paired)
+		if (paired) {
 			bench_emit_sample(bench_metric(counted, "added_ns_per_alloc"),
 					  full_ns - (double)(none.malloc.ns + none.free.ns) / k);
+			/* No allocator here, so the split is by path: the malloc path is the
+			 * decision (and, on a sample, its table insert or tag: p of them), the free
+			 * path the live-heap tracking (probe, tag, re-hash). */
+			bench_emit_sample(bench_metric(counted, "decide_ns_per_alloc"),
+					  ((double)full.malloc.ns - (double)none.malloc.ns) / k);
+			bench_emit_sample(bench_metric(counted, "live_heap_ns_per_alloc"),
+					  ((double)full.free.ns - (double)none.free.ns) / k);
+		}
 		bench_emit_sample(bench_metric(counted, "ticks_per_decision_malloc"),
 				  (double)full.malloc.ticks / k);
 		bench_emit_sample(bench_metric(counted, "ticks_per_decision_free"),
@@ -576,6 +590,9 @@ static void workload_args(int mode, double scale, struct workload_args *w)
 struct child_out {
 	double *samples, *ref_samples; /* ns_per_alloc; ref_ns_per_alloc of a paired run */
 	size_t nsamples, nref;
+	/* The other runs of a --parts round: decide_leg_, track_leg_, bypass_leg_ns_per_alloc */
+	double *part_samples[3];
+	size_t npart[3];
 	/* The counted samples (counters.h): counted.ns_per_alloc, counted.ref_ns_per_alloc, and
 	 * every per_op.<counter> line as it came, passed on as they are. */
 	double *counted, *counted_ref;
@@ -677,6 +694,20 @@ static void keep_per_op(struct child_out *out, const char *name, double v)
 	out->per_op_values[out->nper_op++] = v;
 }
 
+/* The runs of a --parts round besides the pair, in child_out.part_samples order. */
+enum part_leg { P_DECIDE, P_TRACK, P_BYPASS };
+static const char *const part_leg_metric[3] = { "decide_leg_ns_per_alloc",
+						 "track_leg_ns_per_alloc",
+						 "bypass_leg_ns_per_alloc" };
+
+static int part_of_metric(const char *metric)
+{
+	for (int k = 0; k < 3; k++)
+		if (strcmp(metric, part_leg_metric[k]) == 0)
+			return k;
+	return -1;
+}
+
 static void parse_child_stdout(char *text, struct child_out *out, uint64_t expected,
 			       uint64_t counted)
 {
@@ -688,6 +719,9 @@ static void parse_child_stdout(char *text, struct child_out *out, uint64_t expec
 	out->counted_ref = calloc(counted + 1, sizeof(double));
 	if (!out->samples || !out->ref_samples || !out->counted || !out->counted_ref)
 		bench_fatal_errno("failed to allocate samples");
+	for (int k = 0; k < 3; k++)
+		if (!(out->part_samples[k] = calloc(cap, sizeof(double))))
+			bench_fatal_errno("failed to allocate samples");
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
 		double v, value;
 		char metric[128];
@@ -695,6 +729,14 @@ static void parse_child_stdout(char *text, struct child_out *out, uint64_t expec
 			sample_metric(line, metric, sizeof(metric));
 			if (strncmp(metric, "per_op.", 7) == 0) {
 				keep_per_op(out, metric, v);
+				continue;
+			}
+			int part = part_of_metric(metric);
+			if (part >= 0) {
+				if (out->npart[part] == cap)
+					bench_fatal("failed to read alloc_patterns: more samples than "
+						    "asked for");
+				out->part_samples[part][out->npart[part]++] = v;
 				continue;
 			}
 			bool is_counted = strncmp(metric, "counted.", 8) == 0;
@@ -721,6 +763,10 @@ static void parse_child_stdout(char *text, struct child_out *out, uint64_t expec
 				out->address_reuse_pct = value;
 		}
 	}
+	for (int k = 0; k < 3; k++)
+		if (out->npart[k] != 0 && out->npart[k] != expected)
+			bench_fatal("failed to get %" PRIu64 " %s samples from alloc_patterns (got "
+				    "%zu)", expected, part_leg_metric[k], out->npart[k]);
 	if (out->nsamples != expected || (out->nref != 0 && out->nref != expected))
 		bench_fatal("failed to get %" PRIu64 " samples from alloc_patterns (got %zu)",
 			    expected, out->nsamples);
@@ -760,6 +806,7 @@ struct child_cfg {
 	uint64_t hash_mean;
 	uint64_t samples, warmup; /* of alloc_patterns: runs of the pattern in the process */
 	uint64_t counted;         /* its --counted-samples */
+	bool parts;               /* its --parts 1: the cost decomposition's rounds */
 };
 
 /* Our environment without anything that could change what the child measures. */
@@ -825,6 +872,10 @@ static struct child_out run_workload(const struct workload_args *w, const struct
 		argv[argc++] = "--paired";
 		argv[argc++] = first;
 	}
+	if (c->parts) {
+		argv[argc++] = "--parts";
+		argv[argc++] = "1";
+	}
 	argv[argc] = NULL;
 	char **env = child_env(c);
 
@@ -877,6 +928,8 @@ static void free_child(struct child_out *c)
 {
 	free(c->samples);
 	free(c->ref_samples);
+	for (int k = 0; k < 3; k++)
+		free(c->part_samples[k]);
 	free(c->counted);
 	free(c->counted_ref);
 	for (size_t i = 0; i < c->nper_op; i++)
@@ -987,10 +1040,11 @@ static void run_pattern(int mode, double scale)
 	 */
 	struct child_cfg cost = { env_scheme[variant], paired ? "NONE" : NULL, ref_first, false,
 				  tagged, hash_mean, args.samples, args.warmup,
-				  args.counted_samples };
+				  args.counted_samples, paired };
 	/* The accuracy runs: fresh processes, each one estimate of one run of the pattern; never
 	 * counted (the sampler's exact counts must see the pattern's allocations alone). */
-	struct child_cfg acc = { env_scheme[variant], NULL, 0, true, tagged, hash_mean, 1, 0, 0 };
+	struct child_cfg acc = { env_scheme[variant], NULL, 0, true, tagged, hash_mean, 1, 0, 0,
+				 false };
 
 	bench_meta_begin();
 	bench_meta_str("variant", args.variant);
@@ -1013,8 +1067,17 @@ static void run_pattern(int mode, double scale)
 	struct child_out run = run_workload(&w, &cost);
 	for (size_t i = 0; i < run.nsamples; i++) {
 		bench_emit_sample("ns_per_alloc", run.samples[i]);
-		if (paired)
-			bench_emit_sample("added_ns_per_alloc", run.samples[i] - run.ref_samples[i]);
+		if (!paired)
+			continue;
+		/* The cost decomposition, each a difference of two runs of one round (same
+		 * requests, same process): decision + live heap + size lookups = added. */
+		double shipped = run.samples[i], none = run.ref_samples[i];
+		double decide = run.part_samples[P_DECIDE][i], track = run.part_samples[P_TRACK][i];
+		bench_emit_sample("decide_ns_per_alloc", decide - none);
+		bench_emit_sample("live_heap_ns_per_alloc", track - decide);
+		bench_emit_sample("bookkeeping_ns_per_alloc", shipped - track);
+		bench_emit_sample("added_ns_per_alloc", shipped - none);
+		bench_emit_sample("interposer_ns_per_alloc", none - run.part_samples[P_BYPASS][i]);
 	}
 	for (size_t i = 0; i < run.ncounted; i++) {
 		bench_emit_sample("counted.ns_per_alloc", run.counted[i]);

@@ -99,6 +99,10 @@ static struct {
 	struct hash_params hp;
 	bool timing;
 	enum scheme main_scheme, reference; /* SAMPLER_REFERENCE, or the main scheme */
+	/* Which part of the scheme a cost run times (bakeoff_sampler_use_part): what the
+	 * sampler ships, or its decision alone, or the decision and the live-heap tracking, each
+	 * on the size a real allocator knows without asking (request_class, chunk_usable). */
+	enum part { PART_SHIPPED, PART_DECIDE, PART_TRACK } part;
 	bool count;  /* exact counting for the error figures (SAMPLER_COUNT) */
 	bool header; /* the header layout (SAMPLER_HEADER, or POISSON_TAGGED) */
 	bool root;         /* this process writes the summary */
@@ -507,8 +511,10 @@ static void fork_child(void)
 	spin_unlock(&slots_lock);
 	live_unlock_all(&hash_seen);
 	live_unlock_all(&live);
-	/* The child would otherwise draw the same gaps as the parent. */
+	/* The child would otherwise draw the same gaps as the parent: its next decision
+	 * reseeds (poisson_point). */
 	ts.poisson.ready = false;
+	ts.poisson.until = 0;
 	/* A forked copy is not the process the user started (unless every pid writes). */
 	cfg.root = false;
 }
@@ -595,6 +601,14 @@ static inline bool ready(void)
 	       become_ready();
 }
 
+/* n + extra, or SIZE_MAX (which malloc refuses) when that overflows. */
+static inline size_t plus(size_t n, size_t extra)
+{
+	size_t total;
+
+	return __builtin_add_overflow(n, extra, &total) ? SIZE_MAX : total;
+}
+
 /* ---- the header layout: where an allocator-integrated sampler keeps its tag -------------- */
 
 /*
@@ -650,6 +664,33 @@ static inline uint64_t block_usable(void *p)
 	return real_usable_size(p);
 }
 
+/*
+ * The sizes of the cost parts (PART_DECIDE, PART_TRACK), without malloc_usable_size: a real
+ * allocator decides on the requested size or on the size class it computes from it anyway,
+ * and its free() knows the class from the metadata it reads anyway. glibc's "class" is the
+ * chunk: request + 8-byte size word rounded up to 16, at least 32, of which all but the size
+ * word is usable. request_class is that arithmetic (in the header layout, of the request
+ * plus the header); chunk_usable reads the size word glibc's own free() reads first (low 3
+ * bits are flags; an mmapped chunk lends no next prev_size, so 16 bytes are not usable).
+ * They agree except where glibc hands out a chunk larger than asked (a split whose
+ * remainder would be under 32 bytes, or an mmapped chunk): a cost run estimates nothing.
+ */
+static inline uint64_t request_class(size_t requested)
+{
+	size_t hdr = cfg.header ? HDR_BYTES : 0, r = plus(requested, hdr + 8 + 15);
+	size_t chunk = r < 32 ? 32 : r & ~(size_t)15;
+
+	return chunk - 8 - hdr;
+}
+
+static inline uint64_t chunk_usable(void *p)
+{
+	size_t offset = cfg.header && header_owned(p) ? header_of(p)->info >> 8 : 0;
+	size_t word = ((const size_t *)((char *)p - offset))[-1];
+
+	return (word & ~(size_t)7) - ((word & 2) ? 16 : 8) - offset;
+}
+
 /* ---- the decisions ----------------------------------------------------------------------- */
 
 /*
@@ -697,16 +738,45 @@ static inline void sample_taken(struct thread_stats *st, enum slot_scheme s, uin
 		dadd(st, SD(s, D_EST_LIVE), w);
 }
 
-static inline void poisson_malloc(struct thread_stats *st, uintptr_t a, uint64_t u)
+/*
+ * The Poisson test as an allocator's fast path has it: a decrement and a sign test, and
+ * nothing else inline. Everything else is out of line, so the fast path needs no stack frame
+ * (with the sample work inline, the compiler saved five registers on every call: a ns per
+ * allocation here, more than the test itself). A thread's counter starts at 0, so its first
+ * decision lands in poisson_point, which seeds it (and fork_child zeroes it again).
+ */
+static __attribute__((noinline)) bool poisson_point(uint64_t u)
 {
-	if (unlikely(!ts.poisson.ready))
+	if (unlikely(!ts.poisson.ready)) {
 		poisson_seed(&ts.poisson, thread_seed(), cfg.mean_d);
-	if (likely(!poisson_sampled(&ts.poisson, u, cfg.mean_d)))
-		return;
+		return poisson_sampled(&ts.poisson, u, cfg.mean_d);
+	}
+	ts.poisson.until = poisson_gap(&ts.poisson, cfg.mean_d);
+	return true;
+}
+
+static inline bool poisson_decides(uint64_t u)
+{
+	ts.poisson.until -= (int64_t)u;
+	if (likely(ts.poisson.until >= 0))
+		return false;
+	return poisson_point(u);
+}
+
+static __attribute__((noinline)) void poisson_malloc_sample(struct thread_stats *st, uintptr_t a,
+							     uint64_t u)
+{
 	bool tracked = live_insert(&live, a, u);
 	if (!tracked) /* free() will not recognise it: keep it out of the live estimate */
 		atomic_fetch_add_explicit(&live.insert_failures, 1, memory_order_relaxed);
 	sample_taken(st, S_POISSON, u, poisson_weighted_bytes(u, cfg.mean_d), tracked);
+}
+
+static inline void poisson_malloc(struct thread_stats *st, uintptr_t a, uint64_t u)
+{
+	if (likely(!poisson_decides(u)))
+		return;
+	poisson_malloc_sample(st, a, u);
 }
 
 /* Returns the usable size the block was sampled with, or 0 if it was not sampled. */
@@ -723,15 +793,20 @@ static inline uint64_t poisson_free(struct thread_stats *st, uintptr_t a)
 	return u;
 }
 
+
 /* Tagged: the sample is marked in the block's header, not inserted in a table. */
-static inline void poisson_tagged_malloc(struct thread_stats *st, void *p, uint64_t u)
+static __attribute__((noinline)) void poisson_tagged_sample(struct thread_stats *st, void *p,
+							     uint64_t u)
 {
-	if (unlikely(!ts.poisson.ready))
-		poisson_seed(&ts.poisson, thread_seed(), cfg.mean_d);
-	if (likely(!poisson_sampled(&ts.poisson, u, cfg.mean_d)))
-		return;
 	header_of(p)->info |= HDR_SAMPLED;
 	sample_taken(st, S_POISSON, u, poisson_weighted_bytes(u, cfg.mean_d), true);
+}
+
+static inline void poisson_tagged_malloc(struct thread_stats *st, void *p, uint64_t u)
+{
+	if (likely(!poisson_decides(u)))
+		return;
+	poisson_tagged_sample(st, p, u);
 }
 
 /* A tagged block's size is read only for a sampled one (the weight to take off). */
@@ -761,8 +836,90 @@ static inline bool hash_free(struct thread_stats *st, uintptr_t a, uint64_t u)
 	return true;
 }
 
+/*
+ * The cost parts (bakeoff_sampler_use_part), each as lean as an allocator's fast path would
+ * have it and all through the same dispatch, so that two parts differ by their work alone:
+ * every part computes the class of the request (an allocator has its size class before it
+ * samples), NONE then stops; PART_DECIDE tests, and on a sample draws the next gap and
+ * records the weight; PART_TRACK also makes the sample recognisable on free (Poisson's table
+ * insert, the tag), and on free looks (the table's filter and probe, the tag bit, the hash
+ * recomputed from the size in the chunk's size word). No timing, no counting: cost runs only.
+ */
+static __attribute__((noinline)) void part_sample(uint64_t u, enum slot_scheme s, double w)
+{
+	sample_taken(my_stats(), s, u, w, false);
+}
+
+/* A sampled block freed: its weight leaves the live estimate. */
+static __attribute__((noinline)) void part_freed(enum slot_scheme s, double w)
+{
+	dadd(my_stats(), SD(s, D_EST_LIVE), -w);
+}
+
+static inline void part_alloc(void *p, size_t requested)
+{
+	uintptr_t a = (uintptr_t)p;
+	enum scheme scheme = cfg.scheme;
+
+	if (scheme == SCHEME_NONE)
+		return;
+	uint64_t u = request_class(requested);
+	/* Tests in a row, not a switch: a jump table's indirect jump costs as much as a test. */
+	if (scheme == SCHEME_HASH || scheme == SCHEME_COMBINED) {
+		if (unlikely(hash_sampled(a, u, &cfg.hp)))
+			part_sample(u, S_HASH, hash_weighted_bytes(u, &cfg.hp));
+		if (scheme == SCHEME_HASH)
+			return;
+	}
+	if (likely(!poisson_decides(u)))
+		return;
+	if (cfg.part != PART_TRACK)
+		part_sample(u, S_POISSON, poisson_weighted_bytes(u, cfg.mean_d));
+	else if (scheme == SCHEME_POISSON_TAGGED)
+		poisson_tagged_sample(my_stats(), p, u);
+	else
+		poisson_malloc_sample(my_stats(), a, u);
+}
+
+static inline void part_free(void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	uint64_t u;
+
+	if (cfg.part != PART_TRACK)
+		return;
+	switch (cfg.scheme) {
+	case SCHEME_NONE:
+		return;
+	case SCHEME_COMBINED:
+	case SCHEME_HASH:
+		u = chunk_usable(p);
+		if (unlikely(hash_sampled(a, u, &cfg.hp)))
+			part_freed(S_HASH, hash_weighted_bytes(u, &cfg.hp));
+		if (cfg.scheme == SCHEME_HASH)
+			return;
+		__attribute__((fallthrough));
+	case SCHEME_POISSON:
+		if (unlikely(live_remove(&live, a, &u)))
+			part_freed(S_POISSON, poisson_weighted_bytes(u, cfg.mean_d));
+		return;
+	case SCHEME_POISSON_TAGGED:
+		if (unlikely(header_of(p)->info & HDR_SAMPLED))
+			poisson_tagged_free(my_stats(), p);
+		return;
+	}
+}
+
 static inline void record_alloc(void *p, size_t requested, enum call call)
 {
+	if (unlikely(cfg.part != PART_SHIPPED)) {
+		part_alloc(p, requested);
+		return;
+	}
+	/* NONE in a cost run does nothing, as in the parts (part_alloc): every scheme's cost is
+	 * measured against this, so all of its own dispatch below is in its figure. */
+	if (cfg.scheme == SCHEME_NONE && !cfg.count && !cfg.timing)
+		return;
 	struct thread_stats *st = my_stats();
 	uintptr_t a = (uintptr_t)p;
 	/* Every scheme decides on the usable size, and the exact accounting needs it; NONE in a
@@ -805,6 +962,12 @@ struct freed {
 /* Before the real free: once libc has the block, another thread may get the same address. */
 static inline struct freed record_free(void *p, enum call call)
 {
+	if (unlikely(cfg.part != PART_SHIPPED)) {
+		part_free(p);
+		return (struct freed){ 0 };
+	}
+	if (cfg.scheme == SCHEME_NONE && !cfg.count && !cfg.timing)
+		return (struct freed){ 0 };
 	struct thread_stats *st = my_stats();
 	uintptr_t a = (uintptr_t)p;
 	/* Only the hash needs the size on free (it recomputes its decision); Poisson gets it from
@@ -858,14 +1021,6 @@ static void undo_free(void *p, const struct freed *f)
 }
 
 /* ---- the interposed functions ------------------------------------------------------------ */
-
-/* n + extra, or SIZE_MAX (which malloc refuses) when that overflows. */
-static inline size_t plus(size_t n, size_t extra)
-{
-	size_t total;
-
-	return __builtin_add_overflow(n, extra, &total) ? SIZE_MAX : total;
-}
 
 EXPORT void *malloc(size_t n)
 {
@@ -1089,7 +1244,26 @@ EXPORT void bakeoff_sampler_use_reference(int on)
 	if (!ready())
 		return;
 	cfg.scheme = on ? cfg.reference : cfg.main_scheme;
+	cfg.part = PART_SHIPPED;
 	atomic_thread_fence(memory_order_release); /* threads started later see it */
+}
+
+/*
+ * The cost decomposition's switch, between runs like the one above (part_alloc, part_free):
+ * 0 the main scheme as the sampler ships it, 1 the reference as shipped, 2 the main scheme's
+ * decision alone (on the class of the request; free() does nothing), 3 the decision and the
+ * live-heap tracking, 4 the reference through the same lean dispatch as 2 and 3 (what they
+ * are measured against). Returns 0, or -1 when counting (SAMPLER_COUNT=1: the counts need
+ * the usable size) or for a part it does not know.
+ */
+EXPORT int bakeoff_sampler_use_part(int part)
+{
+	if (!ready() || cfg.count || part < 0 || part > 4)
+		return -1;
+	cfg.scheme = part == 1 || part == 4 ? cfg.reference : cfg.main_scheme;
+	cfg.part = part == 2 || part == 4 ? PART_DECIDE : part == 3 ? PART_TRACK : PART_SHIPPED;
+	atomic_thread_fence(memory_order_release);
+	return 0;
 }
 
 /* ---- the summary ------------------------------------------------------------------------- */

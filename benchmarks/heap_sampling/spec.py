@@ -10,7 +10,7 @@ program under the sampler and prints what it saw. METHOD.md says what is timed a
 from __future__ import annotations
 
 from bakeoff.cleanup import sweep_scratch
-from bakeoff.model import Benchmark, Metric, Param, ParamValue, Profile, Variant
+from bakeoff.model import Benchmark, Metric, Param, ParamValue, Profile, Question, Variant
 
 from .sample_command import KIB, SEED_MEAN, sample_command, sane_mean
 
@@ -18,6 +18,7 @@ GO_JEMALLOC_MEAN = 512 * KIB  # Go's runtime.MemProfileRate; jemalloc's lg_prof_
 TCMALLOC_MEAN = 2 * KIB * KIB  # tcmalloc's default profile sampling interval
 MEANS = (SEED_MEAN, GO_JEMALLOC_MEAN, TCMALLOC_MEAN)
 WORKLOADS = ("micro-64", "micro-1024", "micro-4096", "mode1", "mode2", "mode3", "mode4")
+DEFAULT_WORKLOADS = tuple(w for w in WORKLOADS if w not in ("micro-4096", "mode3"))
 
 
 def _known_workload(value: ParamValue) -> str | None:
@@ -53,8 +54,10 @@ def _sweep() -> list[str]:
 BENCHMARK = Benchmark(
     name="heap-sampling",
     title="Heap sampling: Poisson byte counter vs stateless address hash",
-    summary=("What sampling adds per allocation (malloc + free) over the same preload without "
-             "sampling, what a decision and a sample cost, and how well 1/p-weighted samples "
+    summary=("What sampling adds per allocation (malloc + free), decomposed: the decision "
+             "(on the size an allocator knows), the live-heap tracking on free, the "
+             "interposer itself and the shipped preload's bookkeeping; what a decision and a "
+             "sample cost, and how well 1/p-weighted samples "
              "estimate allocated and live bytes: Poisson (tcmalloc, jemalloc, Go) as an "
              "LD_PRELOAD with a live table and as an allocator would do it (a tag in the "
              "block), and a stateless hash of the address (at the same mean, and at the mean "
@@ -73,9 +76,11 @@ BENCHMARK = Benchmark(
                 "paired with NONE in the same layout", color="#17becf"),
         Variant("stateless-hash", "sampled if hash(address) < size-scaled threshold; free() "
                 "recomputes it, no table", color="#ff7f0e"),
+        # Diagnostic: the hash at another mean, kept to show what matching Poisson's sample
+        # rate does to its cost and error; a user picks a scheme at the mean they ship.
         Variant("hash-equal-p", "the hash at the mean m_h that gives it as many samples as "
                 "Poisson: u/(1-exp(-u/m)) for one size, E[u]/E[1-exp(-u/m)] for the modes' "
-                "sizes", color="#d62728"),
+                "sizes", color="#d62728", diagnostic=True),
     ),
     params=(
         Param("workload", "str", "micro-64 / micro-1024 / micro-4096: decision micro-benchmark "
@@ -93,11 +98,29 @@ BENCHMARK = Benchmark(
               "case); the micro-benchmark ignores it", check=_sane_accuracy_runs),
     ),
     metrics=(
-        Metric("added_ns_per_alloc", "ns", "what sampling adds to one allocation and its free: "
-               "ns per allocation under the variant minus under NONE (modes: runs of the "
-               "pattern in pairs with the same requests, switched inside one process, untimed "
-               "per operation; micro: batches of decisions against batches of NONE's dispatch), "
-               "one value per pair"),
+        # The cost decomposition (METHOD.md "What is measured first"): in the modes each value
+        # is a difference of two runs of the pattern in one round (same requests, same
+        # process, the runs' order rotated), so decide + live_heap + bookkeeping = added.
+        Metric("decide_ns_per_alloc", "ns", "what the scheme adds on the allocation path to "
+               "decide, on the size an allocator knows (the class of the request, no "
+               "malloc_usable_size): the decision alone minus NONE through the same dispatch, "
+               "free() doing nothing (micro: the malloc-path batch minus NONE's, a sample's "
+               "table insert or tag included)"),
+        Metric("live_heap_ns_per_alloc", "ns", "what tracking the live heap adds: the "
+               "decision with its tracking (Poisson: table insert, and on every free the "
+               "table's filter and probe; tagged: the header flag set and tested; hash: "
+               "recomputed on free from the chunk's size word) minus the decision alone "
+               "(micro: the free-path batch minus NONE's)"),
+        Metric("interposer_ns_per_alloc", "ns", "what every variant pays for the LD_PRELOAD "
+               "interposer itself: NONE through it minus glibc called past it (__libc_malloc, "
+               "__libc_free), in the same round; tagged: its header layout included"),
+        Metric("bookkeeping_ns_per_alloc", "ns", "what the sampler as shipped adds beyond "
+               "decide + live_heap: malloc_usable_size on every allocation (the hash: on every "
+               "free too), and its counting dispatch; shipped minus decide-and-track"),
+        Metric("added_ns_per_alloc", "ns", "what the sampler as shipped adds to one "
+               "allocation and its free: ns per allocation under the variant minus NONE "
+               "(decide + live_heap + bookkeeping; micro: batches of decisions against batches "
+               "of NONE's dispatch), one value per round"),
         Metric("ns_per_alloc", "ns", "time per allocation of the workload, its free included; "
                "micro: the decisions of one allocation (malloc path + free path)",
                overhead_pct=True),
@@ -127,10 +150,14 @@ BENCHMARK = Benchmark(
                                    "mean": (SEED_MEAN,), "scale": (0.005,),
                                    "accuracy_runs": (4,)},
                          trials=3, samples=3, warmup_samples=1, warmup_trials=0, timeout_s=60),
-        # The two ends of the means (the seed's 4 KiB and tcmalloc's 2 MiB): the findings
-        # speak of a sweep's ends, and in the run that chose this (2026-11-25, this 2-vCPU
-        # VM) the middle one (Go's and jemalloc's 512 KiB, in full) cost a third of the
-        # time. A fixed count: the primary metric is a difference with no ratio to the
+        # The production means the questions read (Go's and jemalloc's 512 KiB, tcmalloc's
+        # 2 MiB); the seed's 4 KiB is in full. Not micro-4096 (at these means it is one more
+        # block size; its point is the 4 KiB mean, where the hash never hashes) nor mode3
+        # (eight threads on the one pinned CPU; no question reads it): both in full. 2
+        # samples, each a round of five runs since the cost is decomposed (the warm-up round
+        # a pair): as many runs of a pattern as the 5 pairs before, so the default run stays
+        # within its earlier wall time (METHOD.md "Run time").
+        # A fixed count: the primary metric is a difference with no ratio to the
         # baseline, so sequential allocation has no verdict to settle. No warm-up round:
         # every case's first trial is measured in the same shuffled round, so a cold start
         # falls on all variants alike. 4 accuracy processes a trial, 20 estimates a case (the
@@ -138,9 +165,10 @@ BENCHMARK = Benchmark(
         # 1.07 s with 4, poisson at 4 KiB, 2026-11-26, this VM) and no finding uses them.
         # trial_s: the mean trial of make bench, 2026-11-26 15:09 UTC, this VM idle (Intel Xeon)
         # (counted trials included).
-        "default": Profile("default", {"workload": WORKLOADS, "mean": (SEED_MEAN, TCMALLOC_MEAN),
+        "default": Profile("default", {"workload": DEFAULT_WORKLOADS,
+                                       "mean": (GO_JEMALLOC_MEAN, TCMALLOC_MEAN),
                                        "scale": (0.01,), "accuracy_runs": (4,)},
-                           trials=5, samples=5, warmup_samples=1, warmup_trials=0,
+                           trials=5, samples=2, warmup_samples=1, warmup_trials=0,
                            timeout_s=120, trial_s=0.30),
         "full": Profile("full", {"workload": WORKLOADS, "mean": MEANS, "scale": (1.0,),
                                  "accuracy_runs": (8,)},
@@ -152,6 +180,21 @@ BENCHMARK = Benchmark(
     # pages and system calls through which the heap or a sampler's table would grow. In a warm
     # heap all are ~0 for every variant: a sampler's cost is user-space CPU work, which no
     # counter here measures without a PMU (cycles, instructions where the host has one).
+    questions=(
+        # Not micro-4096 (at a 4 KiB mean the hash never hashes there) nor mode3 (eight
+        # threads on one pinned CPU: preemption); mode1 and mode2 are the seed's heaps.
+        Question("What does each scheme add per malloc+free to decide, at the means "
+                 "profilers ship with?", "added", against="none",
+                 metric="decide_ns_per_alloc",
+                 at={"mean": (GO_JEMALLOC_MEAN, TCMALLOC_MEAN),
+                     "workload": ("mode1", "mode2")}),
+        Question("How far off is each scheme's estimate of the heap (RMS error)?", "error",
+                 metrics=("poisson_total_error_pct", "hash_total_error_pct",
+                          "poisson_live_error_pct", "hash_live_error_pct"),
+                 variants=("poisson", "poisson-tagged", "stateless-hash"),
+                 at={"mean": (GO_JEMALLOC_MEAN, TCMALLOC_MEAN),
+                     "workload": ("mode1", "mode2", "mode4")}),
+    ),
     why_counters=("page_faults_minor", "syscalls.sys_enter_brk", "syscalls.sys_enter_mmap",
                   "context_switches"),
     sweep=_sweep,
