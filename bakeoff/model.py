@@ -218,6 +218,7 @@ class Profile:
     (--counted-samples; benchmarks/common/counters.h): they give the counters per operation
     and, against the measured samples of the same trial, what counting costs. Never part of
     the measured samples.
+    answer_trials: see the field.
     counted_trials: how many of a case's trials (its first) take the counted samples; None:
     every trial. Counting has a price beyond the counted samples themselves: each tracepoint
     a program counts costs it ~40 ms at exit here (the kernel waits out an RCU grace period
@@ -236,6 +237,11 @@ class Profile:
     trial_s: float | None = None
     counted_samples: int = 1
     counted_trials: int | None = 2
+    # The most trials a case one of the benchmark's questions reads gets (its share of the
+    # run): past the other rules, such a case keeps getting trials while its answer's CI
+    # half-width is above the question's target_ci (bakeoff/allocation.py, "precision").
+    # None: the questions' cases get what every case gets.
+    answer_trials: int | None = None
 
 
 @dataclass(frozen=True)
