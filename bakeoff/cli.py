@@ -510,6 +510,9 @@ def cmd_profile(
     seconds: Annotated[float, typer.Option(
         help="Seconds of trials to sample per case (whole trials, lengthened to fill it).")]
         = 3.0,
+    repeat: Annotated[int | None, typer.Option(
+        help="Repeat the timed operation N times in each timed section (--profile-repeat; "
+             "default: the room's profile_repeat; 1 profiles trials as measured).")] = None,
 ) -> None:
     """Where a case's time goes: the case and its baseline run again under perf record -g,
     through the room's own session and trial preparation; flame graphs (each, and the
@@ -518,6 +521,8 @@ def cmd_profile(
     if not (0 < seconds <= 600 and math.isfinite(seconds)):
         raise UsageError("--seconds is a number of seconds above 0 and up to 600, e.g. "
                          "--seconds 3")
+    if repeat is not None and not 1 <= repeat <= 1_000_000:
+        raise UsageError("--repeat is a whole number from 1 to 1000000, e.g. --repeat 1")
     run = store.load(run_dir)
     with lazy.signals_held():
         from bakeoff.plan import plans_from_record as recorded_plans
@@ -527,7 +532,10 @@ def cmd_profile(
                                                  **adhoc.from_record(run)}), case, benchmark)
     _sweep_dead_runs(quiet=False)
     try:
-        pair = profile_case(run, run_dir, plan, found, seconds)
+        if repeat not in (None, 1) and plan.benchmark.profile_repeat == 1:
+            raise UsageError(f"--repeat: {plan.benchmark.name}'s program does not repeat its "
+                             "operation (its spec declares no profile_repeat); leave --repeat out")
+        pair = profile_case(run, run_dir, plan, found, seconds, repeat)
     except ProfileFailed as exc:
         print(f"bakeoff: error: {one_line(str(exc))}", file=sys.stderr)
         raise typer.Exit(1) from None
@@ -544,6 +552,9 @@ def cmd_profile(
         out_console.print(f"{cp.case.key}: {cp.samples} samples of {pair.event} in "
                           f"{cp.trials} trial(s), {cp.wall_s:.1f} s; most self time: {top}",
                           highlight=False, soft_wrap=True)
+        note = profile_store.timed_share_note(cp)
+        if note:
+            out_console.print(f"{cp.case.key}: {note}", highlight=False, soft_wrap=True)
         out_console.print(f"wrote {path}", highlight=False)
     for p in _write_exports(run, run_dir)[1]:
         out_console.print(f"wrote {p}", highlight=False)

@@ -51,6 +51,10 @@ def _fits_in_memory(case: Case, ctx: RunContext) -> str | None:
     return None
 
 
+# Moves per timed one under `bakeoff profile`: enough that the moves of a 16 MiB region
+# outweigh faulting in its source and checking it.
+PROFILE_REPEAT = 10_000
+
 BENCHMARK = Benchmark(
     name="mremap-vs-memcpy",
     title="Page-table move (mremap) vs memory copy (memcpy)",
@@ -115,6 +119,18 @@ BENCHMARK = Benchmark(
         Question("From what size does one move beat a hot copy?", "crossover",
                  against="memcpy", variants=("mremap",), along="size"),
     ),
+    # bakeoff profile: a sample is inside the timed operation when its stack holds the copy
+    # (glibc's memcpy is __memmove_<isa>_...; a cold copy's page faults happen under it) or
+    # the mremap system call. A 16 MiB move takes microseconds against milliseconds of
+    # faulting in its source: without repeats the move is a fraction of a percent of a
+    # trial's samples, so the program repeats each move (to a spare range and back)
+    # PROFILE_REPEAT times under a profile (mremap_bench.c, --profile-repeat). The hot copy
+    # needs none: it repeats on the same buffers, and a profile's longer trials fill it.
+    timed_frames={**{v: ("__memmove_*", "__memcpy_*", "memcpy", "memmove")
+                     for v in ("memcpy", "memcpy-cold")},
+                  **{v: ("*sys_mremap",) for v in ("mremap", "mremap-after-munmap",
+                                                   "mremap-thp", "mremap-dontunmap")}},
+    profile_repeat=PROFILE_REPEAT,
     why_counters=("page_faults_minor", "tlb.tlb_flush", "kmem.mm_page_alloc",
                   "maple_tree.ma_write"),
     skip_case=_thp_applies,
