@@ -49,9 +49,13 @@ def _context(build_dir: Path, scratch: Path, caps: dict[str, hostmod.Capability]
 
 
 def _trials_label(p: Profile) -> str:
-    """'10', or '5–10' under sequential allocation (5 each, up to 10 where the answer is open)."""
+    """'10', or '5–10' under sequential allocation (5 each, up to 10 where the answer is open);
+    "(the questions' up to 20)" where their cases get more (Profile.answer_trials)."""
     low = p.min_trials
-    return f"{low}–{p.trials}" if low is not None and low < p.trials else str(p.trials)
+    text = f"{low}–{p.trials}" if low is not None and low < p.trials else str(p.trials)
+    if p.answer_trials is not None and p.answer_trials > p.trials:
+        return f"{text} trials (the questions' up to {p.answer_trials})"
+    return f"{text} trials"
 
 
 @app.command("list")
@@ -76,7 +80,7 @@ def cmd_list() -> None:
                            *(", ".join(p.label(x) for x in bench.profiles[pr].params[p.name])
                              for pr in PROFILES), p.description)
         out_console.print(params)
-        prof = ", ".join(f"{n}: {_trials_label(bench.profiles[n])} trials × "
+        prof = ", ".join(f"{n}: {_trials_label(bench.profiles[n])} × "
                          f"{bench.profiles[n].samples} samples" for n in PROFILES)
         out_console.print(f"  profiles — {prof}\n", highlight=False)
 
