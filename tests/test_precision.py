@@ -14,6 +14,8 @@ from test_report import make_run
 
 from bakeoff import allocation, analysis, questions, registry, stats
 from bakeoff.model import LARGEST, SMALLEST, Case, ParamValue, Question
+from bakeoff.report.format import fmt_number
+from bakeoff.report.markdown import render_details
 
 B = "b"
 
@@ -213,3 +215,23 @@ def test_the_analysis_reports_each_answers_half_width() -> None:
         assert a.half_width == pytest.approx((a.ci_high - a.ci_low) / 2 / a.value)
         assert a.n_trials == a.n_reference_trials == 5 and a.target == 0.05
         assert a.met == (a.half_width <= 0.05)
+
+
+def test_details_show_each_answers_half_width_against_its_target() -> None:
+    run = make_run()
+    info = next(iter(run.benchmarks.values()))
+    info.questions = [Question("move or copy?", "ratio", against="memcpy",
+                               variants=("mremap",), at={"size": (LARGEST,)},
+                               target_ci=0.0001).to_dict()]
+    result = analysis.analyze(run)
+    [a] = result.benchmarks[0].answers
+    details = render_details(run, result)
+    section = details.split("### Answers' precision", 1)[1].split("###", 1)[0]
+    assert "Q1: move or copy?" in section
+    row = next(line for line in section.splitlines() if line.startswith("| Q1 |"))
+    assert "mremap, size=1 MiB" in row and "| memcpy |" in row
+    assert f"{fmt_number(a.half_width * 100)}% (over target)" in row  # 0.01% cannot be met
+    assert "| 5 + 5 |" in row
+    # Without questions, no section.
+    info.questions = []
+    assert "### Answers' precision" not in render_details(run, analysis.analyze(run))
