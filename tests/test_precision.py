@@ -7,13 +7,15 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from test_report import make_run
 
-from bakeoff import allocation, analysis, questions, registry, stats
-from bakeoff.model import LARGEST, SMALLEST, Case, ParamValue, Question
+from bakeoff import allocation, analysis, host, plan, questions, registry, stats
+from bakeoff.errors import UsageError
+from bakeoff.model import LARGEST, SMALLEST, Case, ParamValue, Question, RunContext
 from bakeoff.report.format import fmt_number
 from bakeoff.report.markdown import render_details
 
@@ -235,3 +237,24 @@ def test_details_show_each_answers_half_width_against_its_target() -> None:
     # Without questions, no section.
     info.questions = []
     assert "### Answers' precision" not in render_details(run, analysis.analyze(run))
+
+
+def test_trials_asks_for_a_count_and_resume_keeps_the_answers_share(tmp_path: Path) -> None:
+    """--trials N: every case N trials, the questions' cases too; a recorded answer_trials
+    comes back with --resume, so a resumed run spends as the first did."""
+    bench = registry.select(["mremap-vs-memcpy"])[0]
+    share = bench.profiles["default"].answer_trials
+    assert share is not None and share > bench.profiles["default"].trials
+    caps = host.capabilities()
+    ctx = RunContext(build_dir=tmp_path, scratch_dir=tmp_path,
+                     capabilities={k: c.available for k, c in caps.items()}, host=host.HostFacts())
+    assert plan.plan_benchmark(bench, "default", [], {}, None, None, caps,
+                               ctx).profile.answer_trials == share
+    assert plan.plan_benchmark(bench, "default", [], {}, 7, None, caps,
+                               ctx).profile.answer_trials is None
+    recorded = plan._recorded_profile("default", bench.name, {"trials": 8, "samples": 8,
+                                                              "answer_trials": 12})
+    assert recorded.answer_trials == 12
+    with pytest.raises(UsageError, match="bad 'answer_trials'"):
+        plan._recorded_profile("default", bench.name, {"trials": 8, "samples": 8,
+                                                      "answer_trials": 0})
