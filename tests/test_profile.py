@@ -185,6 +185,7 @@ def test_without_repeats_the_move_is_a_sliver_and_the_profile_warns(
                      r"50%, this profile mostly shows the untimed set-up", res.stdout), res.stdout
 
 
+@pytest.mark.slow  # starts `bakeoff profile` (refused, but the fast tier cannot tell)
 def test_a_repeat_below_one_is_exit_2(tmp_path: Path) -> None:
     res = run_bakeoff("profile", str(tmp_path), "--case", "variant=x", "--repeat", "0")
     assert_usage_error(res, "--repeat is a whole number from 1")
