@@ -310,10 +310,12 @@ def _stopping_half_width(reading: questions.Reading, values: Values) -> float:
 
 
 def _open_level_points(readings: Sequence[questions.Reading], values: Values) -> set[Case]:
-    """Of a crossover's or an overhead's points: those at either end of a crossing of a
-    level (the neighbour's ratio is on the other side) whose interval still contains it.
-    A point far from every crossing needs no more trials for the answer, nor does one whose
-    ratio sits on a level everywhere along the line (it would never settle)."""
+    """Of a crossover's or an overhead's points: the two either side of the first crossing
+    of each level along the line (from the axis's start: where a variant starts winning, or
+    where its overhead first falls under 5%), each while its interval still contains the
+    level. Only the first: where a ratio hovers about a level further on (an overhead of
+    0.5% against the 1% level, at the longest durations) noise makes crossings that more
+    trials would not settle, and the answer reads the first."""
     lines: dict[tuple[object, ...], list[questions.Reading]] = {}
     for r in readings:
         others = tuple((k, v) for k, v in r.case.params if k != r.along)
@@ -324,19 +326,19 @@ def _open_level_points(readings: Sequence[questions.Reading], values: Values) ->
         intervals = [log_ratio_interval(values(r.case, r.metric),
                                         values(r.reference, r.metric) if r.reference else [],
                                         stats.CONFIDENCE) for r in line]
-        centres = [math.sqrt(i[0] * i[1]) if i else None for i in intervals]
-        for i, r in enumerate(line):
-            for level in r.levels:
-                here = centres[i]
-                if here is None:
-                    open_points.add(r.case)
-                    continue
-                for j in (i - 1, i + 1):
-                    there = centres[j] if 0 <= j < len(line) else None
-                    crosses = there is not None and (here - level) * (there - level) < 0
-                    low, high = intervals[i] or (0.0, math.inf)
-                    if crosses and low <= level <= high:
-                        open_points.add(r.case)
+        if any(i is None for i in intervals):
+            # Not every point has a ratio yet: they all need trials before any crossing
+            # can be read.
+            open_points.update(r.case for r, i in zip(line, intervals, strict=True) if i is None)
+            continue
+        bounds = [i for i in intervals if i is not None]
+        centres = [math.sqrt(low * high) for low, high in bounds]
+        for level in line[0].levels:
+            for k in range(len(line) - 1):
+                if (centres[k] - level) * (centres[k + 1] - level) < 0:
+                    open_points.update(line[j].case for j in (k, k + 1)
+                                       if bounds[j][0] <= level <= bounds[j][1])
+                    break
     return open_points
 
 

@@ -258,3 +258,19 @@ def test_trials_asks_for_a_count_and_resume_keeps_the_answers_share(tmp_path: Pa
     with pytest.raises(UsageError, match="bad 'answer_trials'"):
         plan._recorded_profile("default", bench.name, {"trials": 8, "samples": 8,
                                                       "answer_trials": 0})
+
+
+def test_only_the_first_crossing_of_a_level_gets_trials() -> None:
+    """An overhead hovering about the 1% level at the long end (noise crossing it back and
+    forth) spends nothing there; the first crossing, where it falls under, does."""
+    line = [Case(B, v, (("n", n),)) for n in (1, 2, 3, 4, 5) for v in ("base", "v")]
+    ratios = {c: 1.0 if c.variant == "base" else r for c, r in
+              zip(line, [1, 1.2, 1, 1.02, 1, 1.004, 1, 1.012, 1, 1.003], strict=True)}
+    reads = tuple(questions.Reading(0, "level", c, Case(B, "base", c.params), "ns", None,
+                                    (1.01,), "n") for c in line if c.variant == "v")
+    rule = allocation.Rule.for_benchmark(None, 3, 0.02, ())
+    data = _run(np.random.default_rng(5), 0.004, rule, allocation.Precision(reads, 12), line,
+                ratios)
+    counts = {c.params[0][1]: len(data[c]) for c in line if c.variant == "v"}
+    assert counts[1] == counts[4] == counts[5] == 3, counts
+    assert counts[2] > 3 or counts[3] > 3, counts
