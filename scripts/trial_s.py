@@ -3,6 +3,7 @@
 
     .venv/bin/python scripts/trial_s.py results/<run>            # print, per benchmark
     .venv/bin/python scripts/trial_s.py results/<run> --write    # and rewrite the specs
+    .venv/bin/python scripts/trial_s.py results/<run> --write --room mremap-vs-memcpy
 
 For each benchmark of the run: its ok trials (counted ones included, as a run has them), the
 mean wall time of one, and the wall time from its first trial's start to its last trial's
@@ -68,6 +69,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--write", action="store_true", help="rewrite trial_s= in the specs")
+    ap.add_argument("--room", action="append", default=[], metavar="NAME",
+                    help="only this benchmark (repeatable; default: every one in the run)")
     args = ap.parse_args()
     try:
         run = store.load(args.run_dir)
@@ -78,6 +81,8 @@ def main() -> int:
     print(f"{run.run_id} (profile {run.profile}, {run.status}, {cpu}, load "
           f"{run.host.get('loadavg_1m', '?')} at start)")
     for name, (n, mean, span) in room_times(run).items():
+        if args.room and name not in args.room:
+            continue
         line = f"{name}: {n} ok trials, mean {mean:.3f} s a trial, {span:.1f} s first to last"
         if args.write:
             rooms = registry.room_dirs([name])
