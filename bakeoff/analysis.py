@@ -14,7 +14,7 @@ from itertools import groupby
 
 import numpy as np
 
-from bakeoff import interrupts, stats
+from bakeoff import allocation, interrupts, questions, stats
 from bakeoff.model import (
     COUNTED_PREFIX,
     PER_OP_PREFIX,
@@ -126,6 +126,30 @@ class SweepFit:
     fit: stats.LineFit
 
 
+@dataclass(frozen=True)
+class AnswerPrecision:
+    """One figure a declared question reads (questions.Reading), as the report quotes it:
+    the figure, its 95% CI (cluster bootstrap) and the CI's half-width as a fraction of the
+    figure, against the question's target (the default profile spends trials to reach it)."""
+
+    question: int  # index in BenchmarkInfo.questions
+    kind: str  # "ratio", "difference" or "error" (questions.ReadingKind, levels aside)
+    case: Case
+    reference: Case | None
+    metric: str
+    value: float
+    ci_low: float
+    ci_high: float
+    half_width: float  # (ci_high - ci_low) / 2 / |value|; inf when value is 0
+    n_trials: int
+    n_reference_trials: int
+    target: float
+
+    @property
+    def met(self) -> bool:
+        return self.half_width <= self.target
+
+
 @dataclass
 class BenchmarkAnalysis:
     info: BenchmarkInfo
@@ -137,6 +161,8 @@ class BenchmarkAnalysis:
     # The comparisons its declared questions read against a reference other than the
     # baseline (question_pairs.py); those to the baseline are in each CaseResult.
     pairs: dict[PairKey, PairComparison] = field(default_factory=dict)
+    # The precision of each figure the declared questions read (not a crossover's points).
+    answers: list[AnswerPrecision] = field(default_factory=list)
 
     def for_metric(self, metric: str) -> list[CaseResult]:
         return [r for r in self.results if r.metric == metric]
@@ -391,11 +417,44 @@ def _fits(
     return out
 
 
+def _answer_precision(info: BenchmarkInfo, cases: list[Case],
+                      trials_by_case: dict[Case, list[Trial]],
+                      rng: np.random.Generator) -> list[AnswerPrecision]:
+    """Each reading of the declared questions, with its bootstrap CI and half-width."""
+    not_answers = [v["name"] for v in info.variants if v.get("control") or v.get("diagnostic")]
+    readings = questions.benchmark_readings(
+        [questions.question_from_dict(q) for q in info.questions], cases, info.baseline,
+        not_answers, info.crossover_ratios, info.primary_metric)
+    known = {m["name"] for m in info.metrics}
+    out: list[AnswerPrecision] = []
+    for r in readings:
+        if r.kind == "level" or r.target_ci is None or r.metric not in known:
+            continue
+        mine = _compared_samples(info, trials_by_case.get(r.case, []), r.metric)
+        ref = (_compared_samples(info, trials_by_case.get(r.reference, []), r.metric)
+               if r.reference is not None else [])
+        if not mine:
+            continue
+        signed = _ok_samples(trials_by_case.get(r.case, []), r.metric)
+        quoted = allocation.answer_interval(r.kind, signed if r.kind == "error" else mine,
+                                            ref, rng)
+        if quoted is None:
+            continue
+        value, low, high = quoted
+        out.append(AnswerPrecision(
+            r.question, r.kind, r.case, r.reference, r.metric, value, low, high,
+            allocation.relative_half_width(low, high, value), len(mine), len(ref),
+            r.target_ci))
+    return out
+
+
 def analyze(run: RunRecord, threshold: float = stats.DEFAULT_THRESHOLD) -> Analysis:
     rng = np.random.default_rng(run.seed)
     # Its own stream: what counters add to a run never moves a figure of its timings.
     counter_rng = np.random.default_rng([run.seed, 1])
     pair_rng = np.random.default_rng([run.seed, 2])  # and so do a question's own pairs
+    # And the answers' precision its own: adding questions never moves another figure.
+    answer_rng = np.random.default_rng([run.seed, 3])
     trials_by_case: dict[Case, list[Trial]] = defaultdict(list)
     for t in run.trials:
         trials_by_case[t.case].append(t)
@@ -410,6 +469,7 @@ def analyze(run: RunRecord, threshold: float = stats.DEFAULT_THRESHOLD) -> Analy
             skips=[s for s in run.skips if s.case.benchmark == name],
             fits=_fits(info, results, trials_by_case, rng), threshold=threshold,
             pairs=pair_comparisons(info, cases, trials_by_case, pair_rng),
+            answers=_answer_precision(info, cases, trials_by_case, answer_rng),
         )
         if ba.few_trials:
             warnings.append(

@@ -50,9 +50,13 @@ def _context(build_dir: Path, scratch: Path, caps: dict[str, hostmod.Capability]
 
 
 def _trials_label(p: Profile) -> str:
-    """'10', or '5–10' under sequential allocation (5 each, up to 10 where the answer is open)."""
+    """'10', or '5–10' under sequential allocation (5 each, up to 10 where the answer is open);
+    "(the questions' up to 20)" where their cases get more (Profile.answer_trials)."""
     low = p.min_trials
-    return f"{low}–{p.trials}" if low is not None and low < p.trials else str(p.trials)
+    text = f"{low}–{p.trials}" if low is not None and low < p.trials else str(p.trials)
+    if p.answer_trials is not None and p.answer_trials > p.trials:
+        return f"{text} trials (the questions' up to {p.answer_trials})"
+    return f"{text} trials"
 
 
 @app.command("list")
@@ -77,7 +81,7 @@ def cmd_list() -> None:
                            *(", ".join(p.label(x) for x in bench.profiles[pr].params[p.name])
                              for pr in PROFILES), p.description)
         out_console.print(params)
-        prof = ", ".join(f"{n}: {_trials_label(bench.profiles[n])} trials × "
+        prof = ", ".join(f"{n}: {_trials_label(bench.profiles[n])} × "
                          f"{bench.profiles[n].samples} samples" for n in PROFILES)
         out_console.print(f"  profiles — {prof}\n", highlight=False)
 
@@ -572,6 +576,9 @@ def cmd_profile(
     seconds: Annotated[float, typer.Option(
         help="Seconds of trials to sample per case (whole trials, lengthened to fill it).")]
         = 3.0,
+    repeat: Annotated[int | None, typer.Option(
+        help="Repeat the timed operation N times in each timed section (--profile-repeat; "
+             "default: the room's profile_repeat; 1 profiles trials as measured).")] = None,
 ) -> None:
     """Where a case's time goes: the case and its baseline run again under perf record -g,
     through the room's own session and trial preparation; flame graphs (each, and the
@@ -580,6 +587,8 @@ def cmd_profile(
     if not (0 < seconds <= 600 and math.isfinite(seconds)):
         raise UsageError("--seconds is a number of seconds above 0 and up to 600, e.g. "
                          "--seconds 3")
+    if repeat is not None and not 1 <= repeat <= 1_000_000:
+        raise UsageError("--repeat is a whole number from 1 to 1000000, e.g. --repeat 1")
     run = store.load(run_dir)
     with lazy.signals_held():
         from bakeoff.plan import plans_from_record as recorded_plans
@@ -589,7 +598,10 @@ def cmd_profile(
                                                  **adhoc.from_record(run)}), case, benchmark)
     _sweep_dead_runs(quiet=False)
     try:
-        pair = profile_case(run, run_dir, plan, found, seconds)
+        if repeat not in (None, 1) and plan.benchmark.profile_repeat == 1:
+            raise UsageError(f"--repeat: {plan.benchmark.name}'s program does not repeat its "
+                             "operation (its spec declares no profile_repeat); leave --repeat out")
+        pair = profile_case(run, run_dir, plan, found, seconds, repeat)
     except ProfileFailed as exc:
         print(f"bakeoff: error: {one_line(str(exc))}", file=sys.stderr)
         raise typer.Exit(1) from None
@@ -606,6 +618,9 @@ def cmd_profile(
         out_console.print(f"{cp.case.key}: {cp.samples} samples of {pair.event} in "
                           f"{cp.trials} trial(s), {cp.wall_s:.1f} s; most self time: {top}",
                           highlight=False, soft_wrap=True)
+        note = profile_store.timed_share_note(cp)
+        if note:
+            out_console.print(f"{cp.case.key}: {note}", highlight=False, soft_wrap=True)
         out_console.print(f"wrote {path}", highlight=False)
     for p in _write_exports(run, run_dir)[1]:
         out_console.print(f"wrote {p}", highlight=False)

@@ -12,6 +12,7 @@ take than in a baseline profile, the differential flame graph of the same tools.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -217,3 +218,24 @@ def top_frames(folded: Mapping[Stack, int], n: int = 5) -> list[tuple[str, float
             self_time[stack[-1]] += period
     total = sum(self_time.values()) or 1
     return [(frame, v / total) for frame, v in self_time.most_common(n)]
+
+
+def frame_symbol(frame: str) -> str:
+    """'move_page_tables [kernel]' → 'move_page_tables': the function, without its module."""
+    name, sep, module = frame.rpartition(" [")
+    return name if sep and module.endswith("]") else frame
+
+
+def matching_period(folded: Mapping[Stack, int], patterns: Iterable[str]) -> int:
+    """The summed period of the stacks with a frame whose function matches one of the fnmatch
+    patterns (the process's own first frame is never matched: a program named like its
+    operation, mremap_bench, is not inside it)."""
+    pats = tuple(patterns)
+    if not pats:
+        return 0
+    total = 0
+    for stack, period in folded.items():
+        frames = stack[1:] if stack and stack[0].endswith(f" {PROCESS}") else stack
+        if any(fnmatch.fnmatchcase(frame_symbol(f), p) for f in frames for p in pats):
+            total += period
+    return total

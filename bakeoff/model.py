@@ -218,6 +218,7 @@ class Profile:
     (--counted-samples; benchmarks/common/counters.h): they give the counters per operation
     and, against the measured samples of the same trial, what counting costs. Never part of
     the measured samples.
+    answer_trials: see the field.
     counted_trials: how many of a case's trials (its first) take the counted samples; None:
     every trial. Counting has a price beyond the counted samples themselves: each tracepoint
     a program counts costs it ~40 ms at exit here (the kernel waits out an RCU grace period
@@ -236,6 +237,14 @@ class Profile:
     trial_s: float | None = None
     counted_samples: int = 1
     counted_trials: int | None = 2
+    # The most trials a case one of the benchmark's questions reads gets (its share of the
+    # run): past the other rules, such a case keeps getting trials while its answer's CI
+    # half-width is above the question's target_ci (bakeoff/allocation.py, "precision").
+    # None: the questions' cases get what every case gets.
+    answer_trials: int | None = None
+    # Set only by `bakeoff profile` (Benchmark.profile_repeat): the program repeats its timed
+    # operation this many times in each timed section (--profile-repeat N). 1 in every run.
+    profile_repeat: int = 1
 
 
 @dataclass(frozen=True)
@@ -359,6 +368,15 @@ class Benchmark:
     why_counters: tuple[str, ...] = ()
     # What this benchmark exists to answer (Question): the findings answer these first.
     questions: tuple[Question, ...] = ()
+    # For `bakeoff profile`: per variant, the frames (fnmatch patterns of a function name,
+    # e.g. "*sys_mremap", "__memmove_*") that only the timed operation runs. A sample with
+    # such a frame in its stack is inside the timed operation; the profile reports their
+    # share and warns under half. A variant not named: the share is not known.
+    timed_frames: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # For `bakeoff profile`: how many times the program repeats its timed operation in each
+    # timed section (--profile-repeat N, bench.h), for a room whose operation is short
+    # against its set-up; only for a program that implements the flag. 1: not repeated.
+    profile_repeat: int = 1
     # Extra subcommands this room adds to the CLI (`bakeoff NAME ARGS...`): each gets the raw
     # arguments after its name and returns an exit status. Errors it raises as UsageError
     # are printed as one line, exit 2, like the harness's own.

@@ -200,6 +200,9 @@ class _Accumulated:
     samples: int = 0
     next_samples: int = 0
     as_run: bool = False  # the program refused longer trials: the run's own length only
+    # --profile-repeat as the program applied it (its meta "profile_repeat", e.g. 1 for a
+    # variant it cannot repeat), else as asked.
+    repeat: int = 1
 
     @property
     def sampled_s(self) -> float:
@@ -226,11 +229,13 @@ class _Profiler:
     event: str
     seconds: float
     scratch: Path
+    repeat: int = 1
     recorded_event: str = ""
 
     def trial(self, acc: _Accumulated) -> None:
         profile = dataclasses.replace(
             self.profile, samples=acc.next_samples, counted_samples=0,
+            profile_repeat=self.repeat,
             # A lengthened trial may take longer than the run's timeout allowed for.
             timeout_s=max(self.profile.timeout_s, 3 * self.seconds + 60))
         plan = plan_trial(self.bench, acc.case, profile, self.ctx, self.state)
@@ -257,6 +262,8 @@ class _Profiler:
                 raise ProfileFailed(f"{acc.case.key}: the trial under perf failed: "
                                     f"{result.error}")
             before = acc.sampled_s
+            done = result.output.meta.get("profile_repeat", self.repeat)
+            acc.repeat = int(done) if isinstance(done, int | float) else self.repeat
             self._fold(acc, data)
         finally:
             data.unlink(missing_ok=True)
@@ -297,11 +304,13 @@ def _checked_requirements(bench: Benchmark, case: Case,
 
 
 def profile_case(run: RunRecord, run_dir: Path, plan: BenchmarkPlan, case: Case,
-                 seconds: float) -> profile_store.ProfilePair:
+                 seconds: float, repeat: int | None = None) -> profile_store.ProfilePair:
     """Profiles case and its baseline at the same params for `seconds` of trials each
     (whole trials, at least one), writes their folded stacks and the index; returns the
-    pair. Raises Interrupted on a signal (nothing saved), ProfileFailed when a trial fails."""
+    pair. repeat: --profile-repeat for the trials (None: the room's profile_repeat).
+    Raises Interrupted on a signal (nothing saved), ProfileFailed when a trial fails."""
     bench = plan.benchmark
+    repeat = bench.profile_repeat if repeat is None else repeat
     baseline = Case(bench.name, bench.baseline.name, case.params)
     cases = [case] if case == baseline else [case, baseline]
     caps = hostmod.capabilities()
@@ -330,7 +339,7 @@ def profile_case(run: RunRecord, run_dir: Path, plan: BenchmarkPlan, case: Case,
         with ExitStack() as stack:
             state = stack.enter_context(bench.session(ctx)) if bench.session else None
             profiler = _Profiler(bench, plan.profile, ctx, state, perf_event(caps), seconds,
-                                 scratch)
+                                 scratch, repeat)
             # Alternated, as a run's rounds are, so a drift of the machine hits both alike.
             while any(a.needs_more(seconds) for a in accs):
                 for acc in accs:
@@ -353,8 +362,11 @@ def _save(run_dir: Path, accs: list[_Accumulated],
     for acc in accs:
         name = profile_store.case_file(acc.case)
         store.write_atomic(out / name, flamegraph.write_folded(acc.folded))
-        saved.append(profile_store.CaseProfile(acc.case, name, acc.trials, acc.wall_s,
-                                               acc.samples, sum(acc.folded.values())))
+        frames = tuple(profiler.bench.timed_frames.get(acc.case.variant, ()))
+        saved.append(profile_store.CaseProfile(
+            acc.case, name, acc.trials, acc.wall_s, acc.samples, sum(acc.folded.values()),
+            frames, flamegraph.matching_period(acc.folded, frames) if frames else None,
+            acc.repeat))
     pair = profile_store.ProfilePair(
         case=saved[0], baseline=saved[1] if len(saved) > 1 else None,
         event=profiler.recorded_event or profiler.event, frequency_hz=FREQUENCY_HZ,

@@ -21,8 +21,27 @@ from bakeoff.model import Case
 from bakeoff.store import write_atomic
 
 PROFILES_DIR = "profiles"
+# Under this share of its samples inside the timed operation, a profile mostly shows the
+# set-up around it: the report and `bakeoff profile` say so.
+MIN_TIMED_SHARE = 0.5
 INDEX = "profiles.json"
 INDEX_VERSION = 1
+
+
+def timed_share_note(cp: CaseProfile) -> str:
+    """One sentence on how much of a case's profile is its timed operation, with a warning
+    under MIN_TIMED_SHARE; '' when the room declares no timed frames for it."""
+    share = cp.timed_share
+    if share is None:
+        return ""
+    frames = ", ".join(cp.timed_frames)
+    repeated = f", the operation repeated {cp.repeat}× (--profile-repeat)" if cp.repeat > 1 else ""
+    text = (f"{share:.1%} of the samples are inside the timed operation (stacks with a frame "
+            f"matching {frames}{repeated})")
+    if share < MIN_TIMED_SHARE:
+        text += (f"; warning: under {MIN_TIMED_SHARE:.0%}, this profile mostly shows the "
+                 "untimed set-up around the operation")
+    return text + "."
 
 
 def case_file(case: Case) -> str:
@@ -42,16 +61,32 @@ class CaseProfile:
     wall_s: float  # their summed wall time
     samples: int  # perf samples folded
     period: int  # their summed period: ns of cpu-clock, or cycles
+    # The frames the room declares only its timed operation runs (Benchmark.timed_frames)
+    # and the period of the stacks holding one; () and None when it declares none.
+    timed_frames: tuple[str, ...] = ()
+    timed_period: int | None = None
+    repeat: int = 1  # --profile-repeat the trials ran with (Benchmark.profile_repeat)
+
+    @property
+    def timed_share(self) -> float | None:
+        """The share of the sampled time inside the timed operation; None when unknown."""
+        if self.timed_period is None or self.period <= 0:
+            return None
+        return self.timed_period / self.period
 
     def to_json(self) -> dict[str, Any]:
         return {"case": self.case.to_json(), "file": self.file, "trials": self.trials,
                 "wall_s": round(self.wall_s, 3), "samples": self.samples,
-                "period": self.period}
+                "period": self.period, "timed_frames": list(self.timed_frames),
+                "timed_period": self.timed_period, "repeat": self.repeat}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> CaseProfile:
+        timed = d.get("timed_period")
         return CaseProfile(Case.from_json(d["case"]), str(d["file"]), int(d["trials"]),
-                           float(d["wall_s"]), int(d["samples"]), int(d["period"]))
+                           float(d["wall_s"]), int(d["samples"]), int(d["period"]),
+                           tuple(str(f) for f in d.get("timed_frames", ())),
+                           None if timed is None else int(timed), int(d.get("repeat", 1)))
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ EXIT_USAGE = 2  # bad arguments
 EXIT_UNMET = 3  # a run-time requirement the machine did not meet
 
 DEFAULT_SAMPLES, DEFAULT_WARMUP = 10, 1
-_OPTIONS = ("variant", "param", "samples", "warmup", "counted-samples")
+_OPTIONS = ("variant", "param", "samples", "warmup", "counted-samples", "profile-repeat")
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class Spec:
 
     def usage(self) -> str:
         lines = [f"usage: {self.prog} --variant V [--param NAME=VALUE]... [--samples N] "
-                 "[--warmup N] [--counted-samples N]", "", self.summary, "", "variants:"]
+                 "[--warmup N] [--counted-samples N] [--profile-repeat N]", "", self.summary, "", "variants:"]
         lines += [f"  {name:22} {what}" for name, what in self.variants.items()]
         if self.params:
             lines.append("params (--param NAME=VALUE):")
@@ -85,6 +85,8 @@ class Spec:
                   f"{DEFAULT_WARMUP})",
                   f"  {'--counted-samples N':22} samples after the measured ones with kernel "
                   "counters on, printed as counted.<metric> (default 0)",
+                  f"  {'--profile-repeat N':22} under bakeoff profile: repeat the timed "
+                  "operation N times in each timed section (default 1)",
                   f"  {'--help':22} print this text and exit", "",
                   "exit status: 0 ok, 1 failed while measuring, 2 bad arguments, 3 the "
                   "machine lacks a requirement"]
@@ -101,6 +103,9 @@ class Args:
     # After the measured samples, with kernel counters on (benchmarks/common/counters.h);
     # a program that counts nothing itself still prints their times as counted.<metric>.
     counted_samples: int = 0
+    # bench.h's profile_repeat: under `bakeoff profile`, the timed operation repeated this
+    # many times in each timed section (a program that cannot ignores it).
+    profile_repeat: int = 1
 
     def param(self, name: str) -> str | None:
         """The value given, else the default (None if neither); an undeclared name is a
@@ -131,7 +136,8 @@ def _count(spec: Spec, option: str, value: str, least: int) -> int:
 
 def parse_args(spec: Spec, argv: Sequence[str]) -> Args:
     """bench_parse_args: --variant V (required), --param NAME=VALUE (each declared name
-    once), --samples N >= 1, --warmup N >= 0, --counted-samples N >= 0; '--opt=value' works
+    once), --samples N >= 1, --warmup N >= 0, --counted-samples N >= 0, --profile-repeat
+    N >= 1; '--opt=value' works
     like '--opt value'.
     --help anywhere prints the usage and exits 0; anything wrong is one line, exit 2."""
     if any(a in ("-h", "--help") for a in argv):
@@ -147,7 +153,7 @@ def parse_args(spec: Spec, argv: Sequence[str]) -> Args:
         name, eq, inline = arg[2:].partition("=")
         if name not in _OPTIONS:
             spec.usage_error(f"unknown option '{arg}' (known: --variant, --param, --samples, "
-                             "--warmup, --counted-samples, --help)")
+                             "--warmup, --counted-samples, --profile-repeat, --help)")
         value = inline if eq else next(it, None)
         if value is None:
             spec.usage_error(f"--{name} needs a value (see --help)")
@@ -158,7 +164,8 @@ def parse_args(spec: Spec, argv: Sequence[str]) -> Args:
         else:
             if name in counts:
                 spec.usage_error(f"--{name} given twice (give it once)")
-            counts[name] = _count(spec, name, value, 1 if name == "samples" else 0)
+            counts[name] = _count(spec, name, value,
+                                  1 if name in ("samples", "profile-repeat") else 0)
     if variant is None:
         spec.usage_error(f"missing --variant (one of: {', '.join(spec.variants)})")
     for p in spec.params:
@@ -166,7 +173,8 @@ def parse_args(spec: Spec, argv: Sequence[str]) -> Args:
             spec.usage_error(f"missing --param {p.name}=VALUE ({p.help})")
     values = {p.name: given.get(p.name, p.default) for p in spec.params}
     return Args(spec, variant, counts.get("samples", DEFAULT_SAMPLES),
-                counts.get("warmup", DEFAULT_WARMUP), values, counts.get("counted-samples", 0))
+                counts.get("warmup", DEFAULT_WARMUP), values, counts.get("counted-samples", 0),
+                counts.get("profile-repeat", 1))
 
 
 def _print_usage(spec: Spec) -> None:

@@ -37,6 +37,8 @@ def trial_argv(program: str | PathLike[str], case: Case, profile: Profile,
     for name, value in case.params if params is None else params:
         argv += ["--param", f"{name}={value}"]
     argv += ["--samples", str(profile.samples), "--warmup", str(profile.warmup_samples)]
+    if profile.profile_repeat > 1:  # only under `bakeoff profile` (Benchmark.profile_repeat)
+        argv += ["--profile-repeat", str(profile.profile_repeat)]
     return [*argv, "--counted-samples", str(profile.counted_samples)] \
         if profile.counted_samples else argv
 

@@ -29,7 +29,7 @@ import numpy as np
 from rich.console import Console
 from rich.text import Text
 
-from bakeoff import allocation, cleanup, cpus, interrupts, registry, stats, store
+from bakeoff import allocation, cleanup, cpus, interrupts, questions, registry, stats, store
 from bakeoff import host as hostmod
 from bakeoff.errors import Interrupted, UsageError
 from bakeoff.model import Case, RunContext, RunRecord, RunSettings, Trial
@@ -81,6 +81,8 @@ def new_run(
                         "warmup_trials": p.profile.warmup_trials, "timeout_s": p.profile.timeout_s}
         if p.profile.min_trials is not None:
             info.profile["min_trials"] = p.profile.min_trials
+        if p.profile.answer_trials is not None:
+            info.profile["answer_trials"] = p.profile.answer_trials
         if p.profile.counted_samples:
             info.profile["counted_samples"] = p.profile.counted_samples
             if p.profile.counted_trials is not None:
@@ -178,6 +180,24 @@ def measure(
         store.finish(run, run_dir)
 
 
+def _precision(plan: BenchmarkPlan, settings: RunSettings,
+               seed: int) -> allocation.Precision | None:
+    """The questions' readings and the trials their cases may take, when the profile gives
+    answers a share (Profile.answer_trials) and --target-ci does not decide instead."""
+    bench, profile = plan.benchmark, plan.profile
+    if settings.target_ci is not None or profile.answer_trials is None or not bench.questions:
+        return None
+    readings = questions.benchmark_readings(
+        bench.questions, plan.cases, bench.baseline.name,
+        [v.name for v in bench.variants if v.control or v.diagnostic],
+        bench.crossover_ratios, bench.primary_metric.name)
+    if not readings:
+        return None
+    # Seeded like the rest of the run's decisions: a resumed run decides as the first did.
+    return allocation.Precision(tuple(readings), profile.answer_trials,
+                                np.random.default_rng([seed, 3]))
+
+
 def _rule(plan: BenchmarkPlan, settings: RunSettings) -> allocation.Rule:
     """The benchmark's sequential allocation, or the fixed design (min = max) when its profile
     has none or --target-ci decides instead."""
@@ -215,6 +235,7 @@ class _Measurement:
             DEFAULT_MAX_TRIALS if self.settings.target_ci else plan.profile.trials)
         self.ci_rng = np.random.default_rng(run.seed)
         self.rule = _rule(plan, self.settings)
+        self.precision = _precision(plan, self.settings, run.seed)
 
     def run(self) -> None:
         bench, profile = self.plan.benchmark, self.plan.profile
@@ -253,7 +274,7 @@ class _Measurement:
                 bench.sweep()
 
     def _cases_needing_trials(self) -> list[Case]:
-        if self.rule.sequential:
+        if self.rule.sequential or self.precision is not None:
             todo = self._open_cases()
             self.progress.grow([c for c in todo if self.count[c] >= self.rule.min_trials])
             return todo
@@ -272,15 +293,20 @@ class _Measurement:
     def _open_cases(self) -> list[Case]:
         """Under sequential allocation: the cases the rule gives another trial."""
         return allocation.cases_needing_trials(self.plan.cases, self.count, self._ranked_samples,
-                                               self.plan.benchmark.baseline.name, self.rule)
+                                               self.plan.benchmark.baseline.name, self.rule,
+                                               self.precision, self._metric_samples)
 
     def _ranked_samples(self, case: Case) -> list[list[float]]:
         """The case's ok trials' values of the primary metric as verdicts rank them (|value|
         of a signed metric, as analysis does)."""
-        metric = self.plan.benchmark.primary_metric
-        per_trial = [t.samples[metric.name] for t in self.record.trials
-                     if t.case == case and t.ok and t.samples.get(metric.name)]
-        return [[abs(v) for v in t] for t in per_trial] if metric.signed else per_trial
+        return self._metric_samples(case, self.plan.benchmark.primary_metric.name)
+
+    def _metric_samples(self, case: Case, name: str) -> list[list[float]]:
+        """The case's ok trials' values of one metric as compared (|value| when signed)."""
+        signed = any(m.name == name and m.signed for m in self.plan.benchmark.metrics)
+        per_trial = [t.samples[name] for t in self.record.trials
+                     if t.case == case and t.ok and t.samples.get(name)]
+        return [[abs(v) for v in t] for t in per_trial] if signed else per_trial
 
     def _ci_narrow_enough(self, case: Case) -> bool:
         metric = self.plan.benchmark.primary_metric.name
@@ -314,7 +340,7 @@ class _Measurement:
             if not self.budget.allows(self._expected_wall(case)):
                 self.record.stop_reason = (f"time budget of {self.settings.time_budget_s:g} s "
                                         "reached")
-                short = (self._open_cases() if self.rule.sequential else
+                short = (self._open_cases() if self.rule.sequential or self.precision else
                          [c for c in self.plan.cases
                           if self.count[c] < min(self.plan.profile.trials, self.max_trials)])
                 self.record.capped += [c for c in short if c not in self.record.capped]

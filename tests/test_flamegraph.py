@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bakeoff import flamegraph
+from bakeoff import flamegraph, profile_store
+from bakeoff.model import Case
 
 
 def _profile(built: Path, tmp_path: Path, variant: str) -> tuple[flamegraph.Folded, int]:
@@ -66,3 +67,38 @@ def test_an_icicle_is_a_plotly_figure_that_validates(built: Path, tmp_path: Path
     folded, _ = _profile(built, tmp_path, "fault")
     go.Figure(flamegraph.icicle(folded, "fault"))  # raises on an invalid property
     go.Figure(flamegraph.differential(folded, folded, "fault vs itself"))
+
+
+def test_the_timed_share_counts_stacks_with_a_declared_frame() -> None:
+    """matching_period: a stack is inside the timed operation when a frame below the process
+    matches a pattern; the process's own name never does (mremap_bench is not mremap)."""
+    folded: flamegraph.Folded = Counter({
+        ("mremap_bench [process]", "main [mremap_bench]", "__GI___mremap [libc.so.6]",
+         "__do_sys_mremap [kernel]", "move_page_tables [kernel]"): 30,
+        ("mremap_bench [process]", "main [mremap_bench]", "batch_prepare [mremap_bench]",
+         "exc_page_fault [kernel]"): 60,
+        ("mremap_bench [process]", "[unknown] [libc.so.6]"): 10,
+    })
+    assert flamegraph.matching_period(folded, ("*sys_mremap",)) == 30
+    assert flamegraph.matching_period(folded, ("mremap_bench*",)) == 0
+    assert flamegraph.matching_period(folded, ("batch_*", "move_page_tables")) == 90
+    assert flamegraph.matching_period(folded, ()) == 0
+    assert flamegraph.frame_symbol("move_page_tables [kernel]") == "move_page_tables"
+
+
+def test_the_share_note_warns_under_half_and_old_indexes_still_read() -> None:
+    case = Case("b", "v", (("n", 1),))
+    low = profile_store.CaseProfile(case, "f", 1, 1.0, 100, 1000, ("*sys_mremap",), 2)
+    assert low.timed_share == 0.002
+    note = profile_store.timed_share_note(low)
+    assert note.startswith("0.2% of the samples are inside the timed operation")
+    assert "warning: under 50%" in note
+    high = profile_store.CaseProfile(case, "f", 1, 1.0, 100, 1000, ("x",), 800, repeat=9)
+    assert "warning" not in profile_store.timed_share_note(high)
+    assert "repeated 9×" in profile_store.timed_share_note(high)
+    assert profile_store.CaseProfile.from_json(high.to_json()) == high
+    # An index written before the share: read, share unknown, no note.
+    old = {k: v for k, v in low.to_json().items()
+           if k not in ("timed_frames", "timed_period", "repeat")}
+    back = profile_store.CaseProfile.from_json(old)
+    assert back.timed_share is None and profile_store.timed_share_note(back) == ""

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -104,6 +105,13 @@ def test_the_mremap_profile_shows_the_move_and_the_baseline_the_copy(profiled: P
     # User frames are walked (frame pointers): the program's main is under its process.
     assert any(s[:1] == ("mremap_bench [process]",) and "main [mremap_bench]" in s
                for s in loaded.case)
+    # The room repeats each move under a profile (--profile-repeat), so the move, not the
+    # faults that fill its source, is most of the samples; the hot copy needs no repeat.
+    assert pair.case.repeat == 10_000 and pair.baseline.repeat == 1
+    assert pair.case.timed_frames == ("*sys_mremap",)
+    assert pair.case.timed_share is not None and pair.case.timed_share >= 0.5, pair.case
+    assert pair.baseline.timed_share is not None and pair.baseline.timed_share >= 0.5
+    assert pair.case.timed_period == flamegraph.matching_period(loaded.case, ("*sys_mremap",))
     # What the index says is what the files hold.
     assert pair.case.period == sum(loaded.case.values()) > 0
     assert pair.case.samples > 0 and pair.case.trials >= 1
@@ -150,11 +158,37 @@ def test_the_report_has_the_profiles_section(profiled: Path) -> None:
     [loaded] = profile_store.load(profiled)
     drawn = len(icicles[0]["data"][0]["ids"])
     assert 10 < drawn <= len(flamegraph.tree(loaded.case).ids)
+    # Each profile says how much of it is the timed operation.
+    assert re.search(r"\d+\.\d% of the samples are inside the timed operation", section)
+    assert "repeated 10000×" in section
     # `bakeoff report` draws them again from the files alone.
     (profiled / "report.html").unlink()
     res = run_bakeoff("report", str(profiled), "-q")
     assert res.returncode == 0, res.stderr
     assert '<section id="profiles">' in (profiled / "report.html").read_text()
+
+
+def test_without_repeats_the_move_is_a_sliver_and_the_profile_warns(
+        mremap_run: Path, tmp_path: Path) -> None:
+    """--repeat 1 profiles trials as measured: the move is a fraction of a percent of an
+    mremap trial's samples (faulting in its source is the rest), and the profile says so."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(mremap_run, run_dir)
+    res, _ = _profile(run_dir, "variant=mremap,size=16MiB", "profile-once", "--seconds", "1",
+                      "--repeat", "1")
+    assert res.returncode == 0, res.stdout + res.stderr
+    [pair] = profile_store.load_index(run_dir)
+    assert pair.case.repeat == 1
+    assert pair.case.timed_share is not None and pair.case.timed_share < 0.5
+    assert re.search(r"mremap\[size=16777216\]: \d+\.\d% of the samples are inside the timed "
+                     r"operation \(stacks with a frame matching \*sys_mremap\); warning: under "
+                     r"50%, this profile mostly shows the untimed set-up", res.stdout), res.stdout
+
+
+@pytest.mark.slow  # starts `bakeoff profile` (refused, but the fast tier cannot tell)
+def test_a_repeat_below_one_is_exit_2(tmp_path: Path) -> None:
+    res = run_bakeoff("profile", str(tmp_path), "--case", "variant=x", "--repeat", "0")
+    assert_usage_error(res, "--repeat is a whole number from 1")
 
 
 def test_the_profiles_draw_in_a_browser(profiled: Path, tmp_path: Path) -> None:

@@ -117,7 +117,8 @@ def test_trial_argv_is_what_a_program_parses() -> None:
     (["--variant=good", "--param=n=1", "--samples", "0"], "error: --samples 0 is not a whole "
      "number >= 1 (e.g. --samples 10)"),
     (["--variant", "good", "--param", "n=1", "--frob"], "error: unknown option '--frob' "
-     "(known: --variant, --param, --samples, --warmup, --counted-samples, --help)"),
+     "(known: --variant, --param, --samples, --warmup, --counted-samples, --profile-repeat, "
+     "--help)"),
     (["--variant", "good", "stray"], "error: unexpected argument 'stray' (see --help)"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(args: list[str], message: str) -> None:

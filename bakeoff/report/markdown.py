@@ -22,6 +22,7 @@ from bakeoff.report.counted import (
 from bakeoff.report.facts import flatten_facts, machine, run_rows
 from bakeoff.report.findings import BenchmarkFindings, all_findings, tentative_count
 from bakeoff.report.format import case_params_label
+from bakeoff.report.precision import HEADERS, answer_rows
 from bakeoff.report.tables import (
     case_columns,
     case_rows,
@@ -129,6 +130,17 @@ def _counted(ba: BenchmarkAnalysis, table: bool) -> list[str]:
     return out
 
 
+def _answers(ba: BenchmarkAnalysis) -> list[str]:
+    """The precision of each figure the declared questions read (report/precision.py)."""
+    rows = answer_rows(ba)
+    if not rows:
+        return []
+    asks = [f"Q{i + 1}: {md_escape(str(q['ask']))}" for i, q in enumerate(ba.info.questions)]
+    text_columns = ("question", "case", "against")
+    table = _table([(h, h not in text_columns) for h in HEADERS], rows)
+    return ["", "### Answers' precision", "", "; ".join(asks), "", *table]
+
+
 def _details_benchmark(run: RunRecord, ba: BenchmarkAnalysis) -> list[str]:
     info = ba.info
     metric = info.metric(info.primary_metric)
@@ -148,6 +160,7 @@ def _details_benchmark(run: RunRecord, ba: BenchmarkAnalysis) -> list[str]:
         out += ["", "### Fitted lines", ""]
         out += [f"- {md_escape(fit_sentence(ba, sf))}" for sf in ba.fits]
     out += ["", md_escape(verdict_rule(ba.threshold))]
+    out += _answers(ba)
     out += _case_tables(ba)
     out += _counter_tables(ba)
     out += _counted(ba, table=True)

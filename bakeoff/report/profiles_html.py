@@ -13,7 +13,7 @@ from typing import Any
 
 from bakeoff import flamegraph
 from bakeoff.model import BenchmarkInfo, Case
-from bakeoff.profile_store import CaseProfile, LoadedPair
+from bakeoff.profile_store import CaseProfile, LoadedPair, timed_share_note
 from bakeoff.report.format import case_params_label
 
 # (figure as a plotly dict, a name for its PNG download) → the div that draws it
@@ -38,8 +38,9 @@ def _top(name: str, folded: flamegraph.Folded) -> str:
 
 
 def _counts(cp: CaseProfile) -> str:
+    note = timed_share_note(cp)
     return (f"{cp.samples:,} samples in {cp.trials} trial(s), {cp.wall_s:.1f} s of wall time, "
-            f"file profiles/{cp.file}")
+            f"file profiles/{cp.file}" + (f". {note[:-1]}" if note else ""))
 
 
 def _pair(lp: LoadedPair, infos: Mapping[str, BenchmarkInfo], place: Place) -> str:
@@ -49,6 +50,10 @@ def _pair(lp: LoadedPair, infos: Mapping[str, BenchmarkInfo], place: Place) -> s
     how = (f"perf record -g, {p.event} at {p.frequency_hz} Hz, {p.call_graph} call graphs, "
            f"taken {p.taken_at}. The whole trial process is sampled, its untimed setup "
            "included; these trials are not part of the run's figures.")
+    if p.case.repeat > 1:
+        how += (f" The trials repeated the timed operation {p.case.repeat}× in each timed "
+                "section where the program can (--profile-repeat), so it fills the samples; a "
+                "repeated operation may run warmer than the single one the run measured.")
     parts = [f"<h3>{_e(p.case.case.benchmark)}: {_e(case)}"
              + (f" against {_e(p.baseline.case.variant)}" if p.baseline else "") + "</h3>",
              f'<p class="note">{_e(how)}</p>',

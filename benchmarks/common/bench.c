@@ -444,7 +444,7 @@ static void print_usage(const struct bench_spec *spec)
 	size_t n = count_params(spec);
 
 	printf("usage: %s --variant V [--param NAME=VALUE]... [--samples N] [--warmup N] "
-	       "[--counted-samples N]\n\n",
+	       "[--counted-samples N] [--profile-repeat N]\n\n",
 	       prog_name());
 	if (spec->summary)
 		printf("%s\n\n", spec->summary);
@@ -472,6 +472,9 @@ static void print_usage(const struct bench_spec *spec)
 	       "  --warmup N             samples to run first and not print, N >= 0 (default 1)\n"
 	       "  --counted-samples N    samples after the measured ones with kernel counters on,\n"
 	       "                         printed as counted.<metric> and per_op.<counter> (default 0)\n"
+	       "  --profile-repeat N     under bakeoff profile: repeat the timed operation N times\n"
+	       "                         in each timed section; samples are then not measurements\n"
+	       "                         (default 1)\n"
 	       "  --help                 print this text and exit\n\n"
 	       "Output: JSON lines on stdout ({\"type\":\"meta\"|\"sample\"|\"counter\",...});\n"
 	       "diagnostics on stderr. Exit 0 ok, 1 failed while measuring, 2 bad arguments,\n"
@@ -555,13 +558,15 @@ void bench_parse_args(int argc, char **argv, const struct bench_spec *spec,
 {
 	size_t n = count_params(spec);
 	bool samples_given = false, warmup_given = false, counted_given = false;
+	bool repeat_given = false;
 
 	if (!spec->variants || !spec->variants[0].name)
 		bench_fatal("bug: the program declares no variants");
 	if (n > BENCH_MAX_PARAMS)
 		bench_fatal("bug: more than %d params declared", BENCH_MAX_PARAMS);
 
-	*args = (struct bench_args){ .spec = spec, .samples = 10, .warmup = 1 };
+	*args = (struct bench_args){ .spec = spec, .samples = 10, .warmup = 1,
+				     .profile_repeat = 1 };
 
 	/* --help wins wherever it is, so "prog --variant x --help" helps instead of failing. */
 	for (int i = 1; i < argc; i++) {
@@ -586,9 +591,10 @@ void bench_parse_args(int argc, char **argv, const struct bench_spec *spec,
 		name[len] = '\0';
 		if (strcmp(name, "variant") != 0 && strcmp(name, "param") != 0 &&
 		    strcmp(name, "samples") != 0 && strcmp(name, "warmup") != 0 &&
-		    strcmp(name, "counted-samples") != 0)
+		    strcmp(name, "counted-samples") != 0 && strcmp(name, "profile-repeat") != 0)
 			bench_usage_error("unknown option '%s' (known: --variant, --param, "
-					  "--samples, --warmup, --counted-samples, --help)",
+					  "--samples, --warmup, --counted-samples, --profile-repeat, "
+					  "--help)",
 					  arg);
 		if (eq) {
 			value = eq + 1;
@@ -612,6 +618,11 @@ void bench_parse_args(int argc, char **argv, const struct bench_spec *spec,
 				bench_usage_error("--counted-samples given twice (give it once)");
 			counted_given = true;
 			args->counted_samples = option_count("counted-samples", value, 0);
+		} else if (strcmp(name, "profile-repeat") == 0) {
+			if (repeat_given)
+				bench_usage_error("--profile-repeat given twice (give it once)");
+			repeat_given = true;
+			args->profile_repeat = option_count("profile-repeat", value, 1);
 		} else {
 			if (warmup_given)
 				bench_usage_error("--warmup given twice (give it once)");

@@ -120,6 +120,13 @@ struct bench_args {
 	/* --counted-samples, >= 0, default 0: samples taken after the measured ones, with kernel
 	 * counters enabled in their timed window (counters.h); see bench_sample_counted(). */
 	uint64_t counted_samples;
+	/* --profile-repeat, >= 1, default 1: given only by `bakeoff profile` to a room that
+	 * declares Benchmark.profile_repeat. The program repeats its timed operation this many
+	 * times in each timed section, where repeating it is the same operation, so that the
+	 * operation, not the set-up around it, fills the profile's samples. The samples it then
+	 * prints are not measurements (a profile records none). A program that cannot repeat
+	 * an operation ignores it for that variant and says so in meta "profile_repeat". */
+	uint64_t profile_repeat;
 	/* by index in spec->params: the value given, else the default (may be NULL) */
 	const char *values[BENCH_MAX_PARAMS];
 	bool given[BENCH_MAX_PARAMS];
@@ -129,7 +136,8 @@ struct bench_args {
  * Parses argv into *args. --help prints usage to stdout and exits 0. Any bad argument prints
  * one line to stderr ("prog: error: ...", naming the flag and the fix) and exits 2. Accepted:
  * --variant V (required), --param NAME=VALUE (once per name), --samples N (default 10),
- * --warmup N (default 1), --counted-samples N (default 0); "--opt=value" works like
+ * --warmup N (default 1), --counted-samples N (default 0), --profile-repeat N (default 1);
+ * "--opt=value" works like
  * "--opt value".
  */
 void bench_parse_args(int argc, char **argv, const struct bench_spec *spec,

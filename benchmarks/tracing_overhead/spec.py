@@ -116,12 +116,14 @@ BENCHMARK = Benchmark(
         # As it was: about a second a trial here, the cheapest room per case. A fixed count:
         # at the long durations every tracer is level with the baseline and its CI reaches
         # the threshold and the 1% level, so sequential allocation would only add trials
-        # there.
-        # trial_s: the mean trial of make bench, 2026-11-26 15:09 UTC, this VM idle (Intel Xeon)
-        # (counted trials included).
+        # there. The question's cases up to 10 (Profile.answer_trials): at 0 µs until what
+        # each tracer adds per call is within ±5%, and the durations on either side of
+        # where an overhead falls under 5% and 1% while their CI still holds that level.
+        # trial_s: the mean trial of the default run scripts/trial_s.py --write read (it
+        # prints the run); only the estimate of the time left reads it.
         "default": Profile("default", {"duration_us": tuple(SEED_CALLS), "calls": ("auto/10",)},
                            trials=5, samples=10, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, trial_s=0.63),
+                           timeout_s=120, answer_trials=10, trial_s=1.13),
         "full": Profile("full", {"duration_us": tuple(SEED_CALLS), "calls": ("auto",)},
                         trials=10, samples=20, warmup_samples=1, warmup_trials=1,
                         timeout_s=300),
