@@ -367,7 +367,7 @@ def test_sigterm_names_each_hosts_state_stops_their_runs_and_relative_resume_fin
     out = tmp_path / "fleet"
     proc = subprocess.Popen(
         [sys.executable, "-m", "bakeoff", "fleet", "run", "-i", "inventory.yml", "--out", "fleet",
-         "--serial", *QUICK_ONE_SIZE[:-1], "4"],
+         "--serial", "mremap-vs-memcpy", "--profile", "quick", "--trials", "4"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 900
