@@ -54,7 +54,7 @@ SSH_ALIVE_INTERVAL_S = 3
 SSH_ALIVE_COUNT = 3
 # What an inventory host may be called: it names a directory (hosts/<host>/), an item of
 # ansible-playbook's comma-separated --limit and a column of every report.
-_HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]*")
+_HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]*")
 # The one command that installs the controller's tools (Makefile).
 CONTROLLER_INSTALL = "make fleet-deps"
 
@@ -93,8 +93,8 @@ def inventory_hosts(inventory: Path) -> list[str]:
     for h in hosts:
         if not _HOST_NAME.fullmatch(h):
             raise UsageError(f"inventory host {h!r} cannot name a results directory and an "
-                             "Ansible host; name it with letters, digits and . _ - : @ only "
-                             f"(e.g. {re.sub(r'[^A-Za-z0-9_.:@-]+', '-', h).strip('-.') or 'host-1'}"
+                             "Ansible host; name it with letters, digits and . _ - : only "
+                             f"(e.g. {re.sub(r'[^A-Za-z0-9_.:-]+', '-', h).strip('-.:') or 'host-1'}"
                              ") and give its address as ansible_host")
     return hosts
 
