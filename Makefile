@@ -16,7 +16,7 @@ UV       := $(VENV)/bin/uv
 # pushed wheelhouse (PIP_NO_INDEX=1, PIP_FIND_LINKS=its directory).
 UV_OFFLINE = $(if $(PIP_NO_INDEX),--no-index) $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS))
 
-.PHONY: bench test test-fast test-load lint build deps system-deps venv venv-dev clean distclean
+.PHONY: bench test test-fast test-load lint build deps system-deps venv venv-dev fleet-deps clean distclean
 
 # The runtime only: no test tools, no Ansible.
 bench: deps build
@@ -59,6 +59,9 @@ system-deps:
 # for the fleet controller and pip for its wheelhouse (venv-dev: make test).
 venv: $(VENV)/.installed
 venv-dev: $(VENV)/.installed-dev
+# The controller of `bakeoff fleet run`: the runtime, Ansible (ansible-core) and pip for the
+# wheelhouse pushed to the hosts (docs/FLEET.md). venv-dev includes it.
+fleet-deps: system-deps $(VENV)/.installed-fleet
 
 $(UV): | system-deps
 	@test -x $(VENV)/bin/python || python3 -m venv --without-pip $(VENV)
@@ -71,10 +74,14 @@ $(VENV)/.installed: pyproject.toml | $(UV)
 
 # Byte-compiled at install for the tests (hundreds of bakeoff processes, each importing numpy,
 # scipy, plotly, typer); make bench starts one, which compiles what it imports for less.
+$(VENV)/.installed-fleet: pyproject.toml | $(UV)
+	$(UV) pip install --python $(VENV)/bin/python --quiet $(UV_OFFLINE) -e '.[fleet]' pip
+	@touch $@ $(VENV)/.installed
+
 $(VENV)/.installed-dev: pyproject.toml | $(UV)
 	$(UV) pip install --python $(VENV)/bin/python --quiet --compile-bytecode $(UV_OFFLINE) \
 		-e '.[test,fleet]' pip
-	@touch $@ $(VENV)/.installed
+	@touch $@ $(VENV)/.installed $(VENV)/.installed-fleet
 
 clean:
 	$(MAKE) -C benchmarks clean

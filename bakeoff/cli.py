@@ -681,7 +681,9 @@ def cmd_fleet_run(
         params=param or [], trials=trials, samples=samples, seed=seed, run_options=options,
         serial=serial, forks=forks, host_timeout_s=host_timeout,
         connect_timeout_s=connect_timeout, out=out, wheelhouse=wheelhouse, resume=resume)
-    code = run_fleet(req, out_console, err_console)
+    # The report across hosts at the end, as `bakeoff run` writes its own.
+    code = run_fleet(req, out_console, err_console,
+                     report=lambda fleet_dir: _export_hosts([fleet_dir], None))
     if code:
         raise typer.Exit(code)
 

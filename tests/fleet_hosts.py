@@ -71,6 +71,36 @@ class NamespaceHost:
             self.sshd.kill()
             self.sshd.wait(timeout=10)
 
+    def kill_sshd(self) -> None:
+        """What a host whose sshd dies looks like: the listener and every session gone (the
+        controller's open connections with them), the processes they started left running."""
+        self.stop_sshd()
+        self.kill_processes("sshd")
+
+    def drop_link(self) -> None:
+        """The host's network goes away under it: its end of the veth down, so nothing it
+        sends reaches the controller (open connections fall silent, new ones time out)."""
+        _run("ip", "netns", "exec", self.netns, "ip", "link", "set", f"{self.veth}p", "down")
+
+    def restore_link(self) -> None:
+        _run("ip", "netns", "exec", self.netns, "ip", "link", "set", f"{self.veth}p", "up")
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection((self.address, 22), 1):
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"{self.name} does not answer on port 22 15 s after its link is up")
+
+    def reboot(self) -> None:
+        """A restart as a fleet sees it: every process on the host ends at once (a power cut
+        saves nothing either), its disk stays, and sshd comes back."""
+        self.stop_sshd()
+        for _ in range(50):  # processes forked meanwhile are killed on the next pass
+            if not self.kill_processes():
+                break
+            time.sleep(0.2)
+        self.start_sshd()
+
     def pids(self) -> list[int]:
         """Every process in this host's network namespace (all started through its sshd)."""
         res = subprocess.run(["ip", "netns", "pids", self.netns], capture_output=True,
@@ -99,15 +129,17 @@ class NamespaceFleet:
     known_hosts: Path = Path()
 
     def inventory(self, path: Path, hosts: list[NamespaceHost] | None = None) -> Path:
+        # One bakeoff_remote_dir for every host, as hosts on one NFS share have: each host's
+        # files go into its own subdirectory of it (remote_dir), never into another's.
         lines = ["all:", "  vars:", "    ansible_user: root",
+                 f"    bakeoff_remote_dir: {self.root / 'remote'}",
                  f"    ansible_ssh_private_key_file: {self.key}",
                  "    ansible_ssh_common_args: >-",
                  f"      -o UserKnownHostsFile={self.known_hosts} -o StrictHostKeyChecking=yes",
                  "      -o IdentitiesOnly=yes -o ConnectionAttempts=1",
                  "  hosts:"]
         for h in hosts or self.hosts:
-            lines += [f"    {h.name}:", f"      ansible_host: {h.address}",
-                      f"      bakeoff_remote_dir: {h.remote_dir}"]
+            lines += [f"    {h.name}:", f"      ansible_host: {h.address}"]
         path.write_text("\n".join(lines) + "\n")
         return path
 

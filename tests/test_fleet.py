@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -77,6 +77,52 @@ def _host(fleet: NamespaceFleet, name: str) -> NamespaceHost:
     return next(h for h in fleet.hosts if h.name == name)
 
 
+def _journal(host: NamespaceHost, out: Path) -> list[dict]:
+    """The trials the host's run has recorded so far (its journal; a torn last line aside)."""
+    try:
+        lines = (_remote_results(host, out) / "trials.jsonl").read_text().splitlines()
+    except OSError:
+        return []
+    trials = []
+    for line in lines:
+        try:
+            trials.append(json.loads(line))
+        except ValueError:
+            continue
+    return trials
+
+
+def _trial_key(trial: dict) -> tuple[str, str]:
+    return json.dumps(trial["case"], sort_keys=True), trial["started_at"]
+
+
+def _assert_resumed_per_trial(results: dict, kept: list[dict], trials: int) -> None:
+    """Every case has its trials once each, and every trial recorded before the host was
+    lost is among them: nothing measured twice, nothing lost."""
+    assert results["status"] == "complete"
+    per_case: dict[str, list[int]] = {}
+    for t in results["trials"]:
+        per_case.setdefault(json.dumps(t["case"], sort_keys=True), []).append(t["index"])
+    assert per_case and all(sorted(ix) == list(range(trials)) for ix in per_case.values()), per_case
+    final = {_trial_key(t) for t in results["trials"]}
+    assert kept and {_trial_key(t) for t in kept} <= final
+
+
+def _verdict_time(out: Path, host: str) -> float:
+    """When the controller learnt that the host is gone: its first unreachable event."""
+    for line in (out / "events.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event.get("host") == host and event.get("event") == "unreachable":
+            return float(event["t"])
+    raise AssertionError(f"no unreachable event for {host}")
+
+
+# From a host's loss to its verdict: the look every 2 s, then up to 3 SSH attempts of at most
+# the keep-alive window (3 x 3 s) or the connect timeout (10 s) each, 1 + 3 s apart
+# (docs/FLEET.md); twice that for a busy machine.
+LOSS_TO_VERDICT_BOUND_S = 2 * (2 + 3 * 12 + 4)
+
+
 def test_two_healthy_hosts_one_report_with_the_host_in_every_table_and_chart(
         fleet: NamespaceFleet, tmp_path: Path) -> None:
     t0 = time.monotonic()
@@ -98,6 +144,13 @@ def test_two_healthy_hosts_one_report_with_the_host_in_every_table_and_chart(
         # On a pipe: one line per host per phase.
         for phase in ("connect", "push", "setup", "run", "fetch"):
             assert len(re.findall(rf"^{name}: {phase} ok \(", res.stdout, re.M)) == 1, res.stdout
+    # Both hosts share one bakeoff_remote_dir (the inventory's): each kept its own results.
+    for name in ("alpha", "beta"):
+        remote = json.loads((_remote_results(_host(fleet, name), out) / "results.json").read_text())
+        assert remote["run_id"] == rec["hosts"][name]["run_ids"][0]
+    # fleet run wrote the report across hosts at its end, as bakeoff run writes its own.
+    assert (out / "report.md").is_file() and (out / "report.html").is_file()
+    assert f"wrote {out / 'report.html'}" in res.stdout
     print(f"two hosts, first fleet run (set-up included): {time.monotonic() - t0:.0f} s; "
           + ", ".join(f"{n} {p}: {rec['hosts'][n]['phases'][p]['seconds']:.1f} s"
                       for n in ("alpha", "beta") for p in ("push", "setup", "run")))
@@ -166,50 +219,115 @@ def test_a_host_whose_sshd_is_stopped_is_unreachable_and_the_other_completes(
     assert not (out / "hosts" / "beta" / "results.json").exists()
 
 
-def test_a_host_killed_mid_run_is_finished_by_resume(fleet: NamespaceFleet, tmp_path: Path) -> None:
-    beta = _host(fleet, "beta")
-    killed: list[int] = []
-
-    def kill_when_measuring() -> None:
+def _lose_when_measuring(host: NamespaceHost, out: Path, lose: Callable[[], None],
+                         lost: dict[str, tuple[float, list[dict]]]) -> threading.Thread:
+    """A thread that, once the host has recorded 2 trials, loses the host and notes when and
+    the trials it had recorded by then (read after the loss: none can be missed)."""
+    def watch() -> None:
         deadline = time.monotonic() + 900
-        while time.monotonic() < deadline and not killed:
-            if _trials_measured(beta, tmp_path / "fleet") >= 3:
-                killed.extend(beta.kill_processes(".venv/bin/bakeoff run"))
+        while time.monotonic() < deadline:
+            if _trials_measured(host, out) >= 2:
+                when = time.time()
+                lose()
+                lost[host.name] = (when, _journal(host, out))
                 return
             time.sleep(0.2)
+    thread = threading.Thread(target=watch)
+    thread.start()
+    return thread
 
-    killer = threading.Thread(target=kill_when_measuring)
-    killer.start()
-    res, out = _fleet_run(fleet, tmp_path, ["alpha", "beta"], "mremap-vs-memcpy",
-                          "--profile", "quick", "--trials", "4", "--seed", "3")
-    killer.join(timeout=60)
-    assert killed, "the run on beta was never seen measuring"
+
+def test_hosts_lost_mid_run_are_named_in_bounded_time_and_resumed_per_trial(
+        fleet: NamespaceFleet, tmp_path: Path) -> None:
+    """beta's sshd dies (listener and sessions), gamma's link goes down, mid-run: each is
+    declared within the bound, named with what it had recorded; alpha finishes; --resume,
+    once they answer again, keeps every trial they had recorded and measures none twice."""
+    beta, gamma = _host(fleet, "beta"), _host(fleet, "gamma")
+    out = tmp_path / "fleet"
+    lost: dict[str, tuple[float, list[dict]]] = {}
+    watchers = [_lose_when_measuring(beta, out, beta.kill_sshd, lost),
+                _lose_when_measuring(gamma, out, gamma.drop_link, lost)]
+    try:
+        res, out = _fleet_run(fleet, tmp_path, ["alpha", "beta", "gamma"], "mremap-vs-memcpy",
+                              "--profile", "quick", "--param", "size=4KiB", "--trials", "6",
+                              "--seed", "5")
+    finally:
+        for w in watchers:
+            w.join(timeout=60)
+        beta.start_sshd()
+        gamma.restore_link()
+    assert set(lost) == {"beta", "gamma"}, "a host was never seen measuring"
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    rec = _record(out)
+    assert rec["hosts"]["alpha"]["status"] == "complete"
+    for name in ("beta", "gamma"):
+        h = rec["hosts"][name]
+        assert h["status"] == "unreachable" and h["reachable"] is True, h
+        # What it had recorded at the controller's last look, before it was lost.
+        assert h["trials_recorded"] <= len(lost[name][1]), h
+        assert f"stopped answering mid-run, with {h['trials_recorded']} trial(s) recorded" \
+            in h["reason"], h["reason"]
+        assert re.search(rf"^host {name}: unreachable: stopped answering mid-run", res.stderr,
+                         re.M), res.stderr
+        seconds = _verdict_time(out, name) - lost[name][0]
+        print(f"loss to verdict, {name} ({'sshd killed' if name == 'beta' else 'link down'}): "
+              f"{seconds:.1f} s")
+        assert 0 < seconds < LOSS_TO_VERDICT_BOUND_S, seconds
+    # The report across hosts is written at the end, from what came back (alpha's run).
+    assert (out / "report.md").is_file() and (out / "hosts.json").is_file()
+    assert f"--resume {out}" in res.stdout
+
+    again = run_bakeoff("fleet", "run", "--resume", str(out), timeout=1500)
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    rec = _record(out)
+    assert rec["hosts"]["alpha"]["attempts"] == 1  # finished hosts are left alone
+    for name in ("beta", "gamma"):
+        h = rec["hosts"][name]
+        assert h["status"] == "complete" and h["attempts"] == 2 and len(h["run_ids"]) == 1, h
+        results = json.loads((out / "hosts" / name / "results.json").read_text())
+        _assert_resumed_per_trial(results, lost[name][1], 6)
+    assert not beta.kill_processes(".venv/bin/bakeoff run")  # nothing of the first attempt left
+    assert not gamma.kill_processes(".venv/bin/bakeoff run")
+
+
+def test_a_host_that_restarts_mid_run_is_failed_and_resumed_per_trial(
+        fleet: NamespaceFleet, tmp_path: Path) -> None:
+    """beta restarts mid-run (every process killed, sshd back at once): its run is found
+    gone (no exit status) at the next look, its partial results come back, and --resume
+    goes on from its recorded trials."""
+    beta = _host(fleet, "beta")
+    out = tmp_path / "fleet"
+    lost: dict[str, tuple[float, list[dict]]] = {}
+    watcher = _lose_when_measuring(beta, out, beta.reboot, lost)
+    try:
+        res, out = _fleet_run(fleet, tmp_path, ["alpha", "beta"], "mremap-vs-memcpy",
+                              "--profile", "quick", "--param", "size=4KiB", "--trials", "6",
+                              "--seed", "3")
+    finally:
+        watcher.join(timeout=60)
+    assert "beta" in lost, "the run on beta was never seen measuring"
     assert res.returncode == 1, (res.stdout, res.stderr)
     rec = _record(out)
     assert rec["hosts"]["alpha"]["status"] == "complete"
     b = rec["hosts"]["beta"]
-    assert b["status"] == "failed" and b["exit_status"] != 0 and "bakeoff run" in b["reason"]
+    assert b["status"] == "failed" and b["exit_status"] is None, b
+    assert "bakeoff run ended without an exit status" in b["reason"], b["reason"]
     # What it measured before it died came back: a partial run.
-    assert b["run_status"] in ("running", "interrupted"), b
+    assert b["run_status"] == "running", b
     run_id = b["run_ids"][0]
-    before = len((out / "hosts" / "beta" / "trials.jsonl").read_text().splitlines())
-    assert before >= 3
+    fetched = [json.loads(ln) for ln in
+               (out / "hosts" / "beta" / "trials.jsonl").read_text().splitlines()]
+    assert {_trial_key(t) for t in lost["beta"][1]} <= {_trial_key(t) for t in fetched}
 
     again = run_bakeoff("fleet", "run", "--resume", str(out), timeout=1500)
     assert again.returncode == 0, (again.stdout, again.stderr)
     rec = _record(out)
     b = rec["hosts"]["beta"]
     assert b["status"] == "complete" and b["run_ids"] == [run_id] and b["attempts"] == 2
-    assert rec["hosts"]["alpha"]["attempts"] == 1  # finished hosts are left alone
+    assert rec["hosts"]["alpha"]["attempts"] == 1
     assert "alpha:" not in again.stdout
     results = json.loads((out / "hosts" / "beta" / "results.json").read_text())
-    assert results["status"] == "complete"
-    per_case: dict[str, int] = {}
-    for t in results["trials"]:
-        key = json.dumps(t["case"], sort_keys=True)
-        per_case[key] = per_case.get(key, 0) + 1
-    # Every case has its 4 trials: nothing lost with the killed run, nothing measured twice.
-    assert per_case and all(n == 4 for n in per_case.values()), per_case
+    _assert_resumed_per_trial(results, fetched, 6)
 
 
 def test_a_host_without_memory_cgroups_records_skips_not_failures(
@@ -240,42 +358,54 @@ def test_a_host_without_memory_cgroups_records_skips_not_failures(
     assert "Failed trials" not in md
 
 
-def test_sigterm_stops_the_hosts_runs_and_resume_finishes_them(
+def test_sigterm_names_each_hosts_state_stops_their_runs_and_relative_resume_finishes(
         fleet: NamespaceFleet, tmp_path: Path) -> None:
+    """--serial, SIGTERM while alpha measures: alpha is named running (its trials recorded),
+    beta not started; nothing runs on; relative -i/--out/--resume paths work."""
     alpha = _host(fleet, "alpha")
-    inv = fleet.inventory(tmp_path / "inventory.yml", [alpha])
+    fleet.inventory(tmp_path / "inventory.yml", [alpha, _host(fleet, "beta")])
     out = tmp_path / "fleet"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bakeoff", "fleet", "run", "-i", str(inv), "--out", str(out),
-         "mremap-vs-memcpy", "--profile", "quick", "--trials", "4"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [sys.executable, "-m", "bakeoff", "fleet", "run", "-i", "inventory.yml", "--out", "fleet",
+         "--serial", "mremap-vs-memcpy", "--profile", "quick", "--trials", "4"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 900
         while _trials_measured(alpha, out) < 3:
             assert time.monotonic() < deadline and proc.poll() is None, "never saw it measure"
             time.sleep(0.2)
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=300)
+        stdout, err = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=30)
     assert proc.returncode == 143, err
     assert "Traceback" not in err
+    # Each host's state, and what --resume does with it; the run never said "run ok".
+    assert re.search(r"^host alpha: running, stopped mid-run with \d+ trial\(s\) recorded.*"
+                     r"--resume goes on from them", err, re.M), err
+    assert re.search(r"^host beta: not started; --resume runs it from the start", err, re.M), err
+    assert f"bakeoff fleet run --resume {out}" in err  # absolute: it works from anywhere
+    assert "alpha: run ok" not in stdout and "alpha: run stopped" in stdout, stdout
     # Nothing of it runs on: not Ansible here, not bakeoff run on the host.
     assert not alpha.kill_processes(".venv/bin/bakeoff run")
     left = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True, check=False)
     assert left.stdout.strip() == "", left.stdout
+    assert not list(Path("/tmp").glob(f"bakeoff-{proc.pid}-fleet-*"))  # its SSH control dir
     rec = _record(out)
-    a = rec["hosts"]["alpha"]
-    assert a["status"] == "interrupted" and "--resume" in a["reason"]
+    assert rec["hosts"]["alpha"]["status"] == "interrupted"
+    assert rec["hosts"]["alpha"]["phases"]["run"]["outcome"] == "stopped"
+    assert rec["hosts"]["beta"]["status"] == "interrupted" and not rec["hosts"]["beta"]["phases"]
     # The host's run saved its trials when it was stopped.
     saved = json.loads((_remote_results(alpha, out) / "results.json").read_text())
     assert saved["status"] == "interrupted"
 
-    again = run_bakeoff("fleet", "run", "--resume", str(out), timeout=1500)
+    again = subprocess.run([sys.executable, "-m", "bakeoff", "fleet", "run", "--resume", "fleet"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=1500,
+                           check=False)
     assert again.returncode == 0, (again.stdout, again.stderr)
-    assert _record(out)["hosts"]["alpha"]["status"] == "complete"
+    assert {h["status"] for h in _record(out)["hosts"].values()} == {"complete"}
 
 
 def test_on_a_terminal_a_live_table_per_host(fleet: NamespaceFleet, tmp_path: Path) -> None:
@@ -304,3 +434,12 @@ def test_bad_fleet_input_is_one_line(tmp_path: Path) -> None:
     assert_usage_error(run_bakeoff("fleet", "run", "-i", str(empty), "no-such-bench"),
                        "not found")
     assert_usage_error(run_bakeoff("fleet", "run", "--resume", str(tmp_path)), "fleet.json")
+    # A host name that cannot be a directory and an Ansible --limit item: exit 2, nothing made.
+    for bad in ("a b", "a,b", "-a"):
+        inv = tmp_path / "bad.yml"
+        inv.write_text(f"all:\n  hosts:\n    '{bad}': {{ansible_host: 198.18.0.2}}\n")
+        out = tmp_path / "never"
+        assert_usage_error(run_bakeoff("fleet", "run", "-i", str(inv), "--out", str(out),
+                                       "mremap-vs-memcpy"), f"inventory host '{bad}'",
+                           "letters, digits")
+        assert not out.exists()

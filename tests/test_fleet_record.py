@@ -6,13 +6,21 @@ The events are the shape fleet/callback_plugins/bakeoff_events.py writes; the li
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bakeoff.errors import UsageError
 from bakeoff.fleet import record
 from bakeoff.fleet.driver import new_record
+from conftest import REPO
 
 
 def _rec(hosts: list[str]) -> record.FleetRecord:
@@ -51,7 +59,10 @@ def test_phases_are_timed_from_task_starts_and_the_first_failure_is_the_reason()
 def test_the_run_exit_status_and_the_result_check() -> None:
     rec = _rec(["a"])
     for ev in [
-        _ev(0, "start", "a", "run: bakeoff run"), _ev(10, "ok", "a", "run: bakeoff run", rc=1),
+        _ev(0, "start", "a", "run: bakeoff run"),
+        # The look at the run (fleet/poll_run.py) says the run's exit status on its stdout.
+        _ev(10, "ok", "a", "run: bakeoff run", rc=0,
+            stdout='{"finished": true, "died": false, "rc": 1, "trials": 6}'),
         _ev(10, "start", "a", "fetch: copy the results"), _ev(11, "ok", "a", "fetch: copy the results"),
         # Outside the phases: does not reopen or time a phase, but its failure is the reason.
         _ev(11, "start", "a", "result: exit status of bakeoff run"),
@@ -61,7 +72,7 @@ def test_the_run_exit_status_and_the_result_check() -> None:
         record.apply_event(rec, ev)
     record.close_phases(rec, 13)
     a = rec.hosts["a"]
-    assert a.exit_status == 1 and a.status == "failed"
+    assert a.exit_status == 1 and a.status == "failed" and a.trials_recorded == 6
     assert a.reason == "bakeoff run exited 1: 3 trial(s) failed; see the report"
     assert a.phase_seconds() == {"run": 10, "fetch": 1}
 
@@ -106,3 +117,85 @@ def test_a_dirty_tree_is_refused_naming_what_differs(tmp_path: Path,
         assert "new.c" not in tar.getnames()
     with pytest.raises(UsageError, match="not a git checkout"):
         checkout.head_commit(tmp_path_factory.mktemp("not-git"))
+
+
+def test_a_host_lost_mid_run_is_named_with_the_trials_it_had_recorded() -> None:
+    rec = _rec(["a", "b"])
+    for ev in [
+        _ev(0, "start", "a", "connect: ping"), _ev(1, "ok", "a", "connect: ping"),
+        _ev(0, "start", "b", "connect: ping"), _ev(1, "ok", "b", "connect: ping"),
+        _ev(2, "start", "a", "run: bakeoff run"),
+        _ev(4, "retry", "a", "run: bakeoff run", stdout='{"finished": false, "trials": 3}'),
+        _ev(6, "retry", "a", "run: bakeoff run", stdout='{"finished": false, "trials": 4}'),
+        _ev(9, "unreachable", "a", "run: bakeoff run",
+            msg="Failed to connect to the host via ssh: Connection refused"),
+        _ev(2, "start", "b", "setup: make deps build"),
+        _ev(9, "unreachable", "b", "setup: make deps build", msg="Connection timed out"),
+    ]:
+        record.apply_event(rec, ev)
+    a, b = rec.hosts["a"], rec.hosts["b"]
+    assert a.status == "unreachable" and a.reachable is True and a.trials_recorded == 4
+    assert a.reason.startswith("stopped answering mid-run, with 4 trial(s) recorded; they stay "
+                               "on the host, and --resume goes on from them")
+    assert a.reason.endswith("run: bakeoff run: Failed to connect to the host via ssh: "
+                             "Connection refused")
+    assert b.reason.startswith("stopped answering in its setup phase: ")
+
+
+def test_an_interrupt_ends_open_phases_as_stopped_not_ok() -> None:
+    rec = _rec(["a"])
+    record.apply_event(rec, _ev(0, "start", "a", "run: bakeoff run"))
+    assert record.close_phases(rec, 5, "stopped") == [("a", "run")]
+    assert rec.hosts["a"].phases["run"].outcome == "stopped"
+    assert rec.hosts["a"].phase_seconds() == {"run": 5}
+
+
+def test_the_controller_tools_missing_names_the_one_install_command() -> None:
+    from bakeoff.fleet.driver import ansible_tool
+
+    with pytest.raises(UsageError, match=r"`make fleet-deps` installs ansible-core"):
+        ansible_tool("ansible-no-such-tool")
+
+
+def _poll_run() -> Any:
+    spec = importlib.util.spec_from_file_location("poll_run", REPO / "fleet" / "poll_run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_look_at_a_hosts_run_tells_running_finished_and_gone(tmp_path: Path) -> None:
+    """fleet/poll_run.py on real processes and async_wrapper's real file shapes."""
+    poll_run = _poll_run()
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "trials.jsonl").write_text('{"index": 0}\n{"index": 1}\n{"ind')  # torn last
+    jid = f"j{os.getpid()}{time.monotonic_ns() % 10**6}"
+    job = tmp_path / f"{jid}.4242"
+    job.write_text(json.dumps({"started": True, "finished": False, "ansible_job_id": jid}))
+    # A process of the job (async_wrapper carries the job's id as an argument) is alive.
+    wrapper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", jid])
+    try:
+        # Until its exec is through, /proc shows an empty command line (seen under pytest).
+        deadline = time.monotonic() + 10
+        while jid.encode() not in Path(f"/proc/{wrapper.pid}/cmdline").read_bytes():
+            assert time.monotonic() < deadline, "the stand-in process never started"
+            time.sleep(0.01)
+        look = poll_run.look(str(job), str(run_dir))
+        assert look == {"finished": False, "died": False, "rc": None, "msg": "", "stderr": "",
+                        "trials": 3}
+    finally:
+        wrapper.kill()
+        wrapper.wait(timeout=10)
+    # Its processes gone without a result (the host restarted): finished, died.
+    look = poll_run.look(str(job), str(run_dir))
+    assert look["finished"] and look["died"] and look["rc"] is None
+    # The command's result, written by async_wrapper at the end.
+    job.write_text(json.dumps({"rc": 1, "stderr": "x\nbakeoff: 2 trial(s) failed\n",
+                               "msg": "non-zero return code", "ansible_job_id": jid}))
+    (run_dir / "trials.jsonl").unlink()
+    (run_dir / "results.json").write_text(json.dumps({"trials": [{}, {}, {}, {}]}))
+    look = poll_run.look(str(job), str(run_dir))
+    assert look["finished"] and not look["died"] and look["rc"] == 1 and look["trials"] == 4
+    assert look["stderr"].endswith("2 trial(s) failed\n")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 
-from bakeoff import registry
+from bakeoff import interrupts, registry
 from bakeoff.errors import UsageError
 from bakeoff.fleet import checkout, driver, record
 from bakeoff.fleet.progress import Lines, LiveTable, Progress
@@ -51,49 +52,104 @@ def _progress(out: Console, rec: record.FleetRecord) -> Progress:
     return LiveTable(out, rec) if out.is_terminal else Lines(out)
 
 
-def run_fleet(req: FleetRequest, out: Console, err: Console) -> int:
+def _absolute(req: FleetRequest) -> None:
+    """ansible-playbook runs inside the fleet directory: every path handed on is absolute,
+    and so is every command printed for later (it works from any directory)."""
+    for name in ("inventory", "out", "resume"):
+        path = getattr(req, name)
+        if path is not None:
+            setattr(req, name, path.expanduser().resolve())
+
+
+def run_fleet(req: FleetRequest, out: Console, err: Console,
+              report: Callable[[Path], None] | None = None) -> int:
+    """The fleet run; `report(fleet_dir)` writes the report across hosts at its end."""
     if req.forks < 1:
         raise UsageError("--forks is a number of hosts of 1 or more, e.g. --forks 20")
     if req.host_timeout_s < 1 or req.connect_timeout_s < 1:
         raise UsageError("--host-timeout and --connect-timeout are seconds above 0")
+    _absolute(req)
     if req.resume is not None:
         rec, fleet_dir, hosts = _resumed(req)
     else:
         rec, fleet_dir, hosts = _started(req)
+    resume_cmd = f"bakeoff fleet run --resume {fleet_dir}"
     extra_vars = driver.prepare(rec, fleet_dir, req.wheelhouse,
                                 lambda line: err.print(line, highlight=False))
     driver.begin_attempt(rec, hosts)
     record.save(rec, fleet_dir)
     progress = _progress(out, rec)
+    closed = False
     try:
         driver.execute(rec, fleet_dir, hosts, extra_vars, progress, req.connect_timeout_s)
     except BaseException as exc:
         # Whatever the hosts sent back before the stop is kept; the rest is for --resume.
-        going = [h for h in rec.hosts.values() if h.status not in ("failed", "unreachable")]
+        going = [h.host for h in rec.hosts.values() if h.status not in ("failed", "unreachable")]
         driver.collect(rec, fleet_dir, hosts)
-        for h in going:
-            if h.status != "complete":
-                h.status = "interrupted"
-                h.reason = (f"the fleet run was interrupted ({type(exc).__name__}); "
-                            f"bakeoff fleet run --resume {fleet_dir} finishes it")
+        for name in hosts:
+            h = rec.hosts[name]
+            if name in going and h.status != "complete":
+                h.status, h.reason = "interrupted", _cut_short(h)
+        progress.close(rec)  # the table's last state, then each host's in words
+        closed = True
+        for h in rec.hosts.values():
+            err.print(Text(f"host {h.host}: ") + Text(_state(h), style=_state_style(h)),
+                      soft_wrap=True, highlight=False)
+        stopped_by = type(exc).__name__
+        interrupts.tell(lambda: f"the fleet run stopped ({stopped_by}); every host's state "
+                                f"is above; `{resume_cmd}` finishes it")
         raise
     else:
         driver.collect(rec, fleet_dir, hosts)
     finally:
         rec.finished_at = driver.now_iso()
         record.save(rec, fleet_dir)
-        progress.close(rec)
+        if not closed:
+            progress.close(rec)
     out.print(f"wrote {fleet_dir / record.FLEET_JSON}", highlight=False)
+    if report is not None:
+        try:
+            report(fleet_dir)
+        except UsageError as exc:  # no host sent anything back: there is nothing to report
+            err.print(f"no report across hosts: {exc}", highlight=False, soft_wrap=True)
     failed = rec.failed()
     for h in failed:
         err.print(Text(f"host {h.host}: {h.status}", style="red") + Text(f": {h.reason}"),
                   soft_wrap=True)
     complete = [h for h in rec.hosts.values() if h.status == "complete"]
     out.print(f"{len(complete)} of {len(rec.hosts)} hosts complete; results in "
-              f"{fleet_dir / record.HOSTS_DIR}; `bakeoff report {fleet_dir}` compares them"
-              + (f"; `bakeoff fleet run --resume {fleet_dir}` finishes the rest" if failed else ""),
+              f"{fleet_dir / record.HOSTS_DIR}"
+              + (f"; `{resume_cmd}` finishes the rest" if failed else ""),
               highlight=False, soft_wrap=True)
     return 1 if failed else 0
+
+
+def _cut_short(h: record.HostRecord) -> str:
+    """What an interrupt stopped on a host, and what --resume will do with it."""
+    if not h.phases:
+        return "not started; --resume runs it from the start"
+    last = list(h.phases)[-1]
+    if last == "fetch":
+        return ("running, stopped while fetching its results; --resume fetches them (its run "
+                "is complete on the host or goes on from its recorded trials)")
+    if "run" not in h.phases:
+        return (f"running, stopped in its {last} phase before it measured; --resume sets it "
+                "up and runs it")
+    return (f"running, stopped mid-run with {h.trials_recorded} trial(s) recorded at the last "
+            "look; they stay on the host, and --resume goes on from them (bakeoff run "
+            "--resume there): nothing is measured twice")
+
+
+def _state(h: record.HostRecord) -> str:
+    if h.status == "complete":
+        return "finished (complete); --resume leaves it as it is"
+    if h.status == "interrupted":
+        return h.reason
+    return f"{h.status} before the stop ({h.reason}); --resume tries it again"
+
+
+def _state_style(h: record.HostRecord) -> str:
+    return {"complete": "green", "interrupted": "yellow"}.get(h.status, "red")
 
 
 def _started(req: FleetRequest) -> tuple[record.FleetRecord, Path, list[str]]:

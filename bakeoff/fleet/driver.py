@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -45,6 +46,17 @@ EVENTS = "events.jsonl"
 ANSIBLE_LOG = "ansible.log"
 # How often the controller looks for new events while the playbook runs.
 _POLL_S = 0.2
+# SSH keep-alives: a connection that answers none of 3 probes 3 s apart is dead (a host
+# powered off, its link down), so a look at a host's run fails within about 9-12 s instead
+# of TCP's minutes. With the connect timeout and the poll's 2 retries (fleet/playbook.yml),
+# this bounds the time from a host's loss to its verdict (docs/FLEET.md gives it, measured).
+SSH_ALIVE_INTERVAL_S = 3
+SSH_ALIVE_COUNT = 3
+# What an inventory host may be called: it names a directory (hosts/<host>/), an item of
+# ansible-playbook's comma-separated --limit and a column of every report.
+_HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]*")
+# The one command that installs the controller's tools (Makefile).
+CONTROLLER_INSTALL = "make fleet-deps"
 
 
 def ansible_tool(name: str) -> str:
@@ -54,8 +66,8 @@ def ansible_tool(name: str) -> str:
         return str(beside)
     found = shutil.which(name)
     if found is None:
-        raise UsageError(f"{name} is not installed; `make deps` installs ansible-core "
-                         "(the fleet extra of pyproject.toml)")
+        raise UsageError(f"{name} is not installed; `{CONTROLLER_INSTALL}` installs ansible-core "
+                         "into .venv (the fleet extra of pyproject.toml; docs/FLEET.md)")
     return found
 
 
@@ -79,9 +91,11 @@ def inventory_hosts(inventory: Path) -> list[str]:
         raise UsageError(f"inventory {inventory} names no hosts ({why}); docs/FLEET.md shows "
                          "an inventory")
     for h in hosts:
-        if "/" in h or h in (".", ".."):
-            raise UsageError(f"inventory host '{h}' cannot name a results directory; "
-                             "use a name without '/'")
+        if not _HOST_NAME.fullmatch(h):
+            raise UsageError(f"inventory host {h!r} cannot name a results directory and an "
+                             "Ansible host; name it with letters, digits and . _ - : only "
+                             f"(e.g. {re.sub(r'[^A-Za-z0-9_.:-]+', '-', h).strip('-.:') or 'host-1'}"
+                             ") and give its address as ansible_host")
     return hosts
 
 
@@ -193,6 +207,10 @@ def execute(rec: FleetRecord, fleet_dir: Path, hosts: list[str], extra_vars: dic
         "ANSIBLE_SSH_CONTROL_PATH_DIR": str(control_dir / "cp"),
         "ANSIBLE_LOCAL_TEMP": str(control_dir / "tmp"),
         "ANSIBLE_TIMEOUT": str(connect_timeout),
+        # Ansible's own SSH arguments, and keep-alives: a lost host is found in seconds.
+        "ANSIBLE_SSH_ARGS": ("-C -o ControlMaster=auto -o ControlPersist=60s "
+                             f"-o ServerAliveInterval={SSH_ALIVE_INTERVAL_S} "
+                             f"-o ServerAliveCountMax={SSH_ALIVE_COUNT}"),
         # Debian has /usr/bin/python3 (the set-up installs it); interpreter discovery would
         # take whatever a login PATH finds first (a pyenv shim, say). Inventory may override.
         "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
@@ -206,6 +224,7 @@ def execute(rec: FleetRecord, fleet_dir: Path, hosts: list[str], extra_vars: dic
         log.flush()
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True, cwd=fleet_dir)
+        outcome = "ok"
         try:
             while True:
                 done = proc.poll() is not None
@@ -214,7 +233,9 @@ def execute(rec: FleetRecord, fleet_dir: Path, hosts: list[str], extra_vars: dic
                     break
                 time.sleep(_POLL_S)
         except BaseException:
+            outcome = "stopped"  # what was running was cut short, not finished
             _stop(proc)
+            offset = _read_events(rec, events_path, offset, progress)  # up to the stop
             # The hosts' runs are async jobs: they would go on without us. Stop them (they
             # keep their finished trials for --resume); a second Ctrl-C skips this.
             stop = subprocess.run(
@@ -224,7 +245,7 @@ def execute(rec: FleetRecord, fleet_dir: Path, hosts: list[str], extra_vars: dic
             log.write(f"# stop playbook exited {stop.returncode}\n".encode())
             raise
         finally:
-            for host, phase in close_phases(rec, time.time()):
+            for host, phase in close_phases(rec, time.time(), outcome):
                 progress.phase_ended(rec, host, phase)
             _close_ssh_masters(control_dir / "cp")
             shutil.rmtree(control_dir, ignore_errors=True)

@@ -11,7 +11,8 @@ from rich.text import Text
 
 from bakeoff.fleet.record import PHASES, FleetRecord, Phase
 
-_STYLE = {"ok": "green", "failed": "red", "unreachable": "red", "running": "yellow"}
+_STYLE = {"ok": "green", "failed": "red", "unreachable": "red", "running": "yellow",
+          "stopped": "yellow"}
 
 
 class Progress(Protocol):
@@ -62,7 +63,8 @@ class LiveTable:
         for h in rec.hosts.values():
             label = "running" if h.status == "not tried" and h.phases else h.status
             status = Text(label, style=_STYLE.get(
-                {"complete": "ok", "not tried": "", "running": "running"}.get(label, "failed"), ""))
+                {"complete": "ok", "not tried": "", "running": "running",
+                 "interrupted": "stopped"}.get(label, "failed"), ""))
             table.add_row(h.host, *(_cell(h.phases.get(p)) for p in PHASES), status)
         return table
 

@@ -20,15 +20,17 @@ from bakeoff.store import write_atomic
 FLEET_JSON = "fleet.json"
 HOSTS_DIR = "hosts"
 PHASES = ("connect", "push", "setup", "run", "fetch")
-# 1: first version.
-SCHEMA_VERSION = 1
+# 1: first version. 2: trials_recorded per host; phases may end "stopped" (an interrupt).
+SCHEMA_VERSION = 2
+# The playbook's task that looks at a host's run (fleet/poll_run.py prints one JSON line).
+RUN_TASK = "run: bakeoff run"
 
 
 @dataclass
 class Phase:
     started: float
     ended: float | None = None
-    outcome: str = "running"  # running, ok, failed, unreachable
+    outcome: str = "running"  # running, ok, failed, unreachable, stopped (interrupted)
 
     @property
     def seconds(self) -> float | None:
@@ -45,6 +47,9 @@ class HostRecord:
     run_ids: list[str] = field(default_factory=list)
     run_status: str | None = None  # the fetched results.json's status
     results_bytes: int = 0  # the fetched results directory (what one host sends back)
+    # Trials the host's run had recorded (its journal) at the controller's last look: what a
+    # host lost mid-run had finished, kept on it for --resume.
+    trials_recorded: int = 0
     attempts: int = 0
     phases: dict[str, Phase] = field(default_factory=dict)
 
@@ -161,9 +166,12 @@ def apply_event(rec: FleetRecord, event: dict[str, Any]) -> list[tuple[str, str]
         current.ended = t  # the phase's latest task so far; the next start closes it
     if kind == "ok" and phase == "connect":
         host.reachable = True
-    if task == "run: bakeoff run" and kind == "ok":
-        rc = event.get("rc")
-        host.exit_status = rc if isinstance(rc, int) else None
+    if task == RUN_TASK and kind in ("ok", "retry"):
+        look = _run_look(event)
+        host.trials_recorded = int(look.get("trials") or host.trials_recorded)
+        rc = look.get("rc")
+        if kind == "ok":
+            host.exit_status = rc if isinstance(rc, int) else None
     if kind in ("unreachable", "failed"):
         if current is not None:
             current.outcome = kind
@@ -173,17 +181,36 @@ def apply_event(rec: FleetRecord, event: dict[str, Any]) -> list[tuple[str, str]
         # The first failure is the reason; an unreachable fetch after a failed run is not.
         if host.status not in ("failed", "unreachable"):
             host.status, host.reason = kind, _reason(event)
+            if kind == "unreachable" and host.reachable:
+                host.reason = f"{_lost(host, phase)}: {host.reason}"
     return ended
 
 
-def close_phases(rec: FleetRecord, t: float) -> list[tuple[str, str]]:
-    """At the playbook's end: phases still open ended with their last task."""
+def _run_look(event: dict[str, Any]) -> dict[str, Any]:
+    try:
+        look = json.loads(str(event.get("stdout") or "{}"))
+    except ValueError:
+        return {}
+    return look if isinstance(look, dict) else {}
+
+
+def _lost(host: HostRecord, phase: str) -> str:
+    """What a host that answered before and stopped answering had done."""
+    if phase != "run":
+        return f"stopped answering in its {phase or 'last'} phase"
+    return (f"stopped answering mid-run, with {host.trials_recorded} trial(s) recorded; they "
+            "stay on the host, and --resume goes on from them once it answers")
+
+
+def close_phases(rec: FleetRecord, t: float, outcome: str = "ok") -> list[tuple[str, str]]:
+    """At the playbook's end: phases still open ended with their last task ("ok"); when the
+    fleet run was interrupted, they were cut short ("stopped"), and end now."""
     out = []
     for host in rec.hosts.values():
         for name, p in host.phases.items():
             if p.outcome == "running":
-                p.ended = p.ended or t
-                p.outcome = "ok"
+                p.ended = (p.ended or t) if outcome == "ok" else t
+                p.outcome = outcome
                 out.append((host.host, name))
     return out
 

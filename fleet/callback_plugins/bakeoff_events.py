@@ -40,6 +40,9 @@ class CallbackModule(CallbackBase):  # type: ignore[misc]
         path = os.environ.get("BAKEOFF_FLEET_EVENTS")
         # Line-buffered: the controller reads each event as it happens.
         self._out = open(path, "a", buffering=1, encoding="utf-8") if path else None  # noqa: SIM115
+        # The last output of each host's retried task (the run's look, every few seconds):
+        # a retry is written only when it says something new (a trial more), not every look.
+        self._last_retry: dict[str, str] = {}
 
     def _emit(self, event: str, host: str, task: str, result: dict[str, Any] | None = None) -> None:
         if self._out is None:
@@ -69,6 +72,13 @@ class CallbackModule(CallbackBase):  # type: ignore[misc]
 
     def v2_runner_on_unreachable(self, result: Any) -> None:
         self._emit("unreachable", result._host.get_name(), result._task.get_name(), result._result)
+
+    def v2_runner_retry(self, result: Any) -> None:
+        host = result._host.get_name()
+        said = str(result._result.get("stdout", ""))
+        if self._last_retry.get(host) != said:
+            self._last_retry[host] = said
+            self._emit("retry", host, result._task.get_name(), result._result)
 
     def v2_runner_on_skipped(self, result: Any) -> None:
         self._emit("skipped", result._host.get_name(), result._task.get_name(), result._result)
