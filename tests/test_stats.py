@@ -144,7 +144,12 @@ def test_verdict_same_for_one_distribution_and_faster_for_a_10pct_shift() -> Non
 
 def test_verdict_needs_the_ci_beyond_the_threshold() -> None:
     tiny = stats.Ratio(ratio=0.99, ci_low=0.985, ci_high=0.995, p_value=0.001)
-    assert stats.verdict(tiny, 0.001, lower_is_better=True, threshold=0.02) == "same"
+    # The whole CI within ±2%: a claim that any difference is smaller than that.
+    assert stats.verdict(tiny, 0.001, lower_is_better=True, threshold=0.02) == "equivalent"
+    assert stats.verdict(tiny, 0.5, lower_is_better=True, threshold=0.02) == "equivalent"
+    # Reaching past the threshold on one side: neither shown, nor its absence.
+    wide = stats.Ratio(ratio=0.99, ci_low=0.97, ci_high=1.01, p_value=0.3)
+    assert stats.verdict(wide, 0.3, lower_is_better=True, threshold=0.02) == "same"
     assert stats.verdict(tiny, 0.001, lower_is_better=True, threshold=0.001) == "faster"
     big = stats.Ratio(ratio=1.5, ci_low=1.4, ci_high=1.6, p_value=0.001)
     assert stats.verdict(big, 0.001, lower_is_better=True) == "slower"

@@ -36,6 +36,7 @@ from bakeoff.report.words import (
     fit_sentence,
     verdict_rule,
 )
+from bakeoff.stats import interval_note
 
 _PUNCT = re.compile(r"([\\`*\[\]|<>~])")
 # '_' emphasises only at a word edge in GFM; escaping it inside 'lookup_batch' would make
@@ -210,8 +211,9 @@ def _top_findings(found: list[BenchmarkFindings]) -> list[str]:
                "trials (--trials 10) settle those held back by too few. ")
     out += ["", settled + "In the tables, a cell is a ratio of medians to the baseline with its "
             f"95% CI: {GLYPHS['faster']} better than the baseline beyond the verdict's threshold, "
-            f"{GLYPHS['slower']} worse, {GLYPHS['same']} no difference of that size shown (where "
-            "the baseline lacks the metric, a median with its CI)."]
+            f"{GLYPHS['slower']} worse, {GLYPHS['equivalent']} equivalent (the whole CI within the "
+            f"threshold), {GLYPHS['same']} no difference of that size shown (where the baseline "
+            f"lacks the metric, a median with its CI). {interval_note()}."]
     return out
 
 
