@@ -298,8 +298,16 @@ def median_ci(trials: Trials, confidence: float = CONFIDENCE) -> TInterval:
     se = float(x.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
     t = _interval(float(x.mean()) if n > 1 else (math.log(pooled) if log else pooled), se,
                   n - 1, log, confidence)
-    return dataclasses.replace(t, estimate=pooled, low=min(t.low, pooled),
-                               high=max(t.high, pooled), p_zero=math.nan)
+    low, high = _around(pooled, t)
+    return dataclasses.replace(t, estimate=pooled, low=low, high=high, p_zero=math.nan)
+
+
+def _around(point: float, t: TInterval) -> tuple[float, float]:
+    """t's ends, stretched to reach point (a CI never excludes its own point); the point
+    itself when t saw no spread (or could see none)."""
+    if t.se == 0 or not math.isfinite(t.se):
+        return point, point
+    return min(t.low, point), max(t.high, point)
 
 
 def _two_sample(a: FloatArray, b: FloatArray) -> tuple[float, float]:
@@ -343,13 +351,12 @@ def ratio_ci(variant: Trials, baseline: Trials, confidence: float = CONFIDENCE,
     mv, mb = _trial_figures(v), _trial_figures(b)
     if point > 0 and bool(np.all(mv > 0)) and bool(np.all(mb > 0)):
         t = _log_ratio_t(variant, baseline, variant_rounds, baseline_rounds, confidence)
-        lo, hi, p = t.low, t.high, t.p_zero
+        (lo, hi), p = _around(point, t), t.p_zero
     else:
         se2, df = _delta_ratio_se2(mv, mb)
         t = _interval(point - 1.0, math.sqrt(se2), df, False, confidence)
         lo, hi, p = t.low + 1.0, t.high + 1.0, t.p_zero
-    return Ratio(ratio=point, ci_low=min(lo, point), ci_high=max(hi, point),
-                 p_value=mann_whitney_p(v, b), p_ci=p)
+    return Ratio(ratio=point, ci_low=lo, ci_high=hi, p_value=mann_whitney_p(v, b), p_ci=p)
 
 
 def _log_ratio_t(variant: Trials, baseline: Trials, variant_rounds: Sequence[int] | None,
@@ -460,8 +467,7 @@ def paired_ratio_of_medians(
     if point > 0 and bool(np.all(top > 0)) and bool(np.all(bottom > 0)):
         d = np.log(top) - np.log(bottom)
         t = _interval(float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n), n - 1, True)
-        return Ratio(point, min(t.low, point), max(t.high, point), p_value=math.nan,
-                     p_ci=t.p_zero)
+        return Ratio(point, *_around(point, t), p_value=math.nan, p_ci=t.p_zero)
     # Some trial's median is 0 or below: the delta method on the trials' ratio of means.
     d = top - point * bottom
     t = _interval(point - 1.0, float(d.std(ddof=1)) / math.sqrt(n) / abs(float(bottom.mean())),
@@ -737,9 +743,11 @@ class Heterogeneity:
     """Cochran's Q: do k estimates of one ratio (one per host) differ more than their CIs allow?
 
     On log ratios (a ratio's sampling error is about symmetric in log space), each weighted
-    by 1/SE², the SE read off its 95% CI (ratio_ci: a Welch t interval, so its half-width is
-    the t quantile times the SE; with n trials a side, 2(n - 1) degrees of freedom are taken).
-    Q follows chi² with k-1 degrees of freedom when every host has the same true ratio
+    by 1/SE², the SE read off its 95% CI as half its log width over 1.96. The CI is a t
+    interval (ratio_ci), wider than 1.96 SEs by the t quantile, so this SE carries the
+    small-sample doubt about the SE itself, which a chi² of estimated weights otherwise
+    ignores (it raised the false-alarm rate at 5 trials a side). Q follows chi² with k-1
+    degrees of freedom when every host has the same true ratio
     (tests/test_stats.py checks the false alarm rate by simulation).
     """
 
@@ -752,16 +760,15 @@ _Z95 = 1.959963984540054
 
 
 def heterogeneity(ratios: Sequence[Ratio], trials: Sequence[int] | None = None) -> Heterogeneity:
-    """trials: the trial count behind each ratio (the smaller side), for the t quantile its
-    CI was made with; None when unknown (the normal's quantile is taken)."""
+    """trials: the trial count behind each ratio (the smaller side); only its length is
+    checked now (the t interval's width already says how few trials there were)."""
     counts = list(trials) if trials is not None else [0] * len(ratios)
     usable = [(r, n) for r, n in zip(ratios, counts, strict=True)
               if 0 < r.ci_low <= r.ratio <= r.ci_high < math.inf]
     if len(usable) < 2:
         return Heterogeneity(math.nan, max(len(usable) - 1, 0), math.nan)
     y = np.log([r.ratio for r, _ in usable])
-    se = np.array([(math.log(r.ci_high) - math.log(r.ci_low))
-                   / (2 * (t_quantile(2 * (n - 1)) if n >= 2 else _Z95)) for r, n in usable])
+    se = np.array([(math.log(r.ci_high) - math.log(r.ci_low)) / (2 * _Z95) for r, _ in usable])
     # A CI of zero width (every trial the same value) still has some error: a floor keeps
     # its weight finite, and two such hosts with different ratios still differ.
     se = np.maximum(se, 1e-6)

@@ -207,7 +207,7 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
     where = _where(ba, g, point)
     figure = f"({ratio_figure(ratio)}; {n})"
     if min(trials_of(best), trials_of(base)) < 2:
-        # One trial is one cluster: its bootstrap CI is a point, which would read as certainty.
+        # One trial shows no spread: its CI is a point, which would read as certainty.
         figure = f"(ratio {fmt_number(ratio.ratio)}, no CI from one trial; {n})"
     verdict = best.comparison.verdict
     why: list[str] = []

@@ -139,7 +139,7 @@ def _details_benchmark(run: RunRecord, ba: BenchmarkAnalysis) -> list[str]:
         f"Baseline: **{md_escape(info.baseline)}**. "
         f"Primary metric: **{md_escape(metric['name'])}** "
         f"({md_escape(str(metric['unit']))}, {md_escape(better)}). "
-        "Ratios are variant median / baseline median; CIs are 95% (bootstrap over trials).",
+        "Ratios are variant median / baseline median; CIs are 95% (trial-t: t over trials, ratios paired by round).",
         "", "### Crossovers", "",
     ]
     out += ([f"- {md_escape(crossover_sentence(ba, sc))}" for sc in ba.crossovers]
@@ -242,7 +242,7 @@ def render_markdown(run: RunRecord, analysis: Analysis) -> str:
     """report.md: the findings first, one compact table per benchmark, then the warnings."""
     found = all_findings(analysis)
     out = [f"# bakeoff results: {md_escape(run.run_id)}", "", _machine_line(run)
-           + " Every figure has its 95% CI (bootstrap over trials) and its n; full tables, "
+           + " Every figure has its 95% CI (trial-t: t over trials) and its n; full tables, "
            "every metric and counter, skipped cases, failures and host facts are in "
            "details.md beside this file."]
     if run.status != "complete":
