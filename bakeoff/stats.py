@@ -227,7 +227,10 @@ def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
 
 
 def _t_p(estimate: float, se: float, df: float) -> float:
-    """Two-sided p of "estimate = 0" for a t statistic; NaN when it cannot be formed."""
+    """Two-sided p of "estimate = 0" for a t statistic; NaN when it cannot be formed. With no
+    spread seen (se 0: every trial gave the same figure) a nonzero estimate is certain."""
+    if se == 0 and not math.isnan(estimate):
+        return 0.0 if estimate != 0 else 1.0
     if not (0 < se < math.inf and df > 0) or math.isnan(estimate):
         return math.nan
     return float(min(1.0, 2.0 * lazy.load("scipy.stats").t.sf(abs(estimate) / se, df)))

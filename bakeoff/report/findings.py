@@ -237,8 +237,8 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
                 f"{change_phrase(ba, g.metric, ratio.ratio)} {figure}"
                 if all(r.verdict == "equivalent" for r in compared) else
                 f"the {which}, {best.case.variant}, is equivalent to {base_name} within "
-                f"±{ba.threshold * 100:g}% ({change_phrase(ba, g.metric, ratio.ratio)} "
-                f"{figure})")
+                f"±{ba.threshold * 100:g}%: {change_phrase(ba, g.metric, ratio.ratio)} "
+                f"{figure}")
     else:
         which = "best" if _better(ba, g.metric, ratio.ratio) else "closest"
         # "shown": a "same" verdict is a CI that reaches the threshold, which may be a wide
