@@ -227,13 +227,13 @@ def real_aa(method: str, cases: dict[str, Side], n: int, draws: int, seed: int,
     for k in range(draws):
         side = usable[k % len(usable)]
         picks = rng.permutation(len(side))[: 2 * n]
-        # Pair trial i of one side with trial i of the other by renumbering rounds: two
-        # trials of one case never share a round, so the pairs are of neighbours in time.
+        # Pair trial j of one side with trial j of the other by renumbering rounds: two
+        # trials of one case never share a round, so a pair is two neighbours in time, each
+        # going to either side by a coin (so 2n trials give 2^n splits, not one).
         chosen = sorted((side[i] for i in picks), key=lambda t: t[0])
-        a = [(j, chosen[2 * j][1]) for j in range(n)]
-        b = [(j, chosen[2 * j + 1][1]) for j in range(n)]
-        if rng.random() < 0.5:
-            a, b = b, a
+        flips = rng.random(n) < 0.5
+        a = [(j, chosen[2 * j + int(f)][1]) for j, f in enumerate(flips)]
+        b = [(j, chosen[2 * j + 1 - int(f)][1]) for j, f in enumerate(flips)]
         lo, hi = fn(a, b, rng)
         covered += lo <= 1.0 <= hi
     return Cell(method, label, n, draws, covered)

@@ -139,7 +139,8 @@ def _details_benchmark(run: RunRecord, ba: BenchmarkAnalysis) -> list[str]:
         f"Baseline: **{md_escape(info.baseline)}**. "
         f"Primary metric: **{md_escape(metric['name'])}** "
         f"({md_escape(str(metric['unit']))}, {md_escape(better)}). "
-        "Ratios are variant median / baseline median; CIs are 95% (trial-t: t over trials, ratios paired by round).",
+        "Ratios are variant median / baseline median; CIs are 95% (trial-t: t over trials, "
+        "ratios paired by round).",
         "", "### Crossovers", "",
     ]
     out += ([f"- {md_escape(crossover_sentence(ba, sc))}" for sc in ba.crossovers]
