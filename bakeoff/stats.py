@@ -11,6 +11,7 @@ not an interval of a reported figure.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -221,6 +222,7 @@ def interval_note() -> str:
             "trials resampled A/A (docs/STATISTICS.md)")
 
 
+@functools.lru_cache(maxsize=1024)  # dfs repeat (n - 1 for paired rounds): ppf is slow
 def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
     """The two-sided t quantile; the normal's for infinite df, infinite for none."""
     if not df > 0:

@@ -14,7 +14,7 @@ import pytest
 from bakeoff import coverage, stats
 
 FIXTURES = Path(__file__).parent / "fixtures" / "trials"
-DRAWS = 800
+DRAWS = 500
 
 
 def _within_calibrated(cell: coverage.Cell) -> None:
