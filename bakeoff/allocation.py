@@ -14,10 +14,8 @@ cases whose answer is not settled, up to the profile's `trials`:
   does not report) is never settled: it gets every trial the profile allows, as without
   this rule.
 
-The interval is a Welch t interval on the logs of the per-trial medians, not the report's
-percentile bootstrap: with 3 to 5 trials a side that bootstrap is too narrow, and a rule
-that stops on a too-narrow interval stops too early, exactly where stopping is a bet
-(log_ratio_interval says more).
+The interval is the report's own (stats.ratio_ci, a Welch t interval on the logs of the
+per-trial medians), widened by STOP_MARGIN (log_ratio_interval says more).
 
 What this does to the statistics (tests/test_allocation.py checks it by simulation): the
 stopping rule looks at the data several times, so the final CI is not a fixed-n CI. The error
@@ -38,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bakeoff import lazy, questions, stats
+from bakeoff import questions, stats
 from bakeoff.model import Case
 
 # How much wider than the 95% t interval (in log ratio) the interval a case must keep clear of
@@ -71,30 +69,22 @@ class Rule:
 
 def log_ratio_interval(variant: stats.Trials, baseline: stats.Trials,
                        confidence: float) -> tuple[float, float] | None:
-    """A Welch t interval of the ratio of the two sides' typical trial, from the log of each
-    trial's median; None when it cannot be formed (fewer than 2 trials a side, a median <= 0).
+    """The report's interval of the ratio (stats.ratio_ci: Welch t on the logs of the
+    per-trial medians, centred on the pooled ratio); None when it cannot be formed (fewer
+    than 2 trials a side, a median <= 0).
 
-    Why t on per-trial medians and not the report's bootstrap: with 3 to 5 trials a side the
-    percentile bootstrap is too narrow (it resamples the trials that happened, not the spread
-    they come from; stats.Heterogeneity says what that did to a test built on it), and a
-    stopping rule on a too-narrow interval stops too early, exactly where stopping is a bet.
-    The t quantile with Welch's degrees of freedom is the small-sample correction."""
-    v = [float(np.median(t)) for t in variant if len(t)]
-    b = [float(np.median(t)) for t in baseline if len(t)]
-    if len(v) < 2 or len(b) < 2 or min(v) <= 0 or min(b) <= 0:
+    The same interval the report prints and its verdicts use: it was chosen for covering
+    94-97% from 3 trials a side on (docs/STATISTICS.md), where the percentile bootstrap
+    that was printed before is too narrow, and a stopping rule on a too-narrow interval
+    stops too early, exactly where stopping is a bet."""
+    v = [np.asarray(t, dtype=np.float64) for t in variant if len(t)]
+    b = [np.asarray(t, dtype=np.float64) for t in baseline if len(t)]
+    if len(v) < 2 or len(b) < 2:
         return None
-    lv, lb = np.log(v), np.log(b)
-    diff = float(lv.mean() - lb.mean())
-    var_v, var_b = float(lv.var(ddof=1)) / len(v), float(lb.var(ddof=1)) / len(b)
-    se = math.sqrt(var_v + var_b)
-    if se == 0:
-        # Every trial of both sides gave the same median (integer counts, a tight case): no
-        # spread seen, the ratio is what it is.
-        return math.exp(diff), math.exp(diff)
-    df = (var_v + var_b) ** 2 / ((var_v**2 / (len(v) - 1) if var_v else 0.0)
-                                 + (var_b**2 / (len(b) - 1) if var_b else 0.0))
-    t = float(lazy.load("scipy.stats").t.ppf(0.5 + confidence / 2, df))
-    return math.exp(diff - t * se), math.exp(diff + t * se)
+    if min(float(np.median(t)) for t in [*v, *b]) <= 0:
+        return None
+    r = stats.ratio_ci(v, b, confidence)
+    return r.ci_low, r.ci_high
 
 
 def settled(variant: stats.Trials, baseline: stats.Trials, rule: Rule) -> bool:
@@ -201,16 +191,12 @@ def _trial_medians(trials: stats.Trials) -> list[float]:
     return [float(np.median(t)) for t in trials if len(t)]
 
 
-def _t_quantile(df: float, confidence: float) -> float:
-    return float(lazy.load("scipy.stats").t.ppf(0.5 + confidence / 2, df))
-
-
 def _mean_interval(values: Sequence[float], confidence: float) -> tuple[float, float] | None:
     """A one-sample t interval of the mean of per-trial values; None below 2 values."""
     if len(values) < 2:
         return None
     a = np.asarray(values, dtype=float)
-    half = _t_quantile(len(a) - 1, confidence) * float(a.std(ddof=1)) / math.sqrt(len(a))
+    half = stats.t_quantile(len(a) - 1, confidence) * float(a.std(ddof=1)) / math.sqrt(len(a))
     centre = float(a.mean())
     return centre - half, centre + half
 
@@ -235,7 +221,7 @@ def difference_interval(case: stats.Trials, reference: stats.Trials,
         return diff, diff
     df = (var_v + var_b) ** 2 / ((var_v**2 / (len(v) - 1) if var_v else 0.0)
                                  + (var_b**2 / (len(b) - 1) if var_b else 0.0))
-    half = _t_quantile(df, confidence) * se
+    half = stats.t_quantile(df, confidence) * se
     return diff - half, diff + half
 
 
@@ -247,8 +233,8 @@ def relative_half_width(low: float, high: float, centre: float) -> float:
 def answer_interval(kind: questions.ReadingKind, case: stats.Trials, reference: stats.Trials,
                     rng: np.random.Generator,
                     n_boot: int = stats.N_BOOT) -> tuple[float, float, float] | None:
-    """The figure of a reading and the 95% CI the report quotes for it, by stats' cluster
-    bootstrap: (value, low, high); None when there is none (no values; a ratio to 0).
+    """The figure of a reading and the 95% CI the report quotes for it, by stats' calibrated
+    interval: (value, low, high); None when there is none (no values; a ratio to 0).
 
     ratio: ratio of medians; difference: median(case) - median(reference), or the case's
     median when the reference has no values; error: the RMS of the case's values."""
@@ -264,14 +250,15 @@ def answer_interval(kind: questions.ReadingKind, case: stats.Trials, reference: 
         e = stats.signed_error(case, rng, n_boot=n_boot)
         return e.rms, e.rms_ci_low, e.rms_ci_high
     pooled = float(np.median(np.concatenate([np.asarray(t, dtype=float) for t in case])))
-    boot = stats.bootstrap_medians(case, rng, n_boot)
     if reference:
         pooled -= float(np.median(np.concatenate(
             [np.asarray(t, dtype=float) for t in reference])))
-        boot = boot - stats.bootstrap_medians(reference, rng, n_boot)
-    tail = (1 - stats.CONFIDENCE) / 2
-    low, high = (float(x) for x in np.quantile(boot, [tail, 1 - tail]))
-    return pooled, low, high
+    # The calibrated method (trial-t, docs/STATISTICS.md): a t interval of the typical
+    # trial's difference, stretched to reach the pooled figure the report prints.
+    interval = difference_interval(case, reference, stats.CONFIDENCE)
+    if interval is None:
+        return None
+    return pooled, min(interval[0], pooled), max(interval[1], pooled)
 
 
 def reading_half_width(reading: questions.Reading, values: Values,

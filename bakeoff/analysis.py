@@ -211,6 +211,11 @@ def _ok_samples(trials: list[Trial], metric: str) -> list[list[float]]:
     return [t.samples[metric] for t in trials if t.ok and t.samples.get(metric)]
 
 
+def _ok_rounds(trials: list[Trial], metric: str) -> list[int]:
+    """The round of each trial _ok_samples keeps, in its order."""
+    return [t.round for t in trials if t.ok and t.samples.get(metric)]
+
+
 def _compared_samples(info: BenchmarkInfo, trials: list[Trial], metric: str) -> list[list[float]]:
     """What statistics and verdicts rank: the values, or |values| of a signed metric."""
     per_trial = _ok_samples(trials, metric)
@@ -320,10 +325,16 @@ def _case_results(
             )
             results.append(result)
             if per_trial and case.variant != info.baseline:
-                base = _compared_samples(info, trials_by_case.get(
-                    Case(case.benchmark, info.baseline, case.params), []), metric)
+                base_trials = trials_by_case.get(
+                    Case(case.benchmark, info.baseline, case.params), [])
+                base = _compared_samples(info, base_trials, metric)
                 if base and float(np.median(np.concatenate(base))) != 0:
-                    pending.append((result, stats.ratio_of_medians(per_trial, base, rng),
+                    # Rounds pair the two sides' trials (they ran interleaved): the CI's t
+                    # is on the per-round ratios, where a round's drift cancels.
+                    ratio = stats.ratio_ci(per_trial, base,
+                                           variant_rounds=_ok_rounds(trials, metric),
+                                           baseline_rounds=_ok_rounds(base_trials, metric))
+                    pending.append((result, ratio,
                                     stats.hodges_lehmann(per_trial, base, rng),
                                     stats.cliffs_delta(per_trial, base)))
     _decide(info, pending, threshold)

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from bakeoff import adhoc, cleanup, interrupts, lazy, registry, store
+from bakeoff import adhoc, cleanup, interrupts, lazy, registry, stats, store
 from bakeoff import host as hostmod
 from bakeoff.errors import Interrupted, UsageError, one_line
 from bakeoff.model import Benchmark, Profile, RunContext, RunRecord, RunSettings
@@ -691,7 +691,7 @@ def cmd_fleet_run(
 def _say_what_differs(cmp: Any, threshold: float) -> None:
     """The answer in two lines: which cases differ beyond the threshold, and, for runs from
     two hosts, which host facts differ (kernel, CPU, mitigations, ...)."""
-    differ = [c for c in cmp.changes if c.verdict != "same"]
+    differ = [c for c in cmp.changes if c.verdict not in stats.NO_DIFFERENCE]
     out_console.print(f"{len(differ)} of {len(cmp.changes)} cases differ beyond ±{threshold:g}%"
                       + (": " + "; ".join(f"{c.case.key} {(c.ratio.ratio - 1) * 100:+.1f}%"
                                           for c in differ) if differ else ""),

@@ -233,7 +233,6 @@ class _Measurement:
         self.settings = run.settings
         self.max_trials = self.settings.max_trials or (
             DEFAULT_MAX_TRIALS if self.settings.target_ci else plan.profile.trials)
-        self.ci_rng = np.random.default_rng(run.seed)
         self.rule = _rule(plan, self.settings)
         self.precision = _precision(plan, self.settings, run.seed)
 
@@ -319,8 +318,8 @@ class _Measurement:
         if len(per_trial) < MIN_TRIALS_FOR_TARGET:
             return False
         pooled = np.concatenate([np.asarray(p, dtype=float) for p in per_trial])
-        medians = stats.bootstrap_medians(per_trial, self.ci_rng, n_boot=500)
-        low, high = np.quantile(medians, [0.025, 0.975])
+        ci = stats.median_ci(per_trial)  # the report's CI of the median
+        low, high = ci.low, ci.high
         if high == low and pooled.min() != pooled.max():
             return False
         center = float(np.median(pooled))

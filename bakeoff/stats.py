@@ -1,12 +1,17 @@
-"""Summaries, bootstrap confidence intervals, ratios to the baseline, tests and crossovers.
+"""Summaries, confidence intervals, ratios to the baseline, tests and crossovers.
 
-The unit of independence is the trial (one process): every interval here resamples whole
-trials (a cluster bootstrap), never the samples inside one, because samples taken in one
-process share its page layout, cache state and CPU placement and are not independent.
+The unit of independence is the trial (one process): every interval here takes its spread
+from whole trials (each trial's median, or mean), never from the samples inside one, because
+samples taken in one process share its page layout, cache state and CPU placement and are
+not independent. Every printed CI is one method, INTERVAL_METHOD (a t interval over trials,
+chosen by measured coverage: docs/STATISTICS.md); the cluster bootstrap stays for what is
+not an interval of a reported figure.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -51,14 +56,15 @@ class Summary:
     max: float
     p5: float
     p95: float
-    ci_low: float  # 95% CI of the median, cluster bootstrap over trials
+    ci_low: float  # 95% CI of the median (median_ci: INTERVAL_METHOD)
     ci_high: float
 
 
 @dataclass(frozen=True)
 class SignedError:
     """A metric whose sign is a direction and whose size is the badness (an estimation error):
-    its bias and its typical size, each with a 95% CI by cluster bootstrap over trials."""
+    its bias and its typical size, each with a 95% CI (INTERVAL_METHOD: t over the trials'
+    means, and over the logs of their mean squares)."""
 
     bias: float  # mean of the signed values
     bias_ci_low: float
@@ -70,7 +76,7 @@ class SignedError:
 
 @dataclass(frozen=True)
 class Ratio:
-    """median(variant) / median(baseline) with a bootstrap CI and a rank test."""
+    """median(variant) / median(baseline) with its CI (INTERVAL_METHOD) and a rank test."""
 
     ratio: float
     ci_low: float
@@ -78,11 +84,15 @@ class Ratio:
     # Two-sided Mann-Whitney U on per-trial medians (trials are the independent units);
     # NaN when either side has fewer than 2 trials.
     p_value: float
-    # Two-sided bootstrap p of "ratio = 1": twice the share of replicates on the far side
-    # of 1 (at least 1/(n_boot + 1)). The verdict's Holm correction uses it: it is the CI's
-    # own test, and unlike a rank test on 5 trials a side (p >= 0.008) it can get small
-    # enough to survive correction over a 25-cell sweep.
-    p_boot: float = math.nan
+    # Two-sided p of "ratio = 1" by the CI's own t test (the CI excludes 1 exactly when it is
+    # below 0.05). The verdict's Holm correction uses it: unlike a rank test on 5 trials a
+    # side (p >= 0.008) it can get small enough to survive correction over a 25-cell sweep.
+    p_ci: float = math.nan
+
+    @property
+    def p_boot(self) -> float:
+        """The name p_ci had when the CI was a bootstrap's (kept for callers)."""
+        return self.p_ci
 
 
 @dataclass(frozen=True)
@@ -157,27 +167,230 @@ def _row_median(matrix: FloatArray) -> Callable[..., FloatArray]:
     return np.nanmedian if np.isnan(matrix).any() else np.median
 
 
-def signed_error(trials: Trials, rng: np.random.Generator, n_boot: int = N_BOOT) -> SignedError:
-    """Bias (mean) and RMS of signed values, resampling whole trials as bootstrap_medians does."""
+def signed_error(trials: Trials, rng: np.random.Generator | None = None,
+                 n_boot: int = N_BOOT) -> SignedError:
+    """Bias (mean) and RMS of signed values with INTERVAL_METHOD's CIs: t over the trials'
+    means (bias), and over the logs of the trials' mean squares (RMS, which is positive),
+    each centred on the pooled figure. rng and n_boot are unused (kept for callers)."""
     arrays = _as_arrays(trials)
     if not arrays:
         raise ValueError("no samples")
     pooled = np.concatenate(arrays)
-    matrix = _padded(arrays)
-    n_trials, width = matrix.shape
-    per_chunk = max(1, _BOOT_CELLS_PER_CHUNK // (n_trials * width))
-    means, rms = np.empty(n_boot), np.empty(n_boot)
-    for start in range(0, n_boot, per_chunk):
-        stop = min(n_boot, start + per_chunk)
-        picks = rng.integers(0, n_trials, size=(stop - start, n_trials))
-        rows = matrix[picks].reshape(stop - start, n_trials * width)
-        means[start:stop] = np.nanmean(rows, axis=1)
-        rms[start:stop] = np.sqrt(np.nanmean(rows * rows, axis=1))
-    b_lo, b_hi = _percentile_ci(means)
-    r_lo, r_hi = _percentile_ci(rms)
-    return SignedError(bias=float(np.mean(pooled)), bias_ci_low=b_lo, bias_ci_high=b_hi,
-                       rms=float(np.sqrt(np.mean(pooled * pooled))), rms_ci_low=r_lo,
-                       rms_ci_high=r_hi)
+    n = len(arrays)
+    means = _trial_figures(arrays, np.mean)
+    squares = _trial_figures(arrays, lambda a: float(np.mean(a * a)))
+    bias = float(np.mean(pooled))
+    mean_square = float(np.mean(pooled * pooled))
+    se = float(means.std(ddof=1)) / math.sqrt(n) if n > 1 else math.inf
+    b = _interval(bias, se, n - 1, False)
+    if mean_square > 0 and bool(np.all(squares > 0)):
+        se_sq = float(np.log(squares).std(ddof=1)) / math.sqrt(n) if n > 1 else math.inf
+        sq = _interval(math.log(mean_square), se_sq, n - 1, True)
+    else:  # every value 0 in some trial: on the linear scale, floored at 0
+        se_sq = float(squares.std(ddof=1)) / math.sqrt(n) if n > 1 else math.inf
+        sq = _interval(mean_square, se_sq, n - 1, False)
+    return SignedError(bias=bias, bias_ci_low=b.low, bias_ci_high=b.high,
+                       rms=math.sqrt(mean_square), rms_ci_low=math.sqrt(max(sq.low, 0.0)),
+                       rms_ci_high=math.sqrt(max(sq.high, 0.0)))
+
+
+# ---- the interval every reported CI uses ---------------------------------------------------
+
+# One method for every 95% CI bakeoff prints, and for its verdicts and its sequential
+# allocation: a t interval over trials. Per trial, its median (or mean, for a signed metric's
+# bias); the spread of those per-trial figures gives the standard error, Student's t (Welch's
+# degrees of freedom for two sides) the small-sample width, and the interval is centred on
+# the pooled estimate the report prints. Ratios and positive medians are done on log scale
+# (a ratio's error is about symmetric there, and the ends stay positive). Why not the trial
+# bootstrap it replaced: with 3 to 5 trials a side, resampling the trials that happened
+# misses the spread they come from (docs/STATISTICS.md has the coverage table of both;
+# scripts/coverage regenerates it).
+INTERVAL_METHOD = "trial-t"
+INTERVAL_DESCRIPTION = ("t over per-trial medians; ratios paired by round, on log scale")
+# The coverage of 1 by INTERVAL_METHOD's nominal 95% ratio interval that docs/STATISTICS.md
+# measured at 3 to 20 trials a side, simulated and on real trials resampled A/A: the lowest
+# and highest cell (tests/test_coverage.py checks it still holds). Above 97% is conservative:
+# real trials with heavier tails than a normal's on log scale.
+CALIBRATED_COVERAGE = (0.94, 0.995)
+
+
+def interval_note() -> str:
+    """The sentence a report names its CIs' method and calibrated coverage with."""
+    lo, hi = CALIBRATED_COVERAGE
+    return (f"95% CIs: {INTERVAL_METHOD} ({INTERVAL_DESCRIPTION}); measured coverage "
+            f"{lo * 100:g}-{hi * 100:g}% at 3 to 20 trials a side, simulated and on real "
+            "trials resampled A/A (docs/STATISTICS.md)")
+
+
+@functools.lru_cache(maxsize=1024)  # dfs repeat (n - 1 for paired rounds): ppf is slow
+def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
+    """The two-sided t quantile; the normal's for infinite df, infinite for none."""
+    if not df > 0:
+        return math.inf
+    return float(lazy.load("scipy.stats").t.ppf(0.5 + confidence / 2, df))
+
+
+def _t_p(estimate: float, se: float, df: float) -> float:
+    """Two-sided p of "estimate = 0" for a t statistic; NaN when it cannot be formed. With no
+    spread seen (se 0: every trial gave the same figure) a nonzero estimate is certain."""
+    if se == 0 and not math.isnan(estimate):
+        return 0.0 if estimate != 0 else 1.0
+    if not (0 < se < math.inf and df > 0) or math.isnan(estimate):
+        return math.nan
+    return float(min(1.0, 2.0 * lazy.load("scipy.stats").t.sf(abs(estimate) / se, df)))
+
+
+def welch_df(var_a: float, var_b: float, n_a: int, n_b: int) -> float:
+    """Welch-Satterthwaite degrees of freedom of var_a + var_b (each a squared standard error
+    of a mean of n_a, n_b values)."""
+    return satterthwaite_df([(var_a, n_a - 1), (var_b, n_b - 1)])
+
+
+def satterthwaite_df(terms: Sequence[tuple[float, float]]) -> float:
+    """Degrees of freedom of a sum of variance terms, each (variance, its df)."""
+    total = sum(v for v, _ in terms)
+    denom = sum(v * v / df for v, df in terms if v > 0 and df > 0)
+    return total * total / denom if denom > 0 else math.inf
+
+
+def _trial_figures(trials: Trials,
+                   of: Callable[[FloatArray], float] | None = None) -> FloatArray:
+    """Each trial's median (or `of` it)."""
+    f = of or (lambda a: float(np.median(a)))
+    return np.array([float(f(a)) for a in _as_arrays(trials)])
+
+
+@dataclass(frozen=True)
+class TInterval:
+    """A t interval: its estimate and ends, and the standard error and degrees of freedom
+    behind it (on log scale when log is True)."""
+
+    estimate: float
+    low: float
+    high: float
+    se: float
+    df: float
+    log: bool
+    p_zero: float  # two-sided t p of "no difference" (ratio 1 on log scale, 0 otherwise)
+
+
+def _interval(centre: float, se: float, df: float, log: bool,
+              confidence: float = CONFIDENCE) -> TInterval:
+    if se == 0 or not math.isfinite(se):
+        # No spread seen (every trial the same figure) or none that can be seen (one trial):
+        # the interval is the point. Reports say "no CI from one trial" by trial count.
+        lo = hi = centre
+    else:
+        half = t_quantile(df, confidence) * se
+        lo, hi = centre - half, centre + half
+    p = _t_p(centre, se, df)
+    if log:
+        return TInterval(math.exp(centre), math.exp(lo), math.exp(hi), se, df, True, p)
+    return TInterval(centre, lo, hi, se, df, False, p)
+
+
+def median_ci(trials: Trials, confidence: float = CONFIDENCE) -> TInterval:
+    """The pooled median with its calibrated CI: one-sample t over the trials' medians (on log
+    scale when every one is positive), n - 1 degrees of freedom; an interval of the typical
+    trial's median, stretched to reach the pooled median where that lies outside it.
+    estimate is the pooled median; p_zero is NaN (no "zero" to test)."""
+    arrays = _as_arrays(trials)
+    if not arrays:
+        raise ValueError("no samples")
+    pooled = float(np.median(np.concatenate(arrays)))
+    meds = _trial_figures(arrays)
+    n = meds.size
+    log = pooled > 0 and bool(np.all(meds > 0))
+    x = np.log(meds) if log else meds
+    se = float(x.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
+    t = _interval(float(x.mean()) if n > 1 else (math.log(pooled) if log else pooled), se,
+                  n - 1, log, confidence)
+    low, high = _around(pooled, t)
+    return dataclasses.replace(t, estimate=pooled, low=low, high=high, p_zero=math.nan)
+
+
+def _around(point: float, t: TInterval) -> tuple[float, float]:
+    """t's ends, stretched to reach point (a CI never excludes its own point); the point
+    itself when t saw no spread (or could see none)."""
+    if t.se == 0 or not math.isfinite(t.se):
+        return point, point
+    return min(t.low, point), max(t.high, point)
+
+
+def _two_sample(a: FloatArray, b: FloatArray) -> tuple[float, float]:
+    """Squared standard error and Welch df of mean(a) - mean(b). A side of one trial shows no
+    spread of its own: it is taken to have the other side's (Student's equal-variance
+    assumption), with the other side's degrees of freedom. Both of one trial: (inf, 0)."""
+    if a.size < 2 and b.size < 2:
+        return math.inf, 0.0
+    if a.size < 2 or b.size < 2:
+        many = a if a.size >= 2 else b
+        var = float(many.var(ddof=1))
+        return var * (1 / a.size + 1 / b.size), float(many.size - 1)
+    va, vb = float(a.var(ddof=1)) / a.size, float(b.var(ddof=1)) / b.size
+    return va + vb, welch_df(va, vb, a.size, b.size)
+
+
+def ratio_ci(variant: Trials, baseline: Trials, confidence: float = CONFIDENCE,
+             variant_rounds: Sequence[int] | None = None,
+             baseline_rounds: Sequence[int] | None = None) -> Ratio:
+    """median(variant) / median(baseline), pooled, with bakeoff's calibrated 95% CI.
+
+    With rounds (variant_rounds[i]: the round trial i ran in), the CI is a one-sample t on
+    the per-round log ratios of trial medians, over the rounds both sides have a trial in
+    (n - 1 df): trials of one round ran interleaved, so what the round shared, a machine
+    slowing down or a busy neighbour, cancels, as in any paired design. Without rounds, or
+    fewer than 2 shared, it is Welch's t on the log per-trial medians of the two sides. Either
+    interval is of the typical trial's ratio (the t mean on log scale); the pooled ratio the
+    report prints is close to it, and where it is not inside, the interval is stretched to
+    reach it (a CI never excludes its own point). p_ci is the t test's p of "ratio = 1";
+    p_value the Mann-Whitney test on per-trial medians.
+
+    Where some trial's median is 0 or below (a difference metric), log scale cannot be
+    used: the ratio's SE is then the delta method's, on the trial medians' means."""
+    v, b = _as_arrays(variant), _as_arrays(baseline)
+    if not v or not b:
+        raise ValueError("no samples")
+    base_median = float(np.median(np.concatenate(b)))
+    if base_median == 0:
+        raise ValueError("the baseline's median is 0: no ratio to it")
+    point = float(np.median(np.concatenate(v)) / base_median)
+    mv, mb = _trial_figures(v), _trial_figures(b)
+    if point > 0 and bool(np.all(mv > 0)) and bool(np.all(mb > 0)):
+        t = _log_ratio_t(variant, baseline, variant_rounds, baseline_rounds, confidence)
+        (lo, hi), p = _around(point, t), t.p_zero
+    else:
+        se2, df = _delta_ratio_se2(mv, mb)
+        t = _interval(point - 1.0, math.sqrt(se2), df, False, confidence)
+        lo, hi, p = t.low + 1.0, t.high + 1.0, t.p_zero
+    return Ratio(ratio=point, ci_low=lo, ci_high=hi, p_value=mann_whitney_p(v, b), p_ci=p)
+
+
+def _log_ratio_t(variant: Trials, baseline: Trials, variant_rounds: Sequence[int] | None,
+                 baseline_rounds: Sequence[int] | None, confidence: float) -> TInterval:
+    """The t interval of the ratio on log scale: paired by round where two or more rounds
+    have a trial of each side, else Welch's (allocation's rule of stopping uses the same)."""
+    if variant_rounds is not None and baseline_rounds is not None:
+        base_by_round = {r: float(np.median(t)) for r, t in
+                         zip(baseline_rounds, _as_arrays_keep(baseline), strict=True) if t.size}
+        d = np.array([math.log(float(np.median(t)) / base_by_round[r])
+                      for r, t in zip(variant_rounds, _as_arrays_keep(variant), strict=True)
+                      if t.size and r in base_by_round])
+        if d.size >= 2:
+            return _interval(float(d.mean()), float(d.std(ddof=1)) / math.sqrt(d.size),
+                             d.size - 1, True, confidence)
+    lv, lb = np.log(_trial_figures(variant)), np.log(_trial_figures(baseline))
+    se2, df = _two_sample(lv, lb)
+    return _interval(float(lv.mean() - lb.mean()), math.sqrt(se2), df, True, confidence)
+
+
+def _delta_ratio_se2(mv: FloatArray, mb: FloatArray) -> tuple[float, float]:
+    """Squared SE (and df) of mean(mv)/mean(mb) by the delta method."""
+    mean_b = float(mb.mean())
+    if mean_b == 0:
+        return math.inf, 0.0
+    se2, df = _two_sample(mv, float(mv.mean()) / mean_b * mb)
+    return se2 / mean_b**2, df
 
 
 def _percentile_ci(replicates: FloatArray, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -194,14 +407,17 @@ def _percentile_ci(replicates: FloatArray, confidence: float = CONFIDENCE) -> tu
 
 
 def summarize(
-    trials: Trials, rng: np.random.Generator, n_boot: int = N_BOOT
+    trials: Trials, rng: np.random.Generator | None = None, n_boot: int = N_BOOT
 ) -> Summary:
+    """Descriptive statistics of the pooled samples, and median_ci's CI of their median
+    (rng and n_boot are unused: the CI is no longer a bootstrap's; kept for callers)."""
     arrays = _as_arrays(trials)
     if not arrays:
         raise ValueError("no samples")
     pooled = np.concatenate(arrays)
     median = float(np.median(pooled))
-    ci_low, ci_high = _percentile_ci(bootstrap_medians(arrays, rng, n_boot))
+    ci = median_ci(arrays)
+    ci_low, ci_high = ci.low, ci.high
     p5, p95 = np.quantile(pooled, [0.05, 0.95])
     return Summary(
         n=int(pooled.size),
@@ -222,39 +438,26 @@ def summarize(
 def ratio_of_medians(
     variant: Trials,
     baseline: Trials,
-    rng: np.random.Generator,
+    rng: np.random.Generator | None = None,
     n_boot: int = N_BOOT,
 ) -> Ratio:
-    """Ratio of pooled medians; each side resampled by trials independently."""
-    v, b = _as_arrays(variant), _as_arrays(baseline)
-    if not v or not b:
-        raise ValueError("no samples")
-    base_median = float(np.median(np.concatenate(b)))
-    if base_median == 0:
-        raise ValueError("the baseline's median is 0: no ratio to it")
-    point = float(np.median(np.concatenate(v)) / base_median)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # A replicate whose baseline median is 0 gives inf: the CI then says "unbounded"
-        # (interpolating between two infs is what numpy would warn of).
-        boot = bootstrap_medians(v, rng, n_boot) / bootstrap_medians(b, rng, n_boot)
-        lo, hi = _percentile_ci(boot)
-    far_side = min(float(np.mean(boot >= 1.0)), float(np.mean(boot <= 1.0)))
-    p_boot = min(1.0, max(2.0 * far_side, 1.0 / (n_boot + 1)))
-    return Ratio(ratio=point, ci_low=lo, ci_high=hi, p_value=mann_whitney_p(v, b),
-                 p_boot=p_boot)
+    """Ratio of pooled medians with the calibrated CI: ratio_ci (rng and n_boot are unused,
+    kept for callers of the bootstrap this once was)."""
+    return ratio_ci(variant, baseline)
 
 
 def paired_ratio_of_medians(
     numerator: Trials,
     denominator: Trials,
-    rng: np.random.Generator,
+    rng: np.random.Generator | None = None,
     n_boot: int = N_BOOT,
 ) -> Ratio:
     """Ratio of pooled medians of two metrics measured in the same trials (numerator[i] and
-    denominator[i] come from trial i): each replicate draws trials with replacement and
-    pools both sides from the same draw, so what a trial shares (its page layout, its CPU)
-    cancels out, as it does in the point estimate. No rank test: the sides are not two
-    independent groups (p_value is NaN; p_boot is the bootstrap's)."""
+    denominator[i] come from trial i), its CI a one-sample t over the trials' own log ratios
+    (numerator median / denominator median; stretched to reach the pooled ratio): what a trial
+    shares (its page layout, its CPU) cancels out, as it does in the point estimate. No rank
+    test: the sides are not two independent groups (p_value is NaN; p_ci is the t test's).
+    rng and n_boot are unused (kept for callers)."""
     pairs = [(a, b) for a, b in zip(_as_arrays_keep(numerator), _as_arrays_keep(denominator),
                                     strict=True) if a.size and b.size]
     if not pairs:
@@ -264,22 +467,19 @@ def paired_ratio_of_medians(
         raise ValueError("the denominator's median is 0: no ratio to it")
     point = float(np.median(np.concatenate([a for a, _ in pairs])) / den)
     if len(pairs) == 1:
-        return Ratio(point, point, point, p_value=math.nan, p_boot=math.nan)
-    top, bottom = _padded([a for a, _ in pairs]), _padded([b for _, b in pairs])
-    top_median, bottom_median = _row_median(top), _row_median(bottom)
-    n_trials = len(pairs)
-    per_chunk = max(1, _BOOT_CELLS_PER_CHUNK // (n_trials * max(top.shape[1], bottom.shape[1])))
-    boot = np.empty(n_boot)
-    for start in range(0, n_boot, per_chunk):
-        stop = min(n_boot, start + per_chunk)
-        picks = rng.integers(0, n_trials, size=(stop - start, n_trials))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            boot[start:stop] = (top_median(top[picks].reshape(stop - start, -1), axis=1)
-                                / bottom_median(bottom[picks].reshape(stop - start, -1), axis=1))
-    lo, hi = _percentile_ci(boot)
-    far_side = min(float(np.mean(boot >= 1.0)), float(np.mean(boot <= 1.0)))
-    return Ratio(ratio=point, ci_low=lo, ci_high=hi, p_value=math.nan,
-                 p_boot=min(1.0, max(2.0 * far_side, 1.0 / (n_boot + 1))))
+        return Ratio(point, point, point, p_value=math.nan, p_ci=math.nan)
+    top = np.array([float(np.median(a)) for a, _ in pairs])
+    bottom = np.array([float(np.median(b)) for _, b in pairs])
+    n = len(pairs)
+    if point > 0 and bool(np.all(top > 0)) and bool(np.all(bottom > 0)):
+        d = np.log(top) - np.log(bottom)
+        t = _interval(float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n), n - 1, True)
+        return Ratio(point, *_around(point, t), p_value=math.nan, p_ci=t.p_zero)
+    # Some trial's median is 0 or below: the delta method on the trials' ratio of means.
+    d = top - point * bottom
+    t = _interval(point - 1.0, float(d.std(ddof=1)) / math.sqrt(n) / abs(float(bottom.mean())),
+                  n - 1, False)
+    return Ratio(point, t.low + 1.0, t.high + 1.0, p_value=math.nan, p_ci=t.p_zero)
 
 
 def _as_arrays_keep(trials: Trials) -> list[FloatArray]:
@@ -368,9 +568,11 @@ def _hodges_lehmann(a: FloatArray, b: FloatArray) -> float:
 
 
 def hodges_lehmann(
-    variant: Trials, baseline: Trials, rng: np.random.Generator, n_boot: int = 1000
+    variant: Trials, baseline: Trials, rng: np.random.Generator | None = None,
+    n_boot: int = 1000
 ) -> Shift:
-    """Median of all pairwise differences of per-trial medians, resampled by trials.
+    """Median of all pairwise differences of per-trial medians, with INTERVAL_METHOD's CI
+    (Welch t on the per-trial medians, centred on the estimate). rng and n_boot unused.
 
     On per-trial medians, like the rank test, because trials are the independent units.
     """
@@ -379,14 +581,9 @@ def hodges_lehmann(
     if ma.size == 0 or mb.size == 0:
         raise ValueError("no samples")
     point = _hodges_lehmann(ma, mb)
-    if ma.size < 2 or mb.size < 2:
-        return Shift(point, point, point)
-    ia = rng.integers(0, ma.size, size=(n_boot, ma.size))
-    ib = rng.integers(0, mb.size, size=(n_boot, mb.size))
-    diffs = ma[ia][:, :, None] - mb[ib][:, None, :]
-    boots = np.median(diffs.reshape(n_boot, -1), axis=1)
-    lo, hi = _percentile_ci(boots)
-    return Shift(point, lo, hi)
+    se2, df = _two_sample(ma, mb)
+    t = _interval(point, math.sqrt(se2), df, False)
+    return Shift(point, t.low, t.high)
 
 
 def cliffs_delta(variant: Trials, baseline: Trials) -> float:
@@ -448,7 +645,12 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-Verdict = Literal["faster", "slower", "same"]
+# "equivalent": the whole CI lies within ±threshold (a claim: any difference is smaller than
+# that); "same": no difference of that size shown (the CI reaches past the threshold, or the
+# test is not significant after correction: which includes "not enough trials to tell").
+Verdict = Literal["faster", "slower", "same", "equivalent"]
+# The verdicts that call no difference (for counting what a comparison flags).
+NO_DIFFERENCE: tuple[Verdict, ...] = ("same", "equivalent")
 
 ALPHA = 0.05
 DEFAULT_THRESHOLD = 0.02
@@ -458,14 +660,18 @@ def verdict(
     ratio: Ratio, p_adjusted: float, lower_is_better: bool, threshold: float = DEFAULT_THRESHOLD
 ) -> Verdict:
     """'faster'/'slower' only when the difference is both real and large enough to matter:
-    the Holm-adjusted bootstrap p is below 5%, AND the whole 95% CI of the ratio lies beyond
-    the practical threshold (e.g. below 0.98 for 2%). Anything else is 'same': no difference
-    of that size was shown (which includes 'not enough trials to tell')."""
+    the Holm-adjusted p of the CI's test is below 5%, AND the whole 95% CI of the ratio lies
+    beyond the practical threshold (e.g. below 0.98 for 2%). 'equivalent' when the whole CI
+    lies within 1 ± threshold (two one-sided tests at 2.5% each: the difference is shown to be
+    smaller than the threshold). Anything else is 'same': no difference of that size was
+    shown, nor its absence (a wide CI)."""
     significant = not math.isnan(p_adjusted) and p_adjusted < ALPHA
     if significant and ratio.ci_high < 1 - threshold:
         return "faster" if lower_is_better else "slower"
     if significant and ratio.ci_low > 1 + threshold:
         return "slower" if lower_is_better else "faster"
+    if 1 - threshold <= ratio.ci_low and ratio.ci_high <= 1 + threshold:
+        return "equivalent"
     return "same"
 
 
@@ -495,13 +701,15 @@ def fit_difference_line(
     xs: Sequence[float],
     variant: Sequence[Trials],
     baseline: Sequence[Trials],
-    rng: np.random.Generator,
+    rng: np.random.Generator | None = None,
     n_boot: int = 1000,
 ) -> LineFit:
     """Fit median(variant) - median(baseline) = a + b x, one point per x.
 
-    Each replicate resamples the trials of every case and refits, so the CIs of a and b carry
-    the run-to-run spread of every point.
+    a and b are linear in the points, so their SEs follow from each point's: the spread of
+    its cases' per-trial medians (a case of one trial adds none it could show). The CIs are
+    t intervals (INTERVAL_METHOD) with Satterthwaite's degrees of freedom over every case, so
+    they carry the run-to-run spread of every point. rng and n_boot are unused.
     """
     if len(xs) < 2:
         raise ValueError("a line needs two points")
@@ -512,15 +720,28 @@ def fit_difference_line(
     residual = y - (a + b * x)
     total = y - y.mean()
     r2 = 1.0 - float(residual @ residual) / float(total @ total) if float(total @ total) else 1.0
-    boot_v = [bootstrap_medians(v, rng, n_boot) for v in variant]
-    boot_b = [bootstrap_medians(bb, rng, n_boot) for bb in baseline]
-    ys = np.stack([bv - bb for bv, bb in zip(boot_v, boot_b, strict=True)], axis=1)
-    # Closed-form OLS for every replicate at once (same x each time).
+    # Each point's variance, as terms (variance of a side's mean, its df).
+    point_terms: list[list[tuple[float, float]]] = []
+    for v, bb in zip(variant, baseline, strict=True):
+        terms = []
+        for side in (v, bb):
+            m = _trial_figures(side)
+            if m.size >= 2:
+                terms.append((float(m.var(ddof=1)) / m.size, float(m.size - 1)))
+        point_terms.append(terms)
     xc = x - x.mean()
-    slopes = (ys - ys.mean(axis=1, keepdims=True)) @ xc / float(xc @ xc)
-    intercepts = ys.mean(axis=1) - slopes * x.mean()
-    a_lo, a_hi = _percentile_ci(intercepts)
-    b_lo, b_hi = _percentile_ci(slopes)
+    slope_w = xc / float(xc @ xc)
+    intercept_w = 1.0 / x.size - x.mean() * slope_w
+
+    def interval(centre: float, weights: FloatArray) -> tuple[float, float]:
+        terms = [(float(w * w) * var, df) for w, pt in zip(weights, point_terms, strict=True)
+                 for var, df in pt]
+        se = math.sqrt(sum(v for v, _ in terms)) if terms else math.inf
+        t = _interval(centre, se, satterthwaite_df(terms) if terms else 0.0, False)
+        return t.low, t.high
+
+    a_lo, a_hi = interval(a, intercept_w)
+    b_lo, b_hi = interval(b, slope_w)
     return LineFit(a, a_lo, a_hi, b, b_lo, b_hi, r2, len(xs))
 
 
@@ -529,14 +750,12 @@ class Heterogeneity:
     """Cochran's Q: do k estimates of one ratio (one per host) differ more than their CIs allow?
 
     On log ratios (a ratio's sampling error is about symmetric in log space), each weighted
-    by 1/SE², the SE read off its 95% bootstrap CI. Q follows chi² with k-1 degrees of
-    freedom when every host has the same true ratio (tests/test_stats.py checks the false
-    alarm rate by simulation).
-
-    A percentile bootstrap over few trials gives too narrow a CI (it resamples the trials
-    that happened, not the spread they come from): by simulation, with 5 trials a side the
-    false-alarm rate at a nominal 5% was 10-15%. Each SE is therefore widened by
-    sqrt((n+1)/(n-1)) for n trials, which brought it to about 5% for 5 and for 10 trials.
+    by 1/SE², the SE read off its 95% CI as half its log width over 1.96. The CI is a t
+    interval (ratio_ci), wider than 1.96 SEs by the t quantile, so this SE carries the
+    small-sample doubt about the SE itself, which a chi² of estimated weights otherwise
+    ignores (it raised the false-alarm rate at 5 trials a side). Q follows chi² with k-1
+    degrees of freedom when every host has the same true ratio
+    (tests/test_stats.py checks the false alarm rate by simulation).
     """
 
     q: float
@@ -548,16 +767,15 @@ _Z95 = 1.959963984540054
 
 
 def heterogeneity(ratios: Sequence[Ratio], trials: Sequence[int] | None = None) -> Heterogeneity:
-    """trials: the trial count behind each ratio (the smaller side), for the small-sample
-    widening; None when unknown (no widening)."""
+    """trials: the trial count behind each ratio (the smaller side); only its length is
+    checked now (the t interval's width already says how few trials there were)."""
     counts = list(trials) if trials is not None else [0] * len(ratios)
     usable = [(r, n) for r, n in zip(ratios, counts, strict=True)
               if 0 < r.ci_low <= r.ratio <= r.ci_high < math.inf]
     if len(usable) < 2:
         return Heterogeneity(math.nan, max(len(usable) - 1, 0), math.nan)
     y = np.log([r.ratio for r, _ in usable])
-    se = np.array([(math.log(r.ci_high) - math.log(r.ci_low)) / (2 * _Z95)
-                   * (math.sqrt((n + 1) / (n - 1)) if n >= 2 else 1.0) for r, n in usable])
+    se = np.array([(math.log(r.ci_high) - math.log(r.ci_low)) / (2 * _Z95) for r, _ in usable])
     # A CI of zero width (every trial the same value) still has some error: a floor keeps
     # its weight finite, and two such hosts with different ratios still differ.
     se = np.maximum(se, 1e-6)

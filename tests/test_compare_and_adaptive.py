@@ -63,7 +63,8 @@ def test_compare_shows_every_case_with_a_verdict(before_after: tuple[Path, Path]
     assert len(lines) == 4
     slower = [ln for ln in lines if "slower" in ln]
     assert len(slower) == 1 and "64 KiB" in slower[0] and "+20." in slower[0]
-    assert sum("same" in ln for ln in lines) == 3
+    # Unchanged cases: "same" (no difference shown) or "equivalent" (the CI within ±2%).
+    assert sum("same" in ln or "equivalent" in ln for ln in lines) == 3
 
 
 def test_fail_on_regression_exit_codes(before_after: tuple[Path, Path]) -> None:
@@ -118,10 +119,12 @@ def test_target_ci_adds_rounds_up_to_the_cap(built: Path, tmp_path: Path) -> Non
     assert len(data["capped"]) == 2
     assert "2 case(s) hit the cap before its median CI was within ±0.0001%" in (
         out / "report.md").read_text()
-    # A loose target is met by the planned trials: no extra round.
+    # A loose target is met by the planned trials: no extra round. (±90%: the t interval of
+    # 3 trials is 4.3 standard errors wide a side, and this machine's trials can differ by
+    # 20% under load.)
     out2 = tmp_path / "loose"
     res = run_bakeoff("run", "mremap-vs-memcpy", "--variant", "mremap", "--param", "size=4KiB",
-                      "--trials", "3", "--target-ci", "50", "--out", str(out2), "--quiet")
+                      "--trials", "3", "--target-ci", "90", "--out", str(out2), "--quiet")
     assert res.returncode == 0, res.stderr
     assert len(_load(out2)["trials"]) == 6 and _load(out2)["capped"] == []
 
@@ -185,7 +188,8 @@ def test_a_case_whose_old_median_is_0_is_named_not_a_crash(tmp_path: Path) -> No
     assert res.returncode == 0, res.stderr
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("no ratio"))
     assert "demo/b[size=4096]" in line and "demo/a[size=65536]" in line
-    assert sum(1 for ln in res.stdout.splitlines() if "KiB" in ln and "same" in ln) == 2
+    assert sum(1 for ln in res.stdout.splitlines()
+               if "KiB" in ln and ("same" in ln or "equivalent" in ln)) == 2
     md = run_bakeoff("compare", str(old), str(new), "--format", "md")
     assert md.returncode == 0 and "demo/b\\[size=4096\\]" in md.stdout
     assert "RuntimeWarning" not in res.stderr + md.stderr

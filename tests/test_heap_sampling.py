@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from scipy.stats import binomtest
 
+from bakeoff import stats
 from conftest import IN_CI, REPO, assert_usage_error, build_dir, counted_output, run_bakeoff
 
 # Its leftover checks look at the whole machine (tests/conftest.py: SUITE_LOCK).
@@ -457,9 +458,15 @@ def test_none_against_none_adds_nothing(quick_run: dict[str, Any]) -> None:
     either side alike, so the median of a dozen pairs may land on one (seen: +15.8 ns of
     70 ns at load 4): a bound on the median would test the machine; the signs test the
     code, and a real difference between the sides (every pair one way) fails them."""
-    # The micro's pairs are a few µs each, too short for a preemption to land in often.
-    micro = _values(_trials(quick_run, "none", "micro-64"), "added_ns_per_alloc")
-    assert abs(statistics.median(micro)) < 0.2, micro
+    # The micro's pairs are a few µs each, too short for a preemption to land in often. Its
+    # added cost is 0 within the report's own CI (stats.median_ci over the trials, at 99.9%
+    # so a right program fails about once in 1000 runs), not within a fixed 0.2 ns: a fixed
+    # bound tests the machine (0.57 ns seen in a make test on a busy machine).
+    micro_trials = [t["samples"]["added_ns_per_alloc"]
+                    for t in _trials(quick_run, "none", "micro-64")]
+    ci = stats.median_ci(micro_trials, confidence=0.999)
+    # Or, where the trials agree so closely that the CI is a sliver, within ±0.2 ns of 0.
+    assert ci.low <= 0 <= ci.high or max(-ci.low, ci.high) < 0.2, (ci, micro_trials)
     for workload in ("mode2", "mode4"):
         added = _values(_trials(quick_run, "none", workload), "added_ns_per_alloc")
         per_alloc = statistics.median(_values(_trials(quick_run, "none", workload),

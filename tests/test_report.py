@@ -2,7 +2,8 @@
 
 The run: memcpy (baseline) costs 70 ns + 0.06 ns/B, mremap a flat 6 µs, so mremap loses at
 16 and 64 KiB and wins at 256 KiB and 1 MiB (one crossover between 64 and 256 KiB); a third
-variant, named like an XSS payload, replays memcpy's samples exactly (ratio 1: "same").
+variant, named like an XSS payload, replays memcpy's samples exactly (ratio 1, its CI a point:
+"equivalent").
 """
 
 from __future__ import annotations
@@ -320,7 +321,7 @@ def test_details_rows_carry_the_right_medians_and_verdicts(
     big = _md_row(md, "mremap", "1 MiB")
     assert big[8] == "faster" and big[13] == "1"  # the one failed trial
     same = _md_row(md, md_escape(XSS), "64 KiB")
-    assert same[8] == "same" and same[6].startswith("1.00 (")
+    assert same[8] == "equivalent" and same[6].startswith("1.00 (")
     assert XSS not in md
     assert f"| {md_escape(XSS)} | size=1 MiB |" not in md  # skipped: listed, not tabulated
 
@@ -367,7 +368,7 @@ def test_terminal_summary_has_verdicts_crossover_and_warnings(
 
     assert "faster" in line_of("mremap", "1 MiB")
     assert "slower" in line_of("mremap", "16 KiB")
-    assert "same" in line_of(XSS, "64 KiB")  # printed as text, not parsed as markup
+    assert "equivalent" in line_of(XSS, "64 KiB")  # printed as text, not parsed as markup
     assert "—" in line_of("memcpy", "16 KiB")
     assert fmt_value(_pooled_median(run, "memcpy", 256 * KIB), "ns") in line_of("memcpy", "256 KiB")
     assert "• mremap against memcpy along size: starts winning between 64 KiB and 256 KiB" in text

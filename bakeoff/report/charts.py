@@ -184,7 +184,7 @@ def metric_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
         "lower" if lower_is_better(ba, metric) else "higher")
     fig.update_yaxes(type="log" if spans_decades(ends) else "linear",
                      title={"text": _t(f"{shown_metric} ({shown}), {better} is better")})
-    note = "Median of all samples per case; error bars are the 95% CI (bootstrap over trials)."
+    note = "Median of all samples per case; error bars are the 95% CI (t over trials, trial-t)."
     return Chart("metric", title, note, fig)
 
 
@@ -225,7 +225,7 @@ def overhead_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
     log_y = all(e > 0 for e in ends) and spans_decades(ends)
     fig.update_yaxes(type="log" if log_y else "linear", title={"text": _t(f"% over {base}")})
     note = ("(variant median / baseline median − 1) × 100; error bars are the 95% CI of the "
-            "ratio (bootstrap over trials).")
+            "ratio (trial-t: t over trials, paired by round).")
     return Chart("overhead", title, note, fig)
 
 

@@ -23,7 +23,7 @@ from bakeoff.report.format import case_params_label, fmt_p, fmt_range, fmt_ratio
 from bakeoff.report.markdown import md_escape
 from bakeoff.run_comparison import CaseChange, RunComparison
 
-_STYLE = {"faster": "bold green", "slower": "bold red", "same": "dim"}
+_STYLE = {"faster": "bold green", "slower": "bold red", "same": "dim", "equivalent": "cyan"}
 NO_RATIO = "no ratio (the old median is not told apart from 0, or the new one has the other sign)"
 HEADERS = ["benchmark", "variant", "params", "old median (95% CI)", "new median (95% CI)",
            "new / old (95% CI)", "change", "verdict", "p (Holm)"]

@@ -48,7 +48,7 @@ from bakeoff.report.format import (
 )
 from bakeoff.report.grid import Grid, Params, Point, grid, point_label, trials_of
 from bakeoff.report.words import lower_is_better
-from bakeoff.stats import Ratio
+from bakeoff.stats import NO_DIFFERENCE, Ratio
 
 FindingKind = Literal["answer", "unanswered", "winner", "ranking", "why", "crossover", "fit",
                       "skipped", "failed", "no-data"]
@@ -235,7 +235,7 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
     where = _where(ba, g, point)
     figure = f"({ratio_figure(ratio)}; {n})"
     if min(trials_of(best), trials_of(base)) < 2:
-        # One trial is one cluster: its bootstrap CI is a point, which would read as certainty.
+        # One trial shows no spread: its CI is a point, which would read as certainty.
         figure = f"(ratio {fmt_number(ratio.ratio)}, no CI from one trial; {n})"
     verdict = best.comparison.verdict
     why: list[str] = []
@@ -243,8 +243,7 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
         why.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
     if _touches_threshold(ratio, ba.threshold):
         why.append(f"its CI touches the ±{ba.threshold * 100:g}% threshold")
-    elif verdict == "same" and not (1 - ba.threshold <= ratio.ci_low and
-                                    ratio.ci_high <= 1 + ba.threshold):
+    elif verdict == "same":
         why.append(f"not significant after Holm correction (p = {best.comparison.p_holm:.2g})")
     involved: tuple[CaseResult, ...] = (best, base)
     if verdict == "faster":
@@ -258,6 +257,16 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
         named = base_name if base_name == "baseline" else f"{base_name} (the baseline)"
         text = (f"{named} wins: the closest, "
                 f"{best.case.variant}, is {change_phrase(ba, g.metric, ratio.ratio)} {figure}")
+    elif verdict == "equivalent":
+        # A claim: the whole CI lies within the band, so any difference is smaller than it.
+        which = "best" if _better(ba, g.metric, ratio.ratio) else "closest"
+        text = (f"every variant is equivalent to {base_name} within "
+                f"±{ba.threshold * 100:g}%: the {which}, {best.case.variant}, is "
+                f"{change_phrase(ba, g.metric, ratio.ratio)} {figure}"
+                if all(r.verdict == "equivalent" for r in compared) else
+                f"the {which}, {best.case.variant}, is equivalent to {base_name} within "
+                f"±{ba.threshold * 100:g}%: {change_phrase(ba, g.metric, ratio.ratio)} "
+                f"{figure}")
     else:
         which = "best" if _better(ba, g.metric, ratio.ratio) else "closest"
         # "shown": a "same" verdict is a CI that reaches the threshold, which may be a wide
@@ -267,7 +276,7 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
                 f"{change_phrase(ba, g.metric, ratio.ratio)} {figure}")
     return Clause(where, text, why, involved,
                   abs(math.log(ratio.ratio)) if ratio.ratio > 0 else 0.0, verdict == "faster",
-                  named_first=verdict != "same", foil=base)
+                  named_first=verdict not in NO_DIFFERENCE, foil=base)
 
 
 def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | None:

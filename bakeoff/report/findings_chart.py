@@ -161,7 +161,7 @@ def findings_chart(ba: BenchmarkAnalysis, colors: dict[str, str]) -> Chart | Non
         legend={"orientation": "h", "y": -0.12 if rows == 1 else -0.06, "x": 0,
                 "yanchor": "top"})
     band = "bands" if g.axis is not None else "bars"
-    note = (f"Ratio of medians, variant / {base}; {band} are its 95% CI (bootstrap over "
+    note = (f"Ratio of medians, variant / {base}; {band} are its 95% CI (trial-t: t over "
             f"trials). The dashed line is 1 (no difference); ◇ marks a crossover."
             if g.with_ratios else
             f"Median per case; {band} are its 95% CI. {base} reports no {metric}, so there "

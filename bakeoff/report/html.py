@@ -138,7 +138,8 @@ _INIT_JS = """
 """
 
 
-_VERDICT_CLASS = {"faster": "faster", "slower": "slower", "same": "same", "—": "", "n/a": "na"}
+_VERDICT_CLASS = {"faster": "faster", "slower": "slower", "same": "same", "equivalent": "same",
+                  "—": "", "n/a": "na"}
 
 
 def _e(text: object) -> str:

@@ -37,6 +37,7 @@ from bakeoff.report.words import (
     fit_sentence,
     verdict_rule,
 )
+from bakeoff.stats import interval_note
 
 _PUNCT = re.compile(r"([\\`*\[\]|<>~])")
 # '_' emphasises only at a word edge in GFM; escaping it inside 'lookup_batch' would make
@@ -150,7 +151,8 @@ def _details_benchmark(run: RunRecord, ba: BenchmarkAnalysis) -> list[str]:
         f"Baseline: **{md_escape(info.baseline)}**. "
         f"Primary metric: **{md_escape(metric['name'])}** "
         f"({md_escape(str(metric['unit']))}, {md_escape(better)}). "
-        "Ratios are variant median / baseline median; CIs are 95% (bootstrap over trials).",
+        "Ratios are variant median / baseline median; CIs are 95% (trial-t: t over trials, "
+        "ratios paired by round).",
         "", "### Crossovers", "",
     ]
     out += ([f"- {md_escape(crossover_sentence(ba, sc))}" for sc in ba.crossovers]
@@ -225,8 +227,9 @@ def _top_findings(found: list[BenchmarkFindings]) -> list[str]:
                "trials (--trials 10) settle those held back by too few. ")
     out += ["", settled + "In the tables, a cell is a ratio of medians to the baseline with its "
             f"95% CI: {GLYPHS['faster']} better than the baseline beyond the verdict's threshold, "
-            f"{GLYPHS['slower']} worse, {GLYPHS['same']} no difference of that size shown (where "
-            "the baseline lacks the metric, a median with its CI)."]
+            f"{GLYPHS['slower']} worse, {GLYPHS['equivalent']} equivalent (the whole CI within the "
+            f"threshold), {GLYPHS['same']} no difference of that size shown (where the baseline "
+            f"lacks the metric, a median with its CI). {interval_note()}."]
     return out
 
 
@@ -258,7 +261,7 @@ def render_markdown(run: RunRecord, analysis: Analysis) -> str:
     """report.md: the findings first, one compact table per benchmark, then the warnings."""
     found = all_findings(analysis)
     out = [f"# bakeoff results: {md_escape(run.run_id)}", "", _machine_line(run)
-           + " Every figure has its 95% CI (bootstrap over trials) and its n; full tables, "
+           + " Every figure has its 95% CI (trial-t: t over trials) and its n; full tables, "
            "every metric and counter, skipped cases, failures and host facts are in "
            "details.md beside this file."]
     if run.status != "complete":

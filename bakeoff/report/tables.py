@@ -56,7 +56,7 @@ def case_columns(ba: BenchmarkAnalysis, signed: bool = False) -> list[Column]:
         Column("ratio", f"ratio vs {ba.info.baseline} (95% CI)", True),
         Column("speedup", "speed-up", True),
         Column("verdict", "verdict", False),
-        Column("p", "Mann-Whitney p; bootstrap p after Holm", True),
+        Column("p", "Mann-Whitney p; the CI's t-test p after Holm", True),
         Column("shift", "Hodges-Lehmann shift (95% CI)", True),
         Column("cliff", "Cliff's δ", True),
         Column("outliers", "outliers (Tukey low/high, MAD)", True),

@@ -13,9 +13,9 @@ from bakeoff.report.format import (
     params_label,
     swept_label,
 )
-from bakeoff.stats import Ratio
+from bakeoff.stats import Ratio, interval_note
 
-Verdict = Literal["faster", "slower", "same", "—", "n/a"]
+Verdict = Literal["faster", "slower", "same", "equivalent", "—", "n/a"]
 
 
 def lower_is_better(ba: BenchmarkAnalysis, metric: str) -> bool:
@@ -123,9 +123,11 @@ def fit_sentence(ba: BenchmarkAnalysis, sf: SweepFit) -> str:
 
 
 def verdict_rule(threshold: float) -> str:
-    """How a verdict is reached, said once under every case table."""
-    return (f"Verdicts: faster/slower when the ratio differs from 1 beyond doubt (its bootstrap "
-            f"p, Holm-corrected across the variant's cells, is below 0.05) and its whole 95% CI "
-            f"lies beyond ±{threshold * 100:g}%; otherwise same (no difference of that size "
-            "shown). The Mann-Whitney p on per-trial medians is shown beside it. Outliers are "
-            "counted, never dropped.")
+    """How a verdict is reached, and how its CIs are made, said once under every case table."""
+    return (f"Verdicts: faster/slower when the ratio differs from 1 beyond doubt (its CI's t "
+            f"test p, Holm-corrected across the variant's cells, is below 0.05) and its whole "
+            f"95% CI lies beyond ±{threshold * 100:g}%; equivalent when its whole 95% CI lies "
+            f"within ±{threshold * 100:g}% (any difference is smaller than that); otherwise "
+            "same (no difference of that size shown, nor its absence). The Mann-Whitney p on "
+            f"per-trial medians is shown beside it. Outliers are counted, never dropped. "
+            f"{interval_note()}.")
