@@ -381,6 +381,7 @@ def benchmark(defn: Definition, trials: int, runs: int, warmup: int, warmup_tria
         why_counters=("task_clock_ns", "context_switches", "page_faults_minor"),
         prepare_trial=plan,
         definition=defn.to_json(),
+        timeout_ends_case=True,  # a command that hung once would hang again
     )
 
 

@@ -98,8 +98,8 @@ def load_spread() -> RunSpread | None:
     return spread
 
 
-def save_spread(spread: RunSpread) -> Path:
-    path = spread_path()
+def save_spread(spread: RunSpread, path: Path | None = None) -> Path:
+    path = path or spread_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"version": SPREAD_VERSION, **asdict(spread)}, indent=2) + "\n")
