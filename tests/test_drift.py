@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from bakeoff import cpus, drift, stats, store
+from bakeoff.analysis import BaselineComparison, CaseResult
 from bakeoff.hosts import (
     CANT_TELL,
     DIFFERS,
@@ -29,7 +30,9 @@ from bakeoff.hosts import (
     across_verdict,
     shared_hardware_warnings,
 )
-from bakeoff.model import RunRecord
+from bakeoff.model import Case, RunRecord
+from bakeoff.report.grid import Point
+from bakeoff.report.hosts_findings import NO_WINNER, HostWinner, winners_separate
 from conftest import REPO, run_bakeoff
 
 EXECUTOR = REPO / "build" / "common" / "bakeoff-cmd-exec"
@@ -265,3 +268,25 @@ def test_a_run_whose_harness_cpu_another_run_measures_on_says_so(executor: Path,
     assert said, data["warnings"]
     report = (tmp_path / "run" / "report.md").read_text()
     assert said[0][:60] in report.replace("\\", "")
+
+
+def _result(variant: str, ratio: stats.Ratio | None, verdict: str = "same") -> CaseResult:
+    comparison = (BaselineComparison(ratio, 0.01, stats.Shift(0, 0, 0), 0.0,
+                                     verdict)  # type: ignore[arg-type]
+                  if ratio is not None else None)
+    return CaseResult(Case("b", variant, ()), "ns", "ns", None, comparison, 0, [])
+
+
+def test_the_winner_differs_only_where_its_cis_separate() -> None:
+    """One host calls x faster, the other calls it the same (no winner): with x's ratio
+    CIs overlapping across the hosts that is not a different winner; apart, it is."""
+    def winners(ratio_h2: stats.Ratio) -> tuple[dict[str, HostWinner], dict[str, Point]]:
+        h1 = _result("x", _ratio(0.80, 0.75, 0.97), "faster")
+        h2 = _result("x", ratio_h2, "same")
+        base = _result("base", None)
+        points = {"h1": Point((), (base, h1)), "h2": Point((), (base, h2))}
+        return ({"h1": HostWinner("x", h1, base), "h2": HostWinner(NO_WINNER, h2, base)},
+                points)
+
+    assert not winners_separate(*winners(_ratio(0.95, 0.85, 1.05)))
+    assert winners_separate(*winners(_ratio(1.00, 0.99, 1.01)))
