@@ -472,6 +472,12 @@ def cmd_compare(
         "side, each run is one observation, so run-to-run drift is in the CI.")] = None,
     more_new: Annotated[list[Path] | None, typer.Option(
         "--new", help="Another run after the change (repeatable).")] = None,
+    rerun: Annotated[bool, typer.Option(
+        "--rerun", help="Two `bakeoff cmd` runs: measure their commands again, old and new "
+        "interleaved in one run, and compare within it.")] = False,
+    out: Annotated[Path | None, typer.Option(
+        help="With --rerun: the rerun's results directory (default: results/<time>-cmd).")]
+        = None,
 ) -> None:
     """Compare runs case by case: ratio new/old with a CI that allows for run-to-run drift."""
     if format not in ("text", "md"):
@@ -483,13 +489,22 @@ def cmd_compare(
     olds, news = [old, *(more_old or [])], [new, *(more_new or [])]
     if len({p.resolve() for p in olds}) < len(olds) or len({p.resolve() for p in news}) < len(news):
         raise UsageError("a run directory is given twice on one side; give each run once")
+    if rerun and (more_old or more_new):
+        raise UsageError("--rerun measures one old and one new run again; drop --old/--new")
+    if out is not None and not rerun:
+        raise UsageError("--out goes with --rerun (the run it measures); add --rerun or drop "
+                         "--out")
     before, after = [store.load(p) for p in olds], [store.load(p) for p in news]
     with lazy.signals_held():  # imported only when comparing (bakeoff/lazy.py says why)
         from bakeoff import drift
         from bakeoff.report.compare import print_comparison, render_comparison_markdown
         from bakeoff.run_comparison import compare_runs
 
-    cmp = compare_runs(before, after, threshold / 100, drift.load_spread())
+    if rerun:
+        again = _rerun(before[0], after[0], threshold, out, quiet=format == "md")
+        cmp = compare_runs(*again, threshold / 100, interleaved=True)
+    else:
+        cmp = compare_runs(before, after, threshold / 100, drift.load_spread())
     if not cmp.changes:
         raise UsageError(f"{old} and {new} share no measured case; compare runs of the same "
                          "benchmarks and params")
@@ -500,6 +515,26 @@ def cmd_compare(
         _say_what_differs(cmp, threshold)
     if fail_on_regression is not None:
         _gate(cmp, fail_on_regression)
+
+
+def _rerun(old: RunRecord, new: RunRecord, threshold: float, out: Path | None,
+           quiet: bool) -> tuple[RunRecord, RunRecord]:
+    """`compare --rerun`: one `cmd` run of both runs' commands, split back into the sides."""
+    from bakeoff import adhoc, rerun
+
+    defn, p = rerun.definition(old, new)
+    adhoc.check(defn)
+    cleanup.mark_run()
+    bench = adhoc.benchmark(defn, int(str(p.get("trials", 10))), int(str(p.get("samples", 10))),
+                            int(str(p.get("warmup_samples", 1))),
+                            int(str(p.get("warmup_trials", 1))),
+                            float(str(p.get("timeout_s", 600))))
+    settings = _settings(threshold, None, None, None, True)
+    run, run_dir = _start([bench], "default", [], [], None, None, out, None, settings, quiet)
+    _report_run(run, run_dir, True)
+    if _say_failed(run):
+        raise typer.Exit(1)
+    return rerun.split(run)
 
 
 def _gate(cmp: Any, fail_on_regression: float) -> None:

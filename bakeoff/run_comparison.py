@@ -30,7 +30,7 @@ from bakeoff.model import BenchmarkInfo, Case, RunRecord
 
 CANT_TELL: Final = "can't tell"
 ChangeVerdict = Literal["faster", "slower", "same", "can't tell"]
-Basis = Literal["runs", "spread", "one run"]
+Basis = Literal["runs", "spread", "one run", "interleaved"]
 
 
 @dataclass
@@ -95,6 +95,9 @@ class RunComparison:
             parts.append(f"one run a side, widened by this host's run-to-run spread "
                          f"(±{self.spread.sigma * 100:.1f}% a run, from {self.spread.pairs} "
                          f"run pairs, bakeoff selftest {self.spread.measured_at[:10]})")
+        if "interleaved" in bases:
+            parts.append("old and new measured again in one run, interleaved (--rerun): the "
+                         "machine's drift hit both alike, so the run's own CI holds")
         if "one run" in bases:
             parts.append("one run a side and no run-to-run spread measured on their host: a "
                          "change cannot be told from drift (\"can't tell\"); for a verdict "
@@ -129,10 +132,12 @@ def _log_median(trials: list[list[float]]) -> float | None:
 
 def _across_runs(per_run_old: list[list[list[float]]], per_run_new: list[list[list[float]]],
                  pooled_old: list[list[float]], pooled_new: list[list[float]],
-                 spread: drift.RunSpread | None, rng: np.random.Generator
-                 ) -> tuple[stats.Ratio, Basis]:
+                 spread: drift.RunSpread | None, rng: np.random.Generator,
+                 interleaved: bool = False) -> tuple[stats.Ratio, Basis]:
     """The ratio new / old and its CI on the strongest basis the runs allow."""
     within = stats.ratio_of_medians(pooled_new, pooled_old, rng)
+    if interleaved:
+        return within, "interleaved"
     if len(per_run_old) >= 2 and len(per_run_new) >= 2:
         logs_o = [_log_median(t) for t in per_run_old]
         logs_n = [_log_median(t) for t in per_run_new]
@@ -148,10 +153,12 @@ def _across_runs(per_run_old: list[list[list[float]]], per_run_new: list[list[li
 
 
 def compare_runs(old: RunRecord | Sequence[RunRecord], new: RunRecord | Sequence[RunRecord],
-                 threshold: float, spread: drift.RunSpread | None = None) -> RunComparison:
+                 threshold: float, spread: drift.RunSpread | None = None,
+                 interleaved: bool = False) -> RunComparison:
     """Compare the primary metric of every case measured on both sides. `spread` (this
     host's run-to-run spread) is used for cases with one run a side, when every run is of
-    the host it was measured on."""
+    the host it was measured on. `interleaved`: old and new are the two sides of one run
+    (bakeoff/rerun.py), whose own CI holds."""
     olds = [old] if isinstance(old, RunRecord) else list(old)
     news = [new] if isinstance(new, RunRecord) else list(new)
     first_old, first_new = olds[0], news[0]
@@ -180,7 +187,8 @@ def compare_runs(old: RunRecord | Sequence[RunRecord], new: RunRecord | Sequence
             no_ratio.append(case)
             continue
         ratio, basis = _across_runs([r[case] for r in runs_old if case in r],
-                                    [r[case] for r in runs_new if case in r], o, n, spread, rng)
+                                    [r[case] for r in runs_new if case in r], o, n, spread, rng,
+                                    interleaved)
         pending.append((case, info, metric, s_old, s_new, ratio, basis))
     tellable = [p for p in pending if p[-1] != "one run"]
     adjusted = dict(zip((p[0] for p in tellable),

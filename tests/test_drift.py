@@ -188,6 +188,13 @@ def test_compare_real_runs_drift_and_verdicts(executor: Path, tmp_path: Path) ->
     res = run_bakeoff("compare", old1, same1, "--old", old2, "--new", same2,
                       "--fail-on-regression", "300")
     assert res.returncode == 0, res.stdout + res.stderr
+    # --rerun: both runs' commands measured again, interleaved in one run: a verdict.
+    res = run_bakeoff("compare", old1, new1, "--rerun", "--out", str(tmp_path / "rerun"),
+                      "--fail-on-regression", "10")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "interleaved (--rerun)" in res.stdout and "regression: cmd/work[]" in res.stderr
+    rerun = json.loads((tmp_path / "rerun" / "results.json").read_text())
+    assert {t["case"]["variant"] for t in rerun["trials"]} == {"old work", "new work"}
     # cmd --compare is compare: one run a side, no spread, not failed.
     res = run_bakeoff("cmd", "--out", str(tmp_path / "again"), "--quiet", *COUNTS,
                       "--compare", old1, "--fail-on-regression", "10", "-n", "work",
