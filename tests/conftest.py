@@ -38,7 +38,8 @@ def _live_run(args: Any) -> str | None:
     fleet, or a room's sampler), or a program of a room from build/."""
     argv = [str(a) for a in args] if isinstance(args, list | tuple) else [str(args)]
     for i, arg in enumerate(argv[:-1]):
-        if (arg == "bakeoff" or arg.endswith("/bakeoff")) and argv[i + 1] in LIVE_COMMANDS:
+        if (arg == "bakeoff" or arg.endswith("/bakeoff")) and (
+                argv[i + 1] in LIVE_COMMANDS or (argv[i + 1] == "compare" and "--rerun" in argv)):
             return f"bakeoff {argv[i + 1]}"
     # bakeoff-launch is the harness's, not a room's: what it starts decides (a fixture
     # room's script is not a live benchmark).
