@@ -524,6 +524,10 @@ def _rerun(old: RunRecord, new: RunRecord, threshold: float, out: Path | None,
 
     defn, p = rerun.definition(old, new)
     adhoc.check(defn)
+    # They come from results.json files: say what will run before it runs.
+    for c in defn.commands:
+        err_console.print(f"--rerun runs {c.name!r}: {c.command}", highlight=False,
+                          soft_wrap=True)
     cleanup.mark_run()
     bench = adhoc.benchmark(defn, int(str(p.get("trials", 10))), int(str(p.get("samples", 10))),
                             int(str(p.get("warmup_samples", 1))),
