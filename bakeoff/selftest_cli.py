@@ -29,7 +29,8 @@ def cmd_selftest(
 ) -> None:
     """Measure this host's false-alarm rate: back-to-back runs of identical commands; prints
     interval coverage and false alarms within and across runs, records the run-to-run spread
-    (1-2 minutes at the defaults on a 2-CPU machine; --runs 12 for a firmer one)."""
+    (about 2 minutes at the defaults on a 2-CPU VM at load 4, longer under more load;
+    --runs 12 for a firmer spread)."""
     from bakeoff import cli as base
     from bakeoff import drift, selftest
 
