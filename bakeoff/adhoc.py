@@ -385,6 +385,7 @@ def benchmark(defn: Definition, trials: int, runs: int, warmup: int, warmup_tria
         questions=_questions(defn),
         prepare_trial=plan,
         definition=defn.to_json(),
+        timeout_ends_case=True,  # a command that hung once would hang again
     )
 
 

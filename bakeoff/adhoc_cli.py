@@ -205,7 +205,8 @@ def cmd_cmd(
     for problem in mismatches:
         base.err_console.print(Text("error: ", style="red") + Text(problem))
     if compare is not None:
-        base.cmd_compare(compare, run_dir, threshold, fail_on_regression, "text")
+        base.cmd_compare(compare, run_dir, threshold, fail_on_regression, "text", None, None,
+                         False, None)
     if failed or mismatches:
         raise typer.Exit(1)
 

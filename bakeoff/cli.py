@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from bakeoff import adhoc, cleanup, interrupts, lazy, registry, stats, store
+from bakeoff import adhoc, cleanup, interrupts, lazy, registry, store
 from bakeoff import host as hostmod
 from bakeoff.errors import Interrupted, UsageError, one_line
 from bakeoff.model import Benchmark, Profile, RunContext, RunRecord, RunSettings
@@ -530,22 +530,47 @@ def cmd_compare(
     threshold: Annotated[float, typer.Option(
         help="Smallest difference a verdict calls faster/slower, in %.")] = 2.0,
     fail_on_regression: Annotated[float | None, typer.Option(
-        help="Exit 1 when a case's whole CI is more than PCT % slower.")] = None,
+        help="Exit 1 when a case's whole CI is more than PCT % slower (never on a change "
+             "that cannot be told from drift).")] = None,
     format: Annotated[str, typer.Option(help="text | md")] = "text",
+    more_old: Annotated[list[Path] | None, typer.Option(
+        "--old", help="Another run before the change (repeatable): with two or more runs a "
+        "side, each run is one observation, so run-to-run drift is in the CI.")] = None,
+    more_new: Annotated[list[Path] | None, typer.Option(
+        "--new", help="Another run after the change (repeatable).")] = None,
+    rerun: Annotated[bool, typer.Option(
+        "--rerun", help="Two `bakeoff cmd` runs: measure their commands again, old and new "
+        "interleaved in one run, and compare within it.")] = False,
+    out: Annotated[Path | None, typer.Option(
+        help="With --rerun: the rerun's results directory (default: results/<time>-cmd).")]
+        = None,
 ) -> None:
-    """Compare two runs case by case: ratio new/old with its CI and a verdict."""
+    """Compare runs case by case: ratio new/old with a CI that allows for run-to-run drift."""
     if format not in ("text", "md"):
         raise UsageError(f"--format '{format}' is unknown; use text or md")
     if not 0 <= threshold < 100:
         raise UsageError("--threshold is a percentage from 0 to 100, e.g. --threshold 2")
     if fail_on_regression is not None and not 0 <= fail_on_regression < math.inf:
         raise UsageError("--fail-on-regression is a percentage of 0 or more, e.g. 5")
-    before, after = store.load(old), store.load(new)
+    olds, news = [old, *(more_old or [])], [new, *(more_new or [])]
+    if len({p.resolve() for p in olds}) < len(olds) or len({p.resolve() for p in news}) < len(news):
+        raise UsageError("a run directory is given twice on one side; give each run once")
+    if rerun and (more_old or more_new):
+        raise UsageError("--rerun measures one old and one new run again; drop --old/--new")
+    if out is not None and not rerun:
+        raise UsageError("--out goes with --rerun (the run it measures); add --rerun or drop "
+                         "--out")
+    before, after = [store.load(p) for p in olds], [store.load(p) for p in news]
     with lazy.signals_held():  # imported only when comparing (bakeoff/lazy.py says why)
+        from bakeoff import drift
         from bakeoff.report.compare import print_comparison, render_comparison_markdown
         from bakeoff.run_comparison import compare_runs
 
-    cmp = compare_runs(before, after, threshold / 100)
+    if rerun:
+        again = _rerun(before[0], after[0], threshold, out, quiet=format == "md")
+        cmp = compare_runs(*again, threshold / 100, interleaved=True)
+    else:
+        cmp = compare_runs(before, after, threshold / 100, drift.load_spread())
     if not cmp.changes:
         raise UsageError(f"{old} and {new} share no measured case; compare runs of the same "
                          "benchmarks and params")
@@ -555,14 +580,55 @@ def cmd_compare(
         print_comparison(cmp, out_console, threshold / 100)
         _say_what_differs(cmp, threshold)
     if fail_on_regression is not None:
-        worse = [c for c in cmp.changes if c.regressed_beyond(fail_on_regression / 100)]
-        for c in worse:
-            err_console.print(
-                f"regression: {c.case.key}: new/old = {c.ratio.ratio:.3f} "
-                f"(95% CI {c.ratio.ci_low:.3f}–{c.ratio.ci_high:.3f}), wholly beyond "
-                f"{fail_on_regression:g}% slower", highlight=False)
-        if worse:
-            raise typer.Exit(1)
+        _gate(cmp, fail_on_regression)
+
+
+def _rerun(old: RunRecord, new: RunRecord, threshold: float, out: Path | None,
+           quiet: bool) -> tuple[RunRecord, RunRecord]:
+    """`compare --rerun`: one `cmd` run of both runs' commands, split back into the sides."""
+    from bakeoff import adhoc, rerun
+
+    defn, p = rerun.definition(old, new)
+    adhoc.check(defn)
+    # They come from results.json files: say what will run before it runs.
+    for c in defn.commands:
+        err_console.print(f"--rerun runs {c.name!r}: {c.command}", highlight=False,
+                          soft_wrap=True)
+    cleanup.mark_run()
+    bench = adhoc.benchmark(defn, int(str(p.get("trials", 10))), int(str(p.get("samples", 10))),
+                            int(str(p.get("warmup_samples", 1))),
+                            int(str(p.get("warmup_trials", 1))),
+                            float(str(p.get("timeout_s", 600))))
+    settings = _settings(threshold, None, None, None, True)
+    run, run_dir = _start([bench], "default", [], [], None, None, out, None, settings, quiet)
+    _report_run(run, run_dir, True)
+    if _say_failed(run):
+        raise typer.Exit(1)
+    return rerun.split(run)
+
+
+def _gate(cmp: Any, fail_on_regression: float) -> None:
+    """--fail-on-regression: exit 1 on a regression told apart from drift; a change that
+    cannot be told is named, with how to get a verdict, and does not fail."""
+    fraction = fail_on_regression / 100
+    worse = [c for c in cmp.changes if c.regressed_beyond(fraction)]
+    for c in worse:
+        err_console.print(
+            f"regression: {c.case.key}: new/old = {c.ratio.ratio:.3f} "
+            f"(95% CI {c.ratio.ci_low:.3f}–{c.ratio.ci_high:.3f}, {c.basis}), wholly beyond "
+            f"{fail_on_regression:g}% slower", highlight=False)
+    untold = [c for c in cmp.changes if not c.tellable and c.looks_beyond(fraction)]
+    if untold:
+        err_console.print(
+            f"not failed: {len(untold)} case(s) read more than {fail_on_regression:g}% slower "
+            "within one run a side (" + "; ".join(
+                f"{c.case.key} {(c.ratio.ratio - 1) * 100:+.1f}%" for c in untold[:5])
+            + ("; ..." if len(untold) > 5 else "") + "), which cannot be told from run-to-run "
+            "drift; for a verdict run `bakeoff selftest` once on this host (it measures the "
+            "drift), or give two or more runs a side (--old DIR --new DIR)",
+            highlight=False, soft_wrap=True)
+    if worse:
+        raise typer.Exit(1)
 
 
 @app.command("profile")
@@ -691,7 +757,12 @@ def cmd_fleet_run(
 def _say_what_differs(cmp: Any, threshold: float) -> None:
     """The answer in two lines: which cases differ beyond the threshold, and, for runs from
     two hosts, which host facts differ (kernel, CPU, mitigations, ...)."""
-    differ = [c for c in cmp.changes if c.verdict not in stats.NO_DIFFERENCE]
+    differ = [c for c in cmp.changes if c.verdict in ("faster", "slower")]
+    untold = sum(1 for c in cmp.changes if not c.tellable)
+    if untold:
+        out_console.print(f"{untold} of {len(cmp.changes)} cases: can't tell a change from "
+                          "run-to-run drift with one run a side (see CIs: above)",
+                          highlight=False, soft_wrap=True)
     out_console.print(f"{len(differ)} of {len(cmp.changes)} cases differ beyond ±{threshold:g}%"
                       + (": " + "; ".join(f"{c.case.key} {(c.ratio.ratio - 1) * 100:+.1f}%"
                                           for c in differ) if differ else ""),
@@ -809,4 +880,6 @@ def _fail(message: str) -> None:
 
 
 # Last: `bakeoff cmd` registers itself on `app` and uses the helpers above.
-from bakeoff import adhoc_cli  # noqa: E402
+from bakeoff import adhoc_cli, selftest_cli  # noqa: E402
+
+app.command("selftest")(selftest_cli.cmd_selftest)

@@ -7,7 +7,9 @@ most any of its benchmarks needs. A claim is an flock on /run/lock/bakeoff-cpu<N
 for the run and released by the kernel when the process dies (a SIGKILLed run leaves no
 stale claim). A run takes the highest CPUs nobody claims and leaves at least one to the
 harness; a CPU it cannot have to itself (every CPU claimed by another run, or too few CPUs)
-is shared, and its warnings say so, since shared CPUs disturb the timings.
+is shared, and its warnings say so, since shared CPUs disturb the timings. So is the other
+way round: a run that got a CPU of its own while another run measures on the CPU left to its
+harness (two runs on a 2-CPU machine: each one's harness runs where the other measures).
 """
 
 from __future__ import annotations
@@ -72,6 +74,41 @@ def _try_lock(cpu: int) -> int | None:
     return fd
 
 
+def _held_locks() -> set[tuple[int, int, int]]:
+    """(major, minor, inode) of every file flock()ed on this machine, from /proc/locks."""
+    held: set[tuple[int, int, int]] = set()
+    try:
+        text = Path("/proc/locks").read_text()
+    except OSError:
+        return held
+    for line in text.splitlines():
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 12094 fe:00:9805825 0 EOF" ("->" marks a waiter)
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[2] != "->":
+            try:
+                major, minor, inode = fields[5].split(":")
+                held.add((int(major, 16), int(minor, 16), int(inode)))
+            except ValueError:
+                continue
+    return held
+
+
+def claimed_by_others(cpus: set[int], owned: tuple[int, ...]) -> list[int]:
+    """Those of `cpus` (not this run's own) that another bakeoff run measures on: their
+    lock file is held. Read, not locked: taking the lock to test it could make a run starting
+    at that instant think the CPU taken."""
+    held = _held_locks()
+    out = []
+    for cpu in sorted(cpus - set(owned)):
+        try:
+            st = (_lock_dir() / f"bakeoff-cpu{cpu}.lock").stat()
+        except OSError:
+            continue
+        if (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in held:
+            out.append(cpu)
+    return out
+
+
 def claim(pin: bool, count: int = 1) -> CpuClaim:
     """`count` CPUs for the trials, as many of them as possible the run's own."""
     cpus = sorted(os.sched_getaffinity(0))
@@ -91,8 +128,15 @@ def claim(pin: bool, count: int = 1) -> CpuClaim:
     # (when every one is claimed) or, with too few CPUs, the harness's.
     shared = [c for c in reversed(cpus) if c not in owned][:count - len(owned)]
     harness = set(cpus) - set(owned) if owned else set(cpus[:-1])
-    return CpuClaim((*owned, *shared), harness, _warning(count, owned, shared, cpus),
-                    tuple(owned), fds)
+    warning = _warning(count, owned, shared, cpus)
+    busy = claimed_by_others(harness, tuple(owned)) if owned and not shared else []
+    if busy and warning is None:
+        listed = ", ".join(str(c) for c in busy)
+        warning = (f"another bakeoff run measures on CPU {listed}, which this run's harness "
+                   f"shares, and its harness may run on CPU {', '.join(str(c) for c in owned)}"
+                   ", where this run measures: both runs' timings disturb each other; run "
+                   "them one after the other")
+    return CpuClaim((*owned, *shared), harness, warning, tuple(owned), fds)
 
 
 def _warning(count: int, owned: list[int], shared: list[int], cpus: list[int]) -> str | None:

@@ -27,6 +27,8 @@ from typing import Any
 
 import psutil
 
+from bakeoff import drift
+
 
 @dataclass(frozen=True)
 class Capability:
@@ -282,6 +284,10 @@ class HostFacts:
     mitigations: dict[str, str] = field(default_factory=dict)
     sysctls: dict[str, str] = field(default_factory=dict)
     kernel_config: dict[str, Any] = field(default_factory=dict)
+    # Hashes of /etc/machine-id and the boot id (bakeoff/drift.py): two "hosts" with one boot
+    # id share a kernel and its CPUs; a run-to-run spread applies to one machine id.
+    machine_id: str = ""
+    boot_id: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -333,6 +339,8 @@ def facts(build_dir: Path | None = None) -> HostFacts:
         mitigations=_mitigations(),
         sysctls=sysctls(),
         kernel_config=kernel_config(),
+        machine_id=drift.machine_hash(),
+        boot_id=drift.boot_hash(),
     )
 
 

@@ -3,18 +3,24 @@
 Each host's run is analysed on its own (its ratios to the baseline, within that run, as
 always). Across hosts, per case, Cochran's Q on the log ratios asks whether they differ more
 than their CIs allow; Holm corrects across the cases of a benchmark, and a case "differs"
-only when that holds and the hosts' ratios are further apart than the threshold, as a
-verdict within a run needs both. Host facts are compared row by row, differences first.
+only when that holds, the hosts' ratios are further apart than the threshold, and the CIs
+of the two furthest apart do not overlap. A host with fewer than MIN_TRIALS_FOR_VERDICT
+trials of the case or its baseline makes it "can't tell": CIs on 2-4 trials are too narrow
+to say hosts differ (two identical hosts at 2 trials read "42% apart, p < 0.001").
+Host facts are compared row by row, differences first; hosts that are one machine (one boot
+id) or whose runs overlapped in time are warned about: their timings disturbed each other.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from bakeoff import stats, store
-from bakeoff.analysis import Analysis, CaseResult, analyze
+from bakeoff.analysis import MIN_TRIALS_FOR_VERDICT, Analysis, CaseResult, analyze
 from bakeoff.errors import UsageError
 from bakeoff.fleet import record as fleet_record
 from bakeoff.hosts_counters import CountersAcross, compare_counters
@@ -23,8 +29,11 @@ from bakeoff.report.facts import flatten_facts
 
 HOLDS = "holds on every host"
 DIFFERS = "differs"
-# Facts that differ between any two runs and say nothing about the host.
-_VOLATILE = ("loadavg_1m", "mem_available_kib", "busy_processes", "timer.", "hostname")
+CANT_TELL = "can't tell"
+# Facts that differ between any two runs and say nothing about the host (the machine and
+# boot ids are hashes: the warnings speak of them).
+_VOLATILE = ("loadavg_1m", "mem_available_kib", "busy_processes", "timer.", "hostname",
+             "machine_id", "boot_id")
 
 
 @dataclass
@@ -125,31 +134,98 @@ def _test(results: list[CaseResult]) -> stats.Heterogeneity:
                                [r.summary.n_trials if r.summary else 0 for r in measured])
 
 
+def _trials(r: CaseResult | None) -> int:
+    return r.summary.n_trials if r is not None and r.summary is not None else 0
+
+
+def across_verdict(ratios: dict[str, stats.Ratio], p_holm: float, threshold: float,
+                   few: list[str]) -> str:
+    """A case's verdict across hosts: `few` are the hosts with too few trials of it."""
+    if few:
+        return (f"{CANT_TELL} (fewer than {MIN_TRIALS_FOR_VERDICT} trials on "
+                f"{', '.join(few)})")
+    lo = min(ratios, key=lambda h: ratios[h].ratio)
+    hi = max(ratios, key=lambda h: ratios[h].ratio)
+    apart = ratios[hi].ratio / ratios[lo].ratio - 1 > threshold
+    separate = ratios[hi].ci_low > ratios[lo].ci_high
+    return DIFFERS if p_holm < 0.05 and apart and separate else HOLDS
+
+
 def compare_hosts(hosts: list[HostRun], threshold: float) -> dict[str, list[CaseAcross]]:
     out: dict[str, list[CaseAcross]] = {}
     benches = list(dict.fromkeys(b for h in hosts for b in h.run.benchmarks))
     for bench in benches:
         by_case: dict[Case, dict[str, CaseResult]] = {}
+        # Per case, the fewest trials its variant or baseline has on each host.
+        trials: dict[Case, dict[str, int]] = {}
         metric = ""
         for h in hosts:
             ba = next((b for b in h.analysis.benchmarks if b.info.name == bench), None)
             if ba is None:
                 continue
             metric = ba.info.primary_metric
-            for r in ba.for_metric(metric):
+            results = ba.for_metric(metric)
+            base = {r.case.params: r for r in results if r.case.variant == ba.info.baseline}
+            for r in results:
                 if r.case.variant != ba.info.baseline:
                     by_case.setdefault(r.case, {})[h.label] = r
+                    trials.setdefault(r.case, {})[h.label] = min(
+                        _trials(r), _trials(base.get(r.case.params)))
         cases = [CaseAcross(c, metric, res, _test(list(res.values())))
                  for c, res in sorted(by_case.items(), key=lambda kv: kv[0].key)]
         tested = [c for c in cases if c.test.p_value == c.test.p_value]  # not NaN
         for c, p in zip(tested, stats.holm([c.test.p_value for c in tested]), strict=True):
             c.p_holm = p
-            factor, c.spread = _spread(c.ratios())
-            c.verdict = DIFFERS if p < 0.05 and factor - 1 > threshold else HOLDS
+            _, c.spread = _spread(c.ratios())
+            few = [h for h, n in trials[c.case].items()
+                   if h in c.ratios() and n < MIN_TRIALS_FOR_VERDICT]
+            c.verdict = across_verdict(c.ratios(), p, threshold, few)
         for c in cases:
             if c not in tested:
                 c.verdict = "only one host measured it" if len(c.ratios()) < 2 else "—"
         out[bench] = cases
+    return out
+
+
+def _window(run: RunRecord) -> tuple[datetime, datetime] | None:
+    try:
+        start = datetime.fromisoformat(run.started_at)
+        end = datetime.fromisoformat(run.finished_at) if run.finished_at else start
+    except (TypeError, ValueError):
+        return None
+    if start.tzinfo is None or end.tzinfo is None:
+        return None
+    if run.trials:  # a resumed run's record spans its pause; its trials say when it measured
+        with contextlib.suppress(TypeError, ValueError):
+            end = max(end, max(datetime.fromisoformat(t.started_at) for t in run.trials))
+    return start, end
+
+
+def shared_hardware_warnings(hosts: list[HostRun]) -> list[str]:
+    """Hosts that are one machine (one boot id: one kernel, e.g. network namespaces), or one
+    machine id, or whose runs overlapped in time: their timings are not independent."""
+    out = []
+    for i, a in enumerate(hosts):
+        for b in hosts[i + 1:]:
+            boot_a, boot_b = a.run.host.get("boot_id"), b.run.host.get("boot_id")
+            mach_a, mach_b = a.run.host.get("machine_id"), b.run.host.get("machine_id")
+            same = ""
+            if boot_a and boot_a == boot_b:
+                same = "are one machine (the same boot id: one kernel and its CPUs)"
+            elif mach_a and mach_a == mach_b:
+                same = "are one machine (the same machine id)"
+            wa, wb = _window(a.run), _window(b.run)
+            overlap = wa is not None and wb is not None and wa[0] < wb[1] and wb[0] < wa[1]
+            if same and overlap:
+                out.append(f"{a.label} and {b.label} {same} and ran at the same time: each "
+                           "disturbed the other's timings, and what differs between them is "
+                           "not their hardware")
+            elif same:
+                out.append(f"{a.label} and {b.label} {same}: what differs between them is "
+                           "run-to-run drift, not hardware")
+            elif overlap:
+                out.append(f"{a.label} and {b.label} ran at the same time: if they share "
+                           "hardware (VMs on one host), each disturbed the other's timings")
     return out
 
 
@@ -170,6 +246,7 @@ def analyze_hosts(paths: list[Path], threshold: float | None = None) -> HostsAna
     thr = threshold if threshold is not None else hosts[0].run.settings.threshold
     analysis = HostsAnalysis(hosts=hosts, cases=compare_hosts(hosts, thr),
                              facts=fact_rows(hosts), threshold=thr, fleet=fleet)
+    analysis.warnings += shared_hardware_warnings(hosts)
     seeds = {h.run.seed for h in hosts}
     if len(seeds) > 1:
         analysis.warnings.append("the hosts ran with different seeds: their trial orders differ")

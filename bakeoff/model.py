@@ -384,6 +384,9 @@ class Benchmark:
     # A benchmark built at run time (bakeoff cmd, bakeoff/adhoc.py) has no spec.py to come
     # back to: what it was built from, copied into results.json so --resume can rebuild it.
     definition: Mapping[str, Any] | None = None
+    # A trial that times out ends its case: its other trials are not run (a hung command
+    # would cost (trials + 1) x the timeout). For benchmarks whose trials run user commands.
+    timeout_ends_case: bool = False
 
     @property
     def baseline(self) -> Variant:

@@ -226,6 +226,10 @@ class _Measurement:
         self.walls: dict[Case, list[float]] = {c: [t.wall_s for t in mine if t.case == c]
                                                for c in plan.cases}
         self.round_no = max((t.round for t in mine), default=-1) + 1
+        # Cases a timed-out trial ended (Benchmark.timeout_ends_case); a resumed run keeps
+        # them ended.
+        self.ended: set[Case] = ({t.case for t in mine if t.status == "timeout"}
+                                 if plan.benchmark.timeout_ends_case else set())
         # One generator per benchmark, derived from the run seed and the round reached, so
         # adding a benchmark to a run does not reshuffle another's order, and a resumed run
         # does not replay the order of the rounds it already ran.
@@ -273,6 +277,9 @@ class _Measurement:
                 bench.sweep()
 
     def _cases_needing_trials(self) -> list[Case]:
+        return [c for c in self._cases_needing_trials_any() if c not in self.ended]
+
+    def _cases_needing_trials_any(self) -> list[Case]:
         if self.rule.sequential or self.precision is not None:
             todo = self._open_cases()
             self.progress.grow([c for c in todo if self.count[c] >= self.rule.min_trials])
@@ -335,6 +342,8 @@ class _Measurement:
         order = list(cases)
         self.order_rng.shuffle(order)
         for case in order:
+            if case in self.ended:
+                continue
             interrupts.checkpoint("trial")
             if not self.budget.allows(self._expected_wall(case)):
                 self.record.stop_reason = (f"time budget of {self.settings.time_budget_s:g} s "
@@ -371,6 +380,11 @@ class _Measurement:
             # measures it again instead of keeping half a measurement.
             raise Interrupted(interrupts.received() or signal.SIGINT)
         self.walls.setdefault(case, []).append(result.wall_s)
+        if result.status == "timeout" and bench.timeout_ends_case:
+            self.ended.add(case)
+            self.record.warnings.append(
+                f"{label} timed out after {profile.timeout_s:g} s; its other trials were not "
+                "run (a command that hangs once would hang again); the other cases went on")
         if round_no is None:
             if result.status != "ok":
                 # Not a measurement, so not a failed trial; but a case that cannot even warm

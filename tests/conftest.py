@@ -6,9 +6,11 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -28,7 +30,7 @@ IN_CI = os.environ.get("CI") == "true"
 # tests only. A test that starts a live benchmark there fails and says to mark it slow, so the
 # split stays real as tests are added.
 FAST_TIER = os.environ.get("BAKEOFF_TEST_TIER") == "fast"
-LIVE_COMMANDS = frozenset({"run", "cmd", "fleet", "sample", "profile"})
+LIVE_COMMANDS = frozenset({"run", "cmd", "fleet", "sample", "profile", "selftest"})
 
 
 def _live_run(args: Any) -> str | None:
@@ -36,7 +38,8 @@ def _live_run(args: Any) -> str | None:
     fleet, or a room's sampler), or a program of a room from build/."""
     argv = [str(a) for a in args] if isinstance(args, list | tuple) else [str(args)]
     for i, arg in enumerate(argv[:-1]):
-        if (arg == "bakeoff" or arg.endswith("/bakeoff")) and argv[i + 1] in LIVE_COMMANDS:
+        if (arg == "bakeoff" or arg.endswith("/bakeoff")) and (
+                argv[i + 1] in LIVE_COMMANDS or (argv[i + 1] == "compare" and "--rerun" in argv)):
             return f"bakeoff {argv[i + 1]}"
     # bakeoff-launch is the harness's, not a room's: what it starts decides (a fixture
     # room's script is not a live benchmark).
@@ -53,6 +56,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     _RUNNING[0] = item.nodeid
 
 
+_STATE_DIR: list[str] = []
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for d in _STATE_DIR:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Children start with SIGINT as a terminal gives it. Starting a live benchmark fails the
     test, module fixtures too, in the fast tier; in the slow one, unless this process holds
@@ -63,6 +74,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # Python handler here is reset to the default in each child at exec.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # A run-to-run spread the developer's `bakeoff selftest` recorded would change what
+    # `bakeoff compare` says (bakeoff/drift.py): tests see an empty state directory of their
+    # own (a test that wants a spread writes one there), removed at the end.
+    _STATE_DIR.append(tempfile.mkdtemp(prefix="bakeoff-test-state-"))
+    os.environ["XDG_STATE_HOME"] = _STATE_DIR[0]
     real_init = subprocess.Popen.__init__
 
     def guarded(self: subprocess.Popen[Any], args: Any, *rest: Any, **kw: Any) -> None:

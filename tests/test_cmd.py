@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from bakeoff import adhoc
+from bakeoff import adhoc, drift
 from bakeoff.registry import question_problem
 from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff, saved_results
 
@@ -48,9 +48,10 @@ def _hyperfine() -> str:
     return found
 
 
-def _cmd(out: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def _cmd(out: Path, *args: str, timeout: float = 600,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return run_bakeoff("cmd", "--out", str(out), "--seed", "7", "--quiet", *args,
-                       timeout=timeout)
+                       timeout=timeout, env=env)
 
 
 def _ok(res: subprocess.CompletedProcess[str]) -> None:
@@ -534,13 +535,24 @@ def test_a_load_started_halfway_biases_back_to_back_order_not_interleaved_order(
 
 def test_compare_with_an_earlier_run_fails_on_a_regression(executor: Path, tmp_path: Path) -> None:
     """The same name, a command five times slower: `--compare OLD --fail-on-regression 10`
-    says so and exits 1; compared with itself's equal, it passes."""
+    with one run a side and no run-to-run spread cannot tell it from drift and does not fail;
+    with this host's spread recorded (as `bakeoff selftest` does) it fails; compared with
+    itself's equal, it passes."""
     counts = ("--trials", "3", "--runs", "2", "--warmup", "0", "--warmup-trials", "0")
     _ok(_cmd(tmp_path / "old", *counts, "-n", "work", "sleep 0.01"))
-    res = _cmd(tmp_path / "new", *counts, "--compare", str(tmp_path / "old"),
+    res = _cmd(tmp_path / "untold", *counts, "--compare", str(tmp_path / "old"),
                "--fail-on-regression", "10", "-n", "work", "sleep 0.05")
+    _ok(res)
+    assert "not failed: 1 case(s)" in res.stderr and "bakeoff selftest" in res.stderr
+    state = tmp_path / "state"
+    drift.save_spread(drift.RunSpread(0.05, 10, drift.host_key(
+        saved_results(tmp_path / "old")["host"]), "2026-01-01", "test"),
+        state / "bakeoff" / drift.SPREAD_FILE)
+    env = {"XDG_STATE_HOME": str(state)}
+    res = _cmd(tmp_path / "new", *counts, "--compare", str(tmp_path / "old"),
+               "--fail-on-regression", "10", "-n", "work", "sleep 0.05", env=env)
     assert res.returncode == 1, res.stdout + res.stderr
     assert "regression: cmd/work[]" in res.stderr
     res = _cmd(tmp_path / "same", *counts, "--compare", str(tmp_path / "old"),
-               "--fail-on-regression", "300", "-n", "work", "sleep 0.01")
+               "--fail-on-regression", "300", "-n", "work", "sleep 0.01", env=env)
     _ok(res)

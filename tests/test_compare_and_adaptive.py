@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bakeoff import store
+from bakeoff import drift, store
 from bakeoff.model import BenchmarkInfo, Case, RunRecord, Rusage, Trial
 from conftest import REPO, assert_usage_error, run_bakeoff, saved_results, wait_for_trials
 
@@ -55,9 +55,35 @@ def before_after(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return old, new
 
 
-def test_compare_shows_every_case_with_a_verdict(before_after: tuple[Path, Path]) -> None:
+def _with_spread(tmp_path: Path, sigma: float, pairs: int = 10, host: str = "h") -> dict[str, str]:
+    """An environment whose state directory holds a run-to-run spread for host `host` (the
+    made-up runs' hostname), as `bakeoff selftest` would have recorded it."""
+    state = tmp_path / "state"
+    drift.save_spread(drift.RunSpread(sigma, pairs, host, "2026-01-01T00:00:00+00:00",
+                                      "made up for a test"),
+                      state / "bakeoff" / drift.SPREAD_FILE)
+    return {"XDG_STATE_HOME": str(state)}
+
+
+def test_one_run_a_side_without_a_spread_cannot_tell(before_after: tuple[Path, Path]) -> None:
+    """No run-to-run spread measured on the runs' host: a 20% change between two runs is
+    shown with its within-run CI but not called: it cannot be told from drift."""
     old, new = before_after
     res = run_bakeoff("compare", str(old), str(new))
+    assert res.returncode == 0, res.stderr
+    lines = [ln for ln in res.stdout.splitlines() if "64 KiB" in ln or "4 KiB" in ln]
+    assert len(lines) == 4 and all("can't tell" in ln for ln in lines), res.stdout
+    assert any("64 KiB" in ln and "+20." in ln for ln in lines)
+    assert "cannot be told from drift" in res.stdout and "bakeoff selftest" in res.stdout
+    assert "0 of 4 cases differ" in res.stdout
+
+
+def test_compare_shows_every_case_with_a_verdict(before_after: tuple[Path, Path],
+                                                 tmp_path: Path) -> None:
+    """With a small spread recorded for the runs' host, the 20% case is called slower and
+    the sentence under the table names the spread used."""
+    old, new = before_after
+    res = run_bakeoff("compare", str(old), str(new), env=_with_spread(tmp_path, 0.01))
     assert res.returncode == 0, res.stderr
     lines = [ln for ln in res.stdout.splitlines() if "64 KiB" in ln or "4 KiB" in ln]
     assert len(lines) == 4
@@ -65,25 +91,76 @@ def test_compare_shows_every_case_with_a_verdict(before_after: tuple[Path, Path]
     assert len(slower) == 1 and "64 KiB" in slower[0] and "+20." in slower[0]
     # Unchanged cases: "same" (no difference shown) or "equivalent" (the CI within ±2%).
     assert sum("same" in ln or "equivalent" in ln for ln in lines) == 3
+    assert "run-to-run spread (±1.0% a run, from 10 run pairs" in res.stdout
 
 
-def test_fail_on_regression_exit_codes(before_after: tuple[Path, Path]) -> None:
+def test_a_spread_too_large_for_the_change_says_same(before_after: tuple[Path, Path],
+                                                     tmp_path: Path) -> None:
+    """A run-to-run spread of 30% swallows a 20% change: the widened CI holds 1."""
     old, new = before_after
+    res = run_bakeoff("compare", str(old), str(new), "--fail-on-regression", "5",
+                      env=_with_spread(tmp_path, 0.30))
+    assert res.returncode == 0, res.stderr
+    assert not any("slower" in ln for ln in res.stdout.splitlines() if "KiB" in ln)
+
+
+def test_a_spread_of_another_host_is_not_used(before_after: tuple[Path, Path],
+                                              tmp_path: Path) -> None:
+    old, new = before_after
+    res = run_bakeoff("compare", str(old), str(new), env=_with_spread(tmp_path, 0.01,
+                                                                        host="elsewhere"))
+    assert res.returncode == 0 and "cannot be told from drift" in res.stdout, res.stdout
+
+
+def test_fail_on_regression_exit_codes(before_after: tuple[Path, Path], tmp_path: Path) -> None:
+    old, new = before_after
+    # One run a side, no spread: not failed, and told how to get a verdict.
     res = run_bakeoff("compare", str(old), str(new), "--fail-on-regression", "5")
+    assert res.returncode == 0, res.stderr
+    assert "not failed: 1 case(s)" in res.stderr and "demo/b[size=65536] +20." in res.stderr
+    assert "bakeoff selftest" in res.stderr and "--old DIR --new DIR" in res.stderr
+    env = _with_spread(tmp_path, 0.01)
+    res = run_bakeoff("compare", str(old), str(new), "--fail-on-regression", "5", env=env)
     assert res.returncode == 1
-    assert "regression: demo/b[size=65536]" in res.stderr
+    assert "regression: demo/b[size=65536]" in res.stderr and "spread" in res.stderr
     # 20% slower is not wholly beyond 50%: no failure.
-    assert run_bakeoff("compare", str(old), str(new), "--fail-on-regression", "50").returncode == 0
+    assert run_bakeoff("compare", str(old), str(new), "--fail-on-regression", "50",
+                       env=env).returncode == 0
     # The old run against itself: nothing regressed.
-    assert run_bakeoff("compare", str(old), str(old), "--fail-on-regression", "0").returncode == 0
+    assert run_bakeoff("compare", str(old), str(old), "--fail-on-regression", "0",
+                       env=env).returncode == 0
 
 
-def test_compare_markdown(before_after: tuple[Path, Path]) -> None:
+def test_two_runs_a_side_are_the_unit(tmp_path: Path) -> None:
+    """Two runs a side: each run is one observation, so the runs' drift is in the CI. Runs
+    whose level moves 10% from run to run (drift) around an unchanged case: not called; a
+    40% slowdown of one case beyond that drift: called, and the gate fails on it."""
+    olds = [_made_up_run(tmp_path / f"old{i}", i, {("a", 4096): d, ("b", 4096): d})
+            for i, d in ((1, 1.0), (2, 1.1))]
+    news = [_made_up_run(tmp_path / f"new{i}", 10 + i, {("a", 4096): d, ("b", 4096): d,
+                                                        ("b", 65536): 1.4})
+            for i, d in ((1, 1.05), (2, 0.95))]
+    res = run_bakeoff("compare", str(olds[0]), str(news[0]), "--old", str(olds[1]),
+                      "--new", str(news[1]), "--fail-on-regression", "5")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "2 old and 2 new runs, each run one observation" in res.stdout
+    lines = [ln for ln in res.stdout.splitlines() if "KiB" in ln]
+    assert len(lines) == 4
+    assert [ln for ln in lines if "slower" in ln or "faster" in ln] == [
+        ln for ln in lines if "64 KiB" in ln and "+40." in ln]
+    assert "regression: demo/b[size=65536]" in res.stderr and "runs" in res.stderr
+    assert_usage_error(run_bakeoff("compare", str(olds[0]), str(news[0]), "--old",
+                                   str(olds[0])), "given twice")
+
+
+def test_compare_markdown(before_after: tuple[Path, Path], tmp_path: Path) -> None:
     old, new = before_after
-    res = run_bakeoff("compare", str(old), str(new), "--format", "md")
+    res = run_bakeoff("compare", str(old), str(new), "--format", "md",
+                      env=_with_spread(tmp_path, 0.01))
     assert res.returncode == 0, res.stderr
     assert "| benchmark | variant | params | old median (95% CI) |" in res.stdout
     assert "| demo | b | size=64 KiB |" in res.stdout and "| slower |" in res.stdout
+    assert "CIs: one run a side, widened by this host" in res.stdout
 
 
 def test_compare_bad_input(before_after: tuple[Path, Path], tmp_path: Path) -> None:
@@ -188,8 +265,7 @@ def test_a_case_whose_old_median_is_0_is_named_not_a_crash(tmp_path: Path) -> No
     assert res.returncode == 0, res.stderr
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("no ratio"))
     assert "demo/b[size=4096]" in line and "demo/a[size=65536]" in line
-    assert sum(1 for ln in res.stdout.splitlines()
-               if "KiB" in ln and ("same" in ln or "equivalent" in ln)) == 2
+    assert sum(1 for ln in res.stdout.splitlines() if "KiB" in ln and "can't tell" in ln) == 2
     md = run_bakeoff("compare", str(old), str(new), "--format", "md")
     assert md.returncode == 0 and "demo/b\\[size=4096\\]" in md.stdout
     assert "RuntimeWarning" not in res.stderr + md.stderr

@@ -174,7 +174,13 @@ def test_two_healthy_hosts_one_report_with_the_host_in_every_table_and_chart(
         assert {n.split(" ")[0] for n in names} == {"alpha", "beta"}
     verdicts = json.loads((out / "hosts.json").read_text())
     assert verdicts["hosts"] == ["alpha", "beta"]
-    assert all(c["verdict"] in ("holds on every host", "differs") for c in verdicts["cases"])
+    # Two hosts on one machine at few trials: no case may be said to differ (issue 24 saw
+    # "42% apart, p < 0.001" between identical hosts at 2 trials); below 5 trials a host
+    # makes a case "can't tell".
+    assert all(c["verdict"] == "holds on every host" or c["verdict"].startswith("can't tell")
+               for c in verdicts["cases"]), verdicts["cases"]
+    # ... and the report says they are one machine (one boot id) that ran at the same time.
+    assert "alpha and beta are one machine (the same boot id" in md, md
 
     # The same two runs as plain directories give the same report across hosts.
     plain = run_bakeoff("report", str(out / "hosts" / "alpha"), str(out / "hosts" / "beta"),

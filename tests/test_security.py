@@ -299,6 +299,9 @@ NOT_A_SHELL = {
     # subprocess's shell=True.
     ("bakeoff/adhoc.py", "shell=True"): "Definition(shell=...), the chosen shell's path",
     ("bakeoff/adhoc_cli.py", "shell=True"): "Definition(shell=...), the chosen shell's path",
+    # compare --rerun: the shell path the two cmd runs recorded (their users' choice), run
+    # like --resume runs a recorded definition; the commands are printed before they run.
+    ("bakeoff/rerun.py", "shell=True"): "Definition(shell=...), the recorded shell's path",
     # bakeoff cmd runs the user's own command line, typed by them for this purpose, through a
     # shell only when they ask (--shell) or it has shell syntax, as hyperfine does; it is
     # never text from a results file or another user.

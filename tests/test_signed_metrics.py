@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from bakeoff import store
+from bakeoff import drift, store
 from bakeoff.analysis import analyze
 from bakeoff.model import Benchmark, Case, Metric, Param, Profile, RunRecord, Trial, Variant
 from bakeoff.report.compare import render_comparison_markdown
@@ -91,7 +91,9 @@ def test_a_signed_metric_cannot_prefer_higher() -> None:
 def test_compare_calls_a_larger_error_a_regression_whatever_its_sign() -> None:
     old = _run(True, {"exact": 1.0, "rough": 1.0}, seed=1)
     new = _run(True, {"exact": 1.0, "rough": -50.0}, seed=2)
-    cmp = compare_runs(old, new, threshold=0.02)
+    # A spread of the runs' host measured (bakeoff selftest): one run a side can be judged.
+    spread = drift.RunSpread(0.01, 10, drift.host_key(old.host), "2026-01-01", "test")
+    cmp = compare_runs(old, new, threshold=0.02, spread=spread)
     change = next(c for c in cmp.changes if c.case.variant == "rough")
     assert change.signed and change.verdict == "slower" and change.regressed_beyond(0.05)
     assert next(c for c in cmp.changes if c.case.variant == "exact").verdict == "same"

@@ -16,14 +16,15 @@ from rich.text import Text
 
 from bakeoff import stats
 from bakeoff.analysis import BenchmarkAnalysis, analyze
-from bakeoff.model import BenchmarkInfo
+from bakeoff.model import BenchmarkInfo, RunRecord
 from bakeoff.report.answers import Answer, answers, figures_agree
 from bakeoff.report.facts import machine
 from bakeoff.report.format import case_params_label, fmt_p, fmt_range, fmt_ratio, fmt_value
 from bakeoff.report.markdown import md_escape
-from bakeoff.run_comparison import CaseChange, RunComparison
+from bakeoff.run_comparison import CANT_TELL, CaseChange, RunComparison
 
-_STYLE = {"faster": "bold green", "slower": "bold red", "same": "dim", "equivalent": "cyan"}
+_STYLE = {"faster": "bold green", "slower": "bold red", "same": "dim", "equivalent": "cyan",
+          CANT_TELL: "yellow"}
 NO_RATIO = "no ratio (the old median is not told apart from 0, or the new one has the other sign)"
 HEADERS = ["benchmark", "variant", "params", "old median (95% CI)", "new median (95% CI)",
            "new / old (95% CI)", "change", "verdict", "p (Holm)"]
@@ -38,7 +39,8 @@ def _cells(c: CaseChange) -> list[str]:
         f"{of}{fmt_value(c.new.median, c.unit)} "
         f"({fmt_range(c.new.ci_low, c.new.ci_high, c.unit)})",
         fmt_ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high),
-        f"{(c.ratio.ratio - 1) * 100:+.1f}%", c.verdict, fmt_p(c.p_holm),
+        f"{(c.ratio.ratio - 1) * 100:+.1f}%", c.verdict,
+        fmt_p(c.p_holm) if c.tellable else "— (drift untold)",
     ]
 
 
@@ -131,11 +133,16 @@ def _machines(cmp: RunComparison) -> tuple[str, str]:
     return machine(cmp.old.host).sentence(), machine(cmp.new.host).sentence()
 
 
+def _run_ids(runs: list[RunRecord], first: RunRecord) -> str:
+    return ", ".join(r.run_id for r in runs) if len(runs) > 1 else first.run_id
+
+
 def print_comparison(cmp: RunComparison, console: Console,
                      threshold: float = stats.DEFAULT_THRESHOLD) -> None:
     print_question_changes(question_changes(cmp, threshold), console)
     old_m, new_m = _machines(cmp)
-    table = Table(title=Text(f"old: {cmp.old.run_id} on {old_m}\nnew: {cmp.new.run_id} on {new_m}"),
+    table = Table(title=Text(f"old: {_run_ids(cmp.olds, cmp.old)} on {old_m}\n"
+                             f"new: {_run_ids(cmp.news, cmp.new)} on {new_m}"),
                   title_justify="left")
     for h in HEADERS:
         table.add_column(Text(h), overflow="fold",
@@ -150,13 +157,16 @@ def print_comparison(cmp: RunComparison, console: Console,
                          (NO_RATIO, cmp.no_ratio)):
         if cases:
             console.print(Text(f"{label}: " + "; ".join(c.key for c in cases), style="yellow"))
+    if cmp.changes:
+        console.print(Text(cmp.basis_sentence()), soft_wrap=True)
 
 
 def render_comparison_markdown(cmp: RunComparison,
                                threshold: float = stats.DEFAULT_THRESHOLD) -> str:
     old_m, new_m = _machines(cmp)
-    lines = [f"**old**: `{md_escape(cmp.old.run_id)}` on {md_escape(old_m)}  ",
-             f"**new**: `{md_escape(cmp.new.run_id)}` on {md_escape(new_m)}", "",
+    lines = [f"**old**: `{md_escape(_run_ids(cmp.olds, cmp.old))}` on {md_escape(old_m)}  ",
+             f"**new**: `{md_escape(_run_ids(cmp.news, cmp.new))}` on {md_escape(new_m)}", "",
+             md_escape(cmp.basis_sentence()), "",
              *_question_markdown(question_changes(cmp, threshold)),
              "| " + " | ".join(HEADERS) + " |",
              "|" + "|".join("---" if i < 3 or i == 7 else "---:" for i in range(len(HEADERS))) + "|"]

@@ -356,8 +356,10 @@ def _html_bench(a: HostsAnalysis, bench: str, index: int, figs: _Figures,
 def verdict_rule_hosts(threshold: float) -> str:
     return ("Across hosts: Cochran's Q on the hosts' log ratios (each weighted by its bootstrap "
             "CI), Holm-corrected across the benchmark's cases. A case differs when that p is "
-            f"below 0.05 and the hosts' ratios lie more than {threshold * 100:g}% apart; "
-            "otherwise it holds on every host (no difference of that size shown). A host's own "
+            f"below 0.05, the hosts' ratios lie more than {threshold * 100:g}% apart and the "
+            "CIs of the two furthest apart do not overlap; can't tell when a host has fewer "
+            "than 5 trials of the case or its baseline; otherwise it holds on every host (no "
+            "difference of that size shown). A host's own "
             "verdict (faster/slower/same) follows its ratio.")
 
 

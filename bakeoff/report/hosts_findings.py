@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bakeoff.analysis import MIN_TRIALS_FOR_VERDICT, BenchmarkAnalysis, CaseResult
-from bakeoff.hosts import DIFFERS, HOLDS, CaseAcross, HostsAnalysis
+from bakeoff.hosts import CANT_TELL, DIFFERS, HOLDS, CaseAcross, HostsAnalysis
 from bakeoff.report.findings import Finding, change_phrase, ratio_figure
 from bakeoff.report.format import fmt_p, params_label, swept_label
 from bakeoff.report.grid import Params, Point, grid, trials_of
@@ -82,6 +82,8 @@ def _host_clause(ba: BenchmarkAnalysis, host: str, w: HostWinner, named: bool) -
 
 def _across(c: CaseAcross | None) -> tuple[str, str]:
     """The test across hosts in words, and why it is tentative ('' when settled)."""
+    if c is not None and c.verdict.startswith(CANT_TELL):
+        return f"whether the ratio differs between hosts: {c.verdict}", "too few trials to tell"
     if c is None or c.verdict not in (HOLDS, DIFFERS):
         return "no test across hosts (fewer than two hosts have a ratio with a CI)", \
             "no test across hosts"
@@ -89,6 +91,28 @@ def _across(c: CaseAcross | None) -> tuple[str, str]:
     if c.verdict == DIFFERS:
         return f"the ratio differs between hosts: {c.spread} ({p})", ""
     return f"the ratio holds on every host ({p})", ""
+
+
+def _separated(x: CaseResult | None, y: CaseResult | None) -> bool:
+    rx = x.vs_baseline if x is not None else None
+    ry = y.vs_baseline if y is not None else None
+    return rx is not None and ry is not None and (rx.ci_high < ry.ci_low or
+                                                  ry.ci_high < rx.ci_low)
+
+
+def winners_separate(per_host: dict[str, HostWinner], points: dict[str, Point]) -> bool:
+    """Two hosts' winners differ beyond their CIs: for some pair of hosts naming different
+    winners, a variant either names has ratio CIs on the two hosts that do not overlap. A
+    verdict that flips between 'faster' and 'same' on overlapping CIs is not a difference."""
+    hosts = list(per_host)
+    for i, h1 in enumerate(hosts):
+        for h2 in hosts[i + 1:]:
+            if per_host[h1].winner == per_host[h2].winner:
+                continue
+            for v in {per_host[h1].best.case.variant, per_host[h2].best.case.variant}:
+                if _separated(points[h1].of(v), points[h2].of(v)):
+                    return True
+    return False
 
 
 def benchmark_findings_across(a: HostsAnalysis, bench: str) -> list[Finding]:
@@ -108,11 +132,13 @@ def benchmark_findings_across(a: HostsAnalysis, bench: str) -> list[Finding]:
         same_winner += len(winners) == len(grids) and len(set(winners.values())) == 1
     for where, params in shown:
         per_host: dict[str, HostWinner] = {}
+        points: dict[str, Point] = {}
         for h, g in grids.items():
             point = next((p for p in g.points if p.params == params), None)
             ba = _bench(a, h, bench)
             if point is not None and ba is not None and (w := winner_at(ba, point)) is not None:
                 per_host[h] = w
+                points[h] = point
         if not per_host:
             continue
         why: list[str] = []
@@ -146,10 +172,17 @@ def benchmark_findings_across(a: HostsAnalysis, bench: str) -> list[Finding]:
             if untested:
                 why.append(untested)
             text = f"{head} {clauses}; {words}"
-        else:
+        elif winners_separate(per_host, points) and not any(
+                min(trials_of(w.best), trials_of(w.base)) < MIN_TRIALS_FOR_VERDICT
+                for w in per_host.values()):
             by = ", ".join(f"{h}: {w.winner}" for h, w in per_host.items())
             text = f"{lead}, the winner differs between hosts ({by}): {clauses}"
             why.append("the winner differs between hosts")
+        else:
+            by = ", ".join(f"{h}: {w.winner}" for h, w in per_host.items())
+            text = (f"{lead}, the hosts' verdicts differ ({by}) but their CIs overlap: the "
+                    f"winner is not shown to differ between hosts: {clauses}")
+            why.append("the hosts' CIs overlap")
         text += f" [tentative: {', '.join(why)}]." if why else "."
         found.append(Finding("winner", text, "; ".join(why),
                              results=tuple(w.best for w in per_host.values())))

@@ -1,0 +1,299 @@
+"""Run-to-run drift (bakeoff/drift.py, compare, selftest), verdicts across hosts, a cmd
+trial's timeout ending its case, and the CPU-shared warning.
+
+The statistics are checked by simulation against their nominal coverage (seeded, many
+draws); compare, selftest, the timeout and the warning by real `bakeoff cmd` runs of tiny
+commands (seconds each), asserting on counts and invariants, not on timings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import math
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bakeoff import cpus, drift, stats, store
+from bakeoff.analysis import BaselineComparison, CaseResult
+from bakeoff.hosts import (
+    CANT_TELL,
+    DIFFERS,
+    HOLDS,
+    HostRun,
+    across_verdict,
+    shared_hardware_warnings,
+)
+from bakeoff.model import Case, RunRecord
+from bakeoff.report.grid import Point
+from bakeoff.report.hosts_findings import NO_WINNER, HostWinner, winners_separate
+from conftest import REPO, run_bakeoff
+
+EXECUTOR = REPO / "build" / "common" / "bakeoff-cmd-exec"
+
+
+# ---- the statistics, by simulation -------------------------------------------------------
+
+
+def test_widened_ci_covers_at_its_nominal_rate() -> None:
+    """A/A pairs of runs with a run-level drift of sigma and within-run noise se: the CI
+    widened by a sigma *estimated* from 8 other pairs covers 1 about 95% of the time (the t
+    quantile on the spread's pairs pays for the estimate); the within-run CI alone does not."""
+    rng = np.random.default_rng(24)
+    sigma, se, k, draws = 0.08, 0.01, 8, 3000
+    covered = raw_covered = 0
+    for _ in range(draws):
+        # k pairs to estimate the spread from, then the pair judged.
+        d = rng.normal(0, math.sqrt(2 * sigma**2 + 2 * se**2), k)
+        est = drift.estimate_sigma(list(d), [2 * se**2] * k)
+        spread = drift.RunSpread(est, k, "h", "now", "simulated")
+        judged = rng.normal(0, math.sqrt(2 * sigma**2 + 2 * se**2))
+        lo, hi, _ = drift.widened(math.exp(judged), math.sqrt(2) * se, spread)
+        covered += lo <= 1 <= hi
+        z = 1.959964 * math.sqrt(2) * se
+        raw_covered += abs(judged) <= z
+    rate = covered / draws
+    # 3000 draws: the binomial SE of a 95% rate is 0.4%; 0.93-0.98 allows the t
+    # approximation's own slack.
+    assert 0.93 <= rate <= 0.98, rate
+    assert raw_covered / draws < 0.5, raw_covered / draws
+
+
+def test_runs_as_unit_covers_at_its_nominal_rate() -> None:
+    rng = np.random.default_rng(7)
+    draws, covered = 4000, 0
+    for _ in range(draws):
+        old, new = rng.normal(0, 0.1, 2), rng.normal(0, 0.1, 2)
+        _, lo, hi, p = drift.runs_as_unit(list(old), list(new))
+        covered += lo <= 1 <= hi
+        assert (p < 0.05) == (not lo <= 1 <= hi) or math.isclose(p, 0.05, abs_tol=1e-6)
+    assert 0.935 <= covered / draws <= 0.965, covered / draws
+
+
+def test_sigma_estimate_recovers_the_simulated_drift() -> None:
+    rng = np.random.default_rng(3)
+    sigma, se = 0.05, 0.02
+    d = rng.normal(0, math.sqrt(2 * sigma**2 + 2 * se**2), 4000)
+    est = drift.estimate_sigma(list(d), [2 * se**2] * len(d))
+    assert abs(est - sigma) < 0.004, est
+    # Drift smaller than the runs' own noise reads 0, never a negative or NaN.
+    assert drift.estimate_sigma([0.001, -0.001], [0.01, 0.01]) == 0.0
+
+
+def test_a_damaged_spread_file_is_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert drift.load_spread() is None
+    path = tmp_path / "bakeoff" / drift.SPREAD_FILE
+    path.parent.mkdir()
+    for text in ("{", "[]", json.dumps({"version": 1, "sigma": -1, "pairs": 3,
+                                        "host_key": "h", "measured_at": "", "how": ""})):
+        path.write_text(text)
+        assert drift.load_spread() is None, text
+    drift.save_spread(drift.RunSpread(0.05, 3, "h", "now", "how"))
+    spread = drift.load_spread()
+    assert spread is not None and spread.applies_to({"hostname": "h"})
+    assert not spread.applies_to({"hostname": "h", "machine_id": "other"})
+
+
+# ---- verdicts across hosts ---------------------------------------------------------------
+
+
+def _ratio(r: float, lo: float, hi: float) -> stats.Ratio:
+    return stats.Ratio(r, lo, hi, math.nan)
+
+
+def test_hosts_differ_only_where_their_cis_separate() -> None:
+    apart = {"a": _ratio(1.0, 0.95, 1.05), "b": _ratio(1.4, 1.3, 1.5)}
+    assert across_verdict(apart, 0.001, 0.02, []) == DIFFERS
+    overlapping = {"a": _ratio(1.0, 0.8, 1.3), "b": _ratio(1.4, 1.2, 1.6)}
+    assert across_verdict(overlapping, 0.001, 0.02, []) == HOLDS
+    assert across_verdict(apart, 0.2, 0.02, []) == HOLDS  # not beyond doubt
+    near = {"a": _ratio(1.0, 0.999, 1.001), "b": _ratio(1.01, 1.009, 1.011)}
+    assert across_verdict(near, 0.001, 0.02, []) == HOLDS  # within the threshold
+
+
+def test_too_few_trials_on_a_host_cannot_tell() -> None:
+    apart = {"a": _ratio(1.0, 0.95, 1.05), "b": _ratio(1.4, 1.3, 1.5)}
+    verdict = across_verdict(apart, 1e-9, 0.02, ["b"])
+    assert verdict.startswith(CANT_TELL) and "fewer than 5 trials on b" in verdict
+
+
+def _host(label: str, host: dict[str, str], start: str, end: str) -> HostRun:
+    run = RunRecord(store.SCHEMA_VERSION, label, "complete", start, end, ["bakeoff"], "quick",
+                    1, host, [], {}, [], [], [])
+    return HostRun(label, Path(label), run, None)  # type: ignore[arg-type]
+
+
+def test_hosts_on_one_machine_or_at_one_time_are_warned_about() -> None:
+    t = "2026-01-01T00:{:02d}:00+00:00".format
+    one_boot = [_host("a", {"boot_id": "b1", "machine_id": "m1"}, t(0), t(10)),
+                _host("b", {"boot_id": "b1", "machine_id": "m1"}, t(5), t(15))]
+    [w] = shared_hardware_warnings(one_boot)
+    assert "a and b are one machine (the same boot id" in w and "same time" in w
+    apart_in_time = [_host("a", {"boot_id": "b1"}, t(0), t(10)),
+                     _host("b", {"boot_id": "b2"}, t(11), t(20))]
+    assert shared_hardware_warnings(apart_in_time) == []
+    overlap = [_host("a", {"boot_id": "b1"}, t(0), t(10)),
+               _host("b", {"boot_id": "b2"}, t(9), t(20))]
+    [w] = shared_hardware_warnings(overlap)
+    assert "ran at the same time" in w
+    same_machine = [_host("a", {"machine_id": "m"}, t(0), t(1)),
+                    _host("b", {"machine_id": "m"}, t(30), t(31))]
+    [w] = shared_hardware_warnings(same_machine)
+    assert "same machine id" in w and "run-to-run drift" in w
+
+
+# ---- real runs -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def executor(built: Path) -> Path:
+    """Through `built`, so every test that runs commands is marked slow (tests/conftest.py)."""
+    assert EXECUTOR.exists(), "make build builds bakeoff-cmd-exec"
+    return EXECUTOR
+
+
+COUNTS = ("--trials", "3", "--runs", "2", "--warmup", "0", "--warmup-trials", "0")
+
+
+def _cmd(out: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    res = run_bakeoff("cmd", "--out", str(out), "--quiet", *COUNTS, *args, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_compare_real_runs_drift_and_verdicts(executor: Path, tmp_path: Path) -> None:
+    """Real `bakeoff cmd` runs, a command 5x slower in the new runs. One run a side and no
+    spread: "can't tell", and --fail-on-regression exits 0 saying why and how to get a
+    verdict. Two runs a side: the runs are the unit, and the gate fails on it. The same
+    command in both: the gate passes."""
+    for name, cmd in (("old1", "sleep 0.01"), ("old2", "sleep 0.01"), ("new1", "sleep 0.05"),
+                      ("new2", "sleep 0.05"), ("same1", "sleep 0.01"), ("same2", "sleep 0.01")):
+        _cmd(tmp_path / name, "-n", "work", cmd)
+    old1, old2, new1, new2, same1, same2 = (str(tmp_path / n) for n in
+                                            ("old1", "old2", "new1", "new2", "same1", "same2"))
+    res = run_bakeoff("compare", old1, new1, "--fail-on-regression", "10")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "can't tell" in res.stdout and "not failed: 1 case(s)" in res.stderr
+    assert "bakeoff selftest" in res.stderr
+    res = run_bakeoff("compare", old1, new1, "--old", old2, "--new", new2,
+                      "--fail-on-regression", "10")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "regression: cmd/work[]" in res.stderr and "2 old and 2 new runs" in res.stdout
+    res = run_bakeoff("compare", old1, same1, "--old", old2, "--new", same2,
+                      "--fail-on-regression", "300")
+    assert res.returncode == 0, res.stdout + res.stderr
+    # --rerun: both runs' commands measured again, interleaved in one run: a verdict.
+    res = run_bakeoff("compare", old1, new1, "--rerun", "--out", str(tmp_path / "rerun"),
+                      "--fail-on-regression", "10")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "interleaved (--rerun)" in res.stdout and "regression: cmd/work[]" in res.stderr
+    rerun = json.loads((tmp_path / "rerun" / "results.json").read_text())
+    assert {t["case"]["variant"] for t in rerun["trials"]} == {"old work", "new work"}
+    # cmd --compare is compare: one run a side, no spread, not failed.
+    res = run_bakeoff("cmd", "--out", str(tmp_path / "again"), "--quiet", *COUNTS,
+                      "--compare", old1, "--fail-on-regression", "10", "-n", "work",
+                      "sleep 0.05")
+    assert res.returncode == 0 and "not failed" in res.stderr, res.stdout + res.stderr
+
+
+def test_selftest_measures_and_records_the_spread(executor: Path, tmp_path: Path) -> None:
+    """A short selftest (3 runs of a tiny loop): its three lines of figures, each an n that
+    is the count the runs give, and the spread recorded where compare reads it."""
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    before = set(Path("/tmp").glob("bakeoff-selftest-*"))
+    # Work of some milliseconds: far less, and the shell's subtracted start-up leaves 0 s.
+    res = run_bakeoff("selftest", "--runs", "3", "--trials", "3", "--executions", "1",
+                      "--sizes", "200000", env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    # 3 runs x 1 size: 3 within-run ratios (b vs a); 2 pairs x 2 cases across runs.
+    assert "within a run (A' against A): coverage" in res.stdout and "/3)" in res.stdout
+    assert "across runs, one run a side, the run's own CI: coverage" in res.stdout
+    assert "/4)" in res.stdout
+    saved = json.loads((tmp_path / "state" / "bakeoff" / drift.SPREAD_FILE).read_text())
+    assert saved["pairs"] == 2 and saved["sigma"] >= 0 and saved["host_key"]
+    assert set(Path("/tmp").glob("bakeoff-selftest-*")) <= before  # its runs are removed
+    res = run_bakeoff("selftest", "--runs", "2")
+    assert res.returncode == 2 and "--runs must be at least 3" in res.stderr
+
+
+def test_a_timed_out_trial_ends_its_case(executor: Path, tmp_path: Path) -> None:
+    """A command that hangs times out once, and its other trials are not run (they would
+    each cost the timeout again); the other command's trials all run."""
+    started = time.monotonic()
+    res = run_bakeoff("cmd", "--out", str(tmp_path / "run"), "--quiet", "--trials", "4",
+                      "--runs", "1", "--warmup", "0", "--warmup-trials", "0", "--timeout", "1",
+                      "-n", "quick", "-n", "hang", "true", "sleep 60")
+    elapsed = time.monotonic() - started
+    assert res.returncode == 1, res.stdout + res.stderr  # a failed trial
+    data = json.loads((tmp_path / "run" / "results.json").read_text())
+    by_variant: dict[str, list[str]] = {}
+    for t in data["trials"]:
+        by_variant.setdefault(t["case"]["variant"], []).append(t["status"])
+    assert by_variant == {"quick": ["ok"] * 4, "hang": ["timeout"]}, by_variant
+    assert any("hang" in w and "timed out after 1 s; its other trials were not run" in w
+               for w in data["warnings"]), data["warnings"]
+    assert elapsed < 55, elapsed  # four timeouts of `sleep 60` would not fit in that
+
+
+@contextlib.contextmanager
+def _other_runs_claim(cpu_ids: list[int]) -> Iterator[None]:
+    """Hold the CPU claims of another run on `cpu_ids` (the same flocks a run takes)."""
+    fds = []
+    try:
+        for cpu in cpu_ids:
+            path = cpus._lock_dir() / f"bakeoff-cpu{cpu}.lock"
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+            fds.append(fd)
+            with contextlib.suppress(OSError):  # already held by a real run: as good
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def test_a_run_whose_harness_cpu_another_run_measures_on_says_so(executor: Path,
+                                                                  tmp_path: Path) -> None:
+    """Another run measures on every CPU but the lowest: this run gets the lowest to itself,
+    and its harness runs where the other run measures. The warning is in results.json and
+    in the report. (If a real run holds the lowest CPU too, this run shares a CPU, which
+    the older warning names.)"""
+    online = sorted(os.sched_getaffinity(0))
+    if len(online) < 2:
+        pytest.fail("this test needs 2 CPUs or more (the harness and a measured CPU)")
+    with _other_runs_claim(online[1:]):
+        _cmd(tmp_path / "run", "true")
+    data = json.loads((tmp_path / "run" / "results.json").read_text())
+    said = [w for w in data["warnings"] if "another bakeoff run measures on CPU" in w
+            or "every CPU is measuring for another bakeoff run" in w]
+    assert said, data["warnings"]
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert said[0][:60] in report.replace("\\", "")
+
+
+def _result(variant: str, ratio: stats.Ratio | None, verdict: str = "same") -> CaseResult:
+    comparison = (BaselineComparison(ratio, 0.01, stats.Shift(0, 0, 0), 0.0,
+                                     verdict)  # type: ignore[arg-type]
+                  if ratio is not None else None)
+    return CaseResult(Case("b", variant, ()), "ns", "ns", None, comparison, 0, [])
+
+
+def test_the_winner_differs_only_where_its_cis_separate() -> None:
+    """One host calls x faster, the other calls it the same (no winner): with x's ratio
+    CIs overlapping across the hosts that is not a different winner; apart, it is."""
+    def winners(ratio_h2: stats.Ratio) -> tuple[dict[str, HostWinner], dict[str, Point]]:
+        h1 = _result("x", _ratio(0.80, 0.75, 0.97), "faster")
+        h2 = _result("x", ratio_h2, "same")
+        base = _result("base", None)
+        points = {"h1": Point((), (base, h1)), "h2": Point((), (base, h2))}
+        return ({"h1": HostWinner("x", h1, base), "h2": HostWinner(NO_WINNER, h2, base)},
+                points)
+
+    assert not winners_separate(*winners(_ratio(0.95, 0.85, 1.05)))
+    assert winners_separate(*winners(_ratio(1.00, 0.99, 1.01)))
