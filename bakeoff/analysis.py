@@ -353,7 +353,7 @@ def _decide(
 
     for _, group in groupby(sorted(pending, key=family), key=family):
         members = list(group)
-        adjusted = stats.holm([ratio.p_boot for _, ratio, _, _ in members])
+        adjusted = stats.holm([ratio.p_ci for _, ratio, _, _ in members])
         for (result, ratio, shift, delta), p_holm in zip(members, adjusted, strict=True):
             lower = bool(info.metric(result.metric)["lower_is_better"])
             result.comparison = BaselineComparison(

@@ -29,7 +29,7 @@ from bakeoff import drift, stats
 from bakeoff.model import BenchmarkInfo, Case, RunRecord
 
 CANT_TELL: Final = "can't tell"
-ChangeVerdict = Literal["faster", "slower", "same", "can't tell"]
+ChangeVerdict = Literal["faster", "slower", "same", "equivalent", "can't tell"]
 Basis = Literal["runs", "spread", "one run", "interleaved"]
 
 
@@ -144,11 +144,11 @@ def _across_runs(per_run_old: list[list[list[float]]], per_run_new: list[list[li
         if all(x is not None for x in logs_o + logs_n):
             r, lo, hi, p = drift.runs_as_unit([x for x in logs_o if x is not None],
                                               [x for x in logs_n if x is not None])
-            return stats.Ratio(r, lo, hi, within.p_value, p_boot=p), "runs"
+            return stats.Ratio(r, lo, hi, within.p_value, p_ci=p), "runs"
     if spread is not None and within.ratio > 0:
         lo, hi, p = drift.widened(within.ratio, drift.log_se_of_ci(within.ci_low,
                                                                     within.ci_high), spread)
-        return stats.Ratio(within.ratio, lo, hi, within.p_value, p_boot=p), "spread"
+        return stats.Ratio(within.ratio, lo, hi, within.p_value, p_ci=p), "spread"
     return within, "one run"
 
 
@@ -192,7 +192,7 @@ def compare_runs(old: RunRecord | Sequence[RunRecord], new: RunRecord | Sequence
         pending.append((case, info, metric, s_old, s_new, ratio, basis))
     tellable = [p for p in pending if p[-1] != "one run"]
     adjusted = dict(zip((p[0] for p in tellable),
-                        stats.holm([p[5].p_boot for p in tellable]), strict=True))
+                        stats.holm([p[5].p_ci for p in tellable]), strict=True))
     changes = []
     for case, info, metric, s_old, s_new, ratio, basis in pending:
         lower = bool(info.metric(metric)["lower_is_better"])

@@ -177,14 +177,15 @@ def _side(ba: BenchmarkAnalysis, q: dict[str, Any], r: CaseResult) -> Side | Non
         if base is None:
             return None
         return Side(r, base, r.comparison.ratio, r.comparison.shift,
-                    r.comparison.verdict != "same")
+                    r.comparison.verdict not in stats.NO_DIFFERENCE)
     pair = _pair(ba, q, r)
     if pair is None or pair.ratio is None:
         return None
     ref = next((b for b in ba.for_metric(r.metric) if b.case == pair.against), None)
     if ref is None:
         return None
-    settled = stats.verdict(pair.ratio, pair.ratio.p_boot, lower, ba.threshold) != "same"
+    settled = (stats.verdict(pair.ratio, pair.ratio.p_ci, lower, ba.threshold)
+               not in stats.NO_DIFFERENCE)
     return Side(r, ref, pair.ratio, pair.shift, settled)
 
 
@@ -260,6 +261,9 @@ def _side_words(ba: BenchmarkAnalysis, q: dict[str, Any], s: Side, against: str)
     if s.settled:
         return f"{name} is {_phrase(ba, s.result.metric, s.ratio.ratio)} than {against} " \
                f"({_figure(s)})"
+    if 1 - ba.threshold <= s.ratio.ci_low and s.ratio.ci_high <= 1 + ba.threshold:
+        return (f"{name} is equivalent to {against} within ±{ba.threshold * 100:g}% "
+                f"({_figure(s)})")
     return (f"{name} is not shown to differ from {against} by more than "
             f"±{ba.threshold * 100:g}% ({_figure(s)})")
 
