@@ -41,10 +41,9 @@ from bakeoff.report.format import (
     swept_label,
 )
 from bakeoff.report.grid import Params, grid, trials_of
-from bakeoff.report.words import lower_is_better
+from bakeoff.report.words import FACTOR_FROM, change_phrase, lower_is_better
 
 MAX_NAMED = 3  # variants a ratio answer names at one point; the table has the rest
-FACTOR_FROM = 1.5  # as findings.py: further from 1 a ratio reads as a factor
 
 
 @dataclass(frozen=True)
@@ -230,23 +229,6 @@ def _against_name(ba: BenchmarkAnalysis, q: dict[str, Any]) -> str:
 # ---- how a figure reads ------------------------------------------------------------------
 
 
-def _phrase(ba: BenchmarkAnalysis, metric: str, ratio: float) -> str:
-    """'51.6× faster', '12.3% slower', '2.00× higher entries_per_s'."""
-    if not math.isfinite(ratio) or ratio <= 0:
-        return f"ratio {fmt_number(ratio)}"
-    unit = str(ba.info.metric(metric)["unit"])
-    time_like = is_time_unit(unit) and lower_is_better(ba, metric) and \
-        not ba.info.is_signed(metric)
-    lower = ratio < 1
-    if ratio >= FACTOR_FROM or ratio <= 1 / FACTOR_FROM:
-        amount = f"{fmt_number(1 / ratio if lower else ratio)}×"
-    else:
-        amount = f"{fmt_number(abs(ratio - 1) * 100)}%"
-    if time_like:
-        return f"{amount} {'faster' if lower else 'slower'}"
-    return f"{amount} {'lower' if lower else 'higher'} {metric}"
-
-
 def _figure(s: Side) -> str:
     if min(trials_of(s.result), trials_of(s.against)) < 2:
         return f"ratio {fmt_number(s.ratio.ratio)}, no CI from one trial; {s.trials}"
@@ -259,7 +241,8 @@ def _side_words(ba: BenchmarkAnalysis, q: dict[str, Any], s: Side, against: str)
     reaches the verdict's band, that no difference of that size is shown."""
     name = _name(q, s.result)
     if s.settled:
-        return f"{name} is {_phrase(ba, s.result.metric, s.ratio.ratio)} than {against} " \
+        phrase = change_phrase(ba, s.result.metric, s.ratio.ratio, against)
+        return f"{name} is {phrase} than {against} " \
                f"({_figure(s)})"
     if 1 - ba.threshold <= s.ratio.ci_low and s.ratio.ci_high <= 1 + ba.threshold:
         return (f"{name} is equivalent to {against} within ±{ba.threshold * 100:g}% "

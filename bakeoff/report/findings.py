@@ -41,13 +41,12 @@ from bakeoff.report.format import (
     fmt_number,
     fmt_range,
     fmt_value,
-    is_time_unit,
     param_estimate_label,
     params_label,
     swept_label,
 )
 from bakeoff.report.grid import Grid, Params, Point, grid, point_label, trials_of
-from bakeoff.report.words import lower_is_better
+from bakeoff.report.words import change_phrase, lower_is_better, shown_metric
 from bakeoff.stats import NO_DIFFERENCE, Ratio
 
 FindingKind = Literal["answer", "unanswered", "winner", "ranking", "why", "crossover", "fit",
@@ -55,7 +54,6 @@ FindingKind = Literal["answer", "unanswered", "winner", "ranking", "why", "cross
 
 # A ratio this far from 1 (either way) reads as a factor ("12.3× faster"); closer, as a
 # percentage ("12% faster"), where a factor such as 1.12× is easy to misread.
-FACTOR_FROM = 1.5
 MAX_SKIP_REASONS = 3  # per benchmark; details.md lists every skipped case
 
 
@@ -132,31 +130,6 @@ class BenchmarkFindings:
 
 def _better(ba: BenchmarkAnalysis, metric: str, ratio: float) -> bool:
     return ratio < 1 if lower_is_better(ba, metric) else ratio > 1
-
-
-def _shown_metric(ba: BenchmarkAnalysis, metric: str) -> str:
-    return f"|{metric}|" if ba.info.is_signed(metric) else metric
-
-
-def change_phrase(ba: BenchmarkAnalysis, metric: str, ratio: float) -> str:
-    """'35.1× faster', '12.3% slower', '2.00× higher entries_per_s', '48.0× higher
-    |error_pct|': a ratio to the baseline in words. Time reads as faster/slower; any other
-    metric as lower/higher (of |value| for a signed one), so the words never contradict it."""
-    if not math.isfinite(ratio) or ratio <= 0:
-        return f"ratio {fmt_number(ratio)}"
-    unit = str(ba.info.metric(metric)["unit"])
-    time_like = is_time_unit(unit) and not ba.info.is_signed(metric) and \
-        lower_is_better(ba, metric)
-    lower = ratio < 1
-    if abs(ratio - 1) < 0.0005:  # would read "0% slower"
-        return f"level with {ba.info.baseline}"
-    if ratio >= FACTOR_FROM or ratio <= 1 / FACTOR_FROM:
-        amount = f"{fmt_number(1 / ratio if lower else ratio)}×"
-    else:
-        amount = f"{fmt_number(abs(ratio - 1) * 100)}%"
-    if time_like:
-        return f"{amount} {'faster' if lower else 'slower'}"
-    return f"{amount} {'lower' if lower else 'higher'} {_shown_metric(ba, metric)}"
 
 
 def ratio_figure(r: Ratio) -> str:
@@ -294,9 +267,9 @@ def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | No
     s, unit = best.summary, best.unit
     word = "lowest" if lower else "highest"
     # Alone (one command under `bakeoff cmd`), a variant ranks against nothing: its figure.
-    lead = (f"{best.case.variant}'s {_shown_metric(ba, g.metric)} is"
+    lead = (f"{best.case.variant}'s {shown_metric(ba, g.metric)} is"
             if len(ba.info.variants) == 1 else
-            f"the {word} {_shown_metric(ba, g.metric)} is {best.case.variant}'s,")
+            f"the {word} {shown_metric(ba, g.metric)} is {best.case.variant}'s,")
     text = (f"{lead} {fmt_value(s.median, unit)} "
             + (f"(95% CI {fmt_range(s.ci_low, s.ci_high, unit)}; {s.n_trials} trials)"
                if s.n_trials > 1 else "(no CI from one trial)"))

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from bakeoff.analysis import MIN_TRIALS_FOR_VERDICT, BenchmarkAnalysis, CaseResult
 from bakeoff.hosts import CANT_TELL, DIFFERS, HOLDS, CaseAcross, HostsAnalysis
-from bakeoff.report.findings import Finding, change_phrase, ratio_figure
+from bakeoff.report.findings import Finding, ratio_figure
 from bakeoff.report.format import fmt_p, params_label, swept_label
 from bakeoff.report.grid import Params, Point, grid, trials_of
-from bakeoff.report.words import lower_is_better
+from bakeoff.report.words import change_phrase, lower_is_better
 
 NO_WINNER = "no variant"  # no variant differs from the baseline beyond the threshold
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from bakeoff.analysis import BenchmarkAnalysis, CaseResult, SweepCrossover, SweepFit
@@ -9,11 +10,14 @@ from bakeoff.report.format import (
     fmt_number,
     fmt_range,
     fmt_value,
+    is_time_unit,
     param_estimate_label,
     params_label,
     swept_label,
 )
 from bakeoff.stats import Ratio, interval_note
+
+FACTOR_FROM = 1.5  # further from 1 than this (either way), a ratio reads as a factor
 
 Verdict = Literal["faster", "slower", "same", "equivalent", "—", "n/a"]
 
@@ -131,3 +135,30 @@ def verdict_rule(threshold: float) -> str:
             "same (no difference of that size shown, nor its absence). The Mann-Whitney p on "
             f"per-trial medians is shown beside it. Outliers are counted, never dropped. "
             f"{interval_note()}.")
+
+
+def shown_metric(ba: BenchmarkAnalysis, metric: str) -> str:
+    return f"|{metric}|" if ba.info.is_signed(metric) else metric
+
+
+def change_phrase(ba: BenchmarkAnalysis, metric: str, ratio: float,
+                  reference: str | None = None) -> str:
+    """'35.1× faster', '12.3% slower', '2.00× higher entries_per_s', '48.0× higher
+    |error_pct|': a ratio to the baseline in words. Time reads as faster/slower; any other
+    metric as lower/higher (of |value| for a signed one), so the words never contradict it.
+    reference: what the ratio is to (the baseline when None), named when the two are level."""
+    if not math.isfinite(ratio) or ratio <= 0:
+        return f"ratio {fmt_number(ratio)}"
+    unit = str(ba.info.metric(metric)["unit"])
+    time_like = is_time_unit(unit) and not ba.info.is_signed(metric) and \
+        lower_is_better(ba, metric)
+    lower = ratio < 1
+    if abs(ratio - 1) < 0.0005:  # would read "0% slower"
+        return f"level with {reference or ba.info.baseline}"
+    if ratio >= FACTOR_FROM or ratio <= 1 / FACTOR_FROM:
+        amount = f"{fmt_number(1 / ratio if lower else ratio)}×"
+    else:
+        amount = f"{fmt_number(abs(ratio - 1) * 100)}%"
+    if time_like:
+        return f"{amount} {'faster' if lower else 'slower'}"
+    return f"{amount} {'lower' if lower else 'higher'} {shown_metric(ba, metric)}"
