@@ -289,10 +289,12 @@ def _interval(centre: float, se: float, df: float, log: bool,
     return TInterval(centre, lo, hi, se, df, False, p)
 
 
-def median_ci(trials: Trials, confidence: float = CONFIDENCE) -> TInterval:
+def median_ci(trials: Trials, confidence: float = CONFIDENCE,
+              log: bool | None = None) -> TInterval:
     """The pooled median with its calibrated CI: one-sample t over the trials' medians (on log
-    scale when every one is positive), n - 1 degrees of freedom; an interval of the typical
-    trial's median, stretched to reach the pooled median where that lies outside it.
+    scale when every one is positive, or as `log` says: a difference that may be 0, such as
+    an added cost, wants the linear scale), n - 1 degrees of freedom; an interval of the
+    typical trial's median, stretched to reach the pooled median where that lies outside it.
     estimate is the pooled median; p_zero is NaN (no "zero" to test)."""
     arrays = _as_arrays(trials)
     if not arrays:
@@ -300,7 +302,8 @@ def median_ci(trials: Trials, confidence: float = CONFIDENCE) -> TInterval:
     pooled = float(np.median(np.concatenate(arrays)))
     meds = _trial_figures(arrays)
     n = meds.size
-    log = pooled > 0 and bool(np.all(meds > 0))
+    positive = pooled > 0 and bool(np.all(meds > 0))
+    log = positive if log is None else (log and positive)
     x = np.log(meds) if log else meds
     se = float(x.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
     t = _interval(float(x.mean()) if n > 1 else (math.log(pooled) if log else pooled), se,

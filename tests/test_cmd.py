@@ -287,7 +287,10 @@ def test_exports_are_hyperfine_shaped_and_agree_with_the_samples(
         assert len(r["times"]) == r["n"] == 12
         assert sorted(r["times"]) == pytest.approx(sorted(samples[name]))
         assert r["mean"] == pytest.approx(sum(samples[name]) / 12)
-        assert r["min"] <= r["median_ci_low"] <= r["median"] <= r["median_ci_high"] <= r["max"]
+        # A t interval from 3 trials may reach past the samples seen (t(2) = 4.3): only the
+        # order around the median holds, not the bootstrap's bound by the extremes.
+        assert r["median_ci_low"] <= r["median"] <= r["median_ci_high"]
+        assert r["min"] <= r["median"] <= r["max"]
         assert r["trials"] == 3
         assert set(r) >= {"command", "mean", "stddev", "median", "user", "system", "min", "max",
                           "times", "parameters", "relative"}
