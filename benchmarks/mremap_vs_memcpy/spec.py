@@ -105,7 +105,7 @@ BENCHMARK = Benchmark(
         "default": Profile("default", {"size": tuple(4 * KIB * 2**i for i in
                                                      (0, 4, 5, 6, 7, 8, 9, 12, 15))},
                            trials=8, samples=8, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, min_trials=5, answer_trials=12, trial_s=0.46),
+                           timeout_s=120, min_trials=5, answer_trials=12, trial_s=0.22),
         "full": Profile("full", {"size": ALL_SIZES}, trials=20, samples=20,
                         warmup_samples=2, warmup_trials=1, timeout_s=300),
     },
