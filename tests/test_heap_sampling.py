@@ -451,13 +451,13 @@ def test_quick_profile_measures_every_case(quick_run: dict[str, Any]) -> None:
 
 @pytest.mark.slow
 def test_none_against_none_adds_nothing(quick_run: dict[str, Any]) -> None:
-    """The A/A check: NONE paired with itself. The micro runs the same code on both sides;
-    the modes run the same pattern twice in one process, so only noise separates them: as
-    many pairs come out positive as negative (a sign test), and none is far off. On a
-    loaded machine a preemption inflates one side of a pair by tens of ns per allocation,
-    either side alike, so the median of a dozen pairs may land on one (seen: +15.8 ns of
-    70 ns at load 4): a bound on the median would test the machine; the signs test the
-    code, and a real difference between the sides (every pair one way) fails them."""
+    """The A/A check: NONE paired with itself. The micro runs the same code on both sides,
+    so only noise separates them. The modes' rounds time NONE as the sampler ships it
+    against NONE through the cost parts' lean dispatch (the reference every part is
+    measured against), which skips two tests of the configuration per call: a real but
+    small difference, about +1 ns of 40 per allocation at mode4 (8 of 9 pairs positive in
+    each of two quick runs, AMD EPYC, idle), so a sign test there fails a right program.
+    There the check is that the dispatch costs a small share of the allocation."""
     # The micro's pairs are a few µs each, too short for a preemption to land in often. Its
     # added cost is 0 within the report's own CI (stats.median_ci over the trials, at 99.9%
     # so a right program fails about once in 1000 runs; on the linear scale: a difference
@@ -472,14 +472,12 @@ def test_none_against_none_adds_nothing(quick_run: dict[str, Any]) -> None:
         added = _values(_trials(quick_run, "none", workload), "added_ns_per_alloc")
         per_alloc = statistics.median(_values(_trials(quick_run, "none", workload),
                                               "ns_per_alloc"))
-        nonzero = [a for a in added if a != 0]
-        # 9 pairs (3 trials of 3): all of one sign is p = 0.0039, which fails; a false
-        # alarm (every pair one way by chance) is that rare too.
-        assert len(nonzero) >= 9, (workload, added)
-        positive = sum(a > 0 for a in nonzero)
-        p = binomtest(positive, len(nonzero)).pvalue
-        assert p > 0.005, (workload, f"{positive} of {len(nonzero)} pairs positive", added)
-        assert abs(statistics.median(added)) < 0.5 * per_alloc, (workload, added, per_alloc)
+        assert len([a for a in added if a != 0]) >= 9, (workload, added)
+        # A preemption inflates one side of a pair by tens of ns, either side alike, so
+        # single pairs stray (seen: +25 ns of 40); their median does not. A sampler that
+        # did a scheme's work under NONE would add more than a tenth (a Poisson decision
+        # alone is a few ns; its table insert tens).
+        assert abs(statistics.median(added)) < 0.1 * per_alloc, (workload, added, per_alloc)
 
 
 def _not_below_zero(values: list[float]) -> bool:
