@@ -325,6 +325,18 @@ def test_the_why_finding_leads_with_the_counter_furthest_from_the_baseline(
             counter_words("context_switches"))
 
 
+def test_the_why_leads_with_a_counter_the_dearer_case_makes_more_of(counted: Done) -> None:
+    # Both counters differ without bound (1 against 0 per op), in opposite directions: the
+    # fault variant, the dearer, makes the page faults and none of the getppid calls. Its
+    # page faults explain the cost; the getppid calls it does not make, its rival does, so
+    # they come second even when declared first.
+    fault, getppid = _case(counted, "fault"), _case(counted, "getppid")
+    assert fault.summary and getppid.summary
+    assert fault.summary.median > getppid.summary.median
+    text = _why_with(counted, (GETPPID, FAULTS))
+    assert text.index(counter_words(FAULTS)) < text.index(counter_words(GETPPID)), text
+
+
 def test_a_why_counter_that_does_not_differ_is_said_so(counted: Done) -> None:
     text = _why_with(counted, ("page_faults_major",))
     assert text.startswith("fault and getppid (the baseline) make the same major page faults "

@@ -173,6 +173,28 @@ def _apart(a: Summary, b: Summary) -> float:
     return _strength(a.median, b.median)
 
 
+def _costs_less(ba: BenchmarkAnalysis, a: CaseResult, b: CaseResult) -> bool | None:
+    """Whether case a costs less than case b on their metric (None when either lacks a
+    median, or they cost the same)."""
+    if a.summary is None or b.summary is None or a.summary.median == b.summary.median:
+        return None
+    lower = a.summary.median < b.summary.median
+    return lower if ba.info.metric(a.metric).get("lower_is_better", True) else not lower
+
+
+def _explains(a: float, b: float, a_costs_less: bool | None) -> int:
+    """How well a counter explains a cost, best first: 0 when the case that costs more
+    makes more of it (a slower reader that makes more system calls per op); 1 when the
+    cheaper case makes more (a child process's events that the parent's counters never see,
+    a faster reader's rare read(), a move's TLB flushes against a copy's none: still a
+    difference); 2 when both make the same."""
+    if a == b:
+        return 2
+    if a_costs_less is None:
+        return 0
+    return 0 if (a < b) == a_costs_less else 1
+
+
 @dataclass(frozen=True)
 class WhySentence:
     text: str
@@ -214,7 +236,10 @@ def why_sentence(ba: BenchmarkAnalysis, where: str, best: CaseResult,
     names = [n for n in ba.info.why_counters if n in best.per_op and n in other.per_op]
     if not names:
         return None
-    names.sort(key=lambda n: (-_apart(best.per_op[n], other.per_op[n]),
+    costs_less = _costs_less(ba, best, other)
+    names.sort(key=lambda n: (_explains(best.per_op[n].median, other.per_op[n].median,
+                                        costs_less),
+                              -_apart(best.per_op[n], other.per_op[n]),
                               -_strength(best.per_op[n].median, other.per_op[n].median)))
     a, b = best.per_op, other.per_op
     lead = names[0]
