@@ -118,6 +118,8 @@ class NamespaceHost:
                     killed.append(pid)
             except psutil.Error:
                 continue
+        if killed:  # a login shell killed mid-rehash holds pyenv's lock for every later one
+            _clear_stale_pyenv_lock()
         return killed
 
 
@@ -183,8 +185,11 @@ def _free_subnet() -> str:
 def _clear_stale_pyenv_lock() -> None:
     """The test hosts log in as this machine's root, whose .bashrc runs `pyenv init`, which
     rehashes under a lock file. A shell killed mid-rehash (the kill tests stop what runs on
-    a host) leaves the lock, and every later ssh command then waits 60 s for it: a fleet run
-    crawls for half an hour (seen on this machine). A lock no rehash holds is removed."""
+    a host, a restart kills everything on it) leaves the lock, and every later ssh command
+    then waits 60 s for it: a fleet run crawls for half an hour (seen on this machine: each
+    task of a fleet run took 244 s after a host's restart). So it is cleared whenever the
+    test kills a host's processes, and before and after the hosts live. A lock no rehash
+    holds is removed."""
     lock = Path(os.environ.get("PYENV_ROOT", "~/.pyenv")).expanduser() / "shims" / ".pyenv-shim"
     if not lock.exists():
         return
