@@ -429,12 +429,18 @@ static const char tracepoints[] =
  *
  * The kernel counts that time: the second field of /proc/thread-self/schedstat, run_delay, is
  * the ns this thread has waited runnable on a runqueue (CONFIG_SCHED_INFO). It is read just
- * outside the timer on both sides. A sample during which it grew is taken again (fresh set-up)
- * up to OFFCPU_ATTEMPTS times in all; the last attempt is kept with the wait subtracted. Where
- * schedstat is missing, involuntary context switches (getrusage) detect an interrupted sample
- * and it is retaken the same way, but nothing can be subtracted from the last attempt.
+ * outside the timer on both sides. A short sample during which it grew is taken again (fresh
+ * set-up), up to OFFCPU_ATTEMPTS times in all: the wait may have fallen in the microseconds
+ * between a reading and the timer, where subtracting it would be wrong, and the other task
+ * has just evicted what a short operation keeps in cache. A sample of at least
+ * OFFCPU_RETAKE_BELOW_NS on the CPU, or the last attempt, is kept with the wait subtracted:
+ * those microseconds are then a negligible share, and retaking a long one is dear (a fresh
+ * source faulted in each time) and vain under load (a 128 MiB copy was interrupted in every
+ * attempt). Where schedstat is missing, involuntary context switches (getrusage) detect an
+ * interrupted sample and it is retaken the same way, but nothing can be subtracted.
  */
 #define OFFCPU_ATTEMPTS 4
+#define OFFCPU_RETAKE_BELOW_NS 1000000ull
 
 static int schedstat_fd = -1; /* /proc/thread-self/schedstat, or -1: count switches instead */
 
@@ -659,9 +665,9 @@ static struct timed run_batch(size_t k, long *faults, bool counted)
 }
 
 /*
- * One measured or counted sample: a batch whose time had the CPU throughout, retaken (fresh
- * set-up, its faults and counts dropped) while the thread was switched out inside it, up to
- * OFFCPU_ATTEMPTS in all; the last attempt is kept with its wait subtracted. Returns ns for
+ * One measured or counted sample: the time a batch had the CPU. Switched out inside it, a
+ * short one is retaken (fresh set-up, its faults and counts dropped), up to OFFCPU_ATTEMPTS
+ * in all; a long one, or the last attempt, is kept with its wait subtracted. Returns ns for
  * the whole batch.
  */
 static double timed_sample(size_t batch, long *faults, bool counted)
@@ -670,7 +676,8 @@ static double timed_sample(size_t batch, long *faults, bool counted)
 		long f = 0;
 		struct timed t = run_batch(batch, &f, counted);
 
-		if (t.offcpu == 0 || attempt == OFFCPU_ATTEMPTS) {
+		if (t.offcpu == 0 || attempt == OFFCPU_ATTEMPTS ||
+		    on_cpu_ns(t) >= OFFCPU_RETAKE_BELOW_NS) {
 			*faults += f;
 			if (t.offcpu && !counted) {
 				offcpu_kept++;
@@ -828,9 +835,9 @@ static void emit_meta(const struct bench_args *args, const struct calibration *c
 	bench_meta_str("offcpu_source", schedstat_fd >= 0
 						? "/proc/thread-self/schedstat run_delay"
 						: "getrusage ru_nivcsw (nothing subtracted)");
-	bench_meta_str("offcpu_rule", "a sample the scheduler switched out is retaken, up to 4 "
-				      "attempts; the last is kept with its wait off the CPU "
-				      "subtracted");
+	bench_meta_str("offcpu_rule", "a sample the scheduler switched out is retaken if under "
+				      "1 ms on the CPU, up to 4 attempts; a longer one or the "
+				      "last is kept with its wait off the CPU subtracted");
 	bench_meta_end();
 }
 
