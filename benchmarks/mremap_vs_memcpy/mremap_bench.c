@@ -358,7 +358,7 @@ static void smaps_kib(char *const *addrs, size_t n, uint64_t *rss, uint64_t *hug
  * Which pages each move moved, from the moved regions' Rss and AnonHugePages (one read of
  * smaps), after the timer and before the grown half is touched: a read before the move would
  * walk the source's page tables and warm what the move is about to touch (at 16 MiB it made
- * the 4 KiB move about a quarter cheaper here). Every byte of the source must have come along
+ * the 4 KiB move measurably cheaper here). Every byte of the source must have come along
  * (Rss = size), in huge pages for mremap-thp and in 4 KiB pages for every other move
  * (MADV_NOHUGEPAGE kept THP off): size/4096 page-table entries. Exit 3 (a requirement the
  * machine did not meet) otherwise. Returns the largest AnonHugePages seen.
@@ -422,10 +422,10 @@ static const char tracepoints[] =
 
 /*
  * A wall-clock sample also holds whatever time the scheduler gave this thread's CPU to another
- * task in the middle of it. On this busy 2-vCPU machine that is most of a hot 16 MiB copy's
- * sample under load (a copy of ~1.8 ms on the CPU took 10 ms of wall time, one involuntary
- * context switch inside; METHOD.md "Time off the CPU"), while a move of microseconds is almost
- * never interrupted: the ratio then measured the machine's load, not the mechanism.
+ * task in the middle of it. On this busy 2-vCPU machine that was most of a hot 16 MiB copy's
+ * sample under load (several times its time on the CPU, one involuntary context switch
+ * inside; METHOD.md "Time off the CPU"), while a move of microseconds is almost never
+ * interrupted: the ratio then measured the machine's load, not the mechanism.
  *
  * The kernel counts that time: the second field of /proc/thread-self/schedstat, run_delay, is
  * the ns this thread has waited runnable on a runqueue (CONFIG_SCHED_INFO). It is read just
