@@ -357,8 +357,8 @@ static void smaps_kib(char *const *addrs, size_t n, uint64_t *rss, uint64_t *hug
 /*
  * Which pages each move moved, from the moved regions' Rss and AnonHugePages (one read of
  * smaps), after the timer and before the grown half is touched: a read before the move would
- * walk the source's page tables and warm what the move is about to touch (at 16 MiB it made
- * the 4 KiB move measurably cheaper here). Every byte of the source must have come along
+ * walk the source's page tables and can warm what the move is about to touch (METHOD.md,
+ * "Fairness rules"). Every byte of the source must have come along
  * (Rss = size), in huge pages for mremap-thp and in 4 KiB pages for every other move
  * (MADV_NOHUGEPAGE kept THP off): size/4096 page-table entries. Exit 3 (a requirement the
  * machine did not meet) otherwise. Returns the largest AnonHugePages seen.
