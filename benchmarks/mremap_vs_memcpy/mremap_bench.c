@@ -19,6 +19,7 @@
 #include "counters.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,60 +321,81 @@ static void thp_why(char *out, size_t n)
 }
 
 /*
- * AnonHugePages (KiB) of the VMA that starts at each of addrs[0..n), from one read of
- * /proc/self/smaps (each read walks every page table of the process, so read once).
+ * Rss and AnonHugePages (KiB) of the VMA that starts at each of addrs[0..n), which ascend (the
+ * layout places slots in order, as smaps lists VMAs), from one read of /proc/self/smaps (each
+ * read walks every page table of the process, so read once).
  */
-static void smaps_huge_kib(char *const *addrs, size_t n, uint64_t *kib)
+static void smaps_kib(char *const *addrs, size_t n, uint64_t *rss, uint64_t *huge)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");
 	char *line = NULL;
-	size_t cap = 0;
+	size_t cap = 0, next = 0;
 	ssize_t cur = -1;
 
 	if (!f)
 		bench_fatal_errno("failed to open /proc/self/smaps");
 	for (size_t i = 0; i < n; i++)
-		kib[i] = 0;
+		rss[i] = huge[i] = 0;
 	while (getline(&line, &cap, f) > 0) {
 		uintptr_t start, end;
 		uint64_t v;
 
 		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &start, &end) == 2) {
-			cur = -1;
-			for (size_t i = 0; i < n; i++)
-				if ((uintptr_t)addrs[i] == start)
-					cur = (ssize_t)i;
+			while (next < n && (uintptr_t)addrs[next] < start)
+				next++;
+			cur = next < n && (uintptr_t)addrs[next] == start ? (ssize_t)next : -1;
+		} else if (cur >= 0 && sscanf(line, "Rss: %" SCNu64 " kB", &v) == 1) {
+			rss[cur] = v;
 		} else if (cur >= 0 && sscanf(line, "AnonHugePages: %" SCNu64 " kB", &v) == 1) {
-			kib[cur] = v;
+			huge[cur] = v;
 		}
 	}
 	free(line);
 	fclose(f);
 }
 
-/* Exit 3 (a requirement the machine did not meet) unless every source is all huge pages.
- * Returns the smallest AnonHugePages seen, in KiB. */
-static uint64_t thp_verify(const struct batch *b)
+/*
+ * Which pages each move moved, from the moved regions' Rss and AnonHugePages (one read of
+ * smaps), after the timer and before the grown half is touched: a read before the move would
+ * walk the source's page tables and can warm what the move is about to touch (METHOD.md,
+ * "Fairness rules"). Every byte of the source must have come along
+ * (Rss = size), in huge pages for mremap-thp and in 4 KiB pages for every other move
+ * (MADV_NOHUGEPAGE kept THP off): size/4096 page-table entries. Exit 3 (a requirement the
+ * machine did not meet) otherwise. Returns the largest AnonHugePages seen.
+ */
+static uint64_t moved_pages_verify(const struct batch *b)
 {
-	uint64_t *kib = xcalloc(b->k, sizeof(uint64_t));
-	uint64_t need = size / PMD_BYTES * PMD_BYTES / 1024, min = UINT64_MAX;
+	uint64_t *rss = xcalloc(b->k, sizeof(uint64_t)), *huge = xcalloc(b->k, sizeof(uint64_t));
+	uint64_t want_huge = variant == V_MREMAP_THP ? size / 1024 : 0, max = 0;
 
-	smaps_huge_kib(b->src, b->k, kib);
+	smaps_kib(b->dst, b->k, rss, huge);
 	for (size_t i = 0; i < b->k; i++) {
-		if (kib[i] < need) {
-			char why[160];
+		char why[160];
 
-			thp_why(why, sizeof(why));
-			bench_unmet("transparent huge pages did not back the source: AnonHugePages "
-				    "%" PRIu64 " of %" PRIu64 " KiB after MADV_HUGEPAGE (%s; needs "
-				    "'madvise' or 'always', THP_enabled=1 and free 2 MiB pages)",
-				    kib[i], need, why);
+		if (rss[i] != size / 1024)
+			bench_fatal("failed to verify the move: the moved region maps %" PRIu64
+				    " KiB, not the %zu KiB of its source",
+				    rss[i], size / 1024);
+		if (huge[i] == want_huge) {
+			if (huge[i] > max)
+				max = huge[i];
+			continue;
 		}
-		if (kib[i] < min)
-			min = kib[i];
+		thp_why(why, sizeof(why));
+		if (variant == V_MREMAP_THP)
+			bench_unmet("transparent huge pages did not back the moved region: "
+				    "AnonHugePages %" PRIu64 " of %" PRIu64 " KiB after MADV_HUGEPAGE "
+				    "(%s; needs 'madvise' or 'always', THP_enabled=1 and free 2 MiB "
+				    "pages)",
+				    huge[i], want_huge, why);
+		bench_unmet("huge pages backed %" PRIu64 " KiB of a region that asked for 4 KiB "
+			    "pages (MADV_NOHUGEPAGE; %s): this variant would not move 4 KiB pages; "
+			    "use a kernel that honours MADV_NOHUGEPAGE",
+			    huge[i], why);
 	}
-	free(kib);
-	return min;
+	free(rss);
+	free(huge);
+	return max;
 }
 
 /* ---- kernel counters (counters.h) ------------------------------------------------------- */
@@ -396,6 +418,81 @@ static const char tracepoints[] =
  * single-threaded program, and are left to BAKEOFF_TRACEPOINTS with msr:write_msr,
  * kmem:mm_page_free and kmem:kmem_cache_alloc. */
 
+/* ---- time off the CPU --------------------------------------------------------------------- */
+
+/*
+ * A wall-clock sample also holds whatever time the scheduler gave this thread's CPU to another
+ * task in the middle of it. On this busy 2-vCPU machine that was most of a hot 16 MiB copy's
+ * sample under load (several times its time on the CPU, one involuntary context switch
+ * inside; METHOD.md "Time off the CPU"), while a move of microseconds is almost never
+ * interrupted: the ratio then measured the machine's load, not the mechanism.
+ *
+ * The kernel counts that time: the second field of /proc/thread-self/schedstat, run_delay, is
+ * the ns this thread has waited runnable on a runqueue (CONFIG_SCHED_INFO). It is read just
+ * outside the timer on both sides. A short sample during which it grew is taken again (fresh
+ * set-up), up to OFFCPU_ATTEMPTS times in all: the wait may have fallen in the microseconds
+ * between a reading and the timer, where subtracting it would be wrong, and the other task
+ * has just evicted what a short operation keeps in cache. A sample of at least
+ * OFFCPU_RETAKE_BELOW_NS on the CPU, or the last attempt, is kept with the wait subtracted:
+ * those microseconds are then a negligible share, and retaking a long one is dear (a fresh
+ * source faulted in each time) and vain under load (a 128 MiB copy was interrupted in every
+ * attempt). Where schedstat is missing, involuntary context switches (getrusage) detect an
+ * interrupted sample and it is retaken the same way, but nothing can be subtracted.
+ */
+#define OFFCPU_ATTEMPTS 4
+#define OFFCPU_RETAKE_BELOW_NS 1000000ull
+
+static int schedstat_fd = -1; /* /proc/thread-self/schedstat, or -1: count switches instead */
+
+static void offcpu_open(void)
+{
+	schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+}
+
+/* run_delay in ns, or without schedstat the involuntary context switches so far. */
+static uint64_t offcpu_mark(void)
+{
+	if (schedstat_fd >= 0) {
+		char buf[128];
+		unsigned long long on_cpu, waited;
+		ssize_t n = pread(schedstat_fd, buf, sizeof(buf) - 1, 0);
+
+		if (n <= 0)
+			bench_fatal_errno("failed to read /proc/thread-self/schedstat");
+		buf[n] = '\0';
+		if (sscanf(buf, "%llu %llu", &on_cpu, &waited) != 2)
+			bench_fatal("failed to parse /proc/thread-self/schedstat: '%s'", buf);
+		return waited;
+	}
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru) != 0)
+		bench_fatal_errno("failed to read rusage");
+	return (uint64_t)ru.ru_nivcsw;
+}
+
+/* One timed section: its wall time and how long the thread waited off its CPU inside it
+ * (without schedstat: 1 if it was switched out, and nothing to subtract). */
+struct timed {
+	uint64_t wall_ns;
+	uint64_t offcpu;
+};
+
+/* The time the operation had the CPU: the wall time less the wait. A wait as long as the
+ * whole section fell (at least partly) outside the timer, just beside it, between the
+ * readings: the timer has nothing of it to subtract. */
+static uint64_t on_cpu_ns(struct timed t)
+{
+	if (schedstat_fd < 0 || t.offcpu >= t.wall_ns)
+		return t.wall_ns;
+	return t.wall_ns - t.offcpu;
+}
+
+/* What emit_samples reports about the retakes (counters offcpu_*). */
+static uint64_t offcpu_retaken;       /* measured attempts discarded, interrupted */
+static uint64_t offcpu_kept;          /* measured samples kept interrupted (last attempt) */
+static double offcpu_subtracted_ns;   /* wait subtracted from the kept ones, all ops */
+
 /* ---- one timed batch --------------------------------------------------------------------- */
 
 /* Keeps a copy the compiler could prove redundant (same bytes again) from being elided. */
@@ -414,7 +511,8 @@ static long minor_faults(void)
 }
 
 static struct batch hot; /* memcpy: prepared once, reused by every batch */
-static uint64_t thp_min_kib = UINT64_MAX;
+/* The largest AnonHugePages a moved region had (moved_pages_verify): 0 for the 4 KiB moves. */
+static uint64_t moved_huge_kib;
 /* --profile-repeat (bench.h): under bakeoff profile, each timed move is done this many times
  * so that it, not the set-up (faulting in the source: milliseconds against a move's
  * microseconds), fills the profile: the region moves on to a spare range of the same 2 MiB
@@ -451,58 +549,74 @@ static void repeat_moves(char *at, size_t len)
 		bench_fatal_errno("failed to release the --profile-repeat reservation");
 }
 
-/* Runs k operations between one pair of timer reads; returns the elapsed ns and adds the
- * minor faults taken inside the timed section to *faults. Counted: the kernel counters run
- * from just before the first timer read to just after the second. */
-static uint64_t run_batch(size_t k, long *faults, bool counted)
+/*
+ * The bookkeeping around one timed section, all of it outside the two timer reads: the minor
+ * faults (getrusage) and the wait off the CPU (offcpu_mark) before and after, and the kernel
+ * counters of a counted sample inside them. Inline, so that nothing but the section's own work
+ * lies between the timer reads.
+ */
+struct window {
+	long faults;
+	uint64_t offcpu;
+	uint64_t t0;
+	bool counted;
+};
+
+static inline void window_open(struct window *w, bool counted)
+{
+	w->counted = counted;
+	w->faults = minor_faults();
+	w->offcpu = offcpu_mark();
+	if (counted)
+		bench_counters_start();
+	w->t0 = bench_now_ns();
+}
+
+/* Closes the window: adds the faults inside it to *faults, returns its times. */
+static inline struct timed window_close(struct window *w, long *faults)
+{
+	uint64_t t1 = bench_now_ns();
+
+	if (w->counted)
+		bench_counters_stop();
+	uint64_t offcpu = offcpu_mark();
+	*faults += minor_faults() - w->faults;
+	return (struct timed){ .wall_ns = t1 - w->t0, .offcpu = offcpu - w->offcpu };
+}
+
+/* Runs k operations between one pair of timer reads; returns their times and adds the minor
+ * faults taken inside the timed section to *faults. Counted: the kernel counters run from
+ * just before the first timer read to just after the second. */
+static struct timed run_batch(size_t k, long *faults, bool counted)
 {
 	struct batch b;
-	uint64_t t0, t1;
-	long f0, f1;
+	struct window w;
+	struct timed t;
 	size_t failed = k;
 	int err = 0;
 
 	if (variant == V_MEMCPY) {
 		if (!hot.raw)
 			batch_prepare(&hot, 1);
-		f0 = minor_faults();
-		if (counted)
-			bench_counters_start();
-		t0 = bench_now_ns();
+		window_open(&w, counted);
 		for (size_t i = 0; i < k; i++) {
 			memcpy(hot.dst[0], hot.src[0], size);
 			clobber(hot.dst[0]);
 		}
-		t1 = bench_now_ns();
-		if (counted)
-			bench_counters_stop();
-		f1 = minor_faults();
+		t = window_close(&w, faults);
 		if (hot.dst[0][size - 1] != hot.src[0][size - 1])
 			bench_fatal("failed to verify the copy");
-		*faults += f1 - f0;
-		return t1 - t0;
+		return t;
 	}
 
 	batch_prepare(&b, k);
-	if (variant == V_MREMAP_THP) {
-		uint64_t kib = thp_verify(&b);
-		if (kib < thp_min_kib)
-			thp_min_kib = kib;
-	}
-
 	if (variant == V_MEMCPY_COLD) {
-		f0 = minor_faults();
-		if (counted)
-			bench_counters_start();
-		t0 = bench_now_ns();
+		window_open(&w, counted);
 		for (size_t i = 0; i < k; i++) {
 			memcpy(b.dst[i], b.src[0], size);
 			clobber(b.dst[i]);
 		}
-		t1 = bench_now_ns();
-		if (counted)
-			bench_counters_stop();
-		f1 = minor_faults();
+		t = window_close(&w, faults);
 		for (size_t i = 0; i < k; i++)
 			check_pattern(b.dst[i], size, 0, "copy");
 	} else {
@@ -511,10 +625,7 @@ static uint64_t run_batch(size_t k, long *faults, bool counted)
 
 		if (variant == V_MREMAP_DONTUNMAP)
 			flags |= MREMAP_DONTUNMAP;
-		f0 = minor_faults();
-		if (counted)
-			bench_counters_start();
-		t0 = bench_now_ns();
+		window_open(&w, counted);
 		for (size_t i = 0; i < k; i++) {
 			if (mremap(b.src[i], size, new_len, flags, b.dst[i]) != b.dst[i]) {
 				err = errno;
@@ -523,10 +634,7 @@ static uint64_t run_batch(size_t k, long *faults, bool counted)
 			}
 			repeat_moves(b.dst[i], new_len);
 		}
-		t1 = bench_now_ns();
-		if (counted)
-			bench_counters_stop();
-		f1 = minor_faults();
+		t = window_close(&w, faults);
 		if (failed < k) {
 			errno = err;
 			if (err == EINVAL && variant == V_MREMAP_DONTUNMAP)
@@ -536,8 +644,12 @@ static uint64_t run_batch(size_t k, long *faults, bool counted)
 			bench_fatal_errno("failed to mremap %zu bytes to %zu bytes (op %zu of %zu)",
 					  size, new_len, failed + 1, k);
 		}
-		/* Outside the timer: the data came along, and the grown half is usable (the
-		 * seed's "grant RW to new half, touch pages"). */
+		/* Outside the timer: the data came along in pages of the size the variant
+		 * claims, and the grown half is usable (the seed's "grant RW to new half, touch
+		 * pages"). */
+		uint64_t huge = moved_pages_verify(&b);
+		if (huge > moved_huge_kib)
+			moved_huge_kib = huge;
 		for (size_t i = 0; i < k; i++) {
 			check_pattern(b.dst[i], size, i, "moved region");
 			if (new_len > size)
@@ -549,8 +661,35 @@ static uint64_t run_batch(size_t k, long *faults, bool counted)
 		}
 	}
 	batch_release(&b);
-	*faults += f1 - f0;
-	return t1 - t0;
+	return t;
+}
+
+/*
+ * One measured or counted sample: the time a batch had the CPU. Switched out inside it, a
+ * short one is retaken (fresh set-up, its faults and counts dropped), up to OFFCPU_ATTEMPTS
+ * in all; a long one, or the last attempt, is kept with its wait subtracted. Returns ns for
+ * the whole batch.
+ */
+static double timed_sample(size_t batch, long *faults, bool counted)
+{
+	for (int attempt = 1;; attempt++) {
+		long f = 0;
+		struct timed t = run_batch(batch, &f, counted);
+
+		if (t.offcpu == 0 || attempt == OFFCPU_ATTEMPTS ||
+		    on_cpu_ns(t) >= OFFCPU_RETAKE_BELOW_NS) {
+			*faults += f;
+			if (t.offcpu && !counted) {
+				offcpu_kept++;
+				offcpu_subtracted_ns += (double)(t.wall_ns - on_cpu_ns(t));
+			}
+			return (double)on_cpu_ns(t);
+		}
+		if (counted)
+			bench_counters_discard();
+		else
+			offcpu_retaken++;
+	}
 }
 
 /* ---- main -------------------------------------------------------------------------------- */
@@ -609,7 +748,9 @@ static struct calibration calibrate(void)
 {
 	struct calibration cal;
 	long faults = 0;
-	uint64_t one = run_batch(1, &faults, false);
+	/* Time on the CPU throughout (on_cpu_ns): a preempted calibration would size batches by
+	 * another task's time slice. */
+	uint64_t one = on_cpu_ns(run_batch(1, &faults, false));
 	size_t mem_cap = bytes_per_op() ? BATCH_MEMORY_BYTES / bytes_per_op() : BENCH_BATCH_MAX;
 	size_t cap = variant == V_MEMCPY ? BENCH_BATCH_MAX : BATCH_MAX_SLOTS;
 
@@ -624,7 +765,7 @@ static struct calibration calibrate(void)
 
 		if (k1 > cap)
 			k1 = cap;
-		cal.est_ns = (double)run_batch(k1, &faults, false) / (double)k1;
+		cal.est_ns = (double)on_cpu_ns(run_batch(k1, &faults, false)) / (double)k1;
 		if ((double)one < cal.est_ns)
 			cal.est_ns = (double)one;
 		cal.floor_ns = BENCH_BATCH_FACTOR * bench_timer_overhead_ns();
@@ -635,7 +776,7 @@ static struct calibration calibrate(void)
 		cal.floor_ns = MOVE_FLOOR_TIMER_READS * bench_timer_overhead_ns();
 		cal.est_ns = (double)one;
 		for (int i = 1; i < MOVE_CALIBRATIONS && cal.est_ns < 4.0 * cal.floor_ns; i++) {
-			double again = (double)run_batch(1, &faults, false);
+			double again = (double)on_cpu_ns(run_batch(1, &faults, false));
 
 			if (again < cal.est_ns)
 				cal.est_ns = again;
@@ -680,10 +821,23 @@ static void emit_meta(const struct bench_args *args, const struct calibration *c
 	}
 	if (variant == V_MREMAP_THP) {
 		bench_meta_str("thp", "verified");
-		bench_meta_num("thp_huge_kib", (double)thp_min_kib);
+		bench_meta_num("thp_huge_kib", (double)moved_huge_kib);
 	} else {
 		bench_meta_str("thp", "off");
 	}
+	if (variant != V_MEMCPY && variant != V_MEMCPY_COLD) {
+		/* Checked after every move (moved_pages_verify), exit 3 otherwise; the calibration's
+		 * moves came before this line. */
+		bench_meta_num("moved_page_bytes",
+			       (double)(variant == V_MREMAP_THP ? PMD_BYTES : page_size));
+		bench_meta_num("moved_huge_kib", (double)moved_huge_kib);
+	}
+	bench_meta_str("offcpu_source", schedstat_fd >= 0
+						? "/proc/thread-self/schedstat run_delay"
+						: "getrusage ru_nivcsw (nothing subtracted)");
+	bench_meta_str("offcpu_rule", "a sample the scheduler switched out is retaken if under "
+				      "1 ms on the CPU, up to 4 attempts; a longer one or the "
+				      "last is kept with its wait off the CPU subtracted");
 	bench_meta_end();
 }
 
@@ -709,7 +863,7 @@ static void emit_samples(const struct bench_args *args, size_t batch)
 			run_batch(batch, &ignored, true); /* the warm-up window: see above */
 			bench_counters_discard();
 		}
-		double ns = (double)run_batch(batch, counted ? &counted_faults : &faults, counted);
+		double ns = timed_sample(batch, counted ? &counted_faults : &faults, counted);
 
 		bench_emit_sample(bench_metric(counted, "ns_per_op"), ns / (double)batch);
 		if (counted)
@@ -719,6 +873,13 @@ static void emit_samples(const struct bench_args *args, size_t batch)
 			   (double)faults / ((double)args->samples * (double)batch));
 	/* Shows in the report's counters column which cases were batched, and by how much. */
 	bench_emit_counter("ops_per_sample", (double)batch);
+	/* How much the scheduler interrupted the measured samples (timed_sample): attempts
+	 * retaken per sample, share of samples kept interrupted, wait subtracted per op. */
+	bench_emit_counter("offcpu_retaken_per_sample",
+			   (double)offcpu_retaken / (double)args->samples);
+	bench_emit_counter("offcpu_kept_share", (double)offcpu_kept / (double)args->samples);
+	bench_emit_counter("offcpu_subtracted_ns_per_op",
+			   offcpu_subtracted_ns / ((double)args->samples * (double)batch));
 }
 
 int main(int argc, char **argv)
@@ -733,6 +894,7 @@ int main(int argc, char **argv)
 	page_size = (size_t)ps;
 	check_args(&args);
 
+	offcpu_open();
 	struct calibration cal = calibrate();
 	/* After the calibration: it sizes batches by one operation, not by its repeats. */
 	repeat = variant == V_MEMCPY || variant == V_MEMCPY_COLD ? 1 : args.profile_repeat;

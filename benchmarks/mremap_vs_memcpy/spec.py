@@ -70,7 +70,7 @@ BENCHMARK = Benchmark(
                 "the timer: the order bakeoff used before, which makes the move cheaper",
                 diagnostic=True),
         Variant("mremap-thp", "mremap of a 2 MiB-aligned MADV_HUGEPAGE region, verified huge "
-                "in /proc/self/smaps", requires=("thp",)),
+                "in /proc/self/smaps after the move", requires=("thp",)),
         Variant("mremap-dontunmap", "mremap with MREMAP_DONTUNMAP (same size; old range stays "
                 "mapped, empty)"),
     ),
@@ -82,7 +82,8 @@ BENCHMARK = Benchmark(
         Metric("ns_per_op", "ns", "time of one copy or move of the whole buffer: one move per "
                "timed sample (a batch only below the timer floor); the hot memcpy is a batch of "
                "copies on the same buffers; counter ops_per_sample says how many each sample "
-               "timed"),
+               "timed. Time on the CPU: a sample the scheduler switched out is retaken, or has "
+               "its wait on the runqueue subtracted (counters offcpu_*)"),
     ),
     profiles={
         "quick": Profile("quick", {"size": (4 * KIB, 256 * KIB, 16 * MIB)}, trials=5, samples=5,
