@@ -179,7 +179,9 @@ def _open_by_levels(cases: Sequence[Case], counts: Mapping[Case, int],
 # a CI half-width within the question's target_ci (5% of the figure by default). The cases a
 # question reads (bakeoff/questions.py) therefore keep getting trials, after the rule above
 # is done with them, until each figure's interval is that narrow or the case has the
-# profile's answer_trials (its share of the run), and no other case gets more for it.
+# profile's answer_trials (its share of the run), and no other case gets more for it. Not
+# an answer whose interval, projected to the share, would stay well above the target
+# (REACH_SLACK): the machine's noise decides there, and trials would buy little.
 #
 # The intervals are t intervals on per-trial summaries, as log_ratio_interval is and for the
 # same reason: at 3 to 10 trials the percentile bootstrap the report quotes is narrower than
