@@ -179,9 +179,7 @@ def _open_by_levels(cases: Sequence[Case], counts: Mapping[Case, int],
 # a CI half-width within the question's target_ci (5% of the figure by default). The cases a
 # question reads (bakeoff/questions.py) therefore keep getting trials, after the rule above
 # is done with them, until each figure's interval is that narrow or the case has the
-# profile's answer_trials (its share of the run), and no other case gets more for it. Not
-# an answer whose interval, projected to the share, would stay well above the target
-# (REACH_SLACK): the machine's noise decides there, and trials would buy little.
+# profile's answer_trials (its share of the run), and no other case gets more for it.
 #
 # The intervals are t intervals on per-trial summaries, as log_ratio_interval is and for the
 # same reason: at 3 to 10 trials the percentile bootstrap the report quotes is narrower than
@@ -352,43 +350,20 @@ def _open_level_points(readings: Sequence[questions.Reading], values: Values) ->
     return open_points
 
 
-# How far above its target an answer's half-width may be projected to end, at the most
-# trials its cases may take, for them still to get trials: past it, the machine's noise keeps
-# the answer wider than asked whatever the share, and its trials go nowhere. Not 1: the
-# projection rests on a spread estimated from a few trials, which is often too large by
-# chance; 1.5 keeps trying where the share may well reach the target.
-REACH_SLACK = 1.5
-
-
-def projected_half_width(half_width: float, trials: int, most: int) -> float:
-    """The half-width a t interval of `trials` trials a side would have at `most`, its spread
-    unchanged: scaled by sqrt(trials / most) and the ratio of their t quantiles."""
-    if trials < 2 or most <= trials or math.isinf(half_width):
-        return half_width
-    return (half_width * math.sqrt(trials / most)
-            * stats.t_quantile(most - 1) / stats.t_quantile(trials - 1))
-
-
 def answer_cases_needing_trials(counts: Mapping[Case, int], values: Values,
                                 precision: Precision) -> set[Case]:
     """The cases the questions' readings still need a trial on: both sides of each reading
     whose interval is wider than its target (or, for a crossover's point, still holds the
-    level it crosses), each below precision.max_trials; but not a reading whose half-width,
-    projected to precision.max_trials trials, would still be above REACH_SLACK times its
-    target: more trials would not make that answer as precise as asked."""
+    level it crosses), each below precision.max_trials."""
     needed: set[Case] = set()
     levels = [r for r in precision.readings if r.kind == "level"]
     open_points = _open_level_points(levels, values) if levels else set()
     for r in precision.readings:
         if r.kind == "level":
             wide = r.case in open_points
-        elif r.target_ci is None:
-            wide = False
         else:
-            half = reading_half_width(r, values, precision.rng)
-            n = min(counts.get(c, 0) for c in (r.case, r.reference) if c is not None)
-            wide = (half > r.target_ci and projected_half_width(half, n, precision.max_trials)
-                    <= REACH_SLACK * r.target_ci)
+            wide = (r.target_ci is not None
+                    and reading_half_width(r, values, precision.rng) > r.target_ci)
         if wide:
             needed.update(c for c in (r.case, r.reference)
                           if c is not None and counts.get(c, precision.max_trials)

@@ -239,8 +239,7 @@ class Profile:
     counted_trials: int | None = 2
     # The most trials a case one of the benchmark's questions reads gets (its share of the
     # run): past the other rules, such a case keeps getting trials while its answer's CI
-    # half-width is above the question's target_ci and the share could bring it there
-    # (bakeoff/allocation.py, "precision", REACH_SLACK).
+    # half-width is above the question's target_ci (bakeoff/allocation.py, "precision").
     # None: the questions' cases get what every case gets.
     answer_trials: int | None = None
     # The trials a case none of the benchmark's questions reads gets (bakeoff/questions.py,
