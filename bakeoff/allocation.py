@@ -105,6 +105,16 @@ def settled(variant: stats.Trials, baseline: stats.Trials, rule: Rule) -> bool:
     return not any(lo <= level <= hi for level in rule.levels)
 
 
+@dataclass(frozen=True)
+class Others:
+    """The cases none of the benchmark's questions reads, and the trials each gets
+    (Profile.other_trials): that many and no more, whatever the rules above would add.
+    They still show in the tables, with the CI their trials give."""
+
+    cases: frozenset[Case]
+    trials: int
+
+
 def cases_needing_trials(
     cases: Sequence[Case],
     counts: Mapping[Case, int],
@@ -113,6 +123,7 @@ def cases_needing_trials(
     rule: Rule,
     precision: Precision | None = None,
     values: Values | None = None,
+    others: Others | None = None,
 ) -> list[Case]:
     """The cases that get a trial in the next round, in the order of `cases`.
 
@@ -120,26 +131,36 @@ def cases_needing_trials(
     precision, values: the questions' readings, and each case's values of a metric: once
     every case has min_trials, the cases whose answers are not yet precise get trials too
     (answer_cases_needing_trials), also in a fixed design.
+    others: the cases no question reads, which get others.trials (in place of min_trials)
+    and are left out of the rules that add trials, so they never hold the questions' cases
+    back nor open a baseline case for more.
     """
-    below_min = [c for c in cases if counts[c] < rule.min_trials]
+    extra = others.cases if others is not None else frozenset()
+
+    def least(case: Case) -> int:
+        return others.trials if others is not None and case in extra else rule.min_trials
+
+    below_min = [c for c in cases if counts[c] < least(c)]
     if below_min or not (rule.sequential or precision is not None):
         return below_min
-    chosen = _open_by_levels(cases, counts, samples, baseline, rule) if rule.sequential else set()
+    chosen = (_open_by_levels(cases, counts, samples, baseline, rule, extra)
+              if rule.sequential else set())
     if precision is not None and values is not None:
         # The questions' cases beyond: until their answers are as precise as asked.
         chosen |= answer_cases_needing_trials(counts, values, precision)
-    return [c for c in cases if c in chosen]
+    return [c for c in cases if c in chosen and c not in extra]
 
 
 def _open_by_levels(cases: Sequence[Case], counts: Mapping[Case, int],
                     samples: Callable[[Case], stats.Trials], baseline: str,
-                    rule: Rule) -> set[Case]:
-    """The cases the levels leave open (see the module's docstring), below rule.max_trials."""
+                    rule: Rule, skip: frozenset[Case] = frozenset()) -> set[Case]:
+    """The cases the levels leave open (see the module's docstring), below rule.max_trials;
+    a variant's case in `skip` opens nothing, not even its baseline's."""
     open_variants: list[Case] = []
     open_params: set[tuple[tuple[str, object], ...]] = set()
     base_of = {c.params: c for c in cases if c.variant == baseline}
     for case in cases:
-        if case.variant == baseline:
+        if case.variant == baseline or case in skip:
             continue
         base = base_of.get(case.params)
         if base is None or not settled(samples(case), samples(base), rule):

@@ -51,12 +51,16 @@ def _context(build_dir: Path, scratch: Path, caps: dict[str, hostmod.Capability]
 
 def _trials_label(p: Profile) -> str:
     """'10', or '5–10' under sequential allocation (5 each, up to 10 where the answer is open);
-    "(the questions' up to 20)" where their cases get more (Profile.answer_trials)."""
+    "(the questions' up to 20)" where their cases get more (Profile.answer_trials), "3 where
+    no question reads" where the others get fewer (Profile.other_trials)."""
     low = p.min_trials
     text = f"{low}–{p.trials}" if low is not None and low < p.trials else str(p.trials)
+    notes = []
     if p.answer_trials is not None and p.answer_trials > p.trials:
-        return f"{text} trials (the questions' up to {p.answer_trials})"
-    return f"{text} trials"
+        notes.append(f"the questions' up to {p.answer_trials}")
+    if p.other_trials is not None:
+        notes.append(f"{p.other_trials} where no question reads")
+    return f"{text} trials" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 @app.command("list")

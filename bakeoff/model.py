@@ -218,7 +218,7 @@ class Profile:
     (--counted-samples; benchmarks/common/counters.h): they give the counters per operation
     and, against the measured samples of the same trial, what counting costs. Never part of
     the measured samples.
-    answer_trials: see the field.
+    answer_trials, other_trials: see the fields.
     counted_trials: how many of a case's trials (its first) take the counted samples; None:
     every trial. Counting has a price beyond the counted samples themselves: each tracepoint
     a program counts costs it ~40 ms at exit here (the kernel waits out an RCU grace period
@@ -242,6 +242,11 @@ class Profile:
     # half-width is above the question's target_ci (bakeoff/allocation.py, "precision").
     # None: the questions' cases get what every case gets.
     answer_trials: int | None = None
+    # The trials a case none of the benchmark's questions reads gets (bakeoff/questions.py,
+    # answer_cases), in place of trials and min_trials: such a case is still in the tables
+    # with its CI, a wider one, but its time goes to the answers. Below 2 it has no CI.
+    # None (or a benchmark without questions): what every case gets.
+    other_trials: int | None = None
     # Set only by `bakeoff profile` (Benchmark.profile_repeat): the program repeats its timed
     # operation this many times in each timed section (--profile-repeat N). 1 in every run.
     profile_repeat: int = 1

@@ -85,7 +85,8 @@ def plan_benchmark(
     profile = bench.profiles[profile_name]
     if trials is not None:
         # --trials asks for a count: every case gets it (no sequential allocation).
-        profile = replace(profile, trials=trials, min_trials=None, answer_trials=None)
+        profile = replace(profile, trials=trials, min_trials=None, answer_trials=None,
+                          other_trials=None)
     if samples is not None:
         profile = replace(profile, samples=samples)
     wanted = [bench.variant(v) for v in variants] if variants else list(bench.variants)
@@ -216,7 +217,8 @@ def plans_from_record(run: RunRecord, known: Mapping[str, Benchmark]) -> list[Be
 
 _PROFILE_FIELDS = {"trials": 1, "samples": 1, "warmup_samples": 0, "warmup_trials": 0,
                    "timeout_s": 0, "min_trials": 1, "counted_samples": 0,
-                   "counted_trials": 1, "answer_trials": 1}  # field -> least value
+                   "counted_trials": 1, "answer_trials": 1,
+                   "other_trials": 1}  # field -> least value
 
 
 def _recorded_profile(profile_name: str, bench: str, recorded: Mapping[str, object]) -> Profile:

@@ -83,6 +83,8 @@ def new_run(
             info.profile["min_trials"] = p.profile.min_trials
         if p.profile.answer_trials is not None:
             info.profile["answer_trials"] = p.profile.answer_trials
+        if p.profile.other_trials is not None:
+            info.profile["other_trials"] = p.profile.other_trials
         if p.profile.counted_samples:
             info.profile["counted_samples"] = p.profile.counted_samples
             if p.profile.counted_trials is not None:
@@ -135,7 +137,9 @@ def measure(
         # Under sequential allocation a case is sure of min_trials only; the rounds after that
         # add to the count as they are decided (_Measurement._cases_needing_trials).
         planned = _rule(p, run.settings).min_trials
-        left = {c: max(0, planned - done.get(c, 0)) for c in p.cases}
+        others = _others(p, run.settings)
+        left = {c: max(0, (others.trials if others is not None and c in others.cases
+                           else planned) - done.get(c, 0)) for c in p.cases}
         if sum(left.values()):  # warm-ups only where trials are left: see _Measurement.run
             todo.update({c: n + p.profile.warmup_trials for c, n in left.items()})
     earlier = earlier_seconds(earlier_runs, todo) if earlier_runs is not None and not quiet \
@@ -198,6 +202,24 @@ def _precision(plan: BenchmarkPlan, settings: RunSettings,
                                 np.random.default_rng([seed, 3]))
 
 
+def _others(plan: BenchmarkPlan, settings: RunSettings) -> allocation.Others | None:
+    """The cases none of the benchmark's questions reads, when its profile gives them fewer
+    trials (Profile.other_trials) and --target-ci does not decide instead; None when every
+    case is read, or none is (a question that reads nothing leaves the run as it was)."""
+    bench, profile = plan.benchmark, plan.profile
+    if settings.target_ci is not None or profile.other_trials is None or not bench.questions:
+        return None
+    readings = questions.benchmark_readings(
+        bench.questions, plan.cases, bench.baseline.name,
+        [v.name for v in bench.variants if v.control or v.diagnostic],
+        bench.crossover_ratios, bench.primary_metric.name)
+    asked = questions.answer_cases(readings)
+    rest = frozenset(c for c in plan.cases if c not in asked)
+    if not asked or not rest:
+        return None
+    return allocation.Others(rest, profile.other_trials)
+
+
 def _rule(plan: BenchmarkPlan, settings: RunSettings) -> allocation.Rule:
     """The benchmark's sequential allocation, or the fixed design (min = max) when its profile
     has none or --target-ci decides instead."""
@@ -239,6 +261,7 @@ class _Measurement:
             DEFAULT_MAX_TRIALS if self.settings.target_ci else plan.profile.trials)
         self.rule = _rule(plan, self.settings)
         self.precision = _precision(plan, self.settings, run.seed)
+        self.others = _others(plan, self.settings)
 
     def run(self) -> None:
         bench, profile = self.plan.benchmark, self.plan.profile
@@ -280,9 +303,9 @@ class _Measurement:
         return [c for c in self._cases_needing_trials_any() if c not in self.ended]
 
     def _cases_needing_trials_any(self) -> list[Case]:
-        if self.rule.sequential or self.precision is not None:
+        if self.rule.sequential or self.precision is not None or self.others is not None:
             todo = self._open_cases()
-            self.progress.grow([c for c in todo if self.count[c] >= self.rule.min_trials])
+            self.progress.grow([c for c in todo if self.count[c] >= self._planned(c)])
             return todo
         planned = self.plan.profile.trials
         todo = [c for c in self.plan.cases if self.count[c] < min(planned, self.max_trials)]
@@ -296,11 +319,19 @@ class _Measurement:
             self.progress.grow(todo)
         return todo
 
+    def _planned(self, case: Case) -> int:
+        """The trials the estimate of the time left counted for the case from the start
+        (measure()); the rules' later ones join it as they are decided."""
+        if self.others is not None and case in self.others.cases:
+            return self.others.trials
+        return self.rule.min_trials
+
     def _open_cases(self) -> list[Case]:
         """Under sequential allocation: the cases the rule gives another trial."""
         return allocation.cases_needing_trials(self.plan.cases, self.count, self._ranked_samples,
                                                self.plan.benchmark.baseline.name, self.rule,
-                                               self.precision, self._metric_samples)
+                                               self.precision, self._metric_samples,
+                                               self.others)
 
     def _ranked_samples(self, case: Case) -> list[list[float]]:
         """The case's ok trials' values of the primary metric as verdicts rank them (|value|
@@ -348,7 +379,8 @@ class _Measurement:
             if not self.budget.allows(self._expected_wall(case)):
                 self.record.stop_reason = (f"time budget of {self.settings.time_budget_s:g} s "
                                         "reached")
-                short = (self._open_cases() if self.rule.sequential or self.precision else
+                short = (self._open_cases()
+                         if self.rule.sequential or self.precision or self.others else
                          [c for c in self.plan.cases
                           if self.count[c] < min(self.plan.profile.trials, self.max_trials)])
                 self.record.capped += [c for c in short if c not in self.record.capped]

@@ -13,9 +13,17 @@ import numpy as np
 import pytest
 from test_report import make_run
 
-from bakeoff import allocation, analysis, host, plan, questions, registry, stats
+from bakeoff import allocation, analysis, host, plan, questions, registry, runner, stats
 from bakeoff.errors import UsageError
-from bakeoff.model import LARGEST, SMALLEST, Case, ParamValue, Question, RunContext
+from bakeoff.model import (
+    LARGEST,
+    SMALLEST,
+    Case,
+    ParamValue,
+    Question,
+    RunContext,
+    RunSettings,
+)
 from bakeoff.report.format import fmt_number
 from bakeoff.report.markdown import render_details
 
@@ -128,11 +136,12 @@ def _trial(rng: np.random.Generator, centre: float, spread: float) -> list[float
 
 def _run(rng: np.random.Generator, spread: float, rule: allocation.Rule,
          precision: allocation.Precision | None,
-         cases: list[Case], ratios: dict[Case, float]) -> dict[Case, list[list[float]]]:
+         cases: list[Case], ratios: dict[Case, float],
+         others: allocation.Others | None = None) -> dict[Case, list[list[float]]]:
     data: dict[Case, list[list[float]]] = {c: [] for c in cases}
     while todo := allocation.cases_needing_trials(
             cases, {c: len(d) for c, d in data.items()}, lambda c: data[c], "base", rule,
-            precision, lambda c, _m: data[c]):
+            precision, lambda c, _m: data[c], others):
         for case in todo:
             data[case].append(_trial(rng, 100.0 * ratios[case], spread))
     return data
@@ -169,6 +178,63 @@ def test_an_answer_that_cannot_be_narrow_stops_at_its_share() -> None:
     data = _run(np.random.default_rng(2), 0.5, rule, _precision(0.001, most=9), ALL, RATIOS)
     assert len(data[ASKED]) == len(data[ASKED_BASE]) == 9
     assert len(data[OTHER]) == 4
+
+
+def test_cases_no_question_reads_get_their_own_count_and_no_more() -> None:
+    """Profile.other_trials: the unread cases get exactly that many, though the levels
+    (a ratio level with the baseline) would give them more; the asked ones go on, in a
+    sequential and in a fixed design."""
+    others = allocation.Others(frozenset({OTHER, OTHER_BASE}), 2)
+    level = {**RATIOS, OTHER: 1.0}  # its ratio's interval holds 1 +- 2%: open by the levels
+    for low, high in ((3, 8), (None, 5)):
+        rule = allocation.Rule.for_benchmark(low, high, 0.02, ())
+        data = _run(np.random.default_rng(5), 0.06, rule, _precision(), ALL, level, others)
+        assert len(data[OTHER]) == len(data[OTHER_BASE]) == 2
+        assert len(data[ASKED]) > rule.min_trials and len(data[ASKED_BASE]) == len(data[ASKED])
+        # Without it, the levels keep the unread pair going to the rule's most.
+        if rule.sequential:
+            plain = _run(np.random.default_rng(5), 0.06, rule, _precision(), ALL, level)
+            assert len(plain[OTHER]) == high
+
+
+def test_an_unread_variant_does_not_open_the_baseline_an_answer_shares() -> None:
+    """A variant no question reads, level with the baseline at an asked point, gives that
+    baseline case no trial beyond what the asked variant's answer needs."""
+    unread = Case(B, "w", ASKED.params)
+    cases = [ASKED_BASE, ASKED, unread]
+    ratios = {ASKED_BASE: 1.0, ASKED: 0.5, unread: 1.0}
+    rule = allocation.Rule.for_benchmark(3, 10, 0.02, ())
+    others = allocation.Others(frozenset({unread}), 2)
+    data = _run(np.random.default_rng(6), 0.03, rule, None, cases, ratios, others)
+    assert len(data[unread]) == 2 and len(data[ASKED_BASE]) == len(data[ASKED]) == 3
+    plain = _run(np.random.default_rng(6), 0.03, rule, None, cases, ratios)
+    assert len(plain[ASKED_BASE]) == 10
+
+
+def test_every_room_default_gives_the_unread_cases_fewer_trials(tmp_path: Path) -> None:
+    """Each room's default profile names other_trials, below its trials; the runner's set
+    of unread cases is exactly the cases no reading of its questions touches."""
+    caps = host.capabilities()
+    ctx = RunContext(build_dir=tmp_path, scratch_dir=tmp_path,
+                     capabilities={k: c.available for k, c in caps.items()}, host=host.HostFacts())
+    for bench in registry.discover().values():
+        profile = bench.profiles["default"]
+        assert profile.other_trials is not None and 2 <= profile.other_trials < profile.trials
+        # Every variant's case, whether or not this machine can run it.
+        cases = [dataclasses.replace(c, benchmark=bench.name) for c in
+                 _cases(tuple(v.name for v in bench.variants), **dict(profile.params))]
+        bp = plan.BenchmarkPlan(benchmark=bench, profile=profile, cases=cases, skips=[])
+        others = runner._others(bp, RunSettings())
+        assert others is not None and others.trials == profile.other_trials
+        readings = questions.benchmark_readings(
+            bench.questions, cases, bench.baseline.name,
+            [v.name for v in bench.variants if v.control or v.diagnostic],
+            bench.crossover_ratios, bench.primary_metric.name)
+        assert others.cases == set(cases) - questions.answer_cases(readings)
+        # --target-ci decides alone; --trials asks every case for its count.
+        assert runner._others(bp, RunSettings(target_ci=0.05)) is None
+        assert plan.plan_benchmark(bench, "default", [], {}, 7, None, caps,
+                                   ctx).profile.other_trials is None
 
 
 def test_stopping_at_the_target_leaves_the_reported_interval_within_it() -> None:
@@ -258,6 +324,12 @@ def test_trials_asks_for_a_count_and_resume_keeps_the_answers_share(tmp_path: Pa
     with pytest.raises(UsageError, match="bad 'answer_trials'"):
         plan._recorded_profile("default", bench.name, {"trials": 8, "samples": 8,
                                                       "answer_trials": 0})
+    # other_trials too: a resumed run gives the unread cases what the first one did.
+    assert plan._recorded_profile("default", bench.name, {"trials": 8, "samples": 8,
+                                                          "other_trials": 3}).other_trials == 3
+    with pytest.raises(UsageError, match="bad 'other_trials'"):
+        plan._recorded_profile("default", bench.name, {"trials": 8, "samples": 8,
+                                                      "other_trials": 0})
 
 
 def test_only_the_first_crossing_of_a_level_gets_trials() -> None:

@@ -163,13 +163,15 @@ BENCHMARK = Benchmark(
         # falls on all variants alike. 4 accuracy processes a trial, 20 estimates a case (the
         # fewest that show a p5/p95): with 8, they were 57% of a mode1 trial (2.29 s against
         # 1.07 s with 4, poisson at 4 KiB, 2026-11-26, this VM) and no finding uses them.
+        # The cases no question reads (the micro workloads, no-preload, the schemes the
+        # questions do not name) 3 trials (Profile.other_trials).
         # trial_s: the mean trial of the default run scripts/trial_s.py --write read (it
         # prints the run); only the estimate of the time left reads it.
         "default": Profile("default", {"workload": DEFAULT_WORKLOADS,
                                        "mean": (GO_JEMALLOC_MEAN, TCMALLOC_MEAN),
                                        "scale": (0.01,), "accuracy_runs": (4,)},
                            trials=5, samples=2, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, trial_s=0.34),
+                           timeout_s=120, other_trials=3, trial_s=0.34),
         "full": Profile("full", {"workload": WORKLOADS, "mean": MEANS, "scale": (1.0,),
                                  "accuracy_runs": (8,)},
                         trials=10, samples=5, warmup_samples=1, warmup_trials=1,

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""What this bakeoff's profiles would have spent on a run already measured (issue 25).
+
+    .venv/bin/python scripts/replay_allocation.py results/<run>
+    .venv/bin/python scripts/replay_allocation.py results/<run> --answer-trials tracing-overhead=10
+
+Replays each benchmark's allocation of trials (bakeoff/allocation.py, with the rules the
+runner builds from the current spec's profile of the run: sequential levels, the questions'
+precision, other_trials) on the trials the run recorded: the i-th trial a case gets is the
+case's i-th recorded one, so nothing is measured again and no machine load enters the
+comparison. Prints per benchmark the trials the profile gives, the sum of their recorded
+wall times, and each answer's CI half-width (allocation.reading_half_width) once it stops.
+A case the profile would give more trials than the run recorded is counted at what it has,
+and said. --answer-trials NAME=N replays with another answer_trials for that benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bakeoff import allocation, registry, runner, stats, store  # noqa: E402
+from bakeoff.errors import UsageError  # noqa: E402
+from bakeoff.model import Benchmark, Case, RunRecord, RunSettings, Trial  # noqa: E402
+from bakeoff.plan import BenchmarkPlan  # noqa: E402
+
+
+def replay(bench: Benchmark, plan: BenchmarkPlan, recorded: dict[Case, list[Trial]],
+           settings: RunSettings, seed: int) -> tuple[dict[Case, int], set[Case], list[str]]:
+    """The trials each case gets under plan's profile; the cases that wanted more than the
+    run recorded; one line per answer with its half-width at the end."""
+    rule = runner._rule(plan, settings)
+    precision = runner._precision(plan, settings, seed)
+    others = runner._others(plan, settings)
+    count = dict.fromkeys(plan.cases, 0)
+    signed = {m.name for m in bench.metrics if m.signed}
+
+    def values(case: Case, metric: str) -> stats.Trials:
+        per_trial = [t.samples[metric] for t in recorded[case][:count[case]]
+                     if t.ok and t.samples.get(metric)]
+        return [[abs(v) for v in s] for s in per_trial] if metric in signed else per_trial
+
+    short: set[Case] = set()
+    while True:
+        todo = allocation.cases_needing_trials(
+            plan.cases, count, lambda c: values(c, bench.primary_metric.name),
+            bench.baseline.name, rule, precision, values, others)
+        todo = [c for c in todo if c not in short]
+        if not todo:
+            break
+        for case in todo:
+            if count[case] >= len(recorded[case]):
+                short.add(case)
+            else:
+                count[case] += 1
+    lines: list[str] = []
+    if precision is None:
+        return count, short, lines
+    for r in precision.readings:
+        if r.kind == "level":
+            continue
+        half = allocation.reading_half_width(r, values, precision.rng)
+        ref = f" + {count[r.reference]}" if r.reference is not None else ""
+        params = ", ".join(f"{k}={v}" for k, v in r.case.params)
+        lines.append(f"    Q{r.question + 1} {r.case.variant} ({params}): "
+                     f"{count[r.case]}{ref} trials, half-width {half * 100:.1f}%")
+    return count, short, lines
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("run", type=Path)
+    ap.add_argument("--answer-trials", action="append", default=[], metavar="NAME=N")
+    args = ap.parse_args(argv)
+    try:
+        run: RunRecord = store.load(args.run)
+    except (OSError, UsageError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    shares: dict[str, int] = {}
+    for item in args.answer_trials:
+        name, _, n = item.partition("=")
+        if not n.isdigit() or int(n) < 1:
+            print(f"error: --answer-trials {item}: give NAME=N, N a whole number >= 1",
+                  file=sys.stderr)
+            return 2
+        shares[name] = int(n)
+    recorded: dict[Case, list[Trial]] = defaultdict(list)
+    for t in run.trials:
+        recorded[t.case].append(t)
+    known = registry.discover()
+    total_n, total_s = 0, 0.0
+    for name in run.benchmarks:
+        bench = known.get(name)
+        if bench is None or run.profile not in bench.profiles:
+            print(f"{name}: not in this bakeoff with profile {run.profile}; left out")
+            continue
+        profile = bench.profiles[run.profile]
+        if name in shares:
+            profile = dataclasses.replace(profile, answer_trials=shares[name])
+        cases = [c for c in run.cases if c.benchmark == name and recorded[c]]
+        plan = BenchmarkPlan(benchmark=bench, profile=profile, cases=cases, skips=[])
+        count, short, lines = replay(bench, plan, recorded, run.settings, run.seed)
+        n = sum(count.values())
+        wall = sum(t.wall_s for c in cases for t in recorded[c][:count[c]])
+        total_n, total_s = total_n + n, total_s + wall
+        print(f"{name}: {n} trials (recorded {sum(len(recorded[c]) for c in cases)}), "
+              f"{wall:.1f} s of recorded trial wall time"
+              + (f"; {len(short)} case(s) wanted more than recorded" if short else ""))
+        for line in lines:
+            print(line)
+    print(f"total: {total_n} trials, {total_s:.1f} s of recorded trial wall time")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

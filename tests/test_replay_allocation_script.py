@@ -1,0 +1,74 @@
+"""scripts/replay_allocation.py: a profile's allocation replayed on a run's recorded trials."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from test_report import XSS, make_run
+
+from bakeoff import registry, store
+from bakeoff.model import Case, RunRecord, Trial
+from bakeoff.plan import BenchmarkPlan
+from conftest import REPO
+
+ROOM = "mremap-vs-memcpy"
+
+
+@pytest.fixture(scope="module")
+def script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("replay_allocation",
+                                                  REPO / "scripts" / "replay_allocation.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _as_room(run: RunRecord) -> RunRecord:
+    """The report tests' fake run, recorded as the default profile of a real room (its
+    memcpy and mremap are that room's variants; the third no question of it reads)."""
+    def moved(case: Case) -> Case:
+        return dataclasses.replace(case, benchmark=ROOM)
+    info = next(iter(run.benchmarks.values()))
+    return dataclasses.replace(
+        run, profile="default", benchmarks={ROOM: dataclasses.replace(info, name=ROOM)},
+        cases=[moved(c) for c in run.cases],
+        skips=[dataclasses.replace(s, case=moved(s.case)) for s in run.skips],
+        trials=[dataclasses.replace(t, case=moved(t.case)) for t in run.trials])
+
+
+def test_the_replay_gives_the_profiles_counts_from_the_recorded_trials(
+        script: ModuleType, tmp_path: Path) -> None:
+    run = _as_room(make_run())
+    bench = registry.select([ROOM])[0]
+    profile = bench.profiles["default"]
+    assert profile.other_trials is not None and profile.min_trials is not None
+    recorded: dict[Case, list[Trial]] = {}
+    for t in run.trials:
+        recorded.setdefault(t.case, []).append(t)
+    cases = [c for c in run.cases if recorded.get(c)]
+    plan = BenchmarkPlan(benchmark=bench, profile=profile, cases=cases, skips=[])
+    count, short, _lines = script.replay(bench, plan, recorded, run.settings, run.seed)
+    for case in cases:
+        if case.variant == XSS:  # read by no question: other_trials, no more
+            assert count[case] == profile.other_trials
+        else:  # the crossover's line: at least the minimum, never past what was recorded
+            assert profile.min_trials <= count[case] <= len(recorded[case])
+    assert short <= set(cases)
+    # From the command line: the totals, and a bad directory is one line, exit 2.
+    store.save(run, tmp_path)
+    res = subprocess.run([sys.executable, str(REPO / "scripts" / "replay_allocation.py"),
+                          str(tmp_path)], capture_output=True, text=True, check=False,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert f"{ROOM}: {sum(count.values())} trials (recorded {len(run.trials)})" in res.stdout
+    bad = subprocess.run([sys.executable, str(REPO / "scripts" / "replay_allocation.py"),
+                          str(tmp_path / "nope")], capture_output=True, text=True, check=False,
+                         timeout=120)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
