@@ -186,16 +186,15 @@ BENCHMARK = Benchmark(
         # full. 5 trials: the fewest with which a verdict can be reached (analysis warns
         # below); a fixed count, as the slow cases (go-iterate and its baseline) are the ones
         # whose CI stays wide, so sequential allocation would only add to them. The hash
-        # map's cases, which the questions read, up to 8 until each reader's ratio to
+        # map's cases, which the questions read, up to 10 until each reader's ratio to
         # iterate is within ±5% (Profile.answer_trials); the array map's, which no question
-        # reads, 3 (Profile.other_trials): in the run of 2026-11-27 (AMD EPYC, idle) they
-        # were a third of this room's time, and at 10 trials no batch reader's ratio was
-        # within ±5% yet (±7%), so the last two of ten bought little.
+        # reads, 3 (Profile.other_trials): they were a third of this room's time
+        # (docs/notes/make-bench-time-20261127-epyc.md).
         # trial_s: the mean trial of the default run scripts/trial_s.py --write read (it
         # prints the run); only the estimate of the time left reads it.
         "default": Profile("default", {"map": ("hash", "array"), "entries": (500_000,)},
                            trials=5, samples=1, warmup_samples=1, warmup_trials=0,
-                           timeout_s=300, answer_trials=8, other_trials=3, trial_s=0.95),
+                           timeout_s=300, answer_trials=10, other_trials=3, trial_s=0.95),
         # Hours: one 100M-entry iterate dump takes ~100 s, go-iterate ~120 s.
         "full": Profile("full", {"map": ("hash", "array"), "entries": FULL_ENTRIES},
                         trials=5, samples=2, warmup_samples=1, warmup_trials=0,

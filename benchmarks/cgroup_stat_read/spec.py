@@ -133,16 +133,16 @@ BENCHMARK = Benchmark(
         # cgroup before any trial. A fixed count: the cases whose CIs are wide are the ones
         # level with the baseline (pread, held), which sequential allocation would only
         # extend. The questions' cases (each read path against held at legacy-parse, the
-        # iterator against legacy-parse text) up to 8, until each answer's CI half-width
-        # is within 5% (Profile.answer_trials; at 10 none was in the run of 2026-11-27,
-        # AMD EPYC, idle: ±7-8%); the cases no question reads (legacy, and cat and reopen
-        # on the iterator) 3 (Profile.other_trials). Fields: the two the questions read.
+        # iterator against legacy-parse text) up to 10, until each answer's CI half-width
+        # is within 5% (Profile.answer_trials); the cases no question reads (legacy, and
+        # cat and reopen on the iterator) 3 (Profile.other_trials). Fields: the two the
+        # questions read.
         # trial_s: the mean trial of the default run scripts/trial_s.py --write read (it
         # prints the run); only the estimate of the time left reads it.
         "default": Profile("default", {"content": CONTENTS, "fields": (3, ALL_FIELDS),
                                        "target": ("child",)},
                            trials=5, samples=10, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, answer_trials=8, other_trials=3, trial_s=0.38),
+                           timeout_s=120, answer_trials=10, other_trials=3, trial_s=0.38),
         "full": Profile("full", {"content": CONTENTS, "fields": FIELD_COUNTS,
                                  "target": ("child",)},
                         trials=10, samples=20, warmup_samples=2, warmup_trials=1,

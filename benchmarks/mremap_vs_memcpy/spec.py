@@ -95,20 +95,19 @@ BENCHMARK = Benchmark(
         # there. Sequential allocation: 5 trials a case, up to 8 while a ratio's CI is near
         # 1 ± the threshold (bakeoff/allocation.py); the cases the questions read (one move
         # against the hot copy at 16 and 128 MiB, and the sizes on either side of where the
-        # move starts winning) up to 10, until the answer's CI half-width is within 5%
+        # move starts winning) up to 12, until the answer's CI half-width is within 5%
         # (Profile.answer_trials); no more, as a 128 MiB trial takes seconds and, where the
         # machine's noise keeps a single move's ratio wider than 5%, the share bounds what
-        # trying costs (at 12, 16 MiB's was ±13%: run of 2026-11-27, AMD EPYC, idle). The
-        # variants no question reads (the cold copy, the other orderings of the move) 3
-        # trials a case (Profile.other_trials). No warm-up round (it was a quarter of this benchmark's
-        # time): each trial is a fresh process that warms up in its own first sample
+        # trying costs. The variants no question reads (the cold copy, the other orderings
+        # of the move) 3 trials a case (Profile.other_trials). No warm-up round (it was a
+        # quarter of this benchmark's time): each trial is a fresh process that warms up in its own first sample
         # (warmup_samples), and the first round's order is shuffled like every other.
         # trial_s: the mean trial of the default run scripts/trial_s.py --write read (it
         # prints the run); only the estimate of the time left reads it.
         "default": Profile("default", {"size": tuple(4 * KIB * 2**i for i in
                                                      (0, 4, 5, 6, 7, 8, 9, 12, 15))},
                            trials=8, samples=8, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, min_trials=5, answer_trials=10, other_trials=3,
+                           timeout_s=120, min_trials=5, answer_trials=12, other_trials=3,
                            trial_s=0.22),
         "full": Profile("full", {"size": ALL_SIZES}, trials=20, samples=20,
                         warmup_samples=2, warmup_trials=1, timeout_s=300),

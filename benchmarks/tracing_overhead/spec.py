@@ -116,16 +116,15 @@ BENCHMARK = Benchmark(
         # As it was: about a second a trial here, the cheapest room per case. A fixed count:
         # at the long durations every tracer is level with the baseline and its CI reaches
         # the threshold and the 1% level, so sequential allocation would only add trials
-        # there. The question's cases up to 8 (Profile.answer_trials): at 0 µs until what
+        # there. The question's cases up to 10 (Profile.answer_trials): at 0 µs until what
         # each tracer adds per call is within ±5%, and the durations on either side of
-        # where an overhead falls under 5% and 1% while their CI still holds that level
-        # (at 10, no tracer's per-call cost was within ±5%: ±10-54%, run of 2026-11-27,
-        # AMD EPYC, idle). ebpf-floor, which no question reads, 3 (Profile.other_trials).
+        # where an overhead falls under 5% and 1% while their CI still holds that level.
+        # ebpf-floor, which no question reads, 3 (Profile.other_trials).
         # trial_s: the mean trial of the default run scripts/trial_s.py --write read (it
         # prints the run); only the estimate of the time left reads it.
         "default": Profile("default", {"duration_us": tuple(SEED_CALLS), "calls": ("auto/10",)},
                            trials=5, samples=10, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, answer_trials=8, other_trials=3, trial_s=0.64),
+                           timeout_s=120, answer_trials=10, other_trials=3, trial_s=0.64),
         "full": Profile("full", {"duration_us": tuple(SEED_CALLS), "calls": ("auto",)},
                         trials=10, samples=20, warmup_samples=1, warmup_trials=1,
                         timeout_s=300),
