@@ -359,6 +359,10 @@ def answer_cases_needing_trials(counts: Mapping[Case, int], values: Values,
     levels = [r for r in precision.readings if r.kind == "level"]
     open_points = _open_level_points(levels, values) if levels else set()
     for r in precision.readings:
+        if counts.get(r.case, 0) and not any(len(t) for t in values(r.case, r.metric)):
+            # Trials ran and none reports the metric (an error question's metric of another
+            # variant; a metric reported only where it applies): no trial gives it a figure.
+            continue
         if r.kind == "level":
             wide = r.case in open_points
         else:

@@ -286,6 +286,45 @@ def test_added_over_a_reference_whose_median_is_0_is_the_shift() -> None:
                       "trials).")
 
 
+def test_added_short_form_says_the_metric_and_the_trials_once() -> None:
+    """The top of a report: what is added over what once, each point's figures with their
+    CIs, the trials once (heap-sampling asks this at two means for three schemes)."""
+    q = Question("What do light and heavy add over the control?", "added", against="ctl",
+                 variants=("light", "heavy"), metric=ADDED, at={"size": (SMALLEST, LARGEST)})
+    ba = analyze(_run(_bench((q,)))).benchmarks[0]
+    a = benchmark_findings(ba).answers[0]
+
+    def said(variant: str, size: int) -> str:
+        sh = next(p for (c, ref, _), p in ba.pairs.items() if c.variant == variant
+                  and c.param("size") == size and ref.variant == "ctl").shift
+        return f"{variant} {fmt_value(sh.estimate, 'ns')} ({fmt_range(sh.ci_low, sh.ci_high, 'ns')})"
+
+    assert a.short == (f"{ADDED} over ctl (95% CI; {TRIALS} + {TRIALS} trials each): "
+                       f"size=1 KiB: {said('light', SIZES[0])}, {said('heavy', SIZES[0])}; "
+                       f"size=16 KiB: {said('light', SIZES[-1])}, {said('heavy', SIZES[-1])}.")
+    assert a.text.count("trials") == 4  # the full text keeps each figure's own
+
+
+def test_error_short_form_gives_each_variants_range() -> None:
+    """Over three or more points the top of a report gives each variant's lowest and
+    highest RMS, each with its CI and where, not every cell."""
+    q = Question("How large is fast's error?", "error", variants=("fast",), metrics=(ERR,))
+    ba = analyze(_run(_bench((q,)))).benchmarks[0]
+    a = benchmark_findings(ba).answers[0]
+    rows = sorted((r for r in ba.for_metric(ERR) if r.case.variant == "fast"),
+                  key=lambda r: r.signed.rms if r.signed else 0.0)
+
+    def said(r: CaseResult) -> str:
+        e = r.signed
+        assert e is not None
+        return (f"{fmt_value(e.rms, '%')} ({fmt_range(e.rms_ci_low, e.rms_ci_high, '%')}) at "
+                f"size={swept_label(ba.info, 'size', float(r.case.param('size')))}")
+
+    assert a.short == (f"RMS (95% CI; {TRIALS} trials each): {ERR}: fast from {said(rows[0])} "
+                       f"to {said(rows[-1])} ({len(SIZES)} points).")
+    assert all(f"size={swept_label(ba.info, 'size', float(s))} " in a.text for s in SIZES)
+
+
 def test_error_answer_is_the_rms_with_its_ci(found: BenchmarkFindings) -> None:
     ba = found.analysis
     e = _at(ba, "fast", SIZES[-1], ERR).signed

@@ -237,6 +237,24 @@ def test_every_room_default_gives_the_unread_cases_fewer_trials(tmp_path: Path) 
                                    ctx).profile.other_trials is None
 
 
+def test_a_metric_the_case_does_not_report_gets_it_no_trials() -> None:
+    """An error question names each scheme's metric, and every variant it asks is read on
+    each (heap-sampling: poisson's error and the hash's); a variant whose trials report none
+    of one would otherwise take trials up to the share, in vain."""
+    wide = questions.Reading(0, "error", ASKED, None, "their_err", 0.05)
+    narrow = questions.Reading(0, "error", ASKED, None, "my_err", 10.0)
+    precision = allocation.Precision((wide, narrow), 9)
+    mine = [[1.0, -1.0, 2.0], [1.5, -0.5, 1.0], [0.5, 1.0, -2.0]]
+
+    def values(_case: Case, metric: str) -> list[list[float]]:
+        return mine if metric == "my_err" else [[], [], []]
+
+    assert allocation.answer_cases_needing_trials({ASKED: 3}, values, precision) == set()
+    # Before any trial ran, a reading with no values yet still asks for one.
+    assert allocation.answer_cases_needing_trials({ASKED: 0}, lambda _c, _m: [], precision) \
+        == {ASKED}
+
+
 def test_stopping_at_the_target_leaves_the_reported_interval_within_it() -> None:
     """By simulation: where the rule stopped because the answer was narrow enough, the
     report's bootstrap CI half-width is within the target in nearly every draw."""

@@ -673,11 +673,17 @@ def _added_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
             by.setdefault(tuple((k, v) for k, v in r.case.params if k != q.get("param")),
                           []).append(a)
     order = {p.params: i for i, p in enumerate(grid(ba, metric).points)}
-    clauses, tentative, results = [], [], []
+    clauses, tentative, results, shorts = [], [], [], []
     figures: list[Figure] = []
+    skip = [q["param"]] if q.get("param") else []
+    fixed = _fixed(q)
     for params, added in sorted(by.items(), key=lambda item: order.get(
             item[1][0].result.case.params, len(order))):
-        where = _where(ba, params, skip=[q["param"]] if q.get("param") else [])
+        where = _where(ba, params, skip=skip)
+        brief_where = _where(ba, params, skip=[*skip, *fixed])
+        shorts.append((f"{brief_where}: " if brief_where else "") + ", ".join(
+            f"{_name(q, a.result)} {fmt_value(a.estimate, unit)} "
+            f"({fmt_range(a.low, a.high, unit)})" for a in sorted(added, key=lambda a: a.estimate)))
         parts = []
         for a in sorted(added, key=lambda a: a.estimate):
             name = _name(q, a.result)
@@ -700,12 +706,30 @@ def _added_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
         return None
     text = "; ".join(clauses)
     text = _with_tentative(text[0].upper() + text[1:], tentative)
-    return Answer(q["ask"], "added", text, text, "; ".join(dict.fromkeys(tentative)),
+    # The top of a report: the metric and the reference once, the question's fixed params
+    # once, each point's figures with their CIs, the trials once.
+    first = next(iter(by))
+    fixed_where = _where(ba, tuple((k, v) for k, v in first if k in fixed))
+    counts = {a.trials for added in by.values() for a in added}
+    trials = (f"{next(iter(counts))} each" if len(counts) == 1 else
+              f"≥ {min(trials_of(r) for r in results)} trials a side")
+    # A metric's name keeps its case, as names are written.
+    short = _with_tentative((f"At {fixed_where}, " if fixed_where else "") +
+                            f"{metric} over {against} (95% CI; {trials}): " + "; ".join(shorts),
+                            tentative)
+    return Answer(q["ask"], "added", text, short, "; ".join(dict.fromkeys(tentative)),
                   tuple(results), tuple(figures))
+
+
+def _fixed(q: dict[str, Any]) -> list[str]:
+    """Params the question fixes to one value: said once at the top of a report."""
+    return [k for k, vs in (q.get("at") or {}).items()
+            if len(vs) == 1 and vs[0] not in (LARGEST, SMALLEST)]
 
 
 def _error_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     metrics = [str(m) for m in q.get("metrics") or ()]
+    shorts: list[str] = []
     names = set(answering_variants(ba, q)) if q.get("variants") else {
         str(v["name"]) for v in ba.info.variants if v["name"] != ba.info.baseline
         and not ba.info.is_diagnostic(str(v["name"])) and not ba.info.is_control(str(v["name"]))}
@@ -719,6 +743,7 @@ def _error_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
         if not rows:
             continue
         parts = []
+        shorts.append(_error_range(ba, metric, rows))
         for r in rows:
             e = r.signed
             assert e is not None
@@ -738,8 +763,37 @@ def _error_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     if not clauses:
         return None
     text = _with_tentative("; ".join(clauses), tentative)
-    return Answer(q["ask"], "error", text, text, "; ".join(dict.fromkeys(tentative)),
+    n = {trials_of(r) for r in results}
+    trials = f"{next(iter(n))} trials each" if len(n) == 1 else f"≥ {min(n)} trials each"
+    short = _with_tentative(f"RMS (95% CI; {trials}): " + "; ".join(shorts), tentative)
+    return Answer(q["ask"], "error", text, short, "; ".join(dict.fromkeys(tentative)),
                   tuple(results), tuple(figures))
+
+
+def _error_range(ba: BenchmarkAnalysis, metric: str, rows: Sequence[CaseResult]) -> str:
+    """One metric's RMS per variant for the top of a report: at its one or two points, or
+    from its lowest to its highest over three or more (each with its CI and where)."""
+    unit = str(ba.info.metric(metric)["unit"])
+
+    def said(r: CaseResult) -> str:
+        e = r.signed
+        assert e is not None
+        where = _where(ba, r.case.params)
+        return (f"{fmt_value(e.rms, unit)} ({fmt_range(e.rms_ci_low, e.rms_ci_high, unit)})"
+                + (f" at {where}" if where else ""))
+
+    by: dict[str, list[CaseResult]] = {}
+    for r in rows:
+        by.setdefault(r.case.variant, []).append(r)
+    parts = []
+    for variant, mine in by.items():
+        mine = sorted(mine, key=lambda r: r.signed.rms if r.signed else math.nan)
+        if len(mine) <= 2:
+            parts.append(f"{variant} " + ", ".join(said(r) for r in mine))
+        else:
+            parts.append(f"{variant} from {said(mine[0])} to {said(mine[-1])} "
+                         f"({len(mine)} points)")
+    return f"{metric}: " + "; ".join(parts)
 
 
 _FORMS = {"ratio": _ratio_answer, "crossover": _crossover_answer,

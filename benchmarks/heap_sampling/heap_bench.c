@@ -128,6 +128,14 @@ static uint64_t equal_p_hash_mean_uniform(uint64_t lo, uint64_t hi)
 /* Pairs of batches in the counted warm-up window (bench_counters_open_late()): one pair, a
  * fraction of a millisecond, did not always absorb the first window's extra cost here. */
 #define MICRO_COUNTED_WARMUP 8
+/*
+ * (NONE, full) pairs of batches per sample, which goes first alternating: the sample's
+ * figures are medians over them (micro_median), so a batch an interrupt or a slow spell of
+ * the shared core lands on moves one of MICRO_PAIRS differences, not the sample. With one
+ * pair a sample, one such NONE batch made an A/A sample several times the decisions it is
+ * the resolution of (METHOD.md "Questions"). Odd, so the median is one pair's.
+ */
+#define MICRO_PAIRS 9
 
 /*
  * Three kinds of batch per scheme (METHOD.md, "The decision micro-benchmark"):
@@ -292,6 +300,20 @@ static struct pair_time micro_pair(struct micro *m, enum scheme s, enum batch_ki
 	return t;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of n values (n odd); sorts them in place. */
+static double micro_median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(v[0]), cmp_double);
+	return v[n / 2];
+}
+
 /*
  * Addresses as glibc lays out blocks of one size carved from the top of a fresh heap: chunk =
  * size + 8-byte header, rounded up to 16, at least 32. The base moves by whole pages from one
@@ -365,8 +387,10 @@ static void run_micro(uint64_t size)
 	bench_meta_num("mean", (double)mean);
 	bench_meta_num("hash_mean", (double)hash_mean);
 	bench_meta_num("batch", (double)m.k);
+	bench_meta_num("pairs_per_sample", MICRO_PAIRS);
 	bench_meta_str("timing", "batches: k malloc-path decisions, then k free-path decisions, "
-				 "each between one pair of timer reads (no floor subtracted)");
+				 "each between one pair of timer reads (no floor subtracted); a "
+				 "sample is the median over its (NONE, full) pairs of batches");
 	bench_meta_num("timer_floor_ticks", (double)tsc_floor_ticks(20001));
 	bench_meta_str("counted_window", "the full malloc-path and free-path batches of a "
 					 "counted sample, per allocation");
@@ -374,7 +398,6 @@ static void run_micro(uint64_t size)
 
 	uint64_t total = args.warmup + bench_samples_total(&args), decisions = 0, samples_full = 0;
 	for (uint64_t i = 0; i < total; i++) {
-		bool ref_first = i % 2; /* alternate, so drift hits both alike */
 		bool counted = i >= args.warmup && bench_sample_counted(&args, i - args.warmup);
 		if (counted && i == args.warmup + args.samples) {
 			bench_counters_open_late(HEAP_TRACEPOINTS);
@@ -385,49 +408,65 @@ static void run_micro(uint64_t size)
 			bench_counters_stop();
 			bench_counters_discard();
 		}
-		struct pair_time none = { 0 }, full, test = { 0 }, work = { 0 };
-
-		if (paired && ref_first)
-			none = micro_pair(&m, S_NONE, B_FULL);
+		struct pair_time test = { 0 }, work = { 0 };
+		/* Per pair, per allocation (ns; ticks of the full batches): what the sample's
+		 * figures are the medians of. */
+		double full_ns[MICRO_PAIRS], decide[MICRO_PAIRS], live[MICRO_PAIRS],
+			malloc_ticks[MICRO_PAIRS], free_ticks[MICRO_PAIRS];
+		double k = (double)m.k;
 		uint64_t before = m.samples;
-		/* Counted: from before the malloc-path batch's first timer read to after the
-		 * free-path batch's last (between them only the loop's return and call). */
-		if (counted)
-			bench_counters_start();
-		full = micro_pair(&m, s, B_FULL);
-		if (counted)
-			bench_counters_stop();
+
+		for (int j = 0; j < MICRO_PAIRS; j++) {
+			struct pair_time none = { 0 }, full;
+			bool none_first = paired && (i + (uint64_t)j) % 2;
+
+			if (none_first)
+				none = micro_pair(&m, S_NONE, B_FULL);
+			/* Counted: from before each full malloc-path batch's first timer read to
+			 * after its free-path batch's last (between them only the loop's return and
+			 * call); the counts add up over the sample's pairs. */
+			if (counted)
+				bench_counters_start();
+			full = micro_pair(&m, s, B_FULL);
+			if (counted)
+				bench_counters_stop();
+			if (paired && !none_first)
+				none = micro_pair(&m, S_NONE, B_FULL);
+			full_ns[j] = (double)(full.malloc.ns + full.free.ns) / k;
+			/* No allocator here, so the split is by path: the malloc path is the decision
+			 * (and, on a sample, its table insert or tag: p of them), the free path the
+			 * live-heap tracking (probe, tag, re-hash). */
+			decide[j] = ((double)full.malloc.ns - (double)none.malloc.ns) / k;
+			live[j] = ((double)full.free.ns - (double)none.free.ns) / k;
+			malloc_ticks[j] = (double)full.malloc.ticks / k;
+			free_ticks[j] = (double)full.free.ticks / k;
+		}
 		uint64_t sampled = m.samples - before;
-		if (paired && !ref_first)
-			none = micro_pair(&m, S_NONE, B_FULL);
 		if (sampling) {
 			test = micro_pair(&m, s, B_TEST);
 			work = micro_pair(&m, s, B_WORK);
 		}
 		if (i < args.warmup)
 			continue;
-		double k = (double)m.k;
-		double full_ns = (double)(full.malloc.ns + full.free.ns) / k;
 		if (!counted) { /* the counters below are of the measured samples */
-			decisions += m.k;
+			decisions += (uint64_t)MICRO_PAIRS * m.k;
 			samples_full += sampled;
 		}
-		bench_emit_sample(bench_metric(counted, "ns_per_alloc"), full_ns);
+		bench_emit_sample(bench_metric(counted, "ns_per_alloc"),
+				  micro_median(full_ns, MICRO_PAIRS));
 		if (paired) {
-			bench_emit_sample(bench_metric(counted, "added_ns_per_alloc"),
-					  full_ns - (double)(none.malloc.ns + none.free.ns) / k);
-			/* No allocator here, so the split is by path: the malloc path is the
-			 * decision (and, on a sample, its table insert or tag: p of them), the free
-			 * path the live-heap tracking (probe, tag, re-hash). */
-			bench_emit_sample(bench_metric(counted, "decide_ns_per_alloc"),
-					  ((double)full.malloc.ns - (double)none.malloc.ns) / k);
-			bench_emit_sample(bench_metric(counted, "live_heap_ns_per_alloc"),
-					  ((double)full.free.ns - (double)none.free.ns) / k);
+			/* Each path's median; the added cost of one allocation is their sum, so
+			 * that decide + live heap = added holds sample by sample, as in the modes. */
+			double d = micro_median(decide, MICRO_PAIRS), l = micro_median(live, MICRO_PAIRS);
+
+			bench_emit_sample(bench_metric(counted, "added_ns_per_alloc"), d + l);
+			bench_emit_sample(bench_metric(counted, "decide_ns_per_alloc"), d);
+			bench_emit_sample(bench_metric(counted, "live_heap_ns_per_alloc"), l);
 		}
 		bench_emit_sample(bench_metric(counted, "ticks_per_decision_malloc"),
-				  (double)full.malloc.ticks / k);
+				  micro_median(malloc_ticks, MICRO_PAIRS));
 		bench_emit_sample(bench_metric(counted, "ticks_per_decision_free"),
-				  (double)full.free.ticks / k);
+				  micro_median(free_ticks, MICRO_PAIRS));
 		if (sampling) {
 			bench_emit_sample(bench_metric(counted, "ticks_per_test"),
 					  (double)(test.malloc.ticks + test.free.ticks) / k);
@@ -435,7 +474,7 @@ static void run_micro(uint64_t size)
 					  (double)(work.malloc.ticks + work.free.ticks) / k);
 		}
 		if (counted)
-			bench_counters_emit(k);
+			bench_counters_emit(k * MICRO_PAIRS);
 	}
 	if (sampling) {
 		bench_emit_counter("sampled_pct", 100.0 * (double)samples_full / (double)decisions);
@@ -443,7 +482,7 @@ static void run_micro(uint64_t size)
 		/* 0: u >= m, the hash test returns at its first compare and never hashes. */
 		bench_emit_counter("hash_hashes", size < hash_mean ? 1 : 0);
 	}
-	bench_emit_counter("decisions_per_sample", 2.0 * (double)m.k);
+	bench_emit_counter("decisions_per_sample", 2.0 * MICRO_PAIRS * (double)m.k);
 	free(m.addr);
 	free(m.tag);
 }
