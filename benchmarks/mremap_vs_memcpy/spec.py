@@ -100,8 +100,9 @@ BENCHMARK = Benchmark(
         # machine's noise keeps a single move's ratio wider than 5%, the share bounds what
         # trying costs. The variants no question reads (the cold copy, the other orderings
         # of the move) 3 trials a case (Profile.other_trials). No warm-up round (it was a
-        # quarter of this benchmark's time): each trial is a fresh process that warms up in its own first sample
-        # (warmup_samples), and the first round's order is shuffled like every other.
+        # quarter of this benchmark's time): each trial is a fresh process that warms up in
+        # its own first sample (warmup_samples), and the first round's order is shuffled
+        # like every other.
         # trial_s: the mean trial of the default run scripts/trial_s.py --write read (it
         # prints the run); only the estimate of the time left reads it.
         "default": Profile("default", {"size": tuple(4 * KIB * 2**i for i in
