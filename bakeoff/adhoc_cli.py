@@ -132,8 +132,13 @@ def cmd_cmd(
         help="Smallest difference a verdict calls faster/slower, in %.")] = 2.0,
     target_ci: Annotated[float | None, typer.Option(
         help="Add trials until every median's CI half-width is within PCT % of it.")] = None,
+    target_ratio_ci: Annotated[float | None, typer.Option(
+        help="Add trials until each command's ratio to the first has a CI half-width within "
+             "PCT % (the report's CI, paired by round): the precision a verdict on a change "
+             "of a few % needs; e.g. 4 for 10%.")] = None,
     max_trials: Annotated[int | None, typer.Option(
-        help="With --target-ci: at most this many trials per command (default 50).")] = None,
+        help="With --target-ci or --target-ratio-ci: at most this many trials per command "
+             "(default 50).")] = None,
     time_budget: Annotated[float | None, typer.Option(
         help="Stop starting trials once this many seconds are used.")] = None,
     resume: Annotated[Path | None, typer.Option(
@@ -165,7 +170,8 @@ def cmd_cmd(
             ("COMMANDS", commands), ("--name", name), ("-P", parameter_scan),
             ("-L", parameter_list), ("--setup", setup), ("--prepare", prepare),
             ("--cleanup", cleanup_cmd), ("--runs", runs), ("--trials", trials), ("--out", out),
-            ("--seed", seed), ("--target-ci", target_ci), ("--time-budget", time_budget))
+            ("--seed", seed), ("--target-ci", target_ci), ("--target-ratio-ci", target_ratio_ci),
+            ("--time-budget", time_budget))
             if value is not None]
         if given:
             raise UsageError(f"--resume goes on as the run was started; drop {', '.join(given)}")
@@ -185,7 +191,8 @@ def cmd_cmd(
         bench = adhoc.benchmark(defn, trials or DEFAULT_TRIALS, runs or DEFAULT_RUNS, warmup,
                                 warmup_trials, timeout)
         base.check_seed(seed)
-        settings = base._settings(threshold, target_ci, max_trials, time_budget, pin)
+        settings = base._settings(threshold, target_ci, max_trials, time_budget, pin,
+                                  target_ratio_ci)
         run, run_dir = base._start([bench], "default", [], [], trials, runs, out, seed, settings,
                                    quiet)
     mismatches = adhoc.output_mismatches(run)

@@ -490,8 +490,9 @@ def analyze(run: RunRecord, threshold: float = stats.DEFAULT_THRESHOLD) -> Analy
     if run.stop_reason:
         warnings.append(f"measuring stopped early: {run.stop_reason}")
     if run.capped:
-        target = run.settings.target_ci
+        target, ratio_target = run.settings.target_ci, run.settings.target_ratio_ci
         why = (f"before its median CI was within ±{target * 100:g}%" if target
+               else f"before its ratio's CI was within ±{ratio_target * 100:g}%" if ratio_target
                else "before all its planned trials")
         names = "; ".join(c.key for c in run.capped[:12])
         more = f" and {len(run.capped) - 12} more" if len(run.capped) > 12 else ""

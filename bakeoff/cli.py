@@ -16,6 +16,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -166,24 +167,29 @@ def _say_failed(run: RunRecord) -> bool:
 
 
 def _settings(threshold: float, target_ci: float | None, max_trials: int | None,
-              time_budget: float | None, pin: bool) -> RunSettings:
+              time_budget: float | None, pin: bool,
+              target_ratio_ci: float | None = None) -> RunSettings:
     if not 0 <= threshold < 100:
         raise UsageError("--threshold is a percentage from 0 to 100, e.g. --threshold 2")
     if target_ci is not None and not 0 < target_ci < 100:
         raise UsageError("--target-ci is a percentage above 0, e.g. --target-ci 1")
+    if target_ratio_ci is not None and not 0 < target_ratio_ci < 100:
+        raise UsageError("--target-ratio-ci is a percentage above 0, e.g. --target-ratio-ci 4")
     if max_trials is not None and max_trials < 2:
         raise UsageError("--max-trials must be at least 2, e.g. --max-trials 40")
     if max_trials is not None and max_trials > MAX_TRIALS:
         raise UsageError(f"--max-trials {max_trials} is too many; give at most {MAX_TRIALS:,}, "
                          "e.g. --max-trials 40")
-    if max_trials is not None and target_ci is None:
+    if max_trials is not None and target_ci is None and target_ratio_ci is None:
         raise UsageError("--max-trials goes with --target-ci; for a fixed count use --trials")
     # `not x > 0` refuses NaN too; an infinite budget is no budget: leave the option out.
     if time_budget is not None and not (time_budget > 0 and math.isfinite(time_budget)):
         raise UsageError("--time-budget is a number of seconds above 0, e.g. --time-budget 300")
     return RunSettings(threshold=threshold / 100,
                        target_ci=None if target_ci is None else target_ci / 100,
-                       max_trials=max_trials, time_budget_s=time_budget, pin=pin)
+                       max_trials=max_trials, time_budget_s=time_budget, pin=pin,
+                       target_ratio_ci=None if target_ratio_ci is None
+                       else target_ratio_ci / 100)
 
 
 def _start(benches: list[Benchmark], profile: str, variants: list[str], params: list[str],
@@ -599,12 +605,21 @@ def _rerun(old: RunRecord, new: RunRecord, threshold: float, out: Path | None,
         err_console.print(f"--rerun runs {c.name!r}: {c.command}", highlight=False,
                           soft_wrap=True)
     cleanup.mark_run()
-    bench = adhoc.benchmark(defn, int(str(p.get("trials", 10))), int(str(p.get("samples", 10))),
+    trials = max(int(str(p.get("trials", 10))), rerun.MIN_TRIALS)
+    bench = adhoc.benchmark(defn, trials, int(str(p.get("samples", 10))),
                             int(str(p.get("warmup_samples", 1))),
                             int(str(p.get("warmup_trials", 1))),
                             float(str(p.get("timeout_s", 600))))
-    settings = _settings(threshold, None, None, None, True)
+    settings = _settings(threshold, None, rerun.MAX_TRIALS, rerun.TIME_BUDGET_S, True,
+                         rerun.TARGET_RATIO_CI_PCT)
+    started = time.monotonic()
     run, run_dir = _start([bench], "default", [], [], None, None, out, None, settings, quiet)
+    rounds = len({t.round for t in run.trials})
+    err_console.print(
+        f"--rerun measured {rounds} rounds of old and new in {time.monotonic() - started:.0f} s "
+        f"(until each ratio's CI was within ±{rerun.TARGET_RATIO_CI_PCT:g}%, at least {trials} "
+        f"and at most {rerun.MAX_TRIALS} rounds, {rerun.TIME_BUDGET_S:g} s at most)",
+        highlight=False)
     _report_run(run, run_dir, True)
     if _say_failed(run):
         raise typer.Exit(1)

@@ -610,5 +610,8 @@ class RunSettings:
     target_ci: float | None = None  # adaptive: stop a case once its median CI half-width
     # is within this fraction of the median
     max_trials: int | None = None  # adaptive: per case, at most
+    # adaptive: add rounds until each variant's ratio to the baseline has a CI half-width
+    # (the report's, paired by round) within this fraction of it (`cmd --target-ratio-ci`)
+    target_ratio_ci: float | None = None
     time_budget_s: float | None = None  # the whole run, at most (one trial over, at worst)
     pin: bool = True

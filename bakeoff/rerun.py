@@ -17,6 +17,18 @@ from bakeoff.model import RunRecord
 
 OLD, NEW = "old ", "new "
 
+# How long the rerun measures. A verdict on a change of 10% needs the ratio's CI half-width
+# near 3%: the CI must clear 1 + threshold (2%), the point itself wanders by the CI's SE, and
+# under CPU contention a command's wall time grows by less than its work (the scheduler's
+# waits per execution do not grow with it: docs/STATISTICS.md, "Measured", has the figures,
+# and how many rounds this takes there; a quiet machine needs a dozen). The rerun therefore
+# adds rounds until every ratio's CI is that narrow (cmd --target-ratio-ci), from at least
+# the old run's trial count and MIN_TRIALS, up to MAX_TRIALS and TIME_BUDGET_S.
+TARGET_RATIO_CI_PCT = 3.0
+MIN_TRIALS = 10
+MAX_TRIALS = 400
+TIME_BUDGET_S = 600.0
+
 
 def _definition_of(run: RunRecord, side: str) -> tuple[adhoc.Definition, dict[str, object]]:
     recorded = [info for info in run.benchmarks.values() if info.definition is not None]

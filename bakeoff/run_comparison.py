@@ -119,6 +119,16 @@ def _samples_by_case(run: RunRecord, metric_of: dict[str, str],
     return out
 
 
+def _rounds_by_case(run: RunRecord, metric_of: dict[str, str]) -> dict[Case, list[int]]:
+    """Per case, the round of each trial _samples_by_case keeps, in the same order."""
+    out: dict[Case, list[int]] = defaultdict(list)
+    for t in run.trials:
+        metric = metric_of.get(t.case.benchmark)
+        if t.ok and metric and t.samples.get(metric):
+            out[t.case].append(t.round)
+    return out
+
+
 def _ratio_means_something(old: stats.Summary, new: stats.Summary) -> bool:
     """new / old is a change only when old is told apart from 0 (its CI excludes it) and new
     lies on the same side: -0.7 ns then 0.3 ns is noise around zero, not a "-147%"."""
@@ -133,11 +143,15 @@ def _log_median(trials: list[list[float]]) -> float | None:
 def _across_runs(per_run_old: list[list[list[float]]], per_run_new: list[list[list[float]]],
                  pooled_old: list[list[float]], pooled_new: list[list[float]],
                  spread: drift.RunSpread | None, rng: np.random.Generator,
-                 interleaved: bool = False) -> tuple[stats.Ratio, Basis]:
-    """The ratio new / old and its CI on the strongest basis the runs allow."""
+                 rounds: tuple[list[int], list[int]] | None = None) -> tuple[stats.Ratio, Basis]:
+    """The ratio new / old and its CI on the strongest basis the runs allow. rounds (old's,
+    new's): the two sides are one interleaved run's, and their trials' rounds pair them."""
+    if rounds is not None:
+        # The report's own CI of that run: paired by round, so the drift a round shares
+        # cancels (unpaired, it would count against the ratio, as it does between runs).
+        return stats.ratio_ci(pooled_new, pooled_old, baseline_rounds=rounds[0],
+                              variant_rounds=rounds[1]), "interleaved"
     within = stats.ratio_of_medians(pooled_new, pooled_old, rng)
-    if interleaved:
-        return within, "interleaved"
     if len(per_run_old) >= 2 and len(per_run_new) >= 2:
         logs_o = [_log_median(t) for t in per_run_old]
         logs_n = [_log_median(t) for t in per_run_new]
@@ -169,6 +183,8 @@ def compare_runs(old: RunRecord | Sequence[RunRecord], new: RunRecord | Sequence
               if first_new.benchmarks[name].is_signed(metric)}
     runs_old = [_samples_by_case(r, metric_of, signed) for r in olds]
     runs_new = [_samples_by_case(r, metric_of, signed) for r in news]
+    rounds_old = _rounds_by_case(first_old, metric_of) if interleaved else {}
+    rounds_new = _rounds_by_case(first_new, metric_of) if interleaved else {}
     old_samples = {c: [t for r in runs_old for t in r.get(c, [])]
                    for c in dict.fromkeys(c for r in runs_old for c in r)}
     new_samples = {c: [t for r in runs_new for t in r.get(c, [])]
@@ -188,7 +204,7 @@ def compare_runs(old: RunRecord | Sequence[RunRecord], new: RunRecord | Sequence
             continue
         ratio, basis = _across_runs([r[case] for r in runs_old if case in r],
                                     [r[case] for r in runs_new if case in r], o, n, spread, rng,
-                                    interleaved)
+                                    (rounds_old[case], rounds_new[case]) if interleaved else None)
         pending.append((case, info, metric, s_old, s_new, ratio, basis))
     tellable = [p for p in pending if p[-1] != "one run"]
     adjusted = dict(zip((p[0] for p in tellable),

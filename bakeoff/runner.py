@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import random
 import secrets
@@ -257,8 +258,9 @@ class _Measurement:
         # does not replay the order of the rounds it already ran.
         self.order_rng = random.Random(f"{run.seed}:{plan.benchmark.name}:{self.round_no}")
         self.settings = run.settings
+        adaptive = self.settings.target_ci or self.settings.target_ratio_ci
         self.max_trials = self.settings.max_trials or (
-            DEFAULT_MAX_TRIALS if self.settings.target_ci else plan.profile.trials)
+            DEFAULT_MAX_TRIALS if adaptive else plan.profile.trials)
         self.rule = _rule(plan, self.settings)
         self.precision = _precision(plan, self.settings, run.seed)
         self.others = _others(plan, self.settings)
@@ -309,9 +311,11 @@ class _Measurement:
             return todo
         planned = self.plan.profile.trials
         todo = [c for c in self.plan.cases if self.count[c] < min(planned, self.max_trials)]
-        if todo or self.settings.target_ci is None:
+        if todo or (self.settings.target_ci is None and self.settings.target_ratio_ci is None):
             return todo
-        wide = [c for c in self.plan.cases if not self._ci_narrow_enough(c)]
+        wide_ratio = self._ratios_too_wide() if self.settings.target_ratio_ci else set()
+        wide = [c for c in self.plan.cases if c in wide_ratio or (
+            self.settings.target_ci is not None and not self._ci_narrow_enough(c))]
         capped = [c for c in wide if self.count[c] >= self.max_trials]
         self.record.capped = [c for c in self.record.capped if c not in self.plan.cases] + capped
         todo = [c for c in wide if self.count[c] < self.max_trials]
@@ -363,6 +367,41 @@ class _Measurement:
         center = float(np.median(pooled))
         target = self.settings.target_ci or 0.0
         return center != 0 and (high - low) / 2 <= target * abs(center)
+
+    def _ratios_too_wide(self) -> set[Case]:
+        """--target-ratio-ci: each variant case whose ratio to the baseline at the same
+        params has a CI wider than the target, with that baseline (both sides carry the
+        ratio's error). The CI is the report's: paired by round (stats.ratio_ci), so drift
+        the round shares does not count against it, as it does not in the verdict."""
+        metric = self.plan.benchmark.primary_metric.name
+        baseline = self.plan.benchmark.baseline.name
+        base_of = {c.params: c for c in self.plan.cases if c.variant == baseline}
+        wide: set[Case] = set()
+        for case in self.plan.cases:
+            base = base_of.get(case.params)
+            if case.variant == baseline or base is None:
+                continue
+            if not self._ratio_narrow_enough(case, base, metric):
+                wide.update((case, base))
+        return wide
+
+    def _ratio_narrow_enough(self, case: Case, base: Case, metric: str) -> bool:
+        def ok(c: Case) -> list[Trial]:
+            return [t for t in self.record.trials if t.case == c and t.ok and t.samples.get(metric)]
+        v, b = ok(case), ok(base)
+        # As for --target-ci: from 3 trials a side, so that two trials that happen to agree
+        # do not end a case.
+        if min(len(v), len(b)) < MIN_TRIALS_FOR_TARGET:
+            return False
+        try:
+            r = stats.ratio_ci([t.samples[metric] for t in v], [t.samples[metric] for t in b],
+                               variant_rounds=[t.round for t in v],
+                               baseline_rounds=[t.round for t in b])
+        except ValueError:  # a baseline median of 0: no ratio, so never precise enough
+            return False
+        centre = math.sqrt(r.ci_low * r.ci_high) if r.ci_low > 0 else r.ratio
+        target = self.settings.target_ratio_ci or 0.0
+        return allocation.relative_half_width(r.ci_low, r.ci_high, centre) <= target
 
     def _expected_wall(self, case: Case) -> float:
         walls = self.walls.get(case) or [w for ws in self.walls.values() for w in ws]

@@ -75,6 +75,8 @@ BAD = [
     (("--prepare", "", "true"), "--prepare is empty"),
     (("--fail-on-regression", "5", "true"), "--fail-on-regression goes with --compare"),
     (("--runs", "0", "true"), "--runs must be at least 1"),
+    (("--target-ratio-ci", "0", "true", "false"), "--target-ratio-ci is a percentage above 0"),
+    (("--max-trials", "5", "true"), "--max-trials goes with --target-ci"),
     (("--export-json", "/nonexistent-dir/x.json", "true"), "is not a directory"),
     ((), "no command given"),
 ]
@@ -559,3 +561,24 @@ def test_compare_with_an_earlier_run_fails_on_a_regression(executor: Path, tmp_p
     res = _cmd(tmp_path / "same", *counts, "--compare", str(tmp_path / "old"),
                "--fail-on-regression", "300", "-n", "work", "sleep 0.01", env=env)
     _ok(res)
+
+
+# ---- --target-ratio-ci -----------------------------------------------------------------------
+
+
+def test_target_ratio_ci_adds_rounds_up_to_the_cap(executor: Path, tmp_path: Path) -> None:
+    """An impossible target on the ratio: both commands run to --max-trials, in rounds (each
+    round has a trial of each), and the report says which cases hit the cap and why."""
+    out = tmp_path / "run"
+    _ok(_cmd(out, "--trials", "2", "--runs", "1", "--warmup", "0", "--warmup-trials", "0",
+             "--target-ratio-ci", "0.0001", "--max-trials", "4", "-n", "a", "-n", "b",
+             "true", "sleep 0"))
+    data = saved_results(out)
+    rounds: dict[str, list[int]] = {}
+    for t in data["trials"]:
+        rounds.setdefault(t["case"]["variant"], []).append(t["round"])
+    assert {v: sorted(r) for v, r in rounds.items()} == {"a": [0, 1, 2, 3], "b": [0, 1, 2, 3]}
+    assert data["settings"]["target_ratio_ci"] == pytest.approx(1e-6)
+    assert len(data["capped"]) == 2
+    assert "2 case(s) hit the cap before its ratio's CI was within ±0.0001%" in (
+        out / "report.md").read_text()

@@ -101,6 +101,58 @@ def test_a_damaged_spread_file_is_none(tmp_path: Path, monkeypatch: pytest.Monke
     assert not spread.applies_to({"hostname": "h", "machine_id": "other"})
 
 
+def _rerun_record(ratio: float, rounds: int, drift_sd: float, noise_sd: float,
+                  seed: int) -> RunRecord:
+    """A `compare --rerun` run as the runner records it: "old work" and "new work" once a
+    round, each round's machine a factor slower or faster (drift_sd, on log scale) for both,
+    new `ratio` times old, each trial's own noise noise_sd."""
+    from bakeoff import adhoc
+    from bakeoff.model import Trial
+
+    bench = adhoc.benchmark(adhoc.Definition((adhoc.Command("old work", "true"),
+                                              adhoc.Command("new work", "false"))),
+                            rounds, 3, 0, 0, 60.0)
+    rng = np.random.default_rng(seed)
+    cases = [Case(bench.name, v.name, ()) for v in bench.variants]
+    trials = []
+    for r in range(rounds):
+        level = 0.05 * math.exp(rng.normal(0, drift_sd))
+        for case, factor in zip(cases, (1.0, ratio), strict=True):
+            values = list(level * factor * np.exp(rng.normal(0, noise_sd, 3)))
+            trials.append(Trial(case, r, r, "ok", "2026-11-27T00:00:00Z", 0.2, 0,
+                                {"wall_time": values}, {}, {}, None))
+    return RunRecord(store.SCHEMA_VERSION, f"rerun-{seed}", "complete", "2026-11-27T00:00:00Z",
+                     "2026-11-27T00:01:00Z", ["bakeoff"], "default", seed,
+                     {"hostname": "h"}, [], {bench.name: bench.info()}, cases, [], trials)
+
+
+def test_a_rerun_pairs_old_and_new_by_round() -> None:
+    """compare --rerun's CI is its run's own, paired by round: a machine that moves by 30%
+    from round to round (both sides alike) leaves a 10% change plain to see, where an
+    unpaired interval over the same trials would hold 1."""
+    from bakeoff import rerun
+    from bakeoff.run_comparison import compare_runs
+
+    run = _rerun_record(1.10, 12, 0.3, 0.01, seed=5)
+    old, new = rerun.split(run)
+    [change] = compare_runs(old, new, 0.02, interleaved=True).changes
+    assert change.basis == "interleaved" and change.verdict == "slower"
+    assert change.regressed_beyond(0.05)
+
+    def side(r: RunRecord) -> tuple[list[list[float]], list[int]]:
+        return [t.samples["wall_time"] for t in r.trials], [t.round for t in r.trials]
+
+    (o, o_rounds), (n, n_rounds) = side(old), side(new)
+    paired = stats.ratio_ci(n, o, variant_rounds=n_rounds, baseline_rounds=o_rounds)
+    assert (change.ratio.ci_low, change.ratio.ci_high) == (paired.ci_low, paired.ci_high)
+    unpaired = stats.ratio_ci(n, o)
+    assert unpaired.ci_low < 1 < unpaired.ci_high  # the drift, counted against the ratio
+    # A/A under the same drift: the paired CI holds 1 and calls nothing.
+    old, new = rerun.split(_rerun_record(1.0, 12, 0.3, 0.01, seed=6))
+    [same] = compare_runs(old, new, 0.02, interleaved=True).changes
+    assert same.ratio.ci_low <= 1 <= same.ratio.ci_high and same.verdict in ("same", "equivalent")
+
+
 # ---- verdicts across hosts ---------------------------------------------------------------
 
 
