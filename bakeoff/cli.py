@@ -554,6 +554,9 @@ def cmd_compare(
     out: Annotated[Path | None, typer.Option(
         help="With --rerun: the rerun's results directory (default: results/<time>-cmd).")]
         = None,
+    target_ratio_ci: Annotated[float | None, typer.Option(
+        help="With --rerun: measure until each new/old ratio's CI half-width is within PCT % "
+             "(default 3: a 10% change is then called, docs/STATISTICS.md).")] = None,
 ) -> None:
     """Compare runs case by case: ratio new/old with a CI that allows for run-to-run drift."""
     if format not in ("text", "md"):
@@ -567,9 +570,10 @@ def cmd_compare(
         raise UsageError("a run directory is given twice on one side; give each run once")
     if rerun and (more_old or more_new):
         raise UsageError("--rerun measures one old and one new run again; drop --old/--new")
-    if out is not None and not rerun:
-        raise UsageError("--out goes with --rerun (the run it measures); add --rerun or drop "
-                         "--out")
+    for given, name in ((out, "--out"), (target_ratio_ci, "--target-ratio-ci")):
+        if given is not None and not rerun:
+            raise UsageError(f"{name} goes with --rerun (the run it measures); add --rerun or "
+                             f"drop {name}")
     before, after = [store.load(p) for p in olds], [store.load(p) for p in news]
     with lazy.signals_held():  # imported only when comparing (bakeoff/lazy.py says why)
         from bakeoff import drift
@@ -577,7 +581,8 @@ def cmd_compare(
         from bakeoff.run_comparison import compare_runs
 
     if rerun:
-        again = _rerun(before[0], after[0], threshold, out, quiet=format == "md")
+        again = _rerun(before[0], after[0], threshold, out, target_ratio_ci,
+                       quiet=format == "md")
         cmp = compare_runs(*again, threshold / 100, interleaved=True)
     else:
         cmp = compare_runs(before, after, threshold / 100, drift.load_spread())
@@ -594,9 +599,11 @@ def cmd_compare(
 
 
 def _rerun(old: RunRecord, new: RunRecord, threshold: float, out: Path | None,
-           quiet: bool) -> tuple[RunRecord, RunRecord]:
+           target_ratio_ci: float | None, quiet: bool) -> tuple[RunRecord, RunRecord]:
     """`compare --rerun`: one `cmd` run of both runs' commands, split back into the sides."""
     from bakeoff import adhoc, rerun
+
+    target = rerun.TARGET_RATIO_CI_PCT if target_ratio_ci is None else target_ratio_ci
 
     defn, p = rerun.definition(old, new)
     adhoc.check(defn)
@@ -610,14 +617,13 @@ def _rerun(old: RunRecord, new: RunRecord, threshold: float, out: Path | None,
                             int(str(p.get("warmup_samples", 1))),
                             int(str(p.get("warmup_trials", 1))),
                             float(str(p.get("timeout_s", 600))))
-    settings = _settings(threshold, None, rerun.MAX_TRIALS, rerun.TIME_BUDGET_S, True,
-                         rerun.TARGET_RATIO_CI_PCT)
+    settings = _settings(threshold, None, rerun.MAX_TRIALS, rerun.TIME_BUDGET_S, True, target)
     started = time.monotonic()
     run, run_dir = _start([bench], "default", [], [], None, None, out, None, settings, quiet)
     rounds = len({t.round for t in run.trials})
     err_console.print(
         f"--rerun measured {rounds} rounds of old and new in {time.monotonic() - started:.0f} s "
-        f"(until each ratio's CI was within ±{rerun.TARGET_RATIO_CI_PCT:g}%, at least {trials} "
+        f"(until each ratio's CI was within ±{target:g}%, at least {trials} "
         f"and at most {rerun.MAX_TRIALS} rounds, {rerun.TIME_BUDGET_S:g} s at most)",
         highlight=False)
     _report_run(run, run_dir, True)

@@ -333,6 +333,9 @@ OPTIONS: list[Case] = [
     ("compare-fail-on-regression-nan", ("compare", "{run}", "{run}",
                                         "--fail-on-regression", "nan"),
      "--fail-on-regression is a percentage", "e.g. 5"),
+    ("compare-target-ratio-ci-without-rerun", ("compare", "{run}", "{run}",
+                                               "--target-ratio-ci", "5"),
+     "--target-ratio-ci goes with --rerun", "drop --target-ratio-ci"),
 ]
 
 UNREADABLE = "unreadable results"
