@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 
 import pytest
 
@@ -48,15 +49,21 @@ def test_noise_warnings_follow_the_facts() -> None:
         assert needle in text, needle
 
 
-def test_concurrent_runs_claim_different_cpus_and_the_one_too_many_is_warned() -> None:
+def test_concurrent_runs_claim_different_cpus_and_the_one_too_many_is_warned(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each run measures on a CPU no other run claims; when none is left it shares one
-    and says so. (Claims are flocks: a second open file in this process cannot take one.)"""
+    and says so. (Claims are flocks: a second open file in this process cannot take one.)
+    The locks live in a directory of the test's own: on a machine where other runs (this
+    suite's, a user's) hold the CPUs, every claim here would share one, and the test would
+    check nothing."""
+    monkeypatch.setattr(cpus, "LOCK_DIRS", (tmp_path,))
     n_cpus = len(os.sched_getaffinity(0))
     assert n_cpus >= 2, "this machine kind has 2 CPUs"
     claims = [cpus.claim(pin=True) for _ in range(n_cpus + 1)]
     held = [fd for c in claims for fd in c._fds]
     try:
         alone = [c for c in claims if c.warning is None]
+        assert alone, [c.warning for c in claims]
         assert len({c.measured for c in alone}) == len(alone)
         for c in alone:
             assert c.harness is not None and c.measured not in c.harness
@@ -64,8 +71,7 @@ def test_concurrent_runs_claim_different_cpus_and_the_one_too_many_is_warned() -
     finally:
         for c in claims:
             c.release()
-    # Released: every lock's file is closed, so the kernel has dropped its flock. (Whether
-    # the next claim finds a CPU free depends on other runs on the machine, this suite's too.)
+    # Released: every lock's file is closed, so the kernel has dropped its flock.
     assert held
     for fd in held:
         with pytest.raises(OSError):
