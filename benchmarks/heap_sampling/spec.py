@@ -176,7 +176,7 @@ BENCHMARK = Benchmark(
                                        "mean": (GO_JEMALLOC_MEAN, TCMALLOC_MEAN),
                                        "scale": (0.01,), "accuracy_runs": (4,)},
                            trials=5, samples=2, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, other_trials=3, trial_s=0.34, answer_trials=15),
+                           timeout_s=120, other_trials=3, trial_s=0.32, answer_trials=15),
         "full": Profile("full", {"workload": WORKLOADS, "mean": MEANS, "scale": (1.0,),
                                  "accuracy_runs": (8,)},
                         trials=10, samples=5, warmup_samples=1, warmup_trials=1,

@@ -109,7 +109,7 @@ BENCHMARK = Benchmark(
                                                      (0, 4, 5, 6, 7, 8, 9, 12, 15))},
                            trials=8, samples=8, warmup_samples=1, warmup_trials=0,
                            timeout_s=120, min_trials=5, answer_trials=12, other_trials=3,
-                           trial_s=0.22),
+                           trial_s=0.27),
         "full": Profile("full", {"size": ALL_SIZES}, trials=20, samples=20,
                         warmup_samples=2, warmup_trials=1, timeout_s=300),
     },
