@@ -185,6 +185,15 @@ def measure(
         store.finish(run, run_dir)
 
 
+def _readings(plan: BenchmarkPlan) -> list[questions.Reading]:
+    """What the benchmark's declared questions read among the plan's cases."""
+    bench = plan.benchmark
+    return questions.benchmark_readings(
+        bench.questions, plan.cases, bench.baseline.name,
+        [v.name for v in bench.variants if v.control or v.diagnostic],
+        bench.crossover_ratios, bench.primary_metric.name)
+
+
 def _precision(plan: BenchmarkPlan, settings: RunSettings,
                seed: int) -> allocation.Precision | None:
     """The questions' readings and the trials their cases may take, when the profile gives
@@ -192,10 +201,7 @@ def _precision(plan: BenchmarkPlan, settings: RunSettings,
     bench, profile = plan.benchmark, plan.profile
     if settings.target_ci is not None or profile.answer_trials is None or not bench.questions:
         return None
-    readings = questions.benchmark_readings(
-        bench.questions, plan.cases, bench.baseline.name,
-        [v.name for v in bench.variants if v.control or v.diagnostic],
-        bench.crossover_ratios, bench.primary_metric.name)
+    readings = _readings(plan)
     if not readings:
         return None
     # Seeded like the rest of the run's decisions: a resumed run decides as the first did.
@@ -210,10 +216,7 @@ def _others(plan: BenchmarkPlan, settings: RunSettings) -> allocation.Others | N
     bench, profile = plan.benchmark, plan.profile
     if settings.target_ci is not None or profile.other_trials is None or not bench.questions:
         return None
-    readings = questions.benchmark_readings(
-        bench.questions, plan.cases, bench.baseline.name,
-        [v.name for v in bench.variants if v.control or v.diagnostic],
-        bench.crossover_ratios, bench.primary_metric.name)
+    readings = _readings(plan)
     asked = questions.answer_cases(readings)
     rest = frozenset(c for c in plan.cases if c not in asked)
     if not asked or not rest:

@@ -273,6 +273,12 @@ def run_bakeoff(*args: str, env: dict[str, str] | None = None,
     )
 
 
+def run_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """One of scripts/ run as a user would, with this interpreter."""
+    return subprocess.run([sys.executable, str(REPO / "scripts" / name), *args],
+                          capture_output=True, text=True, check=False, timeout=120)
+
+
 def assert_usage_error(res: subprocess.CompletedProcess[str], needle: str,
                        fix: str | None = None) -> None:
     """Exit 2, one line on stderr that names the problem, no traceback; given fix, the line

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -15,7 +13,7 @@ from test_report import XSS, make_run
 from bakeoff import registry, store
 from bakeoff.model import Case, RunRecord, Trial
 from bakeoff.plan import BenchmarkPlan
-from conftest import REPO
+from conftest import REPO, run_script
 
 ROOM = "mremap-vs-memcpy"
 
@@ -63,12 +61,8 @@ def test_the_replay_gives_the_profiles_counts_from_the_recorded_trials(
     assert short <= set(cases)
     # From the command line: the totals, and a bad directory is one line, exit 2.
     store.save(run, tmp_path)
-    res = subprocess.run([sys.executable, str(REPO / "scripts" / "replay_allocation.py"),
-                          str(tmp_path)], capture_output=True, text=True, check=False,
-                         timeout=120)
+    res = run_script("replay_allocation.py", str(tmp_path))
     assert res.returncode == 0, res.stderr
     assert f"{ROOM}: {sum(count.values())} trials (recorded {len(run.trials)})" in res.stdout
-    bad = subprocess.run([sys.executable, str(REPO / "scripts" / "replay_allocation.py"),
-                          str(tmp_path / "nope")], capture_output=True, text=True, check=False,
-                         timeout=120)
+    bad = run_script("replay_allocation.py", str(tmp_path / "nope"))
     assert bad.returncode == 2 and "Traceback" not in bad.stderr

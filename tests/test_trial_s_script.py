@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -12,7 +10,7 @@ import pytest
 from test_report import make_run
 
 from bakeoff import store
-from conftest import REPO
+from conftest import REPO, run_script
 
 SPEC = '''PROFILES = {
     "quick": Profile("quick", {"n": (1,)}, trials=3, samples=5, trial_s=9.99),
@@ -50,12 +48,9 @@ def test_room_times_are_the_runs_own(script: ModuleType, tmp_path: Path) -> None
     assert mean == pytest.approx(sum(t.wall_s for t in ok) / len(ok))
     assert span >= max(t.wall_s for t in ok) - 1e-5  # timedelta keeps whole µs
     store.save(run, tmp_path)
-    res = subprocess.run([sys.executable, str(REPO / "scripts" / "trial_s.py"), str(tmp_path)],
-                         capture_output=True, text=True, check=False, timeout=120)
+    res = run_script("trial_s.py", str(tmp_path))
     assert res.returncode == 0, res.stderr
     assert f"fake-move: {n} ok trials, mean {mean:.3f} s a trial" in res.stdout
-    bad = subprocess.run([sys.executable, str(REPO / "scripts" / "trial_s.py"),
-                          str(tmp_path / "nope")], capture_output=True, text=True, check=False,
-                         timeout=120)
+    bad = run_script("trial_s.py", str(tmp_path / "nope"))
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
