@@ -1,6 +1,6 @@
 """`python -m bakeoff` and the `bakeoff` command.
 
-bakeoff.cli is imported inside main() so that a Ctrl-C while bakeoff itself loads (typer and
+bakeoff.cli.main is imported inside main() so that a Ctrl-C while bakeoff itself loads (typer and
 rich, a few tenths of a second) ends it as a Ctrl-C anywhere else does: status 130 and no
 traceback. Only the interpreter's own start-up, before this file runs, is out of reach.
 """
@@ -11,7 +11,7 @@ import sys
 
 def main() -> None:
     try:
-        from bakeoff.cli import main as cli_main
+        from bakeoff.cli.main import main as cli_main
     except KeyboardInterrupt:
         sys.exit(128 + signal.SIGINT)
     cli_main()

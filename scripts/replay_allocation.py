@@ -4,7 +4,7 @@
     .venv/bin/python scripts/replay_allocation.py results/<run>
     .venv/bin/python scripts/replay_allocation.py results/<run> --answer-trials tracing-overhead=10
 
-Replays each benchmark's allocation of trials (bakeoff/allocation.py, with the rules the
+Replays each benchmark's allocation of trials (bakeoff/run/allocation.py, with the rules the
 runner builds from the current spec's profile of the run: sequential levels, the questions'
 precision, other_trials) on the trials the run recorded: the i-th trial a case gets is the
 case's i-th recorded one, so nothing is measured again and no machine load enters the
@@ -25,10 +25,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bakeoff import allocation, registry, runner, stats, store  # noqa: E402
-from bakeoff.errors import UsageError  # noqa: E402
-from bakeoff.model import Benchmark, Case, RunRecord, RunSettings, Trial  # noqa: E402
-from bakeoff.plan import BenchmarkPlan  # noqa: E402
+from bakeoff.core.errors import UsageError  # noqa: E402
+from bakeoff.declare import registry  # noqa: E402
+from bakeoff.declare.model import Benchmark, Case, RunRecord, RunSettings, Trial  # noqa: E402
+from bakeoff.plan.cases import BenchmarkPlan  # noqa: E402
+from bakeoff.run import allocation, runner  # noqa: E402
+from bakeoff.stats import estimates as stats  # noqa: E402
+from bakeoff.store import results as store  # noqa: E402
 
 
 def replay(bench: Benchmark, plan: BenchmarkPlan, recorded: dict[Case, list[Trial]],

@@ -24,9 +24,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bakeoff import registry, store  # noqa: E402
-from bakeoff.errors import UsageError  # noqa: E402
-from bakeoff.model import RunRecord  # noqa: E402
+from bakeoff.core.errors import UsageError  # noqa: E402
+from bakeoff.declare import registry  # noqa: E402
+from bakeoff.declare.model import RunRecord  # noqa: E402
+from bakeoff.store import results as store  # noqa: E402
 
 
 def _when(stamp: str) -> dt.datetime:

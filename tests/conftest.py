@@ -19,7 +19,8 @@ from typing import Any
 import psutil
 import pytest
 
-from bakeoff import procs, store
+from bakeoff.core import pids as procs
+from bakeoff.store import results as store
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -75,7 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     # A run-to-run spread the developer's `bakeoff selftest` recorded would change what
-    # `bakeoff compare` says (bakeoff/drift.py): tests see an empty state directory of their
+    # `bakeoff compare` says (bakeoff/stats/drift.py): tests see an empty state directory of their
     # own (a test that wants a spread writes one there), removed at the end.
     _STATE_DIR.append(tempfile.mkdtemp(prefix="bakeoff-test-state-"))
     os.environ["XDG_STATE_HOME"] = _STATE_DIR[0]

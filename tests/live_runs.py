@@ -30,7 +30,7 @@ from typing import Any
 import psutil
 import pytest
 
-from bakeoff import procs
+from bakeoff.core import pids as procs
 from conftest import IN_CI, REPO
 
 # The rooms' own modules, imported as their programs import them (tracing_trial.in).

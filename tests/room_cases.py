@@ -3,7 +3,7 @@
 Suites that used to name the five rooms iterate over `ROOMS` instead, so a new room gets
 their coverage for free. A room a suite has no tuned grid for runs `cheapest_args()`: its
 quick profile cut to one variant besides the baseline and one value per param, chosen so
-the case applies (a spelled-out case that cannot apply exits 2, bakeoff/plan.py).
+the case applies (a spelled-out case that cannot apply exits 2, bakeoff/plan/cases.py).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from bakeoff import registry
-from bakeoff.host import capabilities, facts
-from bakeoff.model import Benchmark, Case, RunContext
+from bakeoff.declare import registry
+from bakeoff.declare.model import Benchmark, Case, RunContext
+from bakeoff.machine.host import capabilities, facts
 
 ROOMS: dict[str, Benchmark] = registry.discover()
 

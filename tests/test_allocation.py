@@ -1,4 +1,4 @@
-"""Sequential allocation (bakeoff/allocation.py): the rule, its statistics by simulation, and
+"""Sequential allocation (bakeoff/run/allocation.py): the rule, its statistics by simulation, and
 a real run that spends its trials where the answer is open."""
 
 from __future__ import annotations
@@ -12,9 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bakeoff import allocation, host, plan, registry, stats
-from bakeoff.errors import UsageError
-from bakeoff.model import Case, RunContext
+from bakeoff.core.errors import UsageError
+from bakeoff.declare import registry
+from bakeoff.declare.model import Case, RunContext
+from bakeoff.machine import host
+from bakeoff.plan import cases as plan
+from bakeoff.run import allocation
+from bakeoff.stats import estimates as stats
 from conftest import REPO
 
 VARIANT, BASE = Case("b", "v", (("n", 1),)), Case("b", "base", (("n", 1),))

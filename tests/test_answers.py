@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from bakeoff import stats
-from bakeoff.analysis import Analysis, BenchmarkAnalysis, CaseResult, analyze
-from bakeoff.hosts import HostRun, HostsAnalysis
-from bakeoff.model import (
+from bakeoff.analysis.across_hosts import HostRun, HostsAnalysis
+from bakeoff.analysis.across_runs import compare_runs
+from bakeoff.analysis.within_run import Analysis, BenchmarkAnalysis, CaseResult, analyze
+from bakeoff.declare.model import (
     LARGEST,
     SMALLEST,
     Benchmark,
@@ -34,16 +34,16 @@ from bakeoff.model import (
     Trial,
     Variant,
 )
-from bakeoff.registry import question_problem
+from bakeoff.declare.registry import question_problem
+from bakeoff.report.across_hosts_answers import questions_across, questions_markdown
 from bakeoff.report.answers import answering_variants
 from bakeoff.report.compare import question_changes, render_comparison_markdown
 from bakeoff.report.findings import BenchmarkFindings, Finding, benchmark_findings
 from bakeoff.report.format import fmt_number, fmt_range, fmt_value, swept_label
-from bakeoff.report.hosts_answers import questions_across, questions_markdown
 from bakeoff.report.html import render_html
 from bakeoff.report.markdown import md_escape, render_markdown
 from bakeoff.report.terminal import print_summary
-from bakeoff.run_comparison import compare_runs
+from bakeoff.stats import estimates as stats
 
 KIB = 1024
 SIZES = (1 * KIB, 2 * KIB, 4 * KIB, 8 * KIB, 16 * KIB)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from bakeoff import registry
+from bakeoff.declare import registry
 from conftest import (
     assert_usage_error,
     build_dir,

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from bakeoff import procs
+from bakeoff.core import pids as procs
 from conftest import IN_CI, REPO, assert_usage_error, marked_processes, run_bakeoff
 from conftest import trials_on_disk as conftest_trials_on_disk
 
@@ -231,8 +231,8 @@ def test_syscall_counts_follow_from_each_method(
 
 def test_batch_and_iterator_beat_iterate(quick_run: tuple[Path, dict[str, Any],
                                                            set[int]]) -> None:
-    from bakeoff import store
-    from bakeoff.analysis import analyze
+    from bakeoff.analysis.within_run import analyze
+    from bakeoff.store import results as store
 
     out, _, _ = quick_run
     (bench,) = analyze(store.load(out)).benchmarks

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bakeoff import procs
+from bakeoff.core import pids as procs
 from conftest import (
     IN_CI,
     REPO,
@@ -138,8 +138,8 @@ def test_skips_name_their_reason(quick_run: dict[str, Any]) -> None:
 
 @pytest.mark.slow
 def test_held_is_faster_than_cat(quick_run: dict[str, Any]) -> None:
-    from bakeoff import store
-    from bakeoff.analysis import analyze
+    from bakeoff.analysis.within_run import analyze
+    from bakeoff.store import results as store
 
     (bench,) = analyze(store.load(quick_run["dir"])).benchmarks
     cats = [r for r in bench.results if r.case.variant == "cat" and r.metric == "us_per_query"]

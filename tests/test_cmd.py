@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 
-from bakeoff import adhoc, drift
-from bakeoff.registry import question_problem
+from bakeoff.cmd import definition as adhoc
+from bakeoff.declare.registry import question_problem
+from bakeoff.stats import drift
 from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff, saved_results
 
 EXECUTOR = REPO / "build" / "common" / "bakeoff-cmd-exec"

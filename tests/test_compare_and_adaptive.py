@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bakeoff import drift, store
-from bakeoff.model import BenchmarkInfo, Case, RunRecord, Rusage, Trial
+from bakeoff.declare.model import BenchmarkInfo, Case, RunRecord, Rusage, Trial
+from bakeoff.stats import drift
+from bakeoff.store import results as store
 from conftest import REPO, assert_usage_error, run_bakeoff, saved_results, wait_for_trials
 
 INFO = BenchmarkInfo(

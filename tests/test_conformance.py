@@ -7,7 +7,7 @@ BAKEOFF_BENCHMARKS_DIR):
   anything else a program accepts is marked "(not in the benchmark's grid)";
 - bad arguments exit 2 with one line on stderr and nothing on stdout;
 - a quick run measures every variant the spec declares, each trial printing only valid
-  protocol lines (the harness parses them with bakeoff.protocol and fails a trial on any
+  protocol lines (the harness parses them with bakeoff.run.protocol and fails a trial on any
   bad line) of declared metrics;
 - after that clean run the room's sweep, and the harness's, find nothing left
   (test_conformance_sweep.py: a sweep is machine-wide, so that module runs alone).
@@ -28,8 +28,9 @@ from typing import Any
 
 import pytest
 
-from bakeoff import cleanup, registry
-from bakeoff.model import Benchmark
+from bakeoff.declare import registry
+from bakeoff.declare.model import Benchmark
+from bakeoff.run import cleanup
 from conftest import IN_CI, saved_results
 
 ROOMS: dict[str, Benchmark] = registry.discover()

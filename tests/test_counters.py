@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bakeoff.protocol import ProgramOutput, parse_output
+from bakeoff.run.protocol import ProgramOutput, parse_output
 
 PMU_EVENTS = ("cycles", "instructions", "branch_misses", "cache_misses", "dtlb_load_misses")
 

@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bakeoff import host, store
-from bakeoff.analysis import Analysis, CaseResult, analyze
-from bakeoff.model import (
+from bakeoff.analysis.within_run import Analysis, CaseResult, analyze
+from bakeoff.declare.model import (
     Benchmark,
     Case,
     LegacyCsv,
@@ -36,14 +35,16 @@ from bakeoff.model import (
     TrialPlan,
     Variant,
 )
-from bakeoff.plan import plan_benchmark
-from bakeoff.protocol import trial_argv
+from bakeoff.machine import host
+from bakeoff.plan.cases import plan_benchmark
 from bakeoff.report import write_reports
 from bakeoff.report.counted import counter_order, counter_words
 from bakeoff.report.findings import benchmark_findings
 from bakeoff.report.format import fmt_number, fmt_range, fmt_value
 from bakeoff.report.markdown import render_markdown
-from bakeoff.runner import RunOptions, measure, new_run
+from bakeoff.run.protocol import trial_argv
+from bakeoff.run.runner import RunOptions, measure, new_run
+from bakeoff.store import results as store
 
 TRIALS, COUNTED = 3, 3
 OPS = 256

@@ -1,5 +1,5 @@
 """Absolute coverage of the interval every report prints (stats.ratio_ci, stats.median_ci):
-by simulation under the noise models of bakeoff/coverage.py, and on the real recorded trials
+by simulation under the noise models of bakeoff/stats/coverage.py, and on the real recorded trials
 of tests/fixtures/trials/ resampled A/A. Each checks the calibrated figure the report states
 (stats.CALIBRATED_COVERAGE), within a 3-sigma binomial tolerance of the draws: a right method
 fails such a cell about 3 times in 1000; the bootstrap this replaced (83-88% at 3 trials a
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bakeoff import coverage, stats
+from bakeoff.stats import coverage
+from bakeoff.stats import estimates as stats
 
 FIXTURES = Path(__file__).parent / "fixtures" / "trials"
 DRAWS = 500

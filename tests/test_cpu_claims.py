@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bakeoff import cpus
+from bakeoff.machine import cpus
 from conftest import FIXTURES, run_bakeoff
 
 # Other runs of this suite hold CPU claims too: none runs beside these tests (conftest).

@@ -1,4 +1,4 @@
-"""Run-to-run drift (bakeoff/drift.py, compare, selftest), verdicts across hosts, a cmd
+"""Run-to-run drift (bakeoff/stats/drift.py, compare, selftest), verdicts across hosts, a cmd
 trial's timeout ending its case, and the CPU-shared warning.
 
 The statistics are checked by simulation against their nominal coverage (seeded, many
@@ -20,9 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bakeoff import cpus, drift, stats, store
-from bakeoff.analysis import BaselineComparison, CaseResult
-from bakeoff.hosts import (
+from bakeoff.analysis.across_hosts import (
     CANT_TELL,
     DIFFERS,
     HOLDS,
@@ -30,9 +28,14 @@ from bakeoff.hosts import (
     across_verdict,
     shared_hardware_warnings,
 )
-from bakeoff.model import Case, RunRecord
+from bakeoff.analysis.within_run import BaselineComparison, CaseResult
+from bakeoff.declare.model import Case, RunRecord
+from bakeoff.machine import cpus
+from bakeoff.report.across_hosts_findings import NO_WINNER, HostWinner, winners_separate
 from bakeoff.report.grid import Point
-from bakeoff.report.hosts_findings import NO_WINNER, HostWinner, winners_separate
+from bakeoff.stats import drift
+from bakeoff.stats import estimates as stats
+from bakeoff.store import results as store
 from conftest import REPO, run_bakeoff
 
 EXECUTOR = REPO / "build" / "common" / "bakeoff-cmd-exec"
@@ -106,8 +109,8 @@ def _rerun_record(ratio: float, rounds: int, drift_sd: float, noise_sd: float,
     """A `compare --rerun` run as the runner records it: "old work" and "new work" once a
     round, each round's machine a factor slower or faster (drift_sd, on log scale) for both,
     new `ratio` times old, each trial's own noise noise_sd."""
-    from bakeoff import adhoc
-    from bakeoff.model import Trial
+    from bakeoff.cmd import definition as adhoc
+    from bakeoff.declare.model import Trial
 
     bench = adhoc.benchmark(adhoc.Definition((adhoc.Command("old work", "true"),
                                               adhoc.Command("new work", "false"))),
@@ -130,8 +133,8 @@ def test_a_rerun_pairs_old_and_new_by_round() -> None:
     """compare --rerun's CI is its run's own, paired by round: a machine that moves by 30%
     from round to round (both sides alike) leaves a 10% change plain to see, where an
     unpaired interval over the same trials would hold 1."""
-    from bakeoff import rerun
-    from bakeoff.run_comparison import compare_runs
+    from bakeoff.analysis.across_runs import compare_runs
+    from bakeoff.cmd import rerun
 
     run = _rerun_record(1.10, 12, 0.3, 0.01, seed=5)
     old, new = rerun.split(run)

@@ -49,7 +49,8 @@ import psutil
 import pytest
 from live_runs import lttng
 
-from bakeoff import procs, store
+from bakeoff.core import pids as procs
+from bakeoff.store import results as store
 from conftest import IN_CI, REPO
 from room_cases import ROOMS, cheapest_args, check_tuned
 
@@ -400,7 +401,7 @@ def inject(grid: Grid, signum: int, delay: float, cycle: int, out: Path, ours: O
             f"{where}: exit {proc.returncode}: {err[-2000:]}")
         if proc.returncode == -signum:
             tally.notes[f"killed by the {sig} itself (status {128 + signum} in a shell)"] += 1
-        # Not even in start-up (bakeoff/__main__.py) or while scipy loads (bakeoff/lazy.py).
+        # Not even in start-up (bakeoff/__main__.py) or while scipy loads (bakeoff/core/lazy.py).
         assert "Traceback" not in err, f"{where}: {err[-3000:]}"
 
     left: list[str] = []
@@ -608,7 +609,7 @@ def test_signals_at_random_moments(grid: Grid, built: Path, ours: Ours, tmp_path
 # ---- signals after the last trial, on purpose ------------------------------------------------
 
 # Where a late signal is sent: as the harness announces each phase after the last trial
-# (bakeoff/interrupts.py writes them to BAKEOFF_PHASE_LOG). Three rounds of these per
+# (bakeoff/run/interrupts.py writes them to BAKEOFF_PHASE_LOG). Three rounds of these per
 # benchmark, SIGINT and SIGTERM in turn: 24 late signals each.
 LATE_PHASES = ("teardown", "saved", "analysis", "analysis:", "report:report.html",
                "report:report.md", "report:details.md", "report:csv")

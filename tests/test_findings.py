@@ -17,9 +17,9 @@ import plotly.offline  # type: ignore[import-untyped]
 import pytest
 from test_report import METRIC, SIZES, TRIALS, XSS, make_run
 
-from bakeoff import registry, store
-from bakeoff.analysis import MIN_TRIALS_FOR_VERDICT, Analysis, CaseResult, analyze
-from bakeoff.model import (
+from bakeoff.analysis.within_run import MIN_TRIALS_FOR_VERDICT, Analysis, CaseResult, analyze
+from bakeoff.declare import registry
+from bakeoff.declare.model import (
     Benchmark,
     BenchmarkInfo,
     Case,
@@ -48,6 +48,7 @@ from bakeoff.report.format import (
 )
 from bakeoff.report.grid import trials_of
 from bakeoff.report.markdown import md_escape, render_markdown
+from bakeoff.store import results as store
 
 # What a ratio finding quotes: 'ratio 0.0941, 95% CI 0.0927–0.0960; 5 + 5 trials'.
 RATIO_FIGURE = re.compile(r"ratio ([^,\s]+), 95% CI ([^–\s]+)–([^;\s)]+); (\d+) \+ (\d+) trials")

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bakeoff import flamegraph, profile_store
-from bakeoff.model import Case
+from bakeoff.declare.model import Case
+from bakeoff.perf import flamegraph
+from bakeoff.perf import store as profile_store
 
 
 def _profile(built: Path, tmp_path: Path, variant: str) -> tuple[flamegraph.Folded, int]:

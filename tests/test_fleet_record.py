@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bakeoff.errors import UsageError
+from bakeoff.core.errors import UsageError
 from bakeoff.fleet import record
 from bakeoff.fleet.driver import new_record
 from conftest import REPO

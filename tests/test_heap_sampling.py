@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from scipy.stats import binomtest
 
-from bakeoff import stats
+from bakeoff.stats import estimates as stats
 from conftest import IN_CI, REPO, assert_usage_error, build_dir, counted_output, run_bakeoff
 
 # Its leftover checks look at the whole machine (tests/conftest.py: SUITE_LOCK).

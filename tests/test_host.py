@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bakeoff import cpus, host
+from bakeoff.machine import cpus, host
 from conftest import IN_CI
 
 

@@ -16,16 +16,16 @@ from pathlib import Path
 
 from recorded_fleet import RUNS, SIZE_A, SIZE_B, copy_run, recorded_fleet
 
-from bakeoff import redact
-from bakeoff.analysis import CaseResult
-from bakeoff.hosts import DIFFERS, analyze_hosts, to_json
-from bakeoff.hosts_counters import DIFFERS as COUNTER_DIFFERS
-from bakeoff.hosts_counters import SAME, UNTESTED, compare_counters
-from bakeoff.model import Case
+from bakeoff.analysis.across_hosts import DIFFERS, analyze_hosts, to_json
+from bakeoff.analysis.across_hosts_counters import DIFFERS as COUNTER_DIFFERS
+from bakeoff.analysis.across_hosts_counters import SAME, UNTESTED, compare_counters
+from bakeoff.analysis.within_run import CaseResult
+from bakeoff.declare.model import Case
+from bakeoff.report import redact
+from bakeoff.report.across_hosts import render_hosts_html, render_hosts_markdown
+from bakeoff.report.across_hosts_counters import render_hosts_details
 from bakeoff.report.counted import counter_words
-from bakeoff.report.hosts import render_hosts_html, render_hosts_markdown
-from bakeoff.report.hosts_counters import render_hosts_details
-from bakeoff.stats import Summary
+from bakeoff.stats.estimates import Summary
 from conftest import run_bakeoff
 
 BENCH = "mremap-vs-memcpy"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bakeoff.hosts import analyze_hosts
-from bakeoff.report.hosts import render_hosts_html, render_hosts_markdown
+from bakeoff.analysis.across_hosts import analyze_hosts
+from bakeoff.report.across_hosts import render_hosts_html, render_hosts_markdown
 from conftest import run_bakeoff
 
 pytestmark = pytest.mark.slow  # uses a real mremap run

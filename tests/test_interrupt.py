@@ -71,12 +71,12 @@ def test_trial_gets_sigterm_to_clean_up_before_sigkill(tmp_path: Path) -> None:
 
 
 def test_an_interrupt_while_a_compiled_module_loads_waits_until_it_has_loaded() -> None:
-    """bakeoff/lazy.py: a SIGINT that comes while scipy.stats initialises is held, then raised
+    """bakeoff/core/lazy.py: a SIGINT that comes while scipy.stats initialises is held, then raised
     as KeyboardInterrupt once it has loaded; not turned into 'ImportError: initialization
     failed' inside the extension, as CI once saw."""
     script = (
         "import os, signal\n"
-        "from bakeoff import lazy\n"
+        "from bakeoff.core import lazy\n"
         "try:\n"
         "    with lazy.signals_held():\n"
         "        os.kill(os.getpid(), signal.SIGINT)\n"
@@ -187,7 +187,7 @@ def test_a_signal_recorded_or_pending_at_exit_is_never_lost(how: str, code: int,
     blocked for the exit, ends bakeoff with 128 + signal and the story; none, the code."""
     script = "\n".join([
         "import os, signal",
-        "from bakeoff import interrupts",
+        "from bakeoff.run import interrupts",
         "interrupts.latch()",
         "interrupts.tell(lambda: '3 trials kept')",
         {"recorded": "os.kill(os.getpid(), signal.SIGTERM)",

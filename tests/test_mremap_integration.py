@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bakeoff import store
+from bakeoff.store import results as store
 from conftest import IN_CI, counted_output
 
 MIB = 1024 * 1024
@@ -158,8 +158,8 @@ def _medians(run_dir: Path) -> dict[tuple[str, int], list[float]]:
 
 
 def test_mremap_beats_memcpy_at_16_mib(quick_run: Path) -> None:
-    from bakeoff import store
-    from bakeoff.analysis import analyze
+    from bakeoff.analysis.within_run import analyze
+    from bakeoff.store import results as store
 
     analysis = analyze(store.load(quick_run))
     (bench,) = analysis.benchmarks

@@ -1,4 +1,4 @@
-"""Precision where the answer needs it: which cases a Question reads (bakeoff/questions.py),
+"""Precision where the answer needs it: which cases a Question reads (bakeoff/declare/questions.py),
 the trials allocation gives them until their answer is as narrow as asked
 (allocation.answer_cases_needing_trials), and the half-width the analysis reports."""
 
@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 from test_report import make_run
 
-from bakeoff import allocation, analysis, host, plan, questions, registry, runner, stats
-from bakeoff.errors import UsageError
-from bakeoff.model import (
+from bakeoff.analysis import within_run as analysis
+from bakeoff.core.errors import UsageError
+from bakeoff.declare import questions, registry
+from bakeoff.declare.model import (
     LARGEST,
     SMALLEST,
     Case,
@@ -24,8 +25,12 @@ from bakeoff.model import (
     RunContext,
     RunSettings,
 )
+from bakeoff.machine import host
+from bakeoff.plan import cases as plan
 from bakeoff.report.format import fmt_number
 from bakeoff.report.markdown import render_details
+from bakeoff.run import allocation, runner
+from bakeoff.stats import estimates as stats
 
 B = "b"
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from bakeoff import flamegraph, profile_store
-from bakeoff import host as hostmod
+from bakeoff.machine import host as hostmod
+from bakeoff.perf import flamegraph
+from bakeoff.perf import store as profile_store
 from browser import Browser
 from conftest import (
     IN_CI,
@@ -315,11 +316,11 @@ def test_ebpf_force_is_profiled_with_its_tracer_attached(built: Path, tmp_path: 
 
 
 def test_a_case_that_fits_several_names_them_and_the_fix() -> None:
-    from bakeoff import registry
-    from bakeoff.errors import UsageError
-    from bakeoff.model import Case
-    from bakeoff.plan import BenchmarkPlan
-    from bakeoff.profile import find_case
+    from bakeoff.core.errors import UsageError
+    from bakeoff.declare import registry
+    from bakeoff.declare.model import Case
+    from bakeoff.perf.record import find_case
+    from bakeoff.plan.cases import BenchmarkPlan
 
     bench = registry.discover()["mremap-vs-memcpy"]
     cases = [Case(bench.name, v, (("size", s),)) for v in ("memcpy", "mremap")

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bakeoff.model import Case
-from bakeoff.process import ProcessResult
-from bakeoff.progress import Estimate, RunProgress, earlier_seconds, fmt_duration, left_text
-from bakeoff.protocol import ProgramOutput
+from bakeoff.declare.model import Case
+from bakeoff.run.progress import Estimate, RunProgress, earlier_seconds, fmt_duration, left_text
+from bakeoff.run.protocol import ProgramOutput
+from bakeoff.run.trial_process import ProcessResult
 from conftest import FIXTURES, REPO
 
 FAST, SLOW = Case("a", "v", (("n", 1),)), Case("a", "v", (("n", 2),))

@@ -12,11 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_store import make_run
 
-from bakeoff import registry, store
-from bakeoff.errors import UsageError
-from bakeoff.model import Param
-from bakeoff.plan import parse_param_overrides
-from bakeoff.units import parse_bytes
+from bakeoff.core.errors import UsageError
+from bakeoff.core.units import parse_bytes
+from bakeoff.declare import registry
+from bakeoff.declare.model import Param
+from bakeoff.plan.cases import parse_param_overrides
+from bakeoff.store import results as store
 
 SCALES = {"": 1, "B": 1, "K": 1024, "KiB": 1024, "M": 1024**2, "MiB": 1024**2, "GiB": 1024**3}
 
@@ -212,8 +213,8 @@ def test_any_cut_of_results_json_is_refused_cleanly(data: st.DataObject) -> None
 def test_what_loads_can_be_reported_and_compared(data: st.DataObject) -> None:
     """`bakeoff report` and `compare` never crash on a directory the loader accepted: what
     the loader lets through, the analysis can take (else the loader must refuse it)."""
-    from bakeoff.analysis import analyze
-    from bakeoff.run_comparison import compare_runs
+    from bakeoff.analysis.across_runs import compare_runs
+    from bakeoff.analysis.within_run import analyze
 
     with tempfile.TemporaryDirectory() as d:
         Path(d, "results.json").write_text(json.dumps(_damaged_doc(data)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bakeoff.protocol import ProtocolError, parse_output
+from bakeoff.run.protocol import ProtocolError, parse_output
 
 GOOD = """\
 {"type":"meta","timer":"clock_gettime(CLOCK_MONOTONIC_RAW)","timer_overhead_ns":18.5}

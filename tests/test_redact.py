@@ -19,12 +19,13 @@ from typing import Any
 import pytest
 from test_report import make_run
 
-from bakeoff import cli, redact, store
-from bakeoff.analysis import analyze
-from bakeoff.errors import UsageError
+from bakeoff.analysis.across_hosts import analyze_hosts, to_json
+from bakeoff.analysis.within_run import analyze
+from bakeoff.cli import main as cli
+from bakeoff.core.errors import UsageError
 from bakeoff.fleet import record as fleet_record
-from bakeoff.hosts import analyze_hosts, to_json
-from bakeoff.report import write_reports
+from bakeoff.report import redact, write_reports
+from bakeoff.store import results as store
 from conftest import assert_usage_error, run_bakeoff
 
 HOME = "/home/alice-k"

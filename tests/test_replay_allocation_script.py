@@ -10,9 +10,10 @@ from types import ModuleType
 import pytest
 from test_report import XSS, make_run
 
-from bakeoff import registry, store
-from bakeoff.model import Case, RunRecord, Trial
-from bakeoff.plan import BenchmarkPlan
+from bakeoff.declare import registry
+from bakeoff.declare.model import Case, RunRecord, Trial
+from bakeoff.plan.cases import BenchmarkPlan
+from bakeoff.store import results as store
 from conftest import REPO, assert_usage_error, run_script
 
 ROOM = "mremap-vs-memcpy"

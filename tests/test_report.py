@@ -22,8 +22,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from bakeoff.analysis import Analysis, analyze
-from bakeoff.model import (
+from bakeoff.analysis.within_run import Analysis, analyze
+from bakeoff.declare.model import (
     Benchmark,
     Case,
     Metric,

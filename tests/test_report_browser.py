@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bakeoff import registry
+from bakeoff.declare import registry
 from browser import Browser
 from conftest import IN_CI
 

@@ -1,8 +1,8 @@
 """The room contract as the harness keeps it: rooms are packages (a spec imports its sibling
 modules), a session's yielded state reaches prepare_trial, TrialPlan.failed fails a trial
 with its reason and runs nothing; and the shared helpers rooms build on: the protocol's argv
-(bakeoff.protocol.trial_argv), its program side in Python (bakeoff.program) and processes
-(bakeoff.procs). Real runs of a fixture room (tests/fixtures/contract_rooms/prepared)."""
+(bakeoff.run.protocol.trial_argv), its program side in Python (bakeoff.room.program) and processes
+(bakeoff.core.pids). Real runs of a fixture room (tests/fixtures/contract_rooms/prepared)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from bakeoff import procs, program, registry
-from bakeoff.model import Case, Profile
-from bakeoff.protocol import parse_output, trial_argv
+from bakeoff.core import pids as procs
+from bakeoff.declare import registry
+from bakeoff.declare.model import Case, Profile
+from bakeoff.room import program
+from bakeoff.run.protocol import parse_output, trial_argv
 from conftest import FIXTURES, run_bakeoff, saved_results
 
 ROOMS = FIXTURES / "contract_rooms"

@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bakeoff import host, registry
-from bakeoff.model import Benchmark, Case, RunContext, RunRecord, RunSettings
-from bakeoff.plan import BenchmarkPlan, plan_benchmark
-from bakeoff.runner import RunOptions, measure, new_run
+from bakeoff.declare import registry
+from bakeoff.declare.model import Benchmark, Case, RunContext, RunRecord, RunSettings
+from bakeoff.machine import host
+from bakeoff.plan.cases import BenchmarkPlan, plan_benchmark
+from bakeoff.run.runner import RunOptions, measure, new_run
 from conftest import FIXTURES
 
 ROOMS, BUILD = FIXTURES / "rooms", FIXTURES / "build"

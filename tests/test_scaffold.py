@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from bakeoff import registry
-from bakeoff.model import Benchmark
+from bakeoff.declare import registry
+from bakeoff.declare.model import Benchmark
 from conftest import REPO, assert_usage_error, run_bakeoff, saved_results
 from test_conformance import (
     check_bad_arguments,

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from test_report_browser import _browse
 
-from bakeoff import stats, store
+from bakeoff.stats import estimates as stats
+from bakeoff.store import results as store
 from conftest import FIXTURES, REPO
 
 FIREHOSE_ENV = {"BAKEOFF_BENCHMARKS_DIR": str(FIXTURES / "rooms"),

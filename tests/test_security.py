@@ -30,8 +30,8 @@ from typing import Any
 import psutil
 import pytest
 
-from bakeoff import procs
-from bakeoff.model import Benchmark, Variant
+from bakeoff.core import pids as procs
+from bakeoff.declare.model import Benchmark, Variant
 from browser import Browser
 from conftest import FIXTURES, REPO, build_dir
 from room_cases import ROOMS
@@ -297,11 +297,11 @@ NOT_A_SHELL = {
         "holds a space, so nothing is split differently from the argv",
     # bakeoff cmd: a keyword named `shell` holding the path of the shell the user chose, not
     # subprocess's shell=True.
-    ("bakeoff/adhoc.py", "shell=True"): "Definition(shell=...), the chosen shell's path",
-    ("bakeoff/adhoc_cli.py", "shell=True"): "Definition(shell=...), the chosen shell's path",
+    ("bakeoff/cmd/definition.py", "shell=True"): "Definition(shell=...), the chosen shell's path",
+    ("bakeoff/cli/cmd.py", "shell=True"): "Definition(shell=...), the chosen shell's path",
     # compare --rerun: the shell path the two cmd runs recorded (their users' choice), run
     # like --resume runs a recorded definition; the commands are printed before they run.
-    ("bakeoff/rerun.py", "shell=True"): "Definition(shell=...), the recorded shell's path",
+    ("bakeoff/cmd/rerun.py", "shell=True"): "Definition(shell=...), the recorded shell's path",
     # bakeoff cmd runs the user's own command line, typed by them for this purpose, through a
     # shell only when they ask (--shell) or it has shell syntax, as hyperfine does; it is
     # never text from a results file or another user.
@@ -577,7 +577,7 @@ class Unprivileged:
         for python, path in ((venv_python, str(self.view)),
                              (system, f"{self.view}:{site}")):
             res = self.run([str(python), "-c", "import numpy, scipy, plotly, typer, rich; "
-                            "import bakeoff.cli"], pythonpath=path)
+                            "import bakeoff.cli.main"], pythonpath=path)
             if res.returncode == 0:
                 return str(python), path
             tried.append(f"{python}: {res.stderr.strip()[-300:]}")

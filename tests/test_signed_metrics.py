@@ -17,16 +17,17 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from bakeoff import drift, store
-from bakeoff.analysis import analyze
-from bakeoff.model import Benchmark, Case, Metric, Param, Profile, RunRecord, Trial, Variant
+from bakeoff.analysis.across_runs import compare_runs
+from bakeoff.analysis.within_run import analyze
+from bakeoff.declare.model import Benchmark, Case, Metric, Param, Profile, RunRecord, Trial, Variant
 from bakeoff.report.compare import render_comparison_markdown
 from bakeoff.report.format import fmt_number
 from bakeoff.report.html import render_html
 from bakeoff.report.markdown import md_escape, render_details, render_markdown
 from bakeoff.report.terminal import print_summary
-from bakeoff.run_comparison import compare_runs
-from bakeoff.stats import MIN_VALUES_FOR_TAIL_QUANTILES
+from bakeoff.stats import drift
+from bakeoff.stats.estimates import MIN_VALUES_FOR_TAIL_QUANTILES
+from bakeoff.store import results as store
 
 ERROR = "error_pct"
 TRIALS, VALUES = 8, 5  # 40 values per case: enough for p5/p95

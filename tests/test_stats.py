@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from bakeoff import stats
+from bakeoff.stats import estimates as stats
 
 
 def _draw(rng: np.random.Generator, median: float, trials: int, samples: int) -> list[np.ndarray]:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bakeoff import store
-from bakeoff.errors import UsageError
-from bakeoff.model import BenchmarkInfo, Case, RunRecord, Rusage, Skip, Trial
+from bakeoff.core.errors import UsageError
+from bakeoff.declare.model import BenchmarkInfo, Case, RunRecord, Rusage, Skip, Trial
+from bakeoff.store import results as store
 
 
 def make_run() -> RunRecord:

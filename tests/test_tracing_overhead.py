@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bakeoff import procs
+from bakeoff.core import pids as procs
 from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff
 
 # Its leftover checks look at the whole machine (tests/conftest.py: SUITE_LOCK).
@@ -169,8 +169,8 @@ def test_every_event_is_captured(quick_run: tuple[Path, list[str]]) -> None:
 
 @pytest.mark.slow
 def test_each_tracer_costs_something_at_0_us(quick_run: tuple[Path, list[str]]) -> None:
-    from bakeoff import store
-    from bakeoff.analysis import analyze
+    from bakeoff.analysis.within_run import analyze
+    from bakeoff.store import results as store
 
     (bench,) = analyze(store.load(quick_run[0])).benchmarks
     at_zero = {r.case.variant: r for r in bench.results

@@ -9,7 +9,7 @@ from types import ModuleType
 import pytest
 from test_report import make_run
 
-from bakeoff import store
+from bakeoff.store import results as store
 from conftest import REPO, assert_usage_error, run_script
 
 SPEC = '''PROFILES = {

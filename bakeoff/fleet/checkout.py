@@ -10,7 +10,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from bakeoff.errors import UsageError
+from bakeoff.core.errors import UsageError
 
 
 def _git(repo: Path, *args: str) -> str:

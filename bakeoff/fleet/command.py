@@ -10,11 +10,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from bakeoff import interrupts, registry
-from bakeoff.errors import UsageError
+from bakeoff.core.errors import UsageError
+from bakeoff.declare import registry
 from bakeoff.fleet import checkout, driver, record
 from bakeoff.fleet.progress import Lines, LiveTable, Progress
-from bakeoff.plan import check_request
+from bakeoff.plan.cases import check_request
+from bakeoff.run import interrupts
 
 
 @dataclass

@@ -24,8 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bakeoff import registry
-from bakeoff.errors import UsageError
+from bakeoff.core.errors import UsageError
+from bakeoff.declare import registry
 from bakeoff.fleet import checkout, wheelhouse
 from bakeoff.fleet.progress import Progress
 from bakeoff.fleet.record import (

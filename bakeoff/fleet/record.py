@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bakeoff.errors import UsageError
-from bakeoff.store import write_atomic
+from bakeoff.core.errors import UsageError
+from bakeoff.store.results import write_atomic
 
 FLEET_JSON = "fleet.json"
 HOSTS_DIR = "hosts"

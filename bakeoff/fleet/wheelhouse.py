@@ -19,7 +19,7 @@ import tarfile
 import tomllib
 from pathlib import Path
 
-from bakeoff.errors import UsageError
+from bakeoff.core.errors import UsageError
 
 
 def requirements(pyproject: Path) -> list[str]:

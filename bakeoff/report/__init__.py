@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bakeoff import interrupts, profile_store
-from bakeoff.analysis import Analysis
-from bakeoff.errors import UsageError
-from bakeoff.model import RunRecord
+from bakeoff.analysis.within_run import Analysis
+from bakeoff.core.errors import UsageError
+from bakeoff.declare.model import RunRecord
+from bakeoff.perf import store as profile_store
 from bakeoff.report.html import render_html
 from bakeoff.report.markdown import render_details, render_markdown
-from bakeoff.store import write_atomic
+from bakeoff.run import interrupts
+from bakeoff.store.results import write_atomic
 
 __all__ = ["render_details", "render_html", "render_markdown", "write_reports"]
 

@@ -26,10 +26,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bakeoff import stats
-from bakeoff.analysis import MIN_TRIALS_FOR_VERDICT, BenchmarkAnalysis, CaseResult, SweepFit
-from bakeoff.model import LARGEST, SMALLEST, Case, ParamValue
-from bakeoff.question_pairs import PairComparison
+from bakeoff.analysis.question_pairs import PairComparison
+from bakeoff.analysis.within_run import MIN_TRIALS_FOR_VERDICT, BenchmarkAnalysis, CaseResult, SweepFit
+from bakeoff.declare.model import LARGEST, SMALLEST, Case, ParamValue
 from bakeoff.report.counted import counter_words, why_sentence
 from bakeoff.report.format import (
     fmt_number,
@@ -42,6 +41,7 @@ from bakeoff.report.format import (
 )
 from bakeoff.report.grid import Params, grid, trials_of
 from bakeoff.report.words import FACTOR_FROM, change_phrase, lower_is_better
+from bakeoff.stats import estimates as stats
 
 MAX_NAMED = 3  # variants a ratio answer names at one point; the table has the rest
 

@@ -21,8 +21,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
-from bakeoff.analysis import BenchmarkAnalysis, CaseResult
-from bakeoff.model import Case, ParamValue, RunRecord
+from bakeoff.analysis.within_run import BenchmarkAnalysis, CaseResult
+from bakeoff.declare.model import Case, ParamValue, RunRecord
 from bakeoff.report.format import (
     case_params_label,
     fmt_count,

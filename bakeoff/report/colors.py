@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from bakeoff.model import BenchmarkInfo
+from bakeoff.declare.model import BenchmarkInfo
 
 BASELINE_COLOR = "#7f8c8d"
 # Colours end up in inline CSS and plotly JSON; accept only plain hex so that a colour string

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bakeoff.analysis import BenchmarkAnalysis, CaseResult
+from bakeoff.analysis.within_run import BenchmarkAnalysis, CaseResult
 from bakeoff.report.format import MISSING, fmt_range, fmt_ratio, fmt_value, params_label
 from bakeoff.report.grid import Grid, Params, Point, grid, trials_of
 from bakeoff.report.words import better_phrase

@@ -14,14 +14,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from bakeoff import stats
-from bakeoff.analysis import BenchmarkAnalysis, analyze
-from bakeoff.model import BenchmarkInfo, RunRecord
+from bakeoff.analysis.across_runs import CANT_TELL, CaseChange, RunComparison
+from bakeoff.analysis.within_run import BenchmarkAnalysis, analyze
+from bakeoff.declare.model import BenchmarkInfo, RunRecord
 from bakeoff.report.answers import Answer, answers, figures_agree
 from bakeoff.report.facts import machine
 from bakeoff.report.format import case_params_label, fmt_p, fmt_range, fmt_ratio, fmt_value
 from bakeoff.report.markdown import md_escape
-from bakeoff.run_comparison import CANT_TELL, CaseChange, RunComparison
+from bakeoff.stats import estimates as stats
 
 _STYLE = {"faster": "bold green", "slower": "bold red", "same": "dim", "equivalent": "cyan",
           CANT_TELL: "yellow"}

@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from bakeoff.analysis import BenchmarkAnalysis, CaseResult
+from bakeoff.analysis.within_run import BenchmarkAnalysis, CaseResult
 from bakeoff.report.format import MISSING, case_params_label, fmt_number, fmt_range, fmt_value, is_time_unit
 from bakeoff.report.tables import measured_results
-from bakeoff.stats import Summary
+from bakeoff.stats.estimates import Summary
 
 # counters.h's own events in words; a tracepoint ("tlb.tlb_flush") reads as its events.
 _EVENT_WORDS = {

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bakeoff.model import RunRecord
+from bakeoff.declare.model import RunRecord
 
 # host.py is written in parallel; accept the names it is likely to use, first match wins.
 _HOSTNAME_KEYS = ("hostname", "host", "nodename", "node")

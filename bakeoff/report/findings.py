@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from bakeoff.analysis import (
+from bakeoff.analysis.within_run import (
     MIN_TRIALS_FOR_VERDICT,
     Analysis,
     BenchmarkAnalysis,
@@ -34,7 +34,7 @@ from bakeoff.analysis import (
     SweepCrossover,
     SweepFit,
 )
-from bakeoff.model import ParamValue
+from bakeoff.declare.model import ParamValue
 from bakeoff.report.answers import answers, unanswered
 from bakeoff.report.counted import why_sentence
 from bakeoff.report.format import (
@@ -47,7 +47,7 @@ from bakeoff.report.format import (
 )
 from bakeoff.report.grid import Grid, Params, Point, grid, point_label, trials_of
 from bakeoff.report.words import change_phrase, lower_is_better, shown_metric
-from bakeoff.stats import NO_DIFFERENCE, Ratio
+from bakeoff.stats.estimates import NO_DIFFERENCE, Ratio
 
 FindingKind = Literal["answer", "unanswered", "winner", "ranking", "why", "crossover", "fit",
                       "skipped", "failed", "no-data"]

@@ -11,7 +11,7 @@ import math
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bakeoff.analysis import BenchmarkAnalysis, CaseResult, SweepCrossover
+from bakeoff.analysis.within_run import BenchmarkAnalysis, CaseResult, SweepCrossover
 from bakeoff.report.charts import FONT, Chart, _t, new_figure
 from bakeoff.report.colors import with_alpha
 from bakeoff.report.format import fmt_ratio, fmt_value, scale_for, spans_decades

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from bakeoff.model import BenchmarkInfo, Case, ParamValue
+from bakeoff.declare.model import BenchmarkInfo, Case, ParamValue
 
 # Smallest unit first; the factor converts to the first unit of the ladder.
 _TIME_LADDER: tuple[tuple[str, float], ...] = (("ns", 1.0), ("µs", 1e3), ("ms", 1e6), ("s", 1e9))

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from bakeoff.analysis import BenchmarkAnalysis, CaseResult
-from bakeoff.model import ParamValue
+from bakeoff.analysis.within_run import BenchmarkAnalysis, CaseResult
+from bakeoff.declare.model import ParamValue
 from bakeoff.report.format import params_label
 from bakeoff.report.tables import case_sort_key, measured_results
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import plotly.offline
 
-from bakeoff.analysis import Analysis, BenchmarkAnalysis
-from bakeoff.model import RunRecord
-from bakeoff.profile_store import LoadedPair
+from bakeoff.analysis.within_run import Analysis, BenchmarkAnalysis
+from bakeoff.declare.model import RunRecord
+from bakeoff.perf.store import LoadedPair
 from bakeoff.report.charts import Chart, benchmark_charts, figure_json
 from bakeoff.report.colors import variant_colors
 from bakeoff.report.compact import CompactTable, compact_table

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from bakeoff.analysis import Analysis, BenchmarkAnalysis
-from bakeoff.model import RunRecord
+from bakeoff.analysis.within_run import Analysis, BenchmarkAnalysis
+from bakeoff.declare.model import RunRecord
 from bakeoff.report.compact import GLYPHS, CompactTable, compact_table
 from bakeoff.report.counted import (
     counter_words,
@@ -37,7 +37,7 @@ from bakeoff.report.words import (
     fit_sentence,
     verdict_rule,
 )
-from bakeoff.stats import interval_note
+from bakeoff.stats.estimates import interval_note
 
 _PUNCT = re.compile(r"([\\`*\[\]|<>~])")
 # '_' emphasises only at a word edge in GFM; escaping it inside 'lookup_batch' would make

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from bakeoff.analysis import AnswerPrecision, BenchmarkAnalysis
+from bakeoff.analysis.within_run import AnswerPrecision, BenchmarkAnalysis
 from bakeoff.report.format import case_params_label, fmt_number, fmt_ratio, fmt_value
 
 HEADERS = ("question", "case", "against", "figure (95% CI)", "± half-width", "target",

@@ -11,9 +11,9 @@ import html
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from bakeoff import flamegraph
-from bakeoff.model import BenchmarkInfo, Case
-from bakeoff.profile_store import CaseProfile, LoadedPair, timed_share_note
+from bakeoff.declare.model import BenchmarkInfo, Case
+from bakeoff.perf import flamegraph
+from bakeoff.perf.store import CaseProfile, LoadedPair, timed_share_note
 from bakeoff.report.format import case_params_label
 
 # (figure as a plotly dict, a name for its PNG download) → the div that draws it

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bakeoff.analysis import BenchmarkAnalysis, CaseResult
-from bakeoff.model import Case, ParamValue, RunRecord, Trial
+from bakeoff.analysis.within_run import BenchmarkAnalysis, CaseResult
+from bakeoff.declare.model import Case, ParamValue, RunRecord, Trial
 from bakeoff.report.format import (
     MISSING,
     case_params_label,
@@ -23,7 +23,7 @@ from bakeoff.report.format import (
     params_label,
 )
 from bakeoff.report.words import Verdict, lower_is_better, speedup, verdict
-from bakeoff.stats import MIN_VALUES_FOR_TAIL_QUANTILES, Summary
+from bakeoff.stats.estimates import MIN_VALUES_FOR_TAIL_QUANTILES, Summary
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from bakeoff.analysis import Analysis, BenchmarkAnalysis
-from bakeoff.model import RunRecord
+from bakeoff.analysis.within_run import Analysis, BenchmarkAnalysis
+from bakeoff.declare.model import RunRecord
 from bakeoff.report.findings import Finding, all_findings, tentative_count
 from bakeoff.report.tables import CaseRow, case_rows, failed_trials
 from bakeoff.report.words import better_phrase

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from bakeoff.analysis import BenchmarkAnalysis, CaseResult, SweepCrossover, SweepFit
+from bakeoff.analysis.within_run import BenchmarkAnalysis, CaseResult, SweepCrossover, SweepFit
 from bakeoff.report.format import (
     fmt_number,
     fmt_range,
@@ -15,7 +15,7 @@ from bakeoff.report.format import (
     params_label,
     swept_label,
 )
-from bakeoff.stats import Ratio, interval_note
+from bakeoff.stats.estimates import Ratio, interval_note
 
 FACTOR_FROM = 1.5  # further from 1 than this (either way), a ratio reads as a factor
 

@@ -17,9 +17,9 @@ from types import FrameType
 
 import psutil
 
-from bakeoff import procs
-from bakeoff.errors import Interrupted
-from bakeoff.model import RunContext, format_bytes
+from bakeoff.core import pids as procs
+from bakeoff.core.errors import Interrupted
+from bakeoff.declare.model import RunContext, format_bytes
 
 from .memory import bytes_needed, fill_reps
 

@@ -15,7 +15,7 @@ import contextlib
 import math
 from collections.abc import Iterator
 
-from bakeoff.model import (
+from bakeoff.declare.model import (
     LARGEST,
     Benchmark,
     Case,
@@ -29,7 +29,7 @@ from bakeoff.model import (
     Variant,
     format_bytes,
 )
-from bakeoff.protocol import trial_argv
+from bakeoff.run.protocol import trial_argv
 
 from .loaders import Loaders
 from .memory import bytes_needed, map_bytes
@@ -222,6 +222,6 @@ BENCHMARK = Benchmark(
     # bakeoff run during a loader's fill and during C and Go dumps (bpftool prog/map/link,
     # ps): loaders die with the harness and readers with their launcher (PR_SET_PDEATHSIG),
     # and no map or iterator program is ever pinned, so each goes with its last fd. The
-    # loaders' stderr files are in the run's scratch directory, which bakeoff.cleanup sweeps.
+    # loaders' stderr files are in the run's scratch directory, which bakeoff.run.cleanup sweeps.
     prepare_trial=_prepare_trial,
 )

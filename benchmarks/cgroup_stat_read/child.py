@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from bakeoff.errors import UsageError
+from bakeoff.core.errors import UsageError
 
 from .controller import memory_controller
 

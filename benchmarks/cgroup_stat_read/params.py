@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bakeoff.model import Param, ParamValue
+from bakeoff.declare.model import Param, ParamValue
 
 from .controller import ALL_FIELDS, memory_controller, mount_of
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from bakeoff.model import (
+from bakeoff.declare.model import (
     LARGEST,
     Benchmark,
     Case,
@@ -22,7 +22,7 @@ from bakeoff.model import (
     TrialPlan,
     Variant,
 )
-from bakeoff.protocol import trial_argv
+from bakeoff.run.protocol import trial_argv
 
 from .cases import skip_case
 from .child import CHARGE_MIB, ChargerFailed, ChildCgroup

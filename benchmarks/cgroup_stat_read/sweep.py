@@ -6,7 +6,7 @@ import contextlib
 import re
 import subprocess
 
-from bakeoff import procs
+from bakeoff.core import pids as procs
 
 from .child import move_out, rmdir_when_empty
 from .controller import memory_controller, mounts

@@ -1,5 +1,5 @@
 /*
- * cmd_exec.c - bakeoff-cmd-exec: the trial program of `bakeoff cmd` (bakeoff/adhoc.py).
+ * cmd_exec.c - bakeoff-cmd-exec: the trial program of `bakeoff cmd` (bakeoff/cmd/definition.py).
  *
  *     bakeoff-cmd-exec [--samples K] [--warmup W] [--shell SH] [--setup CMD] [--prepare CMD]
  *                      [--cleanup CMD] [--ignore-failure] [--check-output] -- ARGV...

@@ -33,7 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* As bakeoff/process.py STOP_GRACE_S: how long a stopped trial has to clean up. */
+/* As bakeoff/run/trial_process.py STOP_GRACE_S: how long a stopped trial has to clean up. */
 #define STOP_GRACE_S 10
 
 static volatile sig_atomic_t harness_gone;

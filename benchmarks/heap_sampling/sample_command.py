@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bakeoff.errors import UsageError
-from bakeoff.model import ParamValue, format_bytes, parse_bytes
+from bakeoff.core.errors import UsageError
+from bakeoff.declare.model import ParamValue, format_bytes, parse_bytes
 
 KIB = 1024
 SEED_MEAN = 4 * KIB  # the seed's default SAMPLER_POISSON_MEAN_BYTES
@@ -88,7 +88,7 @@ def _parse_sample_args(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
 
 
 def _sampler_path() -> Path:
-    from bakeoff import registry  # the one harness function a room may use: where builds go
+    from bakeoff.declare import registry  # the one harness function a room may use: where builds go
 
     path = registry.build_dir() / SAMPLER_SO
     if not path.is_file():

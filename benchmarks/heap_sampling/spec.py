@@ -9,8 +9,8 @@ program under the sampler and prints what it saw. METHOD.md says what is timed a
 
 from __future__ import annotations
 
-from bakeoff.cleanup import sweep_scratch
-from bakeoff.model import Benchmark, Metric, Param, ParamValue, Profile, Question, Variant
+from bakeoff.declare.model import Benchmark, Metric, Param, ParamValue, Profile, Question, Variant
+from bakeoff.run.cleanup import sweep_scratch
 
 from .sample_command import KIB, SEED_MEAN, sample_command, sane_mean
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from bakeoff.model import (
+from bakeoff.declare.model import (
     Benchmark,
     Case,
     LegacyCsv,
@@ -93,7 +93,7 @@ BENCHMARK = Benchmark(
         # 256-512 KiB on this VM). In the run that chose the sizes (2026-11-25, this 2-vCPU VM)
         # each size left out had the verdicts of its neighbours and no ratio crossed a level
         # there. Sequential allocation: 5 trials a case, up to 8 while a ratio's CI is near
-        # 1 ± the threshold (bakeoff/allocation.py); the cases the questions read (one move
+        # 1 ± the threshold (bakeoff/run/allocation.py); the cases the questions read (one move
         # against the hot copy at 16 and 128 MiB, and the sizes on either side of where the
         # move starts winning) up to 12, until the answer's CI half-width is within 5%
         # (Profile.answer_trials); no more, as a 128 MiB trial takes seconds and, where the
@@ -144,5 +144,5 @@ BENCHMARK = Benchmark(
     check_case=_fits_in_memory,
     # No session and no sweep: a trial makes nothing outside its own process (its mappings
     # go with it); a killed run leaves only the harness's scratch directory, which
-    # bakeoff.cleanup sweeps.
+    # bakeoff.run.cleanup sweeps.
 )

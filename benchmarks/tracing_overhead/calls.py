@@ -4,8 +4,8 @@ and the seed's scenario table (`bakeoff tracing-scenarios`)."""
 
 from __future__ import annotations
 
-from bakeoff.errors import UsageError
-from bakeoff.model import Case, ParamValue, RunContext
+from bakeoff.core.errors import UsageError
+from bakeoff.declare.model import Case, ParamValue, RunContext
 
 # The seed's six scenarios: function duration (µs) -> calls the app makes. Its counts keep
 # every scenario at a few seconds of work and the 0 µs one at 200k events.

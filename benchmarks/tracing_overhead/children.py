@@ -1,5 +1,5 @@
 """The trial's own children (the app's launcher, a tracer, a control command): started,
-read, reaped with their rusage, stopped. Not bakeoff.procs's stop_child: a tracer's CPU time
+read, reaped with their rusage, stopped. Not bakeoff.core.pids's stop_child: a tracer's CPU time
 and peak RSS are measurements, so every child is reaped with wait4, never by Popen.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bakeoff.program import Failure
+from bakeoff.room.program import Failure
 
 COMMAND_TIMEOUT_S = 60.0
 

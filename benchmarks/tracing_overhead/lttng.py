@@ -25,8 +25,8 @@ from pathlib import Path
 
 import psutil
 
-from bakeoff import procs
-from bakeoff.cleanup import RUN_PID_ENV
+from bakeoff.core import pids as procs
+from bakeoff.run.cleanup import RUN_PID_ENV
 
 MI_NS = {"mi": "https://lttng.org/xml/ns/lttng-mi"}
 SESSIOND = "lttng-sessiond"

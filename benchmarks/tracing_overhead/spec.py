@@ -15,7 +15,7 @@ import os
 import shutil
 from collections.abc import Iterator
 
-from bakeoff.model import (
+from bakeoff.declare.model import (
     Benchmark,
     Case,
     Fit,
@@ -27,7 +27,7 @@ from bakeoff.model import (
     TrialPlan,
     Variant,
 )
-from bakeoff.protocol import trial_argv
+from bakeoff.run.protocol import trial_argv
 
 from . import lttng
 from .calls import SEED_CALLS, calls_for, check_calls, check_duration, not_for_ever, scenarios_command

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psutil
 
-from bakeoff import procs
+from bakeoff.core import pids as procs
 
 from . import lttng
 
@@ -58,7 +58,7 @@ def _sweep_uprobe_events() -> list[str]:
 
 def _sweep_tracers() -> list[str]:
     """bpftrace or bakeoff_tracer processes still attached to a dead trial's library (a
-    trial run by hand and killed: under bakeoff run, bakeoff.cleanup stops them)."""
+    trial run by hand and killed: under bakeoff run, bakeoff.run.cleanup stops them)."""
     lines = []
     for proc in psutil.process_iter(["name", "cmdline"]):
         if proc.info["name"] not in TRACER_COMMS or not procs.alive(proc.pid):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bakeoff.program import EXIT_UNMET, Failure
+from bakeoff.room.program import EXIT_UNMET, Failure
 
 from . import lttng
 from .children import (

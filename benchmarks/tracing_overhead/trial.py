@@ -24,7 +24,7 @@ session, removes its temp directory, and exits 128 + signal.
 
 Python only orchestrates: the timed loop is C (traced_app), and the app is never run by
 Python directly but through timed_exec, the same way in every variant. It speaks the
-protocol through bakeoff.program, as a C program does through bench.h. It runs on the
+protocol through bakeoff.room.program, as a C program does through bench.h. It runs on the
 system's python3 (any user can), with python3-psutil to read the LTTng daemons.
 """
 
@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bakeoff import program
-from bakeoff.program import Failure
+from bakeoff.room import program
+from bakeoff.room.program import Failure
 
 from .children import Reaped, drain, last_line, read_json_lines, read_line, reap, terminate
 from .tracers import (
@@ -103,7 +103,7 @@ class Args:
 
 
 def parse_args(argv: Sequence[str]) -> Args:
-    """The protocol's arguments (bakeoff.program), then this program's own rules; anything
+    """The protocol's arguments (bakeoff.room.program), then this program's own rules; anything
     wrong is one line naming the fix, exit 2."""
     args = program.parse_args(SPEC, argv)
     duration, calls = args.whole("duration_us"), args.whole("calls")

@@ -1,0 +1,1 @@
+"""Records to statistics: within a run, across runs, across hosts."""

@@ -1,0 +1,229 @@
+"""Runs side by side (before and after a kernel patch): per case, did it get slower?
+
+Cases match by benchmark, variant and params. The ratio is new median / old median. Runs
+drift (bakeoff/stats/drift.py): the whole machine can be slower during one run, so a run's own CI
+does not bound a change between runs. The CI of a change therefore rests on one of:
+
+- "runs": two or more runs a side; each run is one observation (its log median), and a
+  pooled t interval over the runs gives the CI;
+- "spread": one run a side, widened by the run-to-run spread `bakeoff selftest` measured on
+  this host (the runs' host);
+- "one run": one run a side and no spread for their host: the within-run CI is shown, but
+  the verdict is "can't tell": such a change cannot be told from drift.
+
+Verdicts use the CI's p, Holm-corrected across every matched case that has one, and the CI
+against the practical threshold, as within a run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+import numpy as np
+
+from bakeoff.declare.model import BenchmarkInfo, Case, RunRecord
+from bakeoff.stats import drift
+from bakeoff.stats import estimates as stats
+
+CANT_TELL: Final = "can't tell"
+ChangeVerdict = Literal["faster", "slower", "same", "equivalent", "can't tell"]
+Basis = Literal["runs", "spread", "one run", "interleaved"]
+
+
+@dataclass
+class CaseChange:
+    case: Case
+    info: BenchmarkInfo
+    metric: str
+    unit: str
+    old: stats.Summary  # every old run's trials pooled
+    new: stats.Summary
+    ratio: stats.Ratio  # new / old, its CI on the basis below
+    p_holm: float
+    verdict: ChangeVerdict  # of new against old
+    lower_is_better: bool
+    signed: bool = False  # old and new are summaries of |value|
+    basis: Basis = "one run"
+
+    @property
+    def tellable(self) -> bool:
+        return self.basis != "one run"
+
+    def regressed_beyond(self, fraction: float) -> bool:
+        """The whole CI lies beyond `fraction` worse: a regression beyond doubt and size.
+        Never for a change that cannot be told from drift."""
+        if not self.tellable:
+            return False
+        if self.lower_is_better:
+            return self.ratio.ci_low > 1 + fraction
+        return self.ratio.ci_high < 1 - fraction
+
+    def looks_beyond(self, fraction: float) -> bool:
+        """The within-run CI (basis "one run") lies beyond `fraction` worse: what a gate
+        would have failed on had the runs not drifted."""
+        if self.lower_is_better:
+            return self.ratio.ci_low > 1 + fraction
+        return self.ratio.ci_high < 1 - fraction
+
+
+@dataclass
+class RunComparison:
+    old: RunRecord  # the first of each side (their headers)
+    new: RunRecord
+    changes: list[CaseChange]
+    only_old: list[Case]
+    only_new: list[Case]
+    # Measured in both, but no ratio new / old means anything: the old median's CI holds 0,
+    # or the two medians have opposite signs (a difference metric near zero, an A/A
+    # control). The report names them instead of ranking them.
+    no_ratio: list[Case] = field(default_factory=list)
+    olds: list[RunRecord] = field(default_factory=list)
+    news: list[RunRecord] = field(default_factory=list)
+    spread: drift.RunSpread | None = None  # the host's, when it was used
+
+    def basis_sentence(self) -> str:
+        """How the CIs of this comparison allow for drift, in one sentence."""
+        bases = {c.basis for c in self.changes}
+        parts = []
+        if "runs" in bases:
+            parts.append(f"{len(self.olds)} old and {len(self.news)} new runs, each run one "
+                         "observation (a t interval over the runs' log medians)")
+        if "spread" in bases and self.spread is not None:
+            parts.append(f"one run a side, widened by this host's run-to-run spread "
+                         f"(±{self.spread.sigma * 100:.1f}% a run, from {self.spread.pairs} "
+                         f"run pairs, bakeoff selftest {self.spread.measured_at[:10]})")
+        if "interleaved" in bases:
+            parts.append("old and new measured again in one run, interleaved (--rerun): the "
+                         "machine's drift hit both alike, so the run's own CI holds")
+        if "one run" in bases:
+            parts.append("one run a side and no run-to-run spread measured on their host: a "
+                         "change cannot be told from drift (\"can't tell\"); for a verdict "
+                         "run `bakeoff selftest` on this host, or give two or more runs a side "
+                         "(--old DIR / --new DIR), or measure old and new in one run")
+        return "CIs: " + "; ".join(parts) + "."
+
+
+def _samples_by_case(run: RunRecord, metric_of: dict[str, str],
+                     signed: set[str]) -> dict[Case, list[list[float]]]:
+    """Per case, the samples compared: |value| for a signed metric (closer to zero is better;
+    `signed`: the benchmarks whose compared metric is, as the new run declares it)."""
+    out: dict[Case, list[list[float]]] = defaultdict(list)
+    for t in run.trials:
+        metric = metric_of.get(t.case.benchmark)
+        if t.ok and metric and t.samples.get(metric):
+            out[t.case].append([abs(v) for v in t.samples[metric]]
+                               if t.case.benchmark in signed else t.samples[metric])
+    return out
+
+
+def _rounds_by_case(run: RunRecord, metric_of: dict[str, str]) -> dict[Case, list[int]]:
+    """Per case, the round of each trial _samples_by_case keeps, in the same order."""
+    out: dict[Case, list[int]] = defaultdict(list)
+    for t in run.trials:
+        metric = metric_of.get(t.case.benchmark)
+        if t.ok and metric and t.samples.get(metric):
+            out[t.case].append(t.round)
+    return out
+
+
+def _ratio_means_something(old: stats.Summary, new: stats.Summary) -> bool:
+    """new / old is a change only when old is told apart from 0 (its CI excludes it) and new
+    lies on the same side: -0.7 ns then 0.3 ns is noise around zero, not a "-147%"."""
+    return (old.ci_low > 0 or old.ci_high < 0) and new.median * old.median >= 0
+
+
+def _log_median(trials: list[list[float]]) -> float | None:
+    m = float(np.median(np.concatenate([np.asarray(t, dtype=float) for t in trials])))
+    return math.log(m) if m > 0 else None
+
+
+def _across_runs(per_run_old: list[list[list[float]]], per_run_new: list[list[list[float]]],
+                 pooled_old: list[list[float]], pooled_new: list[list[float]],
+                 spread: drift.RunSpread | None, rng: np.random.Generator,
+                 rounds: tuple[list[int], list[int]] | None = None) -> tuple[stats.Ratio, Basis]:
+    """The ratio new / old and its CI on the strongest basis the runs allow. rounds (old's,
+    new's): the two sides are one interleaved run's, and their trials' rounds pair them."""
+    if rounds is not None:
+        # The report's own CI of that run: paired by round, so the drift a round shares
+        # cancels (unpaired, it would count against the ratio, as it does between runs).
+        return stats.ratio_ci(pooled_new, pooled_old, baseline_rounds=rounds[0],
+                              variant_rounds=rounds[1]), "interleaved"
+    within = stats.ratio_of_medians(pooled_new, pooled_old, rng)
+    if len(per_run_old) >= 2 and len(per_run_new) >= 2:
+        logs_o = [_log_median(t) for t in per_run_old]
+        logs_n = [_log_median(t) for t in per_run_new]
+        if all(x is not None for x in logs_o + logs_n):
+            r, lo, hi, p = drift.runs_as_unit([x for x in logs_o if x is not None],
+                                              [x for x in logs_n if x is not None])
+            return stats.Ratio(r, lo, hi, within.p_value, p_ci=p), "runs"
+    if spread is not None and within.ratio > 0:
+        lo, hi, p = drift.widened(within.ratio, drift.log_se_of_ci(within.ci_low,
+                                                                    within.ci_high), spread)
+        return stats.Ratio(within.ratio, lo, hi, within.p_value, p_ci=p), "spread"
+    return within, "one run"
+
+
+def compare_runs(old: RunRecord | Sequence[RunRecord], new: RunRecord | Sequence[RunRecord],
+                 threshold: float, spread: drift.RunSpread | None = None,
+                 interleaved: bool = False) -> RunComparison:
+    """Compare the primary metric of every case measured on both sides. `spread` (this
+    host's run-to-run spread) is used for cases with one run a side, when every run is of
+    the host it was measured on. `interleaved`: old and new are the two sides of one run
+    (bakeoff/cmd/rerun.py), whose own CI holds."""
+    olds = [old] if isinstance(old, RunRecord) else list(old)
+    news = [new] if isinstance(new, RunRecord) else list(new)
+    first_old, first_new = olds[0], news[0]
+    rng = np.random.default_rng(first_new.seed)
+    metric_of = {name: info.primary_metric for name, info in first_new.benchmarks.items()
+                 if all(name in r.benchmarks for r in olds)}
+    signed = {name for name, metric in metric_of.items()
+              if first_new.benchmarks[name].is_signed(metric)}
+    runs_old = [_samples_by_case(r, metric_of, signed) for r in olds]
+    runs_new = [_samples_by_case(r, metric_of, signed) for r in news]
+    rounds_old = _rounds_by_case(first_old, metric_of) if interleaved else {}
+    rounds_new = _rounds_by_case(first_new, metric_of) if interleaved else {}
+    old_samples = {c: [t for r in runs_old for t in r.get(c, [])]
+                   for c in dict.fromkeys(c for r in runs_old for c in r)}
+    new_samples = {c: [t for r in runs_new for t in r.get(c, [])]
+                   for c in dict.fromkeys(c for r in runs_new for c in r)}
+    if spread is not None and not all(spread.applies_to(r.host) for r in [*olds, *news]):
+        spread = None  # measured on another host: says nothing of these runs' drift
+    matched = [c for c in new_samples if c in old_samples]
+    pending = []
+    no_ratio = []
+    for case in sorted(matched, key=lambda c: c.key):
+        info = first_new.benchmarks[case.benchmark]
+        metric = metric_of[case.benchmark]
+        o, n = old_samples[case], new_samples[case]
+        s_old, s_new = stats.summarize(o, rng), stats.summarize(n, rng)
+        if not _ratio_means_something(s_old, s_new):
+            no_ratio.append(case)
+            continue
+        ratio, basis = _across_runs([r[case] for r in runs_old if case in r],
+                                    [r[case] for r in runs_new if case in r], o, n, spread, rng,
+                                    (rounds_old[case], rounds_new[case]) if interleaved else None)
+        pending.append((case, info, metric, s_old, s_new, ratio, basis))
+    tellable = [p for p in pending if p[-1] != "one run"]
+    adjusted = dict(zip((p[0] for p in tellable),
+                        stats.holm([p[5].p_ci for p in tellable]), strict=True))
+    changes = []
+    for case, info, metric, s_old, s_new, ratio, basis in pending:
+        lower = bool(info.metric(metric)["lower_is_better"])
+        p_holm = adjusted.get(case, math.nan)
+        verdict: ChangeVerdict = (stats.verdict(ratio, p_holm, lower, threshold)
+                                  if basis != "one run" else CANT_TELL)
+        changes.append(CaseChange(
+            case=case, info=info, metric=metric, unit=str(info.metric(metric)["unit"]),
+            old=s_old, new=s_new, ratio=ratio, p_holm=p_holm, verdict=verdict,
+            lower_is_better=lower, signed=info.is_signed(metric), basis=basis))
+    return RunComparison(
+        old=first_old, new=first_new, changes=changes,
+        only_old=sorted((c for c in old_samples if c not in new_samples), key=lambda c: c.key),
+        only_new=sorted((c for c in new_samples if c not in old_samples), key=lambda c: c.key),
+        no_ratio=no_ratio, olds=olds, news=news,
+        spread=spread if any(c.basis == "spread" for c in changes) else None,
+    )

@@ -1,0 +1,1 @@
+"""The commands: parse the user's words and hand them to the layers below."""

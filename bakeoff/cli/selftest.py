@@ -1,0 +1,74 @@
+"""`bakeoff selftest`: the A/A experiment of bakeoff/selftest/aa_runs.py on this host, its figures
+printed, the run-to-run spread it measured recorded for `bakeoff compare`."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated
+
+import typer
+
+from bakeoff.core.errors import UsageError
+from bakeoff.run import cleanup
+
+
+def cmd_selftest(
+    runs: Annotated[int, typer.Option(
+        help="Back-to-back A/A runs (at least 3; more pairs, a firmer spread).")] = 6,
+    trials: Annotated[int, typer.Option(help="Trials per command and size in each run.")] = 5,
+    runs_per_trial: Annotated[int, typer.Option(
+        "--executions", help="Executions of the command per trial.")] = 5,
+    sizes: Annotated[str, typer.Option(
+        help="Work sizes (awk loop counts), comma-separated.")] = "300000,1200000",
+    threshold: Annotated[float, typer.Option(
+        help="Smallest difference a verdict calls faster/slower, in %.")] = 2.0,
+    seed: Annotated[int, typer.Option(help="Seed of the first run (then +1 per run).")] = 1,
+    record: Annotated[bool, typer.Option(
+        help="Record the run-to-run spread for `bakeoff compare` (in the user's state "
+             "directory).")] = True,
+) -> None:
+    """Measure this host's false-alarm rate: back-to-back runs of identical commands; prints
+    interval coverage and false alarms within and across runs, records the run-to-run spread
+    (about 2 minutes at the defaults on a 2-CPU VM at load 4, longer under more load;
+    --runs 12 for a firmer spread)."""
+    from bakeoff.cli import main as base
+    from bakeoff.selftest import aa_runs as selftest
+    from bakeoff.stats import drift
+
+    if runs < 3:
+        raise UsageError("--runs must be at least 3 (two run pairs), e.g. --runs 6")
+    if trials < 2 or runs_per_trial < 1:
+        raise UsageError("--trials must be at least 2 and --executions at least 1, e.g. "
+                         "--trials 5 --executions 5")
+    if not 0 <= threshold < 100:
+        raise UsageError("--threshold is a percentage from 0 to 100, e.g. --threshold 2")
+    try:
+        work = [int(s) for s in sizes.split(",")]
+    except ValueError:
+        work = []
+    if not work or any(s < 1 for s in work):
+        raise UsageError(f"--sizes {sizes!r}: give loop counts of 1 or more, e.g. "
+                         "--sizes 300000,1200000")
+    base.check_seed(seed)
+    cleanup.mark_run()
+
+    def say(text: str) -> None:
+        base.err_console.print(text, highlight=False)
+
+    figs, spread = selftest.measure(runs, trials, runs_per_trial, work, seed, threshold / 100,
+                                    say)
+    out = base.out_console
+    out.print(f"within a run (A' against A): {figs.within.words()}", highlight=False)
+    out.print(f"across runs, one run a side, the run's own CI: {figs.across_raw.words()}",
+              highlight=False)
+    out.print(f"across runs, widened by the run-to-run spread (leave-one-pair-out): "
+              f"{figs.across_widened.words()}", highlight=False)
+    if spread is None or math.isnan(spread.sigma):
+        out.print("run-to-run spread: not measured (no run pair had a ratio)", highlight=False)
+        return
+    out.print(f"run-to-run spread: ±{spread.sigma * 100:.1f}% per run (log-scale SD, from "
+              f"{spread.pairs} run pairs)", highlight=False)
+    if record:
+        path = drift.save_spread(spread)
+        out.print(f"recorded in {path}: `bakeoff compare` of one run a side on this host "
+                  "now widens its CIs by it", highlight=False)

@@ -1,0 +1,1 @@
+"""This machine: its capabilities and facts, and the CPUs a run claims."""

@@ -1,0 +1,1 @@
+"""A request turned into cases and skips; every check of the user's input."""

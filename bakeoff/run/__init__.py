@@ -1,0 +1,1 @@
+"""Measuring: rounds of trials, allocation, one trial's process and protocol, interrupts, clean-up."""

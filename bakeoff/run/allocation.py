@@ -1,0 +1,376 @@
+"""Sequential allocation of trials: spend them where they can still change an answer.
+
+Every case first gets `min_trials`. From then on, each round gives one more trial only to the
+cases whose answer is not settled, up to the profile's `trials`:
+
+- a variant's case is *settled* when an interval of its ratio to the baseline, widened by
+  STOP_MARGIN, contains none of the levels an answer turns on: the verdict's thresholds
+  1 - t and 1 + t (t = --threshold) and the benchmark's declared crossover ratios. Then later
+  trials would most likely leave its verdict, and the side of each level its ratio is on,
+  as they are;
+- the baseline's case needs a trial while any variant's case at the same params does (both
+  sides of a ratio carry its error);
+- a case without a usable ratio (failed trials, a baseline median of 0, a metric the baseline
+  does not report) is never settled: it gets every trial the profile allows, as without
+  this rule.
+
+The interval is the report's own (stats.ratio_ci, a Welch t interval on the logs of the
+per-trial medians), widened by STOP_MARGIN (log_ratio_interval says more).
+
+What this does to the statistics (tests/test_allocation.py checks it by simulation): the
+stopping rule looks at the data several times, so the final CI is not a fixed-n CI. The error
+that matters, a verdict that names the wrong winner or claims a difference beyond the
+threshold that is not there, stays within a stated bound of the fixed design's at `trials`;
+the final CI's coverage of the true ratio stays within a stated bound of the fixed design's.
+Cases near a threshold get the most trials, which is where the fixed design's verdicts are
+least sure; cases far from every level stop at `min_trials` with the answer they would have
+had at `trials`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from bakeoff.declare import questions
+from bakeoff.declare.model import Case
+from bakeoff.stats import estimates as stats
+
+# How much wider than the 95% t interval (in log ratio) the interval a case must keep clear of
+# every level is. Larger is more careful and costs more trials. Of 1.0 and 1.5, tried with
+# the simulation of tests/test_allocation.py (3 to 10 trials a case), only 1.5 kept the
+# share of wrong verdicts within its bound at a 15% trial-to-trial spread.
+STOP_MARGIN = 1.5
+
+
+@dataclass(frozen=True)
+class Rule:
+    """When cases stop getting trials. min_trials == max_trials is the fixed design."""
+
+    min_trials: int
+    max_trials: int
+    levels: tuple[float, ...]  # ratios an answer turns on: 1 ± threshold, crossover ratios
+    margin: float = STOP_MARGIN
+
+    @classmethod
+    def for_benchmark(cls, min_trials: int | None, max_trials: int, threshold: float,
+                      crossover_ratios: Sequence[float]) -> Rule:
+        low = max_trials if min_trials is None else max(1, min(min_trials, max_trials))
+        levels = tuple(sorted({1.0 - threshold, 1.0 + threshold, *crossover_ratios}))
+        return cls(low, max_trials, levels)
+
+    @property
+    def sequential(self) -> bool:
+        return self.min_trials < self.max_trials
+
+
+def log_ratio_interval(variant: stats.Trials, baseline: stats.Trials,
+                       confidence: float) -> tuple[float, float] | None:
+    """The report's interval of the ratio (stats.ratio_ci: Welch t on the logs of the
+    per-trial medians, centred on the pooled ratio); None when it cannot be formed (fewer
+    than 2 trials a side, a median <= 0).
+
+    The same interval the report prints and its verdicts use: it was chosen for covering
+    94-97% from 3 trials a side on (docs/STATISTICS.md), where the percentile bootstrap
+    that was printed before is too narrow, and a stopping rule on a too-narrow interval
+    stops too early, exactly where stopping is a bet."""
+    v = [np.asarray(t, dtype=np.float64) for t in variant if len(t)]
+    b = [np.asarray(t, dtype=np.float64) for t in baseline if len(t)]
+    if len(v) < 2 or len(b) < 2:
+        return None
+    if min(float(np.median(t)) for t in [*v, *b]) <= 0:
+        return None
+    r = stats.ratio_ci(v, b, confidence)
+    return r.ci_low, r.ci_high
+
+
+def settled(variant: stats.Trials, baseline: stats.Trials, rule: Rule) -> bool:
+    """True when the ratio's interval, widened by the rule's margin, lies clear of every level
+    of the rule, and the report's point ratio (pooled medians) lies in it."""
+    interval = log_ratio_interval(variant, baseline, stats.CONFIDENCE)
+    if interval is None:
+        return False
+    low, high = interval
+    centre = math.sqrt(low * high)
+    lo = centre * (low / centre) ** rule.margin
+    hi = centre * (high / centre) ** rule.margin
+    pooled_b = float(np.median(np.concatenate([np.asarray(t, dtype=float) for t in baseline])))
+    pooled_v = float(np.median(np.concatenate([np.asarray(t, dtype=float) for t in variant])))
+    # (The tolerance: exp(log(a) - log(b)) is a/b to a few ulps.)
+    if pooled_b <= 0 or not lo * (1 - 1e-9) <= pooled_v / pooled_b <= hi * (1 + 1e-9):
+        return False
+    return not any(lo <= level <= hi for level in rule.levels)
+
+
+@dataclass(frozen=True)
+class Others:
+    """The cases none of the benchmark's questions reads, and the trials each gets
+    (Profile.other_trials): that many and no more, whatever the rules above would add.
+    They still show in the tables, with the CI their trials give."""
+
+    cases: frozenset[Case]
+    trials: int
+
+
+def cases_needing_trials(
+    cases: Sequence[Case],
+    counts: Mapping[Case, int],
+    samples: Callable[[Case], stats.Trials],
+    baseline: str,
+    rule: Rule,
+    precision: Precision | None = None,
+    values: Values | None = None,
+    others: Others | None = None,
+) -> list[Case]:
+    """The cases that get a trial in the next round, in the order of `cases`.
+
+    samples(case): the case's ok trials' values of the metric the verdict ranks.
+    precision, values: the questions' readings, and each case's values of a metric: once
+    every case has min_trials, the cases whose answers are not yet precise get trials too
+    (answer_cases_needing_trials), also in a fixed design.
+    others: the cases no question reads, which get others.trials (in place of min_trials)
+    and are left out of the rules that add trials, so they never hold the questions' cases
+    back nor open a baseline case for more.
+    """
+    extra = others.cases if others is not None else frozenset()
+
+    def least(case: Case) -> int:
+        return others.trials if others is not None and case in extra else rule.min_trials
+
+    below_min = [c for c in cases if counts[c] < least(c)]
+    if below_min or not (rule.sequential or precision is not None):
+        return below_min
+    chosen = (_open_by_levels(cases, counts, samples, baseline, rule, extra)
+              if rule.sequential else set())
+    if precision is not None and values is not None:
+        # The questions' cases beyond: until their answers are as precise as asked.
+        chosen |= answer_cases_needing_trials(counts, values, precision)
+    return [c for c in cases if c in chosen and c not in extra]
+
+
+def _open_by_levels(cases: Sequence[Case], counts: Mapping[Case, int],
+                    samples: Callable[[Case], stats.Trials], baseline: str,
+                    rule: Rule, skip: frozenset[Case] = frozenset()) -> set[Case]:
+    """The cases the levels leave open (see the module's docstring), below rule.max_trials;
+    a variant's case in `skip` opens nothing, not even its baseline's."""
+    open_variants: list[Case] = []
+    open_params: set[tuple[tuple[str, object], ...]] = set()
+    base_of = {c.params: c for c in cases if c.variant == baseline}
+    for case in cases:
+        if case.variant == baseline or case in skip:
+            continue
+        base = base_of.get(case.params)
+        if base is None or not settled(samples(case), samples(base), rule):
+            # Open: its baseline keeps getting trials even once the variant's own are spent.
+            open_params.add(case.params)
+            if counts[case] < rule.max_trials:
+                open_variants.append(case)
+    return set(open_variants) | {c for c in base_of.values()
+                                 if c.params in open_params and counts[c] < rule.max_trials}
+
+
+# ---- precision where the answer needs it -------------------------------------------------------
+#
+# The levels above decide which side of a threshold a ratio is on. A question the benchmark
+# exists for (model.Question) needs more: its figure with an interval narrow enough to quote,
+# a CI half-width within the question's target_ci (5% of the figure by default). The cases a
+# question reads (bakeoff/declare/questions.py) therefore keep getting trials, after the rule above
+# is done with them, until each figure's interval is that narrow or the case has the
+# profile's answer_trials (its share of the run), and no other case gets more for it.
+#
+# The intervals are t intervals on per-trial summaries, as log_ratio_interval is and for the
+# same reason: at 3 to 10 trials the percentile bootstrap the report quotes is narrower than
+# the spread it should cover, and stopping on a too-narrow interval stops too early. Stopping
+# when this interval is within the target leaves the report's interval within it too, as a
+# rule (tests/test_allocation.py checks it by simulation).
+
+
+# Resamples of the report's interval while deciding: a decision, not a figure to print.
+DECISION_BOOT = 500
+
+
+@dataclass(frozen=True)
+class Precision:
+    """The readings of a benchmark's questions, and the most trials a case they read gets.
+    rng: draws the resamples of the report's interval each decision also checks."""
+
+    readings: tuple[questions.Reading, ...]
+    max_trials: int
+    rng: np.random.Generator = dataclasses.field(
+        default_factory=lambda: np.random.default_rng(0))
+
+
+# values(case, metric): the case's ok trials' values of that metric, as compared (|value| of
+# a signed metric).
+Values = Callable[[Case, str], stats.Trials]
+
+
+def _trial_medians(trials: stats.Trials) -> list[float]:
+    return [float(np.median(t)) for t in trials if len(t)]
+
+
+def _mean_interval(values: Sequence[float], confidence: float) -> tuple[float, float] | None:
+    """A one-sample t interval of the mean of per-trial values; None below 2 values."""
+    if len(values) < 2:
+        return None
+    a = np.asarray(values, dtype=float)
+    half = stats.t_quantile(len(a) - 1, confidence) * float(a.std(ddof=1)) / math.sqrt(len(a))
+    centre = float(a.mean())
+    return centre - half, centre + half
+
+
+def difference_interval(case: stats.Trials, reference: stats.Trials,
+                        confidence: float) -> tuple[float, float] | None:
+    """A Welch t interval of the difference of the two sides' typical trial (per-trial
+    medians); with no reference values, the interval of the case's own typical trial (a
+    metric that already is a difference, as heap-sampling's added ns). None below 2 trials
+    a side."""
+    v = _trial_medians(case)
+    if not reference:
+        return _mean_interval(v, confidence)
+    b = _trial_medians(reference)
+    if len(v) < 2 or len(b) < 2:
+        return None
+    var_v = float(np.var(v, ddof=1)) / len(v)
+    var_b = float(np.var(b, ddof=1)) / len(b)
+    diff = float(np.mean(v) - np.mean(b))
+    se = math.sqrt(var_v + var_b)
+    if se == 0:
+        return diff, diff
+    df = (var_v + var_b) ** 2 / ((var_v**2 / (len(v) - 1) if var_v else 0.0)
+                                 + (var_b**2 / (len(b) - 1) if var_b else 0.0))
+    half = stats.t_quantile(df, confidence) * se
+    return diff - half, diff + half
+
+
+def relative_half_width(low: float, high: float, centre: float) -> float:
+    """(high - low) / 2 as a fraction of |centre|; inf when centre is 0."""
+    return (high - low) / 2 / abs(centre) if centre != 0 else math.inf
+
+
+def answer_interval(kind: questions.ReadingKind, case: stats.Trials, reference: stats.Trials,
+                    rng: np.random.Generator,
+                    n_boot: int = stats.N_BOOT) -> tuple[float, float, float] | None:
+    """The figure of a reading and the 95% CI the report quotes for it, by stats' calibrated
+    interval: (value, low, high); None when there is none (no values; a ratio to 0).
+
+    ratio: ratio of medians; difference: median(case) - median(reference), or the case's
+    median when the reference has no values; error: the RMS of the case's values."""
+    if not case:
+        return None
+    if kind == "ratio":
+        if not reference or float(np.median(np.concatenate(
+                [np.asarray(t, dtype=float) for t in reference]))) == 0:
+            return None
+        r = stats.ratio_of_medians(case, reference, rng, n_boot=n_boot)
+        return r.ratio, r.ci_low, r.ci_high
+    if kind == "error":
+        e = stats.signed_error(case, rng, n_boot=n_boot)
+        return e.rms, e.rms_ci_low, e.rms_ci_high
+    pooled = float(np.median(np.concatenate([np.asarray(t, dtype=float) for t in case])))
+    if reference:
+        pooled -= float(np.median(np.concatenate(
+            [np.asarray(t, dtype=float) for t in reference])))
+    # The calibrated method (trial-t, docs/STATISTICS.md): a t interval of the typical
+    # trial's difference, stretched to reach the pooled figure the report prints.
+    interval = difference_interval(case, reference, stats.CONFIDENCE)
+    if interval is None:
+        return None
+    return pooled, min(interval[0], pooled), max(interval[1], pooled)
+
+
+def reading_half_width(reading: questions.Reading, values: Values,
+                       rng: np.random.Generator | None = None) -> float:
+    """The half-width of a reading's figure, as a fraction of the figure, that decides
+    whether its cases need more trials: the wider of the stopping interval (a t interval,
+    below) and the interval the report will quote (answer_interval; the median's is wider
+    than the mean's t interval once trials are many). inf when it cannot be formed yet."""
+    stopping = _stopping_half_width(reading, values)
+    if rng is None or math.isinf(stopping):
+        return stopping
+    ref = values(reading.reference, reading.metric) if reading.reference is not None else []
+    quoted = answer_interval(reading.kind, values(reading.case, reading.metric), ref, rng,
+                             DECISION_BOOT)
+    if quoted is None:
+        return math.inf
+    return max(stopping, relative_half_width(quoted[1], quoted[2], quoted[0]))
+
+
+def _stopping_half_width(reading: questions.Reading, values: Values) -> float:
+    case = values(reading.case, reading.metric)
+    if reading.kind == "error":
+        rms = [math.sqrt(float(np.mean(np.square(t)))) for t in case if len(t)]
+        interval = _mean_interval(rms, stats.CONFIDENCE)
+        return math.inf if interval is None else relative_half_width(*interval, float(np.mean(rms)))
+    ref = values(reading.reference, reading.metric) if reading.reference is not None else []
+    if reading.kind == "ratio":
+        interval = log_ratio_interval(case, ref, stats.CONFIDENCE)
+        if interval is None:
+            return math.inf
+        return relative_half_width(*interval, math.sqrt(interval[0] * interval[1]))
+    interval = difference_interval(case, ref, stats.CONFIDENCE)
+    if interval is None:
+        return math.inf
+    return relative_half_width(*interval, (interval[0] + interval[1]) / 2)
+
+
+def _open_level_points(readings: Sequence[questions.Reading], values: Values) -> set[Case]:
+    """Of a crossover's or an overhead's points: the two either side of the first crossing
+    of each level along the line (from the axis's start: where a variant starts winning, or
+    where its overhead first falls under 5%), each while its interval still contains the
+    level. Only the first: where a ratio hovers about a level further on (an overhead of
+    0.5% against the 1% level, at the longest durations) noise makes crossings that more
+    trials would not settle, and the answer reads the first."""
+    lines: dict[tuple[object, ...], list[questions.Reading]] = {}
+    for r in readings:
+        others = tuple((k, v) for k, v in r.case.params if k != r.along)
+        lines.setdefault((r.question, r.case.variant, others), []).append(r)
+    open_points: set[Case] = set()
+    for line in lines.values():
+        line.sort(key=lambda r: float(r.case.param(r.along or "")))
+        intervals = [log_ratio_interval(values(r.case, r.metric),
+                                        values(r.reference, r.metric) if r.reference else [],
+                                        stats.CONFIDENCE) for r in line]
+        if any(i is None for i in intervals):
+            # Not every point has a ratio yet: they all need trials before any crossing
+            # can be read.
+            open_points.update(r.case for r, i in zip(line, intervals, strict=True) if i is None)
+            continue
+        bounds = [i for i in intervals if i is not None]
+        centres = [math.sqrt(low * high) for low, high in bounds]
+        for level in line[0].levels:
+            for k in range(len(line) - 1):
+                if (centres[k] - level) * (centres[k + 1] - level) < 0:
+                    open_points.update(line[j].case for j in (k, k + 1)
+                                       if bounds[j][0] <= level <= bounds[j][1])
+                    break
+    return open_points
+
+
+def answer_cases_needing_trials(counts: Mapping[Case, int], values: Values,
+                                precision: Precision) -> set[Case]:
+    """The cases the questions' readings still need a trial on: both sides of each reading
+    whose interval is wider than its target (or, for a crossover's point, still holds the
+    level it crosses), each below precision.max_trials."""
+    needed: set[Case] = set()
+    levels = [r for r in precision.readings if r.kind == "level"]
+    open_points = _open_level_points(levels, values) if levels else set()
+    for r in precision.readings:
+        if counts.get(r.case, 0) and not any(len(t) for t in values(r.case, r.metric)):
+            # Trials ran and none reports the metric (an error question's metric of another
+            # variant; a metric reported only where it applies): no trial gives it a figure.
+            continue
+        if r.kind == "level":
+            wide = r.case in open_points
+        else:
+            wide = (r.target_ci is not None
+                    and reading_half_width(r, values, precision.rng) > r.target_ci)
+        if wide:
+            needed.update(c for c in (r.case, r.reference)
+                          if c is not None and counts.get(c, precision.max_trials)
+                          < precision.max_trials)
+    return needed

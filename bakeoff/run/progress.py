@@ -1,0 +1,252 @@
+"""What a run says while it measures.
+
+On a terminal: a bar naming the benchmark and the case running, with the time left. On a pipe
+(a CI log, `| tee`): a line as each benchmark ends with its trials and time, and one a minute
+in between, so a long benchmark is not mistaken for a hung one. Quiet: failures only.
+
+The time left is each trial still to run at what its own case's trials took so far (warm-up
+included), else what the case's trials took in the newest earlier run on this machine that
+measured it (results/), else its benchmark's mean trial, else its profile's declared trial_s
+scaled by this run's speed on the benchmarks timed so far, else the run's median trial:
+trials of one run differ by orders of magnitude across benchmarks (a 2 ms memcpy, a 20 s
+tracer session), so a count of trials times a mean would be wrong by as much. A benchmark
+with none of these can only be guessed from the others, and the estimate says so. What passes
+before a benchmark's first trial (its session's set-up) is counted apart, and each benchmark
+not started is expected to need the mean of those seen. Under
+sequential allocation a case counts its min_trials; the trials the rule adds join the count
+round by round (RunProgress.grow).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from bakeoff.declare.model import Case
+from bakeoff.run.trial_process import ProcessResult
+
+HEARTBEAT_S = 60.0  # on a pipe, at most this long without a line while trials run
+EARLIER_RUNS = 20  # newest results directories read for earlier trial times
+
+
+def earlier_seconds(results_root: Path, cases: Iterable[Case]) -> dict[Case, float]:
+    """Per case, the median wall time of its successful trials in the newest earlier run
+    (of the newest EARLIER_RUNS under results_root) that measured it. Anything unreadable is
+    passed over: this only informs an estimate."""
+    wanted = set(cases)
+    found: dict[Case, float] = {}
+    try:
+        files = sorted(results_root.glob("*/results.json"), key=lambda p: p.stat().st_mtime,
+                       reverse=True)[:EARLIER_RUNS]
+    except OSError:
+        return found
+    for path in files:
+        try:
+            trials = json.loads(path.read_text(encoding="utf-8")).get("trials", [])
+            walls: dict[Case, list[float]] = defaultdict(list)
+            for t in trials:
+                case = Case.from_json(t["case"])
+                if case in wanted and case not in found and t.get("status") == "ok":
+                    walls[case].append(float(t["wall_s"]))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        found.update({c: statistics.median(w) for c, w in walls.items()})
+        if len(found) == len(wanted):
+            break
+    return found
+
+
+def fmt_duration(seconds: float) -> str:
+    """'45 s', '3 min 05 s', '1 h 02 min'."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+class Estimate:
+    """Seconds left, from the trials still to run and what trials took so far.
+
+    declared: per benchmark, its profile's trial_s (a mean trial's seconds where the profile
+    was tuned). A benchmark with no timed trial yet is estimated from it, times how much
+    slower or faster this run has been than declared on the benchmarks it has timed: on a
+    first run the others' trial times say nothing about it (a 20 s tracer session against a
+    2 ms copy), and a machine that is twice as slow is about twice as slow everywhere."""
+
+    def __init__(self, todo: Mapping[Case, int],
+                 earlier: Mapping[Case, float] | None = None,
+                 declared: Mapping[str, float] | None = None,
+                 no_set_up: Iterable[str] = ()) -> None:
+        self.todo: dict[Case, int] = dict(todo)
+        self.took: dict[Case, list[float]] = defaultdict(list)
+        self.earlier: dict[Case, float] = dict(earlier or {})
+        self.declared: dict[str, float] = {b: s for b, s in (declared or {}).items() if s > 0}
+        # Per benchmark started, what passed before its first trial began (its session's
+        # set-up: a daemon, maps filled): kept apart so the first trial's time, and the speed
+        # taken from it, are the trial's own; a benchmark not started is expected to need the
+        # mean of these.
+        self.set_ups: dict[str, float] = {}
+        # Benchmarks with no session: nothing to set up, so none of the others' set-up time
+        # (a map of a million entries filled) is expected of them.
+        self.no_set_up = set(no_set_up)
+
+    def done(self, case: Case, seconds: float) -> None:
+        self.todo[case] = max(0, self.todo.get(case, 0) - 1)
+        self.took[case].append(seconds)
+
+    def grow(self, cases: Iterable[Case]) -> None:
+        for c in cases:
+            self.todo[c] = self.todo.get(c, 0) + 1
+
+    def set_up(self, benchmark: str, seconds: float) -> None:
+        self.set_ups[benchmark] = seconds
+
+    def speed(self, by_bench: Mapping[str, list[float]]) -> float:
+        """This run's trial seconds over the declared ones, on the benchmarks both know (1
+        before any): what a declared figure is multiplied by here."""
+        known = [b for b in by_bench if b in self.declared and by_bench[b]]
+        if not known:
+            return 1.0
+        took = sum(sum(by_bench[b]) for b in known)
+        declared = sum(self.declared[b] * len(by_bench[b]) for b in known)
+        return took / declared
+
+    def seconds_left(self) -> tuple[float, int] | None:
+        """(seconds, benchmarks still to run whose time is a guess from the others); None
+        before any trial has finished."""
+        everything = [s for took in self.took.values() for s in took]
+        if not everything and not self.earlier:
+            return None
+        by_bench: dict[str, list[float]] = defaultdict(list)
+        for case, took in self.took.items():
+            by_bench[case.benchmark] += took
+        run_median = statistics.median(everything or list(self.earlier.values()))
+        speed = self.speed(by_bench)
+        total = 0.0
+        untimed: set[str] = set()
+        for case, n in self.todo.items():
+            if n <= 0:
+                continue
+            if self.took.get(case):
+                per = statistics.median(self.took[case])
+            elif case in self.earlier:
+                per = self.earlier[case]
+            elif by_bench.get(case.benchmark):
+                # The benchmark's mean, not its median: the cases not yet timed are as
+                # likely its slow ones as its fast ones, and the sum is what is estimated.
+                per = statistics.fmean(by_bench[case.benchmark])
+            elif case.benchmark in self.declared:
+                per = self.declared[case.benchmark] * speed
+            else:
+                per = run_median
+                untimed.add(case.benchmark)
+            total += n * per
+        waiting = ({c.benchmark for c, n in self.todo.items() if n > 0} - set(self.set_ups)
+                   - self.no_set_up)
+        if self.set_ups:
+            total += len(waiting) * statistics.fmean(self.set_ups.values())
+        return total, len(untimed)
+
+
+def left_text(estimate: Estimate) -> str:
+    found = estimate.seconds_left()
+    if found is None:
+        return "time left: after the first trial"
+    seconds, untimed = found
+    guess = (f" (+ {untimed} benchmark{'s' if untimed > 1 else ''} not yet timed, guessed "
+             "from the others)" if untimed else "")
+    return f"about {fmt_duration(seconds)} left{guess}"
+
+
+class RunProgress:
+    """The run's progress, told as the runner starts and finishes trials and benchmarks."""
+
+    def __init__(self, todo: Mapping[Case, int], quiet: bool, console: Console,
+                 earlier: Mapping[Case, float] | None = None,
+                 declared: Mapping[str, float] | None = None,
+                 no_set_up: Iterable[str] = ()) -> None:
+        self.quiet = quiet
+        self.console = console
+        self.fancy = console.is_terminal and not quiet
+        self.estimate = Estimate(todo, earlier, declared, no_set_up)
+        self.total = sum(todo.values())
+        self.done = 0
+        self.benchmarks = list(dict.fromkeys(c.benchmark for c in todo))
+        self.planned: dict[str, int] = defaultdict(int)
+        for c, n in todo.items():
+            self.planned[c.benchmark] += n
+        self.bench_done: dict[str, int] = defaultdict(int)
+        self.bench_started: dict[str, float] = {}
+        self.started = self.last_mark = self.last_line = time.monotonic()
+        self.bar: Progress | None = None
+        if self.fancy:
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                                MofNCompleteColumn(), TimeElapsedColumn(),
+                                TextColumn("{task.fields[left]}"), console=console,
+                                transient=True)
+            self.task = self.bar.add_task("starting", total=self.total,
+                                          left=left_text(self.estimate))
+            self.bar.start()
+
+    def grow(self, cases: list[Case]) -> None:
+        """An adaptive round adds trials nobody planned; the bar and the time left follow."""
+        self.total += len(cases)
+        self.estimate.grow(cases)
+        for c in cases:
+            self.planned[c.benchmark] += 1
+        if self.bar:
+            self.bar.update(self.task, total=self.total, left=left_text(self.estimate))
+
+    def starting(self, case: Case, label: str) -> None:
+        if case.benchmark not in self.bench_started:
+            now = time.monotonic()
+            self.bench_started[case.benchmark] = now
+            self.estimate.set_up(case.benchmark, now - self.last_mark)
+            self.last_mark = now
+        if self.bar:
+            i = self.benchmarks.index(case.benchmark) + 1 if case.benchmark in self.benchmarks else 0
+            self.bar.update(self.task, description=f"[{i}/{len(self.benchmarks)}] {label}")
+
+    def finished(self, case: Case, label: str, result: ProcessResult) -> None:
+        now = time.monotonic()
+        # From the previous trial's end: the harness's own work (saving the trial, planning the
+        # next) is part of what a trial costs the run; a session's set-up is counted apart.
+        self.estimate.done(case, now - self.last_mark)
+        self.last_mark = now
+        self.done += 1
+        self.bench_done[case.benchmark] += 1
+        if self.bar:
+            self.bar.update(self.task, advance=1, left=left_text(self.estimate))
+        if result.status not in ("ok", "interrupted"):
+            self.console.print(Text("trial failed ", style="red") + Text(f"{label}: {result.error}"))
+        elif not self.fancy and not self.quiet and now - self.last_line >= HEARTBEAT_S:
+            self._line(case.benchmark, ended=False)
+
+    def benchmark_done(self, name: str) -> None:
+        """One line on a pipe: the benchmark's trials and time, and the run's."""
+        if not self.fancy and not self.quiet and self.bench_done.get(name):
+            self._line(name, ended=True)
+
+    def _line(self, name: str, ended: bool) -> None:
+        now = time.monotonic()
+        self.last_line = now
+        took = fmt_duration(now - self.bench_started.get(name, now))
+        what = "done" if ended else "running"
+        run = f"run {self.done}/{self.total} trials in {fmt_duration(now - self.started)}"
+        rest = "" if self.done >= self.total else f", {left_text(self.estimate)}"
+        print(f"{name}: {what}, {self.bench_done[name]}/{self.planned[name]} trials in {took}; "
+              f"{run}{rest}", flush=True)
+
+    def stop(self) -> None:
+        if self.bar:
+            self.bar.stop()

@@ -1,0 +1,1 @@
+"""`bakeoff selftest`: A/A runs that measure coverage and false alarms."""

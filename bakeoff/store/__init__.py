@@ -1,0 +1,1 @@
+"""The results directory: results.json, trials.jsonl, samples.csv, the schema."""
