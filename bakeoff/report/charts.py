@@ -43,9 +43,9 @@ FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, s
 
 def new_figure() -> go.Figure:
     """A figure that does not check what is set on it. plotly checks every property against
-    its schema as it is set: that was half of what rendering report.html took (4.3 s, 2.2 s
-    unchecked, for a default run of the five benchmarks, 2026-11-26); what the report sets
-    is fixed by this code and drawn by the tests. (make_subplots takes it as `figure=`.)"""
+    its schema as it is set: that was half of what rendering report.html took
+    (docs/notes/profile-choices-20261125-vm.md); what the report sets is fixed by this code
+    and drawn by the tests. (make_subplots takes it as `figure=`.)"""
     return go.Figure(_validate=False)
 
 

@@ -179,9 +179,9 @@ BENCHMARK = Benchmark(
         "quick": Profile("quick", {"map": ("hash", "array"), "entries": QUICK_ENTRIES},
                          trials=5, samples=3, warmup_samples=1, warmup_trials=0,
                          timeout_s=60),
-        # 500k entries only: every variant had the same verdict at 4M as at 1M (2026-11-25,
-        # this 2-vCPU VM), and at 500k as at 1M (same day: docs/runs/ of the default run),
-        # while the larger maps cost their size in time (go-iterate, iterate: seconds per
+        # 500k entries only: every variant had the same verdict at 4M and at 500k as at 1M
+        # (docs/notes/profile-choices-20261125-vm.md), while the larger maps cost their
+        # size in time (go-iterate, iterate: seconds per
         # dump), and counted dumps (Profile.counted_trials) add to it. 1M and up are in
         # full. 5 trials: the fewest with which a verdict can be reached (analysis warns
         # below); a fixed count, as the slow cases (go-iterate and its baseline) are the ones

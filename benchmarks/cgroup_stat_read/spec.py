@@ -32,9 +32,9 @@ from .sweep import sweep_leftovers
 
 PROGRAM = "cgroup_stat_read/cgstat"
 # Queries per trial by profile: file and iterator reads, and cat spawns (about 1 ms each here,
-# so the seed's selftest did 1000 of them, not 1M). default: half of what it was before
-# 2026-11-25, for a default run of minutes: a trial still times 2,500 reads per sample
-# (25 cat spawns).
+# so the seed's selftest did 1000 of them, not 1M). default: halved for a default run of
+# minutes; a trial still times 2,500 reads per sample (25 cat spawns)
+# (docs/notes/profile-choices-20261125-vm.md).
 READS = {"quick": 10_000, "default": 25_000, "full": 1_000_000}
 CAT_READS = {"quick": 200, "default": 250, "full": 10_000}
 

@@ -161,8 +161,8 @@ BENCHMARK = Benchmark(
         # baseline, so sequential allocation has no verdict to settle. No warm-up round:
         # every case's first trial is measured in the same shuffled round, so a cold start
         # falls on all variants alike. 4 accuracy processes a trial, 20 estimates a case (the
-        # fewest that show a p5/p95): with 8, they were 57% of a mode1 trial (2.29 s against
-        # 1.07 s with 4, poisson at 4 KiB, 2026-11-26, this VM) and no finding uses them.
+        # fewest that show a p5/p95): with 8, they were over half of a mode1 trial and no
+        # finding uses them (docs/notes/profile-choices-20261125-vm.md).
         # The cases no question reads (no-preload, the micro workloads but micro-1024, the
         # variants the questions do not name) 3 trials (Profile.other_trials).
         # trial_s: the mean trial of the default run scripts/trial_s.py --write read (it

@@ -89,10 +89,10 @@ BENCHMARK = Benchmark(
         "quick": Profile("quick", {"size": (4 * KIB, 256 * KIB, 16 * MIB)}, trials=5, samples=5,
                          warmup_samples=1, warmup_trials=0, timeout_s=60),
         # 9 of the 16 sizes: both ends and 16 MiB (the questions read them), every size from
-        # 64 KiB to 2 MiB (where mremap starts winning: 128-256 KiB on the Xeon host of docs/runs,
-        # 256-512 KiB on this VM). In the run that chose the sizes (2026-11-25, this 2-vCPU VM)
-        # each size left out had the verdicts of its neighbours and no ratio crossed a level
-        # there. Sequential allocation: 5 trials a case, up to 8 while a ratio's CI is near
+        # 64 KiB to 2 MiB (where mremap starts winning). In the run that chose the sizes, each
+        # size left out had the verdicts of its neighbours and no ratio crossed a level there
+        # (docs/notes/profile-choices-20261125-vm.md). Sequential allocation: 5 trials a
+        # case, up to 8 while a ratio's CI is near
         # 1 ± the threshold (bakeoff/run/allocation.py); the cases the questions read (one move
         # against the hot copy at 16 and 128 MiB, and the sizes on either side of where the
         # move starts winning) up to 12, until the answer's CI half-width is within 5%
