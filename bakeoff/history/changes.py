@@ -88,7 +88,7 @@ class ChangePoint:
     ratio: float  # after.median / before.median
     ratio_ci_low: float
     ratio_ci_high: float
-    p_value: float  # permutation p when the change was accepted (<= ALPHA)
+    p_value: float  # permutation p when the change was accepted (<= alpha)
     spread: float  # the run-to-run spread sigma used (SD of a run's log level)
     worse: bool  # the change goes the bad way (slower, for lower_is_better)
 
@@ -175,16 +175,21 @@ def _spread2(s: _Series, bounds: Sequence[int]) -> tuple[float, int]:
 
 def _t_scan(x: FloatArray, var: FloatArray) -> FloatArray:
     """|t| of after-minus-before at every allowed split of each row (rows: orderings of one
-    stretch); column j is the split before run MIN_RUNS_BEFORE + j."""
+    stretch); column j is the split before run MIN_RUNS_BEFORE + j. Weighted least squares:
+    run i weighs 1 / var_i, and the scale is estimated from the residuals about the two sides'
+    means at that very split, so a shuffled history holding a real step (its runs scattered
+    wider) is judged against its own scatter, not the unshuffled one's."""
     w = 1 / var
-    cw, cwx = np.cumsum(w, axis=-1), np.cumsum(w * x, axis=-1)
-    total_w, total_wx = cw[..., -1:], cwx[..., -1:]
+    cw, cwx, cwxx = (np.cumsum(w, axis=-1), np.cumsum(w * x, axis=-1),
+                     np.cumsum(w * x * x, axis=-1))
     m = x.shape[-1]
     cut = slice(MIN_RUNS_BEFORE - 1, m - MIN_RUNS_AFTER)
-    w_b, wx_b = cw[..., cut], cwx[..., cut]
-    w_a, wx_a = total_w - w_b, total_wx - wx_b
+    w_b, wx_b, wxx_b = cw[..., cut], cwx[..., cut], cwxx[..., cut]
+    w_a, wx_a, wxx_a = (cw[..., -1:] - w_b, cwx[..., -1:] - wx_b, cwxx[..., -1:] - wxx_b)
     diff = wx_a / w_a - wx_b / w_b
-    return np.asarray(np.abs(diff) / np.sqrt(1 / w_a + 1 / w_b), dtype=float)
+    rss = np.maximum(wxx_b - wx_b ** 2 / w_b + wxx_a - wx_a ** 2 / w_a, 0.0)
+    scale2 = np.maximum(rss / (m - 2), _VAR_FLOOR)
+    return np.asarray(np.abs(diff) / np.sqrt(scale2 * (1 / w_a + 1 / w_b)), dtype=float)
 
 
 def _permutation_p(x: FloatArray, var: FloatArray, split: int,
@@ -201,7 +206,7 @@ def _run_vars(s: _Series, sigma2: float) -> FloatArray:
     return np.maximum(s.se2 + sigma2, _VAR_FLOOR)
 
 
-def _find(s: _Series) -> list[tuple[int, float]]:
+def _find(s: _Series, alpha: float) -> list[tuple[int, float]]:
     """Binary segmentation: (index, p) of every accepted change, in index order."""
     rng = np.random.default_rng(_SEED)
     found: list[tuple[int, float]] = []
@@ -221,7 +226,7 @@ def _find(s: _Series) -> list[tuple[int, float]]:
             bounds = [i for i, _ in found] + [split] + ([kappa] if kappa < b else [])
             var = _run_vars(s, _spread2(s, bounds)[0])
             p = _permutation_p(s.x[a:kappa], var[a:kappa], split - a, rng)
-            if p > ALPHA:
+            if p > alpha:
                 searched.add((a, b))
             elif best is None or p < best[0]:
                 best = (p, split)
@@ -253,13 +258,17 @@ def _t(df: int) -> float:
     return float(lazy.load("scipy.stats").t.ppf(0.5 + CONFIDENCE / 2, df))
 
 
-def change_points(points: Sequence[RunPoint], lower_is_better: bool = True) -> list[ChangePoint]:
+def change_points(points: Sequence[RunPoint], lower_is_better: bool = True,
+                  alpha: float = ALPHA) -> list[ChangePoint]:
     """Where the level of this series changed, oldest first. `points` are one series' runs
-    in the order they ran; fewer than MIN_RUNS_BEFORE + MIN_RUNS_AFTER runs give none."""
+    in the order they ran; fewer than MIN_RUNS_BEFORE + MIN_RUNS_AFTER runs give none. alpha:
+    the permutation p a change must reach (smaller: fewer false alarms, later detection)."""
     if len(points) < MIN_RUNS_BEFORE + MIN_RUNS_AFTER:
         return []
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha {alpha}: give a probability between 0 and 1, e.g. {ALPHA}")
     s = _series(points)
-    found = _find(s)
+    found = _find(s, alpha)
     bounds = [i for i, _ in found]
     sigma2, df = _spread2(s, bounds)
     var = _run_vars(s, sigma2)
