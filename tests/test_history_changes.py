@@ -4,9 +4,13 @@ cases, a big step found at its run, and a small replay of real A/A runs of this 
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 
+from bakeoff.history import changes_selftest as st
 from bakeoff.history.changes import (
     MIN_RUNS_AFTER,
     MIN_RUNS_BEFORE,
@@ -90,3 +94,60 @@ def test_non_positive_values_work_on_the_linear_scale() -> None:
 def test_same_history_same_answer() -> None:
     pts = _points([1.0] * 12 + [1.2] * 8, within=0.08, seed=2)
     assert change_points(pts) == change_points(pts)
+
+
+# Real A/A runs of this machine (scripts/changes-selftest --collect; docs/CHANGE-POINTS.md):
+# the same two awk loops, run after run, under other engineers' load.
+AA_FIXTURE = Path(__file__).parent / "fixtures" / "history" / "aa-awk.json"
+# The series that docs/CHANGE-POINTS.md measured within the false-alarm goal: CPU time and
+# the per-round ratio of the two commands (their wall time drifts with the machine's load).
+QUIET_SERIES = ("cmd/big[] user_time+sys_time", "cmd/big[] user_time+sys_time / small")
+
+
+def _series(name: str) -> st.Series:
+    return next(s for s in st.load_series(AA_FIXTURE) if s.name == name)
+
+
+def test_aa_replay_of_real_runs_raises_few_false_changes() -> None:
+    # 2 series x 6 histories x 40 runs = 480 A/A runs. At the measured rate (at most 1 per
+    # 500 runs on these series, docs/CHANGE-POINTS.md) about 1 is expected; 4 or more would
+    # happen with probability < 2%, even at the top of the measured rate's CI.
+    rng = np.random.default_rng(2026)
+    false = 0
+    for name in QUIET_SERIES:
+        runs = _series(name).runs
+        for _ in range(6):
+            false += len(change_points(st.replay(runs, 40, rng)))
+    assert false <= 3
+
+
+def test_big_injected_step_in_real_runs_is_found_at_its_run() -> None:
+    rng = np.random.default_rng(7)
+    # CPU time drifts with the machine's state in stretches of runs (a run just before the
+    # step may sit as high as the step, the runs after it higher than 1.5 times the ones
+    # before): the self-test's tolerance of STEP_TOLERANCE runs, and no check of the CI.
+    # The per-round ratio does not drift so: the exact run, and a CI holding the step.
+    cpu, ratio = (_series(name).runs for name in QUIET_SERIES)
+    [cp] = change_points(st.replay(cpu, 30, rng, factor_from=20, factor=1.5))
+    assert abs(cp.index - 20) <= st.STEP_TOLERANCE and cp.worse
+    [cp] = change_points(st.replay(ratio, 30, rng, factor_from=20, factor=1.5))
+    assert cp.index == 20 and cp.worse
+    assert cp.ratio_ci_low < 1.5 < cp.ratio_ci_high
+
+
+def test_rates_carry_exact_binomial_intervals() -> None:
+    lo, hi = st.Rate(0, 500).ci()
+    assert lo == 0 and 0.007 < hi < 0.0075  # Clopper-Pearson: 1 - 0.025 ** (1 / 500)
+    lo, hi = st.Rate(9, 10).ci()
+    assert 0.55 < lo < 0.56 and 0.997 < hi < 0.998
+
+
+def test_selftest_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    script = Path(__file__).parent.parent / "scripts" / "changes-selftest"
+    bad = tmp_path / "series.json"
+    bad.write_text("{not json")
+    for argv in (["--runs", str(tmp_path / "none")], ["--series", str(bad)]):
+        done = subprocess.run([sys.executable, str(script), *argv], capture_output=True,
+                              text=True, timeout=60, check=False)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ")

@@ -172,13 +172,17 @@ def series_from_runs(run_dirs: Sequence[Path], metrics: Sequence[str] = (),
 
 
 def save_series(series: Sequence[Series], path: Path, how: str) -> None:
-    """The runs' trial values as a small JSON file (what tests replay)."""
-    doc = {"version": FIXTURE_VERSION, "how": how, "series": [
-        {"name": s.name, "lower_is_better": s.lower_is_better,
-         "runs": [{"run_id": r.run_id, "when": r.when, "values": list(r.values)}
-                  for r in s.runs]} for s in series]}
+    """The runs' trial values as a small JSON file (what tests replay), a run a line."""
+    lines = [f'{{"version": {FIXTURE_VERSION}, "how": {json.dumps(how)}, "series": [']
+    for i, s in enumerate(series):
+        lines.append(f'{{"name": {json.dumps(s.name)}, '
+                     f'"lower_is_better": {json.dumps(s.lower_is_better)}, "runs": [')
+        lines += [json.dumps({"run_id": r.run_id, "when": r.when, "values": list(r.values)})
+                  + ("," if j < len(s.runs) - 1 else "") for j, r in enumerate(s.runs)]
+        lines.append("]}" + ("," if i < len(series) - 1 else ""))
+    lines.append("]}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    path.write_text("\n".join(lines) + "\n")
 
 
 def load_series(path: Path) -> list[Series]:
