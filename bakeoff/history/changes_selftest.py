@@ -48,6 +48,7 @@ from bakeoff.store import results as store
 
 STEP: Final = 1.10  # the injected step
 RUNS_AFTER_GOAL: Final = 5  # the step must be found with at most this many runs after it
+RUNS_AFTER_LOOK: Final = 10  # how far the replay looks, to show how many runs it takes here
 STEP_TOLERANCE: Final = 1  # a change point this many runs from the step is the step
 FALSE_ALARM_GOAL: Final = 1 / 500  # false change points per A/A run, at most
 DETECTION_GOAL: Final = 0.90
@@ -103,6 +104,7 @@ class SeriesFigures:
     false_final: Rate  # change points listed for whole A/A histories, per run
     false_grown: Rate  # distinct change points listed while A/A histories grew, per run
     detected: Rate  # injected steps found within RUNS_AFTER_GOAL runs
+    detected_look: Rate  # injected steps found within RUNS_AFTER_LOOK runs
     latency: dict[int, int]  # runs after the step when first found -> cases
 
 
@@ -200,6 +202,14 @@ def load_series(path: Path) -> list[Series]:
                          "scripts/changes-selftest --save") from None
 
 
+def load_how(path: Path) -> str:
+    """The `how` a series file records (where and when its runs were measured)."""
+    try:
+        return str(json.loads(path.read_text()).get("how", ""))
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
 def replay(runs: Sequence[RunPoint], length: int, rng: np.random.Generator,
            factor_from: int | None = None, factor: float = STEP) -> list[RunPoint]:
     """A history of `length` runs: blocks of BLOCK_RUNS consecutive real runs from random
@@ -230,8 +240,8 @@ def _distinct_grown(history: Sequence[RunPoint], lower: bool, alpha: float) -> i
 def _first_found(history: Sequence[RunPoint], step_at: int, lower: bool,
                  alpha: float) -> int | None:
     """How many runs after the step it was first listed (within STEP_TOLERANCE runs of it),
-    looking with MIN_RUNS_AFTER to RUNS_AFTER_GOAL runs after it; None if it was not."""
-    for after in range(MIN_RUNS_AFTER, RUNS_AFTER_GOAL + 1):
+    looking with MIN_RUNS_AFTER to RUNS_AFTER_LOOK runs after it; None if it was not."""
+    for after in range(MIN_RUNS_AFTER, min(RUNS_AFTER_LOOK, len(history) - step_at) + 1):
         cps = change_points(history[:step_at + after], lower, alpha)
         if any(abs(c.index - step_at) <= STEP_TOLERANCE for c in cps):
             return after
@@ -265,15 +275,14 @@ def measure_series(s: Series, settings: Settings, seed: int,
             grown_points += length
     say(f"  {s.name}: A/A done ({histories} histories of {length} runs)")
     latency: dict[int, int] = {}
-    found = 0
     for _ in range(steps):
         step_at = int(rng.integers(10, 31))
-        history = replay(s.runs, step_at + RUNS_AFTER_GOAL, rng, factor_from=step_at,
+        history = replay(s.runs, step_at + RUNS_AFTER_LOOK, rng, factor_from=step_at,
                          factor=settings.step)
         after = _first_found(history, step_at, s.lower_is_better, settings.alpha)
         if after is not None:
-            found += 1
             latency[after] = latency.get(after, 0) + 1
+    found = sum(n for after, n in latency.items() if after <= RUNS_AFTER_GOAL)
     say(f"  {s.name}: injected steps done ({steps} cases)")
     spread, within = _spread_and_se(s.runs)
     return SeriesFigures(
@@ -282,7 +291,8 @@ def measure_series(s: Series, settings: Settings, seed: int,
         spread=spread, within_se=within,
         false_final=Rate(false_final, histories * length),
         false_grown=Rate(false_grown, grown_points),
-        detected=Rate(found, steps), latency=dict(sorted(latency.items())))
+        detected=Rate(found, steps), detected_look=Rate(sum(latency.values()), steps),
+        latency=dict(sorted(latency.items())))
 
 
 def cpu_model() -> str:
@@ -301,6 +311,8 @@ def report(figs: Sequence[SeriesFigures], step: float = STEP) -> list[str]:
     total_false = Rate(sum(f.false_final.hits for f in figs), sum(f.false_final.n for f in figs))
     total_grown = Rate(sum(f.false_grown.hits for f in figs), sum(f.false_grown.n for f in figs))
     total_found = Rate(sum(f.detected.hits for f in figs), sum(f.detected.n for f in figs))
+    total_look = Rate(sum(f.detected_look.hits for f in figs),
+                      sum(f.detected_look.n for f in figs))
     for f in figs:
         lines += [
             f"series {f.name}: {f.real_runs} real runs, {f.trials_per_run:.1f} trials a run; "
@@ -312,6 +324,7 @@ def report(figs: Sequence[SeriesFigures], step: float = STEP) -> list[str]:
             + f.false_grown.words(500, "per 500 runs"),
             f"  +{(step - 1) * 100:.0f}% step found within {RUNS_AFTER_GOAL} runs after it: "
             + f.detected.words()
+            + f"; within {RUNS_AFTER_LOOK}: " + f.detected_look.words()
             + "; runs after it when first found: "
             + (", ".join(f"{k}: {v}" for k, v in f.latency.items()) or "none"),
         ]
@@ -327,7 +340,8 @@ def report(figs: Sequence[SeriesFigures], step: float = STEP) -> list[str]:
         f"all series: +{(step - 1) * 100:.0f}% step found within {RUNS_AFTER_GOAL} runs: "
         + total_found.words()
         + f" (goal >= {DETECTION_GOAL * 100:.0f}%: "
-        + ("met" if total_found.hits >= DETECTION_GOAL * total_found.n else "NOT met") + ")",
+        + ("met" if total_found.hits >= DETECTION_GOAL * total_found.n else "NOT met") + ")"
+        + f"; within {RUNS_AFTER_LOOK} runs: " + total_look.words(),
     ]
     return lines
 
@@ -389,6 +403,9 @@ def selftest(series: Sequence[Series], settings: Settings,
     if settings.length < MIN_RUNS_BEFORE + MIN_RUNS_AFTER or settings.histories < 1:
         raise UsageError(f"--length must be at least {MIN_RUNS_BEFORE + MIN_RUNS_AFTER} and "
                          "--histories at least 1, e.g. --histories 200 --length 50")
+    if not 0 < settings.alpha < 1 or not settings.step > 0:
+        raise UsageError("--alpha is a probability between 0 and 1 (e.g. 0.001) and --step "
+                         "a factor above 0 (e.g. 1.10)")
     return [measure_series(s, settings, settings.seed + 1000 * i, say)
             for i, s in enumerate(series)]
 
