@@ -1,0 +1,1 @@
+"""A history of runs: every run recorded, its series, and where their levels changed."""
