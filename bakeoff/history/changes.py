@@ -1,0 +1,286 @@
+"""Change points in one series' history of runs: where its level moved, and how sure that is.
+
+A series is one benchmark case's metric on one machine, run after run; each run brings its
+trial-level values (a trial's median per trial). Two steps find where the level changed:
+
+1. **Locate**: E-divisive means (Matteson & James 2014), the algorithm of Apache Otava
+   (formerly Hunter) and of MongoDB's signal-processing-algorithms: in a stretch of runs, the
+   split that maximizes the energy statistic Q-hat between the runs before and after it, on
+   the runs' log levels. Implemented here (`_e_divisive_split`, after Otava's
+   change_point_divisive/calculator.py) because neither package installs beside bakeoff's
+   pinned numpy 2.4 / scipy 1.17: apache-otava 0.8 pins numpy 2.2 and scipy < 1.17 and brings
+   BigQuery, Slack and PostgreSQL clients; signal-processing-algorithms 2.1 needs numpy < 2.
+2. **Confirm** with each run's own uncertainty and the run-to-run spread (the model of
+   bakeoff/stats/drift.py): run i's log level has variance se_i^2 + sigma^2, se_i from its own
+   trials, sigma the series' run-to-run spread (the runs' scatter about their segments' levels
+   less what their own errors explain). Before and after are weighted means (weights
+   1 / (se_i^2 + sigma^2)); their difference over its SE is a t statistic. Its p is a
+   permutation p: the runs of the stretch shuffled (an unchanged series is exchangeable), the
+   largest |t| over every allowed split taken each time, so choosing the split is paid for,
+   and drift that merely scatters the runs is what the null is made of. A change is kept when
+   p <= ALPHA; the stretch is split there and both halves searched again (binary
+   segmentation, as Otava).
+
+Figures of what this achieves on this machine (false alarms on A/A histories, detection of an
+injected 10% step): docs/CHANGE-POINTS.md, from bakeoff/history/changes_selftest.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from bakeoff.core import lazy
+
+FloatArray = npt.NDArray[np.float64]
+
+# A change needs this many runs on each side: one or two runs after a step cannot be told
+# from one run that drifted (two runs of a drifting machine agree often enough).
+MIN_RUNS_BEFORE: Final = 3
+MIN_RUNS_AFTER: Final = 3
+# The permutation p a change must reach. Otava's default max_pvalue is 0.001 too; here it is
+# what keeps the false alarms within 1 per 500 runs when `bakeoff history` is read after
+# every run (each new run is one more look: docs/CHANGE-POINTS.md measures it).
+ALPHA: Final = 0.001
+PERMUTATIONS: Final = 1999  # p resolves to 1/2000, below ALPHA
+CONFIDENCE: Final = 0.95
+# One fixed seed: the same history always gives the same change points.
+_SEED: Final = 20261127
+# A variance floor on log scale, so runs of identical values (no spread at all) still weigh
+# something finite; far below any timer's resolution.
+_VAR_FLOOR: Final = 1e-18
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    """One run of one series: its trial-level values (one figure per trial)."""
+
+    run_id: str
+    when: str  # ISO time the run started
+    labels: dict[str, str]  # e.g. {"commit": "abc123"}
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Level:
+    """A series' level over a stretch of runs: the pooled median of their trials and a 95% CI
+    that allows for each run's own error and the run-to-run spread."""
+
+    median: float
+    ci_low: float
+    ci_high: float
+    runs: int
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """The level changed between run index - 1 and run `index`."""
+
+    index: int  # the first run after the change
+    before: Level  # from the previous change point (or the first run) to index - 1
+    after: Level  # from index to the next change point (or the last run)
+    ratio: float  # after.median / before.median
+    ratio_ci_low: float
+    ratio_ci_high: float
+    p_value: float  # permutation p when the change was accepted (<= ALPHA)
+    spread: float  # the run-to-run spread sigma used (SD of a run's log level)
+    worse: bool  # the change goes the bad way (slower, for lower_is_better)
+
+
+@dataclass(frozen=True)
+class _Series:
+    """Runs' levels on the scale they are compared on (log when every value is positive)."""
+
+    x: FloatArray  # each run's level: mean of its (log) trial values
+    se2: FloatArray  # each run's own squared standard error of x
+    log: bool
+
+
+def _series(points: Sequence[RunPoint]) -> _Series:
+    arrays = [np.asarray(p.values, dtype=float) for p in points]
+    for p, a in zip(points, arrays, strict=True):
+        if a.size == 0 or not np.all(np.isfinite(a)):
+            raise ValueError(f"run {p.run_id}: no values, or a value that is not finite")
+    log = all(bool(np.all(a > 0)) for a in arrays)
+    scaled = [np.log(a) if log else a for a in arrays]
+    x = np.array([float(a.mean()) for a in scaled])
+    # A run of one trial shows no spread of its own: it gets the pooled within-run variance
+    # of the runs that do (as stats._two_sample does for a side of one trial).
+    many = [a for a in scaled if a.size >= 2]
+    df = sum(a.size - 1 for a in many)
+    pooled = sum(float(((a - a.mean()) ** 2).sum()) for a in many) / df if df else 0.0
+    se2 = np.array([float(a.var(ddof=1)) / a.size if a.size >= 2 else pooled
+                    for a in scaled])
+    return _Series(x, se2, log)
+
+
+def _e_divisive_split(x: FloatArray, start: int, end: int) -> tuple[int, int] | None:
+    """E-divisive means' candidate in x[start:end]: the (tau, kappa) maximizing Q-hat, the
+    energy distance of x[start:tau] and x[tau:kappa] over start + MIN_RUNS_BEFORE <= tau <=
+    kappa - MIN_RUNS_AFTER, kappa <= end (Matteson & James 2014, eq. 6; Otava's
+    PairDistanceCalculator). None when no split is allowed or every run is equal."""
+    seg = x[start:end]
+    n = seg.size
+    if n < MIN_RUNS_BEFORE + MIN_RUNS_AFTER:
+        return None
+    dist = np.abs(seg[:, None] - seg[None, :])
+    if not np.any(dist > 0):
+        return None
+    # s[i, j] = sum of dist[:i, :j]: any block's sum in O(1).
+    s = np.zeros((n + 1, n + 1))
+    s[1:, 1:] = dist.cumsum(0).cumsum(1)
+
+    def block(a: npt.NDArray[np.int_], b: npt.NDArray[np.int_], c: npt.NDArray[np.int_],
+              d: npt.NDArray[np.int_]) -> FloatArray:
+        return np.asarray(s[b, d] - s[a, d] - s[b, c] + s[a, c], dtype=float)
+
+    tau = np.arange(MIN_RUNS_BEFORE, n - MIN_RUNS_AFTER + 1)[:, None]
+    kappa = np.arange(MIN_RUNS_BEFORE + MIN_RUNS_AFTER, n + 1)[None, :]
+    tau, kappa = np.broadcast_arrays(tau, kappa)
+    ok = kappa - tau >= MIN_RUNS_AFTER
+    kappa = np.where(ok, kappa, tau + MIN_RUNS_AFTER)  # placeholders, masked below
+    zero = np.zeros_like(tau)
+    nx, ny = tau.astype(float), (kappa - tau).astype(float)
+    between = block(zero, tau, tau, kappa)
+    within_x = block(zero, tau, zero, tau) / 2
+    within_y = block(tau, kappa, tau, kappa) / 2
+    q = (2 / (nx + ny) * between - 2 * ny / ((nx + ny) * (nx - 1)) * within_x
+         - 2 * nx / ((nx + ny) * (ny - 1)) * within_y)
+    q = np.where(ok, q, -np.inf)
+    i, j = np.unravel_index(int(np.argmax(q)), q.shape)
+    return start + int(tau[i, j]), start + int(kappa[i, j])
+
+
+def _segments(bounds: Sequence[int], n: int) -> list[tuple[int, int]]:
+    edges = [0, *sorted(bounds), n]
+    return list(itertools.pairwise(edges))
+
+
+def _spread2(s: _Series, bounds: Sequence[int]) -> tuple[float, int]:
+    """(sigma^2, its degrees of freedom): the runs' scatter about their segments' means less
+    the part their own errors explain, never below 0."""
+    segs = _segments(bounds, s.x.size)
+    df = s.x.size - len(segs)
+    if df <= 0:
+        return 0.0, 0
+    ss = sum(float(((s.x[a:b] - s.x[a:b].mean()) ** 2).sum()) for a, b in segs)
+    return max(0.0, ss / df - float(s.se2.mean())), df
+
+
+def _t_scan(x: FloatArray, var: FloatArray) -> FloatArray:
+    """|t| of after-minus-before at every allowed split of each row (rows: orderings of one
+    stretch); column j is the split before run MIN_RUNS_BEFORE + j."""
+    w = 1 / var
+    cw, cwx = np.cumsum(w, axis=-1), np.cumsum(w * x, axis=-1)
+    total_w, total_wx = cw[..., -1:], cwx[..., -1:]
+    m = x.shape[-1]
+    cut = slice(MIN_RUNS_BEFORE - 1, m - MIN_RUNS_AFTER)
+    w_b, wx_b = cw[..., cut], cwx[..., cut]
+    w_a, wx_a = total_w - w_b, total_wx - wx_b
+    diff = wx_a / w_a - wx_b / w_b
+    return np.asarray(np.abs(diff) / np.sqrt(1 / w_a + 1 / w_b), dtype=float)
+
+
+def _permutation_p(x: FloatArray, var: FloatArray, split: int,
+                   rng: np.random.Generator) -> float:
+    """P of a |t| at least the one at `split` (an index into x) anywhere in x shuffled."""
+    observed = float(_t_scan(x, var)[split - MIN_RUNS_BEFORE])
+    order = rng.permuted(np.tile(np.arange(x.size), (PERMUTATIONS, 1)), axis=1)
+    null = _t_scan(x[order], var[order]).max(axis=1)
+    # A tolerance so float noise of equal statistics (identical runs) counts as "as large".
+    return float((1 + np.count_nonzero(null >= observed * (1 - 1e-9))) / (PERMUTATIONS + 1))
+
+
+def _run_vars(s: _Series, sigma2: float) -> FloatArray:
+    return np.maximum(s.se2 + sigma2, _VAR_FLOOR)
+
+
+def _find(s: _Series) -> list[tuple[int, float]]:
+    """Binary segmentation: (index, p) of every accepted change, in index order."""
+    rng = np.random.default_rng(_SEED)
+    found: list[tuple[int, float]] = []
+    searched: set[tuple[int, int]] = set()  # stretches already found to hold no change
+    while True:
+        best: tuple[float, int] | None = None
+        for a, b in _segments([i for i, _ in found], s.x.size):
+            if (a, b) in searched:
+                continue
+            candidate = _e_divisive_split(s.x, a, b)
+            if candidate is None:
+                searched.add((a, b))
+                continue
+            # The test looks at the runs E-divisive compared: a..kappa-1. Runs after kappa
+            # may sit at yet another level (a step back), which would blur this one.
+            split, kappa = candidate
+            bounds = [i for i, _ in found] + [split] + ([kappa] if kappa < b else [])
+            var = _run_vars(s, _spread2(s, bounds)[0])
+            p = _permutation_p(s.x[a:kappa], var[a:kappa], split - a, rng)
+            if p > ALPHA:
+                searched.add((a, b))
+            elif best is None or p < best[0]:
+                best = (p, split)
+        if best is None:
+            return found
+        found = sorted([*found, (best[1], best[0])])
+
+
+def _level(s: _Series, points: Sequence[RunPoint], a: int, b: int, var: FloatArray,
+           df: int) -> tuple[Level, float, float]:
+    """The Level of runs a..b-1, and its weighted mean and that mean's variance."""
+    w = 1 / var[a:b]
+    mean = float((w * s.x[a:b]).sum() / w.sum())
+    var_mean = float(1 / w.sum())
+    pooled = np.concatenate([np.asarray(p.values, dtype=float) for p in points[a:b]])
+    median = float(np.median(pooled))
+    half = _t(df) * math.sqrt(var_mean)
+    lo, hi = mean - half, mean + half
+    if s.log:
+        lo, hi = math.exp(lo), math.exp(hi)
+    # A CI holds its own point (stats._around): the pooled median may lie outside the
+    # interval of the runs' mean level.
+    return Level(median, min(lo, median), max(hi, median), b - a), mean, var_mean
+
+
+def _t(df: int) -> float:
+    if df <= 0:
+        return math.inf
+    return float(lazy.load("scipy.stats").t.ppf(0.5 + CONFIDENCE / 2, df))
+
+
+def change_points(points: Sequence[RunPoint], lower_is_better: bool = True) -> list[ChangePoint]:
+    """Where the level of this series changed, oldest first. `points` are one series' runs
+    in the order they ran; fewer than MIN_RUNS_BEFORE + MIN_RUNS_AFTER runs give none."""
+    if len(points) < MIN_RUNS_BEFORE + MIN_RUNS_AFTER:
+        return []
+    s = _series(points)
+    found = _find(s)
+    bounds = [i for i, _ in found]
+    sigma2, df = _spread2(s, bounds)
+    var = _run_vars(s, sigma2)
+    edges = [0, *bounds, s.x.size]
+    out = []
+    for k, (index, p) in enumerate(found):
+        before, m_b, v_b = _level(s, points, edges[k], index, var, df)
+        after, m_a, v_a = _level(s, points, index, edges[k + 2], var, df)
+        ratio = after.median / before.median if before.median != 0 else math.nan
+        half = _t(df) * math.sqrt(v_a + v_b)
+        if s.log:
+            lo, hi = math.exp(m_a - m_b - half), math.exp(m_a - m_b + half)
+        elif m_b > 0:
+            # Linear scale (a value <= 0 somewhere): the difference's CI over the level before.
+            lo, hi = 1 + (m_a - m_b - half) / m_b, 1 + (m_a - m_b + half) / m_b
+        else:
+            lo, hi = -math.inf, math.inf
+        if math.isfinite(ratio):
+            lo, hi = min(lo, ratio), max(hi, ratio)
+        out.append(ChangePoint(
+            index=index, before=before, after=after, ratio=ratio, ratio_ci_low=lo,
+            ratio_ci_high=hi, p_value=p, spread=math.sqrt(sigma2),
+            worse=(after.median > before.median) == lower_is_better))
+    return out
