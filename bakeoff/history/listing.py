@@ -11,6 +11,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from bakeoff.history.changes import ChangePoint, Level, RunPoint, change_points
 from bakeoff.history.store import History, Series, SeriesRun
 from bakeoff.stats.estimates import median_ci
 
@@ -39,21 +40,10 @@ class RunLevel:
 
 
 @dataclass(frozen=True)
-class LevelChange:
-    """Where a series' level changed: `index` is the first run after the change; the levels
-    before and after and their ratio (after / before), each with its 95% CI."""
-
-    index: int
-    before: tuple[float, float, float]  # level, CI low, CI high
-    after: tuple[float, float, float]
-    ratio: tuple[float, float, float]
-
-
-@dataclass(frozen=True)
 class SeriesHistory:
     series: Series
     runs: list[RunLevel]
-    changes: list[LevelChange] = field(default_factory=list)
+    changes: list[ChangePoint] = field(default_factory=list)
 
 
 def level_of(run: SeriesRun) -> RunLevel:
@@ -70,7 +60,9 @@ def histories(history: History, benchmark: str | None = None, machine: str | Non
     for s in history.series(benchmark, machine):
         if (metric == PRIMARY and s.metric_order != 0) or metric not in (PRIMARY, ALL, s.metric):
             continue
-        out.append(SeriesHistory(s, [level_of(r) for r in history.runs_of(s)]))
+        runs = [level_of(r) for r in history.runs_of(s)]
+        points = [RunPoint(r.run_id, r.when, r.labels, r.trial_medians) for r in runs]
+        out.append(SeriesHistory(s, runs, change_points(points, s.lower_is_better)))
     return out
 
 
@@ -99,8 +91,38 @@ def series_lines(sh: SeriesHistory) -> list[str]:
         rows.append((r.when[:19].replace("T", " "), r.label_text, format_value(r.median, s.unit),
                      ci, str(r.n_trials)))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    changed_at = {c.index: c for c in sh.changes}
     lines = [head]
-    for row in rows:
+    for i, row in enumerate(rows):
+        if (c := changed_at.get(i - 1)) is not None:
+            lines.append("  " + change_text(sh, c))
         lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True))
                      + "  " + row[4])
+    if not sh.changes:
+        lines.append("  no change of level found")
     return lines
+
+
+def level_text(level: Level, unit: str) -> str:
+    return (f"{format_value(level.median, unit)} [{format_value(level.ci_low, unit)}, "
+            f"{format_value(level.ci_high, unit)}] over {level.runs} runs")
+
+
+def labels_between(sh: SeriesHistory, lo: int, hi: int) -> str:
+    """The labels of runs lo..hi-1, each distinct text once, in order."""
+    seen: list[str] = []
+    for r in sh.runs[max(lo, 0):hi]:
+        if r.label_text not in seen:
+            seen.append(r.label_text)
+    return ", ".join(seen)
+
+
+def change_text(sh: SeriesHistory, c: ChangePoint) -> str:
+    """One line: the level before and after, the ratio with its CI, the labels either side."""
+    unit = sh.series.unit
+    way = "worse" if c.worse else "better"
+    return (f"── level changed ({way}): {level_text(c.before, unit)} → "
+            f"{level_text(c.after, unit)}, ×{c.ratio:.3f} [{c.ratio_ci_low:.3f}, "
+            f"{c.ratio_ci_high:.3f}] (p={c.p_value:.4f}); labels "
+            f"{labels_between(sh, c.index - 1, c.index)} → "
+            f"{labels_between(sh, c.index, c.index + 1)}")

@@ -15,7 +15,8 @@ from typing import Any
 
 import plotly.offline
 
-from bakeoff.history.listing import SeriesHistory, format_value
+from bakeoff.history.changes import Level
+from bakeoff.history.listing import SeriesHistory, format_value, labels_between
 from bakeoff.store.results import utc_now, write_atomic
 
 
@@ -44,15 +45,6 @@ def _when(iso: str) -> str:
     return iso[:23].replace("T", " ")
 
 
-def _labels(sh: SeriesHistory, lo: int, hi: int) -> str:
-    """The labels of runs lo..hi-1, each distinct text once, in order."""
-    seen: list[str] = []
-    for r in sh.runs[lo:hi]:
-        if r.label_text not in seen:
-            seen.append(r.label_text)
-    return ", ".join(seen)
-
-
 def figure(sh: SeriesHistory) -> dict[str, Any]:
     """The trend of one series as a plotly figure (a dict)."""
     s, runs = sh.series, sh.runs
@@ -77,15 +69,17 @@ def figure(sh: SeriesHistory) -> dict[str, Any]:
         at = x[c.index]
         shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": at, "x1": at,
                        "y0": 0, "y1": 1, "line": {"color": "#d62728", "dash": "dash"}})
-        for lo, hi, level in ((0, c.index, c.before), (c.index, len(runs), c.after)):
+        before_from = c.index - c.before.runs
+        for lo, hi, level in ((before_from, c.index, c.before),
+                              (c.index, c.index + c.after.runs, c.after)):
             shapes.append({"type": "line", "xref": "x", "yref": "y", "x0": x[lo], "x1": x[hi - 1],
-                           "y0": level[0], "y1": level[0],
+                           "y0": level.median, "y1": level.median,
                            "line": {"color": "#d62728", "width": 1}})
         notes.append({"x": at, "y": 1, "xref": "x", "yref": "paper", "yanchor": "bottom",
                       "showarrow": False, "font": {"color": "#d62728", "size": 11},
-                      "text": _e(f"×{c.ratio[0]:.3f} [{c.ratio[1]:.3f}, {c.ratio[2]:.3f}]: "
-                                 f"{_labels(sh, c.index - 1, c.index)} → "
-                                 f"{_labels(sh, c.index, c.index + 1)}")})
+                      "text": _e(f"×{c.ratio:.3f} [{c.ratio_ci_low:.3f}, {c.ratio_ci_high:.3f}]: "
+                                 f"{labels_between(sh, c.index - 1, c.index)} → "
+                                 f"{labels_between(sh, c.index, c.index + 1)}")})
     layout = {"margin": {"l": 70, "r": 20, "t": 30, "b": 40}, "height": 320,
               "yaxis": {"title": {"text": _e(s.unit or s.metric)}, "rangemode": "tozero"},
               "xaxis": {"type": "date"}, "shapes": shapes, "annotations": notes,
@@ -99,14 +93,16 @@ def _changes_table(sh: SeriesHistory) -> str:
         return '<p class="none">no change of level found</p>'
     unit, rows = sh.series.unit, []
     for c in sh.changes:
-        def level(v: tuple[float, float, float]) -> str:
-            return (f"{format_value(v[0], unit)} [{format_value(v[1], unit)}, "
-                    f"{format_value(v[2], unit)}]")
+        def level(v: Level) -> str:
+            return (f"{format_value(v.median, unit)} [{format_value(v.ci_low, unit)}, "
+                    f"{format_value(v.ci_high, unit)}]")
         rows.append(
             f"<tr><td>{_e(sh.runs[c.index].when[:19].replace('T', ' '))}</td>"
-            f"<td>{_e(_labels(sh, 0, c.index))}</td><td>{_e(level(c.before))}</td>"
-            f"<td>{_e(_labels(sh, c.index, len(sh.runs)))}</td><td>{_e(level(c.after))}</td>"
-            f"<td>×{c.ratio[0]:.3f} [{c.ratio[1]:.3f}, {c.ratio[2]:.3f}]</td></tr>")
+            f"<td>{_e(labels_between(sh, c.index - c.before.runs, c.index))}</td>"
+            f"<td>{_e(level(c.before))}</td>"
+            f"<td>{_e(labels_between(sh, c.index, c.index + c.after.runs))}</td>"
+            f"<td>{_e(level(c.after))}</td>"
+            f"<td>×{c.ratio:.3f} [{c.ratio_ci_low:.3f}, {c.ratio_ci_high:.3f}]</td></tr>")
     return ('<table class="changes"><tr><th>changed at</th><th>labels before</th>'
             "<th>level before (95% CI)</th><th>labels after</th><th>level after (95% CI)</th>"
             f"<th>ratio after/before (95% CI)</th></tr>{''.join(rows)}</table>")

@@ -164,16 +164,20 @@ class History:
 
     # ---- plumbing ----------------------------------------------------------------------
 
-    def _sql(self, text: str) -> str:
+    def sql(self, text: str) -> str:
+        """`?` marks as this database's driver wants them."""
         return text.replace("?", "%s") if self._pg else text
 
     @contextmanager
-    def _transaction(self) -> Iterator[Any]:
+    def transaction(self) -> Iterator[Any]:
+        """A cursor in one transaction (committed at the end, rolled back on any error); SQL
+        written with `?` marks goes through sql() first."""
         cur = self._conn.cursor()
         try:
-            cur.execute("BEGIN" if self._pg else "BEGIN IMMEDIATE")
+            if not self._pg:  # psycopg opens a transaction at the first statement itself
+                cur.execute("BEGIN IMMEDIATE")  # the write lock now: no upgrade deadlock later
             yield cur
-            self._conn.commit() if self._pg else cur.execute("COMMIT")
+            self._conn.commit()
         except BaseException:
             self._conn.rollback()
             raise
@@ -202,7 +206,7 @@ class History:
 
     def migrate(self, upto: int = schema.CURRENT) -> int:
         """Apply the migrations above the database's version, up to `upto`; the version."""
-        with self._transaction() as cur:
+        with self.transaction() as cur:
             if self._pg:
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", (_PG_MIGRATION_LOCK,))
             have = self._version_in(cur)
@@ -215,7 +219,7 @@ class History:
                         cur.execute(statement)
                     if m.fill is not None:
                         m.fill(cur, self.location.dialect)
-                    cur.execute(self._sql("UPDATE schema_version SET version = ?"), (m.version,))
+                    cur.execute(self.sql("UPDATE schema_version SET version = ?"), (m.version,))
                     have = m.version
             return have
 
@@ -237,14 +241,14 @@ class History:
     def add(self, run: RunEntry) -> bool:
         """Record a run; False when it was there already (its labels then merged in, a label
         given again taking the new value)."""
-        with self._transaction() as cur:
-            cur.execute(self._sql("SELECT id FROM runs WHERE run_key = ?"), (run.run_key,))
+        with self.transaction() as cur:
+            cur.execute(self.sql("SELECT id FROM runs WHERE run_key = ?"), (run.run_key,))
             row = cur.fetchone()
             if row is not None:
                 self._put_labels(cur, int(row[0]), run.labels)
                 return False
             self._put_machine(cur, run.machine, run.facts)
-            cur.execute(self._sql(
+            cur.execute(self.sql(
                 "INSERT INTO runs (run_key, run_id, machine, started_at, finished_at, status,"
                 " profile, argv, source, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " RETURNING id"),
@@ -256,7 +260,7 @@ class History:
             for t in run.trials:
                 if t.series not in series_ids:
                     series_ids[t.series] = self._series_id(cur, t.series, run.machine.key)
-                cur.execute(self._sql(
+                cur.execute(self.sql(
                     "INSERT INTO trials (run, series, trial_index, round, samples, n_samples)"
                     " VALUES (?, ?, ?, ?, ?, ?)"),
                     (run_id, series_ids[t.series], t.trial_index, t.round,
@@ -265,27 +269,29 @@ class History:
 
     def _put_machine(self, cur: Any, m: Fingerprint, facts: dict[str, Any]) -> None:
         d = asdict(m)
-        cur.execute(self._sql(
+        cur.execute(self.sql(
             "INSERT INTO machines (key, hostname, machine_id, kernel, kernel_config,"
             " kernel_cmdline, cpu_model, microcode, facts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (key) DO NOTHING"),
+            # A machine renamed goes by its latest name and facts (neither is in its key).
+            " ON CONFLICT (key) DO UPDATE SET hostname = excluded.hostname,"
+            " facts = excluded.facts"),
             (m.key, d["hostname"], d["machine_id"], d["kernel"], d["kernel_config"],
              d["kernel_cmdline"], d["cpu_model"], d["microcode"], json.dumps(facts, default=str)))
 
     def _put_labels(self, cur: Any, run_id: int, labels: dict[str, str]) -> None:
         for k, v in labels.items():
-            cur.execute(self._sql(
+            cur.execute(self.sql(
                 "INSERT INTO labels (run, key, value) VALUES (?, ?, ?)"
                 " ON CONFLICT (run, key) DO UPDATE SET value = excluded.value"), (run_id, k, v))
 
     def _series_id(self, cur: Any, s: SeriesKey, machine: str) -> int:
         where = ("benchmark = ? AND variant = ? AND params = ? AND metric = ? AND machine = ?")
         key = (s.benchmark, s.variant, s.params, s.metric, machine)
-        cur.execute(self._sql(
+        cur.execute(self.sql(
             "INSERT INTO series (benchmark, variant, params, metric, metric_order, unit,"
             " lower_is_better, machine) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"),
             (*key[:4], s.metric_order, s.unit, int(s.lower_is_better), machine))
-        cur.execute(self._sql(f"SELECT id FROM series WHERE {where}"), key)
+        cur.execute(self.sql(f"SELECT id FROM series WHERE {where}"), key)
         return int(cur.fetchone()[0])
 
     # ---- reading ------------------------------------------------------------------------
@@ -293,7 +299,7 @@ class History:
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         cur = self._conn.cursor()
         try:
-            cur.execute(self._sql(sql), tuple(args))
+            cur.execute(self.sql(sql), tuple(args))
             return [tuple(r) for r in cur.fetchall()]
         finally:
             cur.close()
