@@ -11,13 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pg_server import PgServer, pg_server
 
 from bakeoff.core.errors import UsageError
 from bakeoff.history import fingerprint, schema
 from bakeoff.history.record import parse_labels, record_dirs, record_run
 from bakeoff.history.store import SeriesKey, open_history, parse_location
 from conftest import IN_CI
-from pg_server import PgServer, pg_server
 
 RUNS = Path(__file__).resolve().parent / "fixtures" / "fleet_runs"  # two real recorded runs
 
