@@ -15,6 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
+from conftest import IN_CI
+
 
 def bindir() -> Path | None:
     """The newest installed server's binaries (Debian keeps them out of PATH)."""
@@ -86,3 +90,25 @@ def pg_server() -> Iterator[PgServer]:
         if started:
             server.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+# Fixtures for a module whose tests run on both backends: `from pg_server import history_url,
+# postgres`. The server is the module's (started once, removed at its end).
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PgServer]:
+    try:
+        with pg_server() as server:
+            yield server
+    except RuntimeError as exc:
+        if IN_CI:
+            pytest.fail(f"no PostgreSQL server for the history tests: {exc}")
+        pytest.skip(f"no PostgreSQL server: {exc}")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def history_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty history of each kind."""
+    if request.param == "sqlite":
+        return str(tmp_path / "history.sqlite")
+    server: PgServer = request.getfixturevalue("postgres")
+    return server.new_database()

@@ -7,39 +7,22 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from pg_server import PgServer, pg_server
 
 from bakeoff.core.errors import UsageError
 from bakeoff.history import fingerprint, schema
 from bakeoff.history.record import parse_labels, record_dirs, record_run
 from bakeoff.history.store import SeriesKey, open_history, parse_location
-from conftest import IN_CI
+from conftest import assert_usage_error, run_bakeoff
+
+# The fixtures history_url and postgres: each test on an SQLite file and on a PostgreSQL
+# server of the module's own.
+pytest_plugins = ["pg_server"]
 
 RUNS = Path(__file__).resolve().parent / "fixtures" / "fleet_runs"  # two real recorded runs
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PgServer | None]:
-    try:
-        with pg_server() as server:
-            yield server
-    except RuntimeError as exc:
-        if IN_CI:
-            pytest.fail(f"no PostgreSQL server for the history tests: {exc}")
-        pytest.skip(f"no PostgreSQL server: {exc}")
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def history_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh, empty history of each kind."""
-    if request.param == "sqlite":
-        return str(tmp_path / "history.sqlite")
-    server: PgServer = request.getfixturevalue("postgres")
-    return server.new_database()
 
 
 def _copy(run: str, tmp_path: Path, name: str, **host: object) -> Path:
@@ -210,3 +193,30 @@ def test_labels_and_locations_refused_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "junk").write_text("not a database, not at all " * 100)
     with pytest.raises(UsageError, match=r"cannot be opened|not a bakeoff history"):
         open_history(str(tmp_path / "junk"))
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    history = str(tmp_path / "h.sqlite")
+    nowhere = tmp_path / "no-server"
+    nowhere.mkdir()
+    cases = [
+        (("history", "--history", "mysql://db/h"), "not a history location", "postgresql://"),
+        (("history", "add", str(tmp_path / "missing"), "--history", history),
+         "no results.json", "give directories"),
+        (("history", "add", str(RUNS / "a"), "--label", "commit", "--history", history),
+         "--label 'commit'", "KEY=VALUE"),
+        (("history", "--history", f"postgresql://bakeoff@/h?host={nowhere}"),
+         "cannot reach the history server", "check the URL"),
+        (("history", "--history", str(tmp_path / "none" / "h.sqlite")), "does not exist",
+         "create it"),
+        (("history", "page", "--history", history, "--out", str(tmp_path / "none" / "p.html")),
+         "does not exist", "create it"),
+        (("history", "page", "--history", history, "--out", str(tmp_path / "p.html")),
+         "no series in", "history add"),
+    ]
+    # Each a bakeoff process (~2 s to start on this VM): started four at a time.
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda c: run_bakeoff(*c[0]), cases))
+    for (_args, needle, fix), res in zip(cases, results, strict=True):
+        assert_usage_error(res, needle, fix)
+    assert not (tmp_path / "p.html").exists()

@@ -38,10 +38,11 @@ def cmd_history(
         if history is not None:
             ctx.obj = history  # `bakeoff history --history X add DIR` means X too
         return
-    from bakeoff.history import listing
     from bakeoff.history.store import open_history
 
     with open_history(history) as h:
+        from bakeoff.history import listing  # numpy and scipy: once the history opened
+
         found = listing.histories(h, benchmark, machine, metric)
         total = h.run_count()
         where = h.location.shown

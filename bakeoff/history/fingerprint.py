@@ -14,9 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
+from bakeoff.machine import host as hostmod
 from bakeoff.stats import drift
 
 
@@ -45,10 +45,6 @@ class Fingerprint:
         return f"{self.hostname}/{self.key[:8]}"
 
 
-def cmdline_digest(text: str) -> str:
-    return hashlib.sha256(text.strip().encode()).hexdigest()[:16] if text.strip() else ""
-
-
 def _cmdline(host: dict[str, Any]) -> str:
     """The record's command-line digest; for a run of this very boot (an import right after
     the run, or a record made before hosts recorded it) today's /proc/cmdline is that boot's."""
@@ -56,10 +52,7 @@ def _cmdline(host: dict[str, Any]) -> str:
     if recorded:
         return recorded
     if host.get("boot_id") and host.get("boot_id") == drift.boot_hash():
-        try:
-            return cmdline_digest(Path("/proc/cmdline").read_text())
-        except OSError:
-            return ""
+        return hostmod.cmdline_digest()
     return ""
 
 
