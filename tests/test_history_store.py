@@ -159,10 +159,9 @@ def test_migration_from_v1_keeps_the_data(history_url: str) -> None:
         [run] = h.runs_of(s)
         assert run.labels == {"commit": "abc"}
         assert run.trials == [[1.5, 2.5, 3.5], [2.0], [4.0, 5.0]]
-        cur = h._conn.cursor()  # v2's column, filled in from v1's values
-        cur.execute("SELECT n_samples FROM trials ORDER BY trial_index")
-        assert [r[0] for r in cur.fetchall()] == [3, 1, 2]
-        cur.close()
+        with h.transaction() as cur:  # v2's column, filled in from v1's values
+            cur.execute("SELECT n_samples FROM trials ORDER BY trial_index")
+            assert [r[0] for r in cur.fetchall()] == [3, 1, 2]
     # A database migrated takes new runs as a new one does.
     assert record_run(RUNS / "a", history_url).added
 

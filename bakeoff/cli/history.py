@@ -15,8 +15,9 @@ from bakeoff.core.errors import UsageError
 HISTORY_HELP = ("The history: a file path (SQLite) or postgresql://USER@HOST/DB; default "
                 "$BAKEOFF_HISTORY, else history.sqlite in the user's state directory.")
 
-app = typer.Typer(help="Runs over time: record runs, list each series' levels and where they "
-                       "changed, draw the trends (docs/HISTORY.md).",
+app = typer.Typer(help="Runs over time (docs/HISTORY.md). Without a command: per series, each "
+                       "recorded run (time, labels, median with 95% CI, trials) and where the "
+                       "level changed. `add` records runs, `page` draws the trends.",
                   no_args_is_help=False, invoke_without_command=True)
 # Registered on import, as `bakeoff cmd` is: cli/main.py imports this module last.
 main_app.add_typer(app, name="history")
