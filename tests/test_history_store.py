@@ -219,3 +219,16 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     for (_args, needle, fix), res in zip(cases, results, strict=True):
         assert_usage_error(res, needle, fix)
     assert not (tmp_path / "p.html").exists()
+
+
+def test_two_writers_at_once_on_a_new_history(history_url: str, tmp_path: Path) -> None:
+    """Two bakeoffs recording into one fresh history at once (a fleet's hosts, two CI jobs):
+    the schema is made once, both runs are recorded."""
+    other = _copy("a", tmp_path, "other", machine_id="m2")
+    with ThreadPoolExecutor(2) as pool:
+        done = list(pool.map(lambda d: record_run(d, history_url, {"job": d.name}),
+                             [RUNS / "b", other]))
+    assert [r.added for r in done] == [True, True]
+    with open_history(history_url) as h:
+        assert h.version() == schema.CURRENT and h.run_count() == 2
+        assert {h.labels_of(r.run_key)["job"] for r in done} == {"b", "other"}
