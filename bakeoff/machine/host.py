@@ -284,6 +284,9 @@ class HostFacts:
     mitigations: dict[str, str] = field(default_factory=dict)
     sysctls: dict[str, str] = field(default_factory=dict)
     kernel_config: dict[str, Any] = field(default_factory=dict)
+    # /proc/cmdline's digest: mitigations=, isolcpus= and the like change what is measured (the
+    # history splits a series on it); the text itself may hold what a shared result should not.
+    kernel_cmdline_sha256: str = ""
     # Hashes of /etc/machine-id and the boot id (bakeoff/stats/drift.py): two "hosts" with one boot
     # id share a kernel and its CPUs; a run-to-run spread applies to one machine id.
     machine_id: str = ""
@@ -339,6 +342,7 @@ def facts(build_dir: Path | None = None) -> HostFacts:
         mitigations=_mitigations(),
         sysctls=sysctls(),
         kernel_config=kernel_config(),
+        kernel_cmdline_sha256=cmdline_digest(),
         machine_id=drift.machine_hash(),
         boot_id=drift.boot_hash(),
     )
@@ -389,6 +393,12 @@ def kernel_config() -> dict[str, Any]:
             options[name] = value
     return {"source": source, "sha256": hashlib.sha256(text.encode()).hexdigest()[:16],
             "options": options}
+
+
+def cmdline_digest() -> str:
+    """The running kernel's command line, hashed ('' when unreadable)."""
+    text = _read("/proc/cmdline").strip()
+    return hashlib.sha256(text.encode()).hexdigest()[:16] if text else ""
 
 
 def _microcode() -> str:

@@ -1,0 +1,70 @@
+"""Which machine a run was measured on, as a series key: a fingerprint stable across reboots
+that still splits a series wherever the measured ground changed.
+
+Kept in the key (a change starts a new series): the machine id's hash, the kernel release, the
+kernel config's digest, the kernel command line's digest, the CPU model and its microcode. A
+reboot into the same kernel with the same command line keeps the series; a new kernel, a new
+`mitigations=` or a microcode update starts another, because numbers across such a change are
+not the same measurement. Left out: the boot id, the hostname (renaming a machine changes
+nothing measured), load and free memory (they change run to run and are the run's own facts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from bakeoff.machine import host as hostmod
+from bakeoff.stats import drift
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    machine_id: str  # /etc/machine-id hashed (stats/drift.py); '' when the host had none
+    hostname: str  # shown, and the identity only when there is no machine id
+    kernel: str
+    kernel_config: str  # sha256 prefix of the whole running config (machine/host.py)
+    kernel_cmdline: str  # sha256 prefix of /proc/cmdline; '' when not recorded
+    cpu_model: str
+    microcode: str
+
+    @property
+    def key(self) -> str:
+        """The series-splitting facts hashed: 16 hex digits."""
+        facts = asdict(self)
+        if self.machine_id:
+            facts.pop("hostname")
+        text = json.dumps(facts, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def name(self) -> str:
+        """How a reader tells the machine: its hostname and the key's first digits."""
+        return f"{self.hostname}/{self.key[:8]}"
+
+
+def _cmdline(host: dict[str, Any]) -> str:
+    """The record's command-line digest; for a run of this very boot (an import right after
+    the run, or a record made before hosts recorded it) today's /proc/cmdline is that boot's."""
+    recorded = str(host.get("kernel_cmdline_sha256") or "")
+    if recorded:
+        return recorded
+    if host.get("boot_id") and host.get("boot_id") == drift.boot_hash():
+        return hostmod.cmdline_digest()
+    return ""
+
+
+def of_host(host: dict[str, Any]) -> Fingerprint:
+    """The fingerprint of a run's recorded host facts (results.json "host")."""
+    config = host.get("kernel_config") or {}
+    return Fingerprint(
+        machine_id=str(host.get("machine_id") or ""),
+        hostname=str(host.get("hostname") or "unknown"),
+        kernel=str(host.get("kernel") or "unknown"),
+        kernel_config=str(config.get("sha256", "")) if isinstance(config, dict) else "",
+        kernel_cmdline=_cmdline(host),
+        cpu_model=str(host.get("cpu_model") or "unknown"),
+        microcode=str(host.get("microcode") or "not exposed"),
+    )

@@ -1,0 +1,128 @@
+"""Per series, its runs as levels (each run's median with its 95% CI, from the run's trials as
+the run's own report computes it: stats.median_ci) and where the level changed.
+
+A run's figure is recomputed from the trials the history keeps, never copied from a report,
+so a later change of statistic applies to every recorded run alike.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from bakeoff.history.changes import ChangePoint, Level, RunPoint, change_points
+from bakeoff.history.store import History, Series, SeriesRun
+from bakeoff.stats.estimates import median_ci
+
+PRIMARY = "primary"  # --metric: each benchmark's primary metric (the default)
+ALL = "all"
+
+
+@dataclass(frozen=True)
+class RunLevel:
+    """One run of a series: its median over its trials with the 95% CI, and each trial's
+    median (the run-to-run detector's points)."""
+
+    run_key: str
+    run_id: str
+    when: str
+    labels: dict[str, str]
+    median: float
+    ci_low: float
+    ci_high: float
+    n_trials: int
+    trial_medians: tuple[float, ...]
+
+    @property
+    def label_text(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.labels.items()) or "—"
+
+
+@dataclass(frozen=True)
+class SeriesHistory:
+    series: Series
+    runs: list[RunLevel]
+    changes: list[ChangePoint] = field(default_factory=list)
+
+
+def level_of(run: SeriesRun) -> RunLevel:
+    ci = median_ci(run.trials)
+    medians = tuple(statistics.median(v) for v in run.trials)
+    return RunLevel(run.run_key, run.run_id, run.started_at, run.labels, ci.estimate, ci.low,
+                    ci.high, len(run.trials), medians)
+
+
+def histories(history: History, benchmark: str | None = None, machine: str | None = None,
+              metric: str = PRIMARY) -> list[SeriesHistory]:
+    """The series that match, each with its runs in time order."""
+    out = []
+    for s in history.series(benchmark, machine):
+        if (metric == PRIMARY and s.metric_order != 0) or metric not in (PRIMARY, ALL, s.metric):
+            continue
+        runs = [level_of(r) for r in history.runs_of(s)]
+        points = [RunPoint(r.run_id, r.when, r.labels, r.trial_medians) for r in runs]
+        out.append(SeriesHistory(s, runs, change_points(points, s.lower_is_better)))
+    return out
+
+
+_SECONDS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+
+
+def format_value(value: float, unit: str) -> str:
+    """A figure with its unit, three significant digits; seconds scaled to ms, µs, ns."""
+    if not math.isfinite(value):
+        return f"{value} {unit}".strip()
+    if unit == "s":
+        scale, name = next(((f, n) for f, n in _SECONDS if abs(value) >= f), _SECONDS[-1])
+        return f"{value / scale:.3g} {name}"
+    return f"{value:.4g} {unit}".strip()
+
+
+def series_lines(sh: SeriesHistory) -> list[str]:
+    """A series as the terminal shows it: a heading, then one line per run."""
+    s = sh.series
+    better = "lower is better" if s.lower_is_better else "higher is better"
+    head = f"{s.title} ({s.unit or 'no unit'}, {better}): {len(sh.runs)} runs"
+    rows = [("when (UTC)", "labels", "median", "95% CI", "n")]
+    for r in sh.runs:
+        ci = (f"[{format_value(r.ci_low, s.unit)}, {format_value(r.ci_high, s.unit)}]"
+              if r.n_trials > 1 else "(one trial)")
+        rows.append((r.when[:19].replace("T", " "), r.label_text, format_value(r.median, s.unit),
+                     ci, str(r.n_trials)))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    changed_at = {c.index: c for c in sh.changes}
+    lines = [head]
+    for i, row in enumerate(rows):
+        if (c := changed_at.get(i - 1)) is not None:
+            lines.append("  " + change_text(sh, c))
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True))
+                     + "  " + row[4])
+    if not sh.changes:
+        lines.append("  no change of level found")
+    return lines
+
+
+def level_text(level: Level, unit: str) -> str:
+    return (f"{format_value(level.median, unit)} [{format_value(level.ci_low, unit)}, "
+            f"{format_value(level.ci_high, unit)}] over {level.runs} runs")
+
+
+def labels_between(sh: SeriesHistory, lo: int, hi: int) -> str:
+    """The labels of runs lo..hi-1, each distinct text once, in order."""
+    seen: list[str] = []
+    for r in sh.runs[max(lo, 0):hi]:
+        if r.label_text not in seen:
+            seen.append(r.label_text)
+    return ", ".join(seen)
+
+
+def change_text(sh: SeriesHistory, c: ChangePoint) -> str:
+    """One line: the level before and after, the ratio with its CI, the labels either side."""
+    unit = sh.series.unit
+    way = "worse" if c.worse else "better"
+    return (f"── level changed ({way}): {level_text(c.before, unit)} → "
+            f"{level_text(c.after, unit)}, ×{c.ratio:.3f} [{c.ratio_ci_low:.3f}, "
+            f"{c.ratio_ci_high:.3f}] (p={c.p_value:.4f}); labels "
+            f"{labels_between(sh, c.index - 1, c.index)} → "
+            f"{labels_between(sh, c.index, c.index + 1)}")

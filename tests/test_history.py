@@ -1,0 +1,146 @@
+"""bakeoff history end to end: sixteen real quick `bakeoff cmd` runs made in a temp dir, whose
+command gets slower from the ninth on, recorded with `bakeoff history add` into an SQLite file
+and into a PostgreSQL server; `bakeoff history` lists them and the change; `history page`
+draws them in Chromium.
+
+Sixteen, not ten: the change-point test is a permutation test at p <= 0.001
+(bakeoff/history/changes.py), and a split of 5 runs against 5 can reach no p below
+2 / C(10, 5) = 0.008; 8 against 8 can (2 / C(16, 8) = 0.00016)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bakeoff.history.store import open_history
+from browser import Browser
+from conftest import REPO, live_run_lock
+
+pytestmark = pytest.mark.slow
+# The fixtures history_url and postgres: each test on an SQLite file and on a PostgreSQL
+# server of the module's own.
+pytest_plugins = ["pg_server"]
+
+RUNS = 16
+STEP_AT = 8  # runs 0-7 sleep 1 ms a go, runs 8-15 sleep 30 ms: a step no load on a 2-vCPU VM
+# hides (1 ms of sleep read 2 to 12 ms at load 10)
+FIXTURE_RUN = REPO / "tests" / "fixtures" / "fleet_runs" / "a"  # another benchmark's real run
+
+
+def _bakeoff(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bakeoff", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, check=False, env=None)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    work = tmp_path_factory.mktemp("history-runs")
+    out = []
+    with live_run_lock("test_history.py"):
+        for i in range(RUNS):
+            command = "sleep 0.001" if i < STEP_AT else "sleep 0.03"
+            run_dir = work / f"run{i:02d}"
+            res = _bakeoff("cmd", "-n", "work", "--trials", "3", "--runs", "3",
+                           "--warmup-trials", "0", "-q", "--out", str(run_dir), command, cwd=work)
+            assert res.returncode == 0, res.stderr[-2000:]
+            out.append(run_dir)
+    return out
+
+
+def _add(run_dirs: list[Path], history_url: str, *labels: str) -> str:
+    args = [a for label in labels for a in ("--label", label)]
+    res = _bakeoff("history", "add", *map(str, run_dirs), *args, "--history", history_url,
+                   cwd=run_dirs[0].parent)
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def test_history_lists_the_runs_and_the_change(runs: list[Path], history_url: str) -> None:
+    said = _add(runs[:STEP_AT], history_url, "commit=old")
+    assert said.count(": recorded: ") == STEP_AT
+    _add(runs[STEP_AT:], history_url, "commit=new", "machine=ci")
+    again = _add(runs[:1], history_url, "reviewed=yes")  # one run twice: one record
+    assert "already recorded" in again
+    with open_history(history_url) as h:
+        assert h.run_count() == RUNS
+    res = _bakeoff("history", "--history", history_url, cwd=runs[0].parent)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("cmd/work wall_time on "))
+    assert lines[head].endswith(f"(s, lower is better): {RUNS} runs")
+    body = lines[head + 2: head + 2 + RUNS + 1]
+    run_lines = [ln for ln in body if not ln.lstrip().startswith("──")]
+    assert len(run_lines) == RUNS
+    assert "commit=old reviewed=yes" in run_lines[0]
+    assert all("commit=old" in ln for ln in run_lines[:STEP_AT])
+    assert all("commit=new machine=ci" in ln for ln in run_lines[STEP_AT:])
+    assert all(re.search(r"\s3$", ln) for ln in run_lines)  # n: three trials each
+    # The change is listed just before the first slower run, with the labels either side.
+    change = body[STEP_AT]
+    assert change.lstrip().startswith("── level changed (worse):"), body
+    assert "labels commit=old → commit=new machine=ci" in change
+    ratio = float(re.search(r"×(\d+\.\d+) \[", change).group(1))  # type: ignore[union-attr]
+    assert ratio > 2  # 30 ms against 1 ms of sleep, and the process start around both
+    assert sum("level changed" in ln for ln in lines) == 1
+    # Filters: a benchmark or machine that matches nothing lists nothing.
+    none = _bakeoff("history", "--history", history_url, "--benchmark", "nope", cwd=runs[0].parent)
+    assert none.returncode == 0 and "no series that match" in none.stdout
+
+
+def test_page_draws_every_series_in_chromium(runs: list[Path], tmp_path: Path) -> None:
+    history = str(tmp_path / "history.sqlite")
+    _add(runs[:STEP_AT], history, "commit=old")
+    _add(runs[STEP_AT:], history, "commit=new")
+    _add([FIXTURE_RUN], history, "commit=other")
+    page = tmp_path / "history.html"
+    res = _bakeoff("history", "page", "--history", history, "--out", str(page), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    with open_history(history) as h:
+        expected = len([s for s in h.series() if s.metric_order == 0])
+    assert f"({expected} series)" in res.stdout and expected > 2
+    browser = Browser(tmp_path / "profile")
+    try:
+        events = browser.open(page.as_uri(), size=(1300, 900))
+        drawn = browser.eval("""(async () => {
+          const charts = [...document.querySelectorAll('.plotly-chart')];
+          for (let i = 0; i < 300 && charts.some(c => !c.querySelector('.main-svg')); i++)
+            await new Promise(r => setTimeout(r, 50));
+          const work = [...document.querySelectorAll('section.series')]
+            .find(s => s.querySelector('h2').textContent.startsWith('cmd/work wall_time'));
+          const chart = work.querySelector('.plotly-chart');
+          return {charts: charts.length,
+                  svgs: charts.filter(c => c.querySelector('.main-svg')).length,
+                  points: chart.data[2].x.length,
+                  markers: chart.querySelectorAll('.scatterlayer .point').length,
+                  dashed: [...chart.querySelectorAll('.shapelayer path')]
+                    .filter(p => (p.style.strokeDasharray || '') !== '').length,
+                  note: [...chart.querySelectorAll('.annotation-text')].map(a => a.textContent),
+                  changes: work.querySelectorAll('table.changes tr').length - 1};
+        })()""")
+        assert drawn["charts"] == drawn["svgs"] == expected
+        assert drawn["points"] == drawn["markers"] == RUNS
+        assert drawn["dashed"] == 1 and drawn["changes"] == 1
+        assert any("commit=old → commit=new" in n for n in drawn["note"]), drawn["note"]
+        # Filter by benchmark: only cmd's series stay shown; then all again.
+        shown = browser.eval("""(() => {
+          const pick = v => { const s = document.getElementById('filter-benchmark');
+            s.value = v; s.dispatchEvent(new Event('change')); };
+          const visible = () => [...document.querySelectorAll('section.series')]
+            .filter(s => !s.classList.contains('hidden')).map(s => s.dataset.benchmark);
+          pick('cmd'); const cmd = visible();
+          pick('mremap-vs-memcpy'); const other = visible();
+          pick(''); const all = visible();
+          return {cmd, other, all, count: document.getElementById('shown').textContent};
+        })()""")
+        assert shown["cmd"] == ["cmd"]
+        assert shown["other"] and set(shown["other"]) == {"mremap-vs-memcpy"}
+        assert len(shown["all"]) == expected and shown["count"] == str(expected)
+        noisy = [e for e in events if e["method"] in (
+            "Runtime.consoleAPICalled", "Runtime.exceptionThrown", "Log.entryAdded")]
+        assert noisy == []
+    finally:
+        browser.close()
