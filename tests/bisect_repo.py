@@ -30,14 +30,14 @@ int main(void)
     uint64_t x = 1;
     for (uint64_t i = 0; i < WORK; i++)
         x = x * 6364136223846793005ULL + i; /* one chain: no vectorising, no shortcut */
-    return (int)(x >> 63);
+    return x == 1 ? 3 : 0; /* the result used, so the loop stays; exit 0 */
 }}
 """
 MAKEFILE = "prog: prog.c\n\tcc -O2 -o prog prog.c\n"
 
 
 @dataclass(frozen=True)
-class TestRepo:
+class BisectRepo:
     path: Path
     shas: list[str]  # oldest first: shas[0] is the good end, shas[-1] the bad end
     step_sha: str  # the commit that grew the work
@@ -61,7 +61,7 @@ def _git(path: Path, *args: str) -> str:
 
 
 def make_repo(path: Path, commits: int = 64, step_at: int | None = None, factor: float = 1.10,
-              seed: int = 0, work: int = DEFAULT_WORK) -> TestRepo:
+              seed: int = 0, work: int = DEFAULT_WORK) -> BisectRepo:
     """The repository; step_at None: a seeded choice among commits 2..commits."""
     rng = random.Random(seed)
     if step_at is None:
@@ -90,4 +90,4 @@ def make_repo(path: Path, commits: int = 64, step_at: int | None = None, factor:
         _git(path, "add", "-A")
         _git(path, "commit", "-q", "--allow-empty", "-m", subject)
         shas.append(_git(path, "rev-parse", "HEAD"))
-    return TestRepo(path, shas, shas[step_at - 1])
+    return BisectRepo(path, shas, shas[step_at - 1])

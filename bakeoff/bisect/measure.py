@@ -18,7 +18,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shlex
 import shutil
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -83,6 +85,7 @@ class Measurer:
         self.build_dir = registry.build_dir()
         self.caps = hostmod.capabilities()
         self.facts = hostmod.facts(self.build_dir)
+        self._probed: set[str] = set()
 
     def definition(self, good: Path, candidate: Path) -> adhoc.Definition:
         commands = (adhoc.Command(rerun.OLD + "measure", command_for(self.request, good)),
@@ -92,6 +95,24 @@ class Measurer:
                                 shell=adhoc.shell_path(adhoc.DEFAULT_SHELL) if shell else None)
         adhoc.check(defn)
         return defn
+
+    def probe(self, command: str, shell: bool) -> None:
+        """One execution of a step's command before it is measured: a command that fails
+        is one line naming it, not a run of failed trials."""
+        if command in self._probed:
+            return
+        argv = [adhoc.DEFAULT_SHELL, "-c", command] if shell else shlex.split(command)
+        try:
+            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True, timeout=600, check=False)
+        except subprocess.TimeoutExpired:
+            raise UsageError(f"the measure command {command!r} ran over 600 s; give a "
+                             "shorter --measure") from None
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise UsageError(f"the measure command {command!r} exited with status "
+                             f"{proc.returncode} ({last}); check --measure on that build")
+        self._probed.add(command)
 
     def benchmark(self, defn: adhoc.Definition, trials: int) -> Benchmark:
         bench = adhoc.benchmark(defn, trials, self.request.runs, warmup=1, warmup_trials=1,
@@ -123,9 +144,10 @@ class Measurer:
         failed = [t for t in run.trials if not t.ok]
         if failed:
             t = failed[0]
-            raise UsageError(f"the measure command failed for {t.case.variant[4:]} "
-                             f"({t.status}: {t.error or 'no message'}); check --measure with "
-                             f"the build in {run_dir}")
+            command = next(c.command for c in defn.commands if c.name == t.case.variant)
+            raise UsageError(f"the measure command {command!r} failed ({t.status}: "
+                             f"{t.error or 'no message'}); check --measure on that build "
+                             f"(the run: {run_dir})")
         return run
 
     def step(self, step_dir: Path, good: Path, candidate: Path, target: float,
@@ -134,6 +156,8 @@ class Measurer:
         the number of looks."""
         req = self.request
         defn = self.definition(good, candidate)
+        for c in defn.commands:
+            self.probe(c.command, defn.shell is not None)
         started = time.monotonic()
         runs: list[RunRecord] = []
         ci: RatioCI | None = None
