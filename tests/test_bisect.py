@@ -193,3 +193,48 @@ def test_a_measure_command_that_exits_non_zero_is_exit_2_naming_it(
     res = _bisect(small_repo.path, measure="false {build}")
     assert_usage_error(res, "the measure command 'false ", "exited with status 1")
     assert _worktrees(small_repo.path) == [f"worktree {small_repo.path}"]
+
+
+# ---- the build cache ---------------------------------------------------------------------
+
+
+def test_builds_are_reused_across_invocations_and_leave_no_registration(
+        small_repo: BisectRepo, tmp_path: Path) -> None:
+    from bakeoff.bisect.builds import BuildCache
+    from bakeoff.bisect.repo import resolve
+
+    repo, root = small_repo.path, tmp_path / "cache"
+    good = resolve(repo, "--good", small_repo.good)
+    first = BuildCache(repo, BUILD, root)
+    tree = first.build(good)
+    first.close()
+    assert (tree / "prog").is_file() and good.sha in first.built_now
+    assert not (tree / ".git").exists()
+    assert _worktrees(repo) == [f"worktree {repo}"]
+    stamp = (tree.parent / "built").stat().st_mtime_ns
+    again = BuildCache(repo, BUILD, root)
+    assert again.build(good) == tree and not again.built_now  # from the cache, not rebuilt
+    assert (tree.parent / "built").stat().st_mtime_ns == stamp
+    # Another build command is another build.
+    other = BuildCache(repo, BUILD + " prog", root)
+    assert other.build(good) != tree and good.sha in other.built_now
+
+
+def test_a_build_cut_short_by_sigkill_is_built_again_and_its_registration_removed(
+        small_repo: BisectRepo, tmp_path: Path) -> None:
+    from bakeoff.bisect.builds import BuildCache
+    from bakeoff.bisect.repo import resolve
+
+    repo, root = small_repo.path, tmp_path / "cache"
+    good = resolve(repo, "--good", small_repo.good)
+    cache = BuildCache(repo, BUILD, root)
+    tree = cache.tree(good)
+    tree.parent.mkdir(parents=True)
+    # What a SIGKILLed build leaves: a registered checkout, half built, no stamp.
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", str(tree),
+                    good.sha], check=True, capture_output=True)
+    (tree / "half-built.o").write_text("")
+    assert len(_worktrees(repo)) == 2
+    assert cache.build(good) == tree and good.sha in cache.built_now
+    assert not (tree / "half-built.o").exists() and (tree / "prog").is_file()
+    assert _worktrees(repo) == [f"worktree {repo}"]

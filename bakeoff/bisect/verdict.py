@@ -10,8 +10,9 @@ level it is nearer, told by its ratio's 95% CI against the boundary between them
 
 The boundary is the geometric mean of the two levels, √R (log-midway): a candidate at either
 level is then as far from it, so SAME and DIFFERENT need CIs of the same width, the fewest
-rounds for both. (A boundary at 1 + threshold/2 instead would make SAME of a 10% step need a
-CI four times narrower than DIFFERENT, some 16 times the rounds.) It is never below 1 +
+rounds for both. (A boundary at 1 + threshold/2 instead would make SAME of a step of twice
+the threshold need a CI about a third as wide as DIFFERENT: some eight times the rounds, as
+rounds go with the inverse square of the width.) It is never below 1 +
 threshold/2: a step smaller than the threshold is not looked for. Where slowdowns creep in
 over several commits, √R finds the first commit past half the total slowdown (in log terms).
 
