@@ -238,3 +238,33 @@ def test_a_build_cut_short_by_sigkill_is_built_again_and_its_registration_remove
     assert cache.build(good) == tree and good.sha in cache.built_now
     assert not (tree / "half-built.o").exists() and (tree / "prog").is_file()
     assert _worktrees(repo) == [f"worktree {repo}"]
+
+
+@pytest.mark.slow
+def test_sigterm_while_a_step_measures_leaves_nothing_behind(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", commits=4, step_at=3, work=8_000_000)
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bakeoff", "bisect", "--repo", str(repo.path), "--good",
+         repo.good, "--bad", repo.bad, "--build", BUILD, "--measure", MEASURE,
+         "--out", str(out), "--cache", str(cache)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        journal = out / "step-00-" f"{repo.bad[:10]}" / "look-1" / "trials.jsonl"
+        while proc.poll() is None and time.monotonic() < deadline and not (
+                journal.exists() and journal.read_text().strip()):
+            time.sleep(0.1)
+        assert journal.exists(), proc.communicate(timeout=30)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err
+    assert "bisect.json" in err.strip().splitlines()[-1]
+    assert _worktrees(repo.path) == [f"worktree {repo.path}"]
+    assert not _scratch_of(proc.pid)
+    assert not list(cache.glob("*/*/tree/.git"))

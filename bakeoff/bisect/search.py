@@ -72,6 +72,7 @@ def bisect(commits: list[Commit], good: Commit, builds: BuildCache, measurer: Me
     outcome = Outcome(good, bad, len(commits), req.threshold, req.metric)
     say(f"bisect: {len(commits)} commits after good {good.short} up to bad {bad.short}; "
         f"metric {req.metric}, threshold {req.threshold * 100:g}%")
+    _story(out)
     good_tree = _build(builds, good, say)
     ends_boundary = rule.ends_boundary(req.threshold)
     ends = _step(0, bad, len(commits) - 1, builds, measurer, good_tree, out, req.threshold / 2,
@@ -111,6 +112,14 @@ def bisect(commits: list[Commit], good: Commit, builds: BuildCache, measurer: Me
     return outcome
 
 
+def _story(out: Path) -> None:
+    """What a signal's message says from now on (a step's runs say their own while they
+    measure): where the bisect's record is. It does not resume: a new bisect reuses the
+    cached builds."""
+    interrupts.tell(lambda: f"the bisect's steps so far are in {out / SUMMARY}; its builds "
+                    "stay cached for the next bisect")
+
+
 def _build(builds: BuildCache, commit: Commit, say: Callable[[str], None]) -> Path:
     interrupts.checkpoint("bisect-build")
     started = time.monotonic()
@@ -128,8 +137,11 @@ def _step(number: int, candidate: Commit, index: int, builds: BuildCache, measur
     interrupts.checkpoint("bisect-measure")
     started = time.monotonic()
     step_dir = out / f"step-{number:02d}-{candidate.short}"
-    ci, looks = measurer.step(step_dir, good_tree, tree, target, boundary,
-                              measurer.request.seed + 1000 * number)
+    try:
+        ci, looks = measurer.step(step_dir, good_tree, tree, target, boundary,
+                                  measurer.request.seed + 1000 * number)
+    finally:
+        _story(out)  # the step's run told its own (`bakeoff run --resume`), not the bisect's
     verdict = rule.classify(ci, boundary)
     step = Step(number, candidate, index, ci, looks, verdict, time.monotonic() - started,
                 fresh and candidate.sha in builds.built_now)
