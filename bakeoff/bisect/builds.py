@@ -118,9 +118,10 @@ class BuildCache:
         with contextlib.suppress(OSError):
             text = dot_git.read_text()
             if text.startswith("gitdir: "):
-                admin = Path(text[len("gitdir: "):].strip())
-                if admin.parent == self._admin and (admin / "gitdir").is_file() and Path(
-                        (admin / "gitdir").read_text().strip()) == dot_git:
+                admin = Path(text[len("gitdir: "):].strip()).resolve()
+                if admin.parent == self._admin.resolve() and (admin / "gitdir").is_file() \
+                        and Path((admin / "gitdir").read_text().strip()).resolve() \
+                        == dot_git.resolve():
                     shutil.rmtree(admin, ignore_errors=True)
             dot_git.unlink()
         self._registered.discard(tree)
