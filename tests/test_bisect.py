@@ -268,3 +268,11 @@ def test_sigterm_while_a_step_measures_leaves_nothing_behind(tmp_path: Path) -> 
     assert _worktrees(repo.path) == [f"worktree {repo.path}"]
     assert not _scratch_of(proc.pid)
     assert not list(cache.glob("*/*/tree/.git"))
+
+
+def test_the_self_test_script_refuses_bad_counts_in_one_line() -> None:
+    from conftest import run_script
+
+    res = run_script("bisect-selftest", "--tries", "0")
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "--tries >= 1" in res.stderr
