@@ -132,6 +132,7 @@ def _build(builds: BuildCache, commit: Commit, say: Callable[[str], None]) -> Pa
 def _step(number: int, candidate: Commit, index: int, builds: BuildCache, measurer: Measurer,
           good_tree: Path, out: Path, target: float, boundary: float,
           say: Callable[[str], None]) -> Step:
+    good_short = good_tree.parent.name[:10]
     fresh = candidate.sha not in builds.built_now
     tree = _build(builds, candidate, say)
     interrupts.checkpoint("bisect-measure")
@@ -146,7 +147,8 @@ def _step(number: int, candidate: Commit, index: int, builds: BuildCache, measur
     step = Step(number, candidate, index, ci, looks, verdict, time.monotonic() - started,
                 fresh and candidate.sha in builds.built_now)
     what = "ends: bad" if number == 0 else f"step {number}: #{index + 1}"
-    say(f"{what} {candidate.short} vs good: {measurer.request.metric} ratio {ci.words()}, "
+    say(f"{what} {candidate.short} vs good {good_short}: {measurer.request.metric} ratio "
+        f"{ci.words()}, "
         f"{looks} look(s), {step.seconds:.0f} s -> {verdict}  ({candidate.subject})")
     return step
 
