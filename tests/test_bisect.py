@@ -81,7 +81,8 @@ def _bisect(repo: Path, *extra: str, good: str | None = None, bad: str | None = 
             cache: Path | None = None) -> subprocess.CompletedProcess[str]:
     return run_bakeoff("bisect", "--repo", str(repo), "--good", good or "HEAD~3", "--bad",
                        bad or "HEAD", "--build", build, "--measure", measure,
-                       "--cache", str(cache or repo.parent / "cache"), *extra, timeout=120)
+                       "--cache", str(cache or repo.parent / "cache"), "--out",
+                       str(repo.parent / "out"), *extra, timeout=120)
 
 
 def test_bad_input_is_one_line_and_exit_2(small_repo: BisectRepo, tmp_path: Path) -> None:
@@ -110,6 +111,7 @@ def test_a_failed_build_names_the_commit_and_shows_its_last_lines(small_repo: Bi
     # The failed tree is gone and the repository has no registration of it.
     assert _worktrees(repo) == [f"worktree {repo}"]
     assert not list((repo.parent / "cache").glob("*/*/tree"))
+    assert not (repo.parent / "out").exists()  # nothing measured: no empty record left
 
 
 def test_a_measure_command_that_fails_is_exit_2_naming_it(small_repo: BisectRepo) -> None:
@@ -125,8 +127,8 @@ def test_a_signal_during_a_build_stops_it_and_leaves_no_registration(
     proc = subprocess.Popen(
         [sys.executable, "-m", "bakeoff", "bisect", "--repo", str(repo), "--good", "HEAD~3",
          "--bad", "HEAD", "--build", f"touch {marker}; sleep 60", "--measure", MEASURE,
-         "--cache", str(cache)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
+         "--cache", str(cache), "--out", str(repo.parent / "out")],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
@@ -144,6 +146,7 @@ def test_a_signal_during_a_build_stops_it_and_leaves_no_registration(
     assert _worktrees(repo) == [f"worktree {repo}"]
     assert not list(cache.glob("*/*/tree"))
     assert not _scratch_of(proc.pid)
+    assert not (repo.parent / "out").exists()
 
 
 # ---- one real bisect ---------------------------------------------------------------------

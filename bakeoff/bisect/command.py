@@ -8,6 +8,7 @@ user's repository are removed however this ends (builds.BuildCache.close).
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,11 +87,19 @@ def run(args: Args, console: Console, say: Callable[[str], None]) -> tuple[Outco
     good = git_repo.resolve(top, "--good", args.good)
     bad = git_repo.resolve(top, "--bad", args.bad)
     commits = git_repo.first_parent_range(top, good, bad)
+    created = args.out is None or not args.out.exists()
     out = store.prepare_run_dir(args.out, "bisect", registry.REPO_ROOT / "results")
     cleanup.mark_run()
-    builds = BuildCache(top, args.build, args.cache)
     try:
-        measurer = Measurer(request, out, console)
-        return bisect(commits, good, builds, measurer, out, say), out
-    finally:
-        builds.close()
+        builds = BuildCache(top, args.build, args.cache)
+        try:
+            measurer = Measurer(request, out, console)
+            return bisect(commits, good, builds, measurer, out, say), out
+        finally:
+            builds.close()
+    except BaseException:
+        # A bisect that ends before anything was measured (a build that fails, a measure
+        # command that does, a signal during the first build) leaves no empty record.
+        if created and not any(p.is_file() for p in out.rglob("*")):
+            shutil.rmtree(out, ignore_errors=True)
+        raise
