@@ -307,6 +307,14 @@ NOT_A_SHELL = {
     # never text from a results file or another user.
     ("benchmarks/common/cmd_exec.c", '"/bin/sh"'):
         "bakeoff cmd --shell: the user's own command, as hyperfine runs it",
+    # bakeoff bisect runs the user's own --build command line, typed for this, by sh in the
+    # commit's checkout, as `git bisect run` runs its script; never text from a file.
+    ("bakeoff/bisect/builds.py", "['sh', '-c', ...]"): "bisect --build: the user's own command",
+    # bisect's --measure goes to a cmd Definition: a keyword `shell` holding a flag or the
+    # shell's path, as for bakeoff cmd, not subprocess's shell=True.
+    ("bakeoff/bisect/measure.py", "shell=True"): "Definition(shell=...), the chosen shell's path",
+    ("bakeoff/bisect/command.py", "shell=True"): "Request(shell=...), the --shell flag",
+    ("bakeoff/cli/bisect.py", "shell=True"): "Args(shell=...), the --shell flag",
 }
 
 

@@ -911,8 +911,10 @@ def _fail(message: str) -> None:
 
 
 # Last: `bakeoff cmd` registers itself on `app` and uses the helpers above.
+from bakeoff.cli import bisect as bisect_cli  # noqa: E402
 from bakeoff.cli import cmd as adhoc_cli  # noqa: E402
 from bakeoff.cli import history as _history_cli  # noqa: E402, F401 (registers `bakeoff history`)
 from bakeoff.cli import selftest as selftest_cli  # noqa: E402
 
 app.command("selftest")(selftest_cli.cmd_selftest)
+app.command("bisect")(bisect_cli.cmd_bisect)

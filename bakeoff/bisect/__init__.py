@@ -1,0 +1,1 @@
+"""`bakeoff bisect`: the first commit where a program got slower, measured interleaved."""

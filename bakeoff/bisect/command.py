@@ -1,0 +1,105 @@
+"""`bakeoff bisect`: the request checked, the builds cached and cleaned, the search run.
+
+Parse and check everything the user typed before anything is built (one line each, exit
+2); then build, measure, narrow down (search.py). The build cache's registrations in the
+user's repository are removed however this ends (builds.BuildCache.close).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from bakeoff.bisect import repo as git_repo
+from bakeoff.bisect.builds import BuildCache
+from bakeoff.bisect.measure import METRICS, Measurer, Request, check_measure
+from bakeoff.bisect.search import Outcome, bisect
+from bakeoff.core.errors import UsageError
+from bakeoff.declare import registry
+from bakeoff.run import cleanup
+from bakeoff.store import results as store
+
+DEFAULT_THRESHOLD_PCT = 5.0
+DEFAULT_BUDGET_ROUNDS = 200
+DEFAULT_STEP_TIME_S = 600.0
+DEFAULT_RUNS = 3
+
+
+@dataclass(frozen=True)
+class Args:
+    repo: Path
+    good: str
+    bad: str
+    build: str
+    measure: str
+    threshold: str = f"{DEFAULT_THRESHOLD_PCT:g}%"
+    budget: int = DEFAULT_BUDGET_ROUNDS
+    step_time: float = DEFAULT_STEP_TIME_S
+    runs: int = DEFAULT_RUNS
+    metric: str = "wall_time"
+    shell: bool = False
+    seed: int = 1
+    out: Path | None = None
+    cache: Path | None = None
+
+
+def parse_threshold(text: str) -> float:
+    """'5%' or '5' -> 0.05."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*%?\s*", text)
+    value = float(m.group(1)) if m else -1.0
+    if not 0 < value < 100:
+        raise UsageError(f"--threshold {text!r}: give the smallest slowdown to find as a "
+                         "percentage above 0, e.g. --threshold 5%")
+    return value / 100
+
+
+def request_of(args: Args) -> Request:
+    check_measure(args.measure)
+    if not args.build.strip():
+        raise UsageError("--build is empty; give the command that builds the program in its "
+                         "checkout, e.g. --build 'make'")
+    if args.metric not in METRICS:
+        raise UsageError(f"--metric {args.metric}: give one of {', '.join(METRICS)}")
+    if args.budget < 4:
+        raise UsageError(f"--budget {args.budget}: a step needs at least 4 rounds, e.g. "
+                         f"--budget {DEFAULT_BUDGET_ROUNDS}")
+    if not args.step_time > 0:
+        raise UsageError("--step-time is a number of seconds above 0, e.g. --step-time 600")
+    if args.runs < 1:
+        raise UsageError("--runs must be at least 1, e.g. --runs 3")
+    if args.seed < 0:
+        raise UsageError(f"--seed {args.seed}: a seed is a whole number of 0 or more")
+    return Request(measure=args.measure, metric=args.metric,
+                   threshold=parse_threshold(args.threshold), runs=args.runs,
+                   budget_rounds=args.budget, step_time_s=args.step_time, shell=args.shell,
+                   seed=args.seed)
+
+
+def run(args: Args, console: Console, say: Callable[[str], None]) -> tuple[Outcome, Path]:
+    """The bisect of args; its outcome and the directory holding every step's runs."""
+    request = request_of(args)
+    top = git_repo.check_repo(args.repo)
+    good = git_repo.resolve(top, "--good", args.good)
+    bad = git_repo.resolve(top, "--bad", args.bad)
+    commits = git_repo.first_parent_range(top, good, bad)
+    created = args.out is None or not args.out.exists()
+    out = store.prepare_run_dir(args.out, "bisect", registry.REPO_ROOT / "results")
+    cleanup.mark_run()
+    try:
+        builds = BuildCache(top, args.build, args.cache)
+        try:
+            measurer = Measurer(request, out, console)
+            return bisect(commits, good, builds, measurer, out, say), out
+        finally:
+            builds.close()
+    except BaseException:
+        # A bisect that ends before anything was measured (a build that fails, a measure
+        # command that does, a signal during the first build) leaves no empty record.
+        if created and not any(p.is_file() for p in out.rglob("*")):
+            shutil.rmtree(out, ignore_errors=True)
+        raise

@@ -1,0 +1,77 @@
+"""`bakeoff bisect`: the first commit where the program under test got slower.
+
+Parse -> the feature (bakeoff/bisect/command.py: check, build, measure interleaved, narrow
+down) -> the answer printed. Exit 0 when the first bad commit is found, 1 when it could not
+be told (no step between the ends, or a step still UNKNOWN at its budget), 2 for bad input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bakeoff.bisect import command
+from bakeoff.bisect.measure import METRICS
+
+
+def cmd_bisect(
+    repo: Annotated[Path, typer.Option(help="The program's git repository (its work tree).")],
+    good: Annotated[str, typer.Option(help="A commit where the program was fast.")],
+    bad: Annotated[str, typer.Option(help="A later commit where it is slower.")],
+    build: Annotated[str, typer.Option(
+        help="Builds the program in a checkout of a commit (run by sh there), e.g. 'make'.")],
+    measure: Annotated[str, typer.Option(
+        help="The measured command; {build} is the build's directory, e.g. '{build}/prog'.")],
+    threshold: Annotated[str, typer.Option(
+        help="The smallest slowdown to find, e.g. 5%.")] = "5%",
+    budget: Annotated[int, typer.Option(
+        help="Rounds (one trial of good and candidate each) a step may measure before an "
+             "UNKNOWN stands.")] = command.DEFAULT_BUDGET_ROUNDS,
+    step_time: Annotated[float, typer.Option(
+        help="Seconds a step may measure.")] = command.DEFAULT_STEP_TIME_S,
+    runs: Annotated[int, typer.Option(
+        "--runs", "-r", help="Executions of the command per trial.")] = command.DEFAULT_RUNS,
+    metric: Annotated[str, typer.Option(
+        help=f"What is compared: {', '.join(METRICS)} (user_time: the program's CPU time, "
+             "which a busy machine's waits do not lengthen).")] = "wall_time",
+    shell: Annotated[bool, typer.Option(
+        help="Run the measured command through sh (automatic when it uses shell syntax).")]
+        = False,
+    seed: Annotated[int, typer.Option(help="Seed of the trials' order.")] = 1,
+    out: Annotated[Path | None, typer.Option(
+        help="Where every step's runs and bisect.json go (default results/<time>-bisect).")]
+        = None,
+    cache: Annotated[Path | None, typer.Option(
+        help="The build cache (default $XDG_CACHE_HOME/bakeoff/bisect).")] = None,
+) -> None:
+    """Find the first commit where the program got slower: good and candidate measured
+    interleaved in one run per step, SAME/DIFFERENT/UNKNOWN from the ratio's 95% CI."""
+    from bakeoff.cli import main as base  # registered by main: imported once it is loaded
+
+    def say(text: str) -> None:
+        base.out_console.print(text, highlight=False, soft_wrap=True)
+
+    args = command.Args(repo=repo, good=good, bad=bad, build=build, measure=measure,
+                        threshold=threshold, budget=budget, step_time=step_time, runs=runs,
+                        metric=metric, shell=shell, seed=seed, out=out, cache=cache)
+    outcome, out_dir = command.run(args, base.err_console, say)
+    last = outcome.steps[-1]
+    if outcome.status == "found" and outcome.first_bad is not None:
+        by = next((s for s in outcome.steps if s.candidate == outcome.first_bad), last)
+        say(f"first bad commit: {outcome.first_bad.sha} ({outcome.first_bad.subject}); "
+            f"{outcome.metric} ratio to good {by.ci.words()}; {outcome.measurement_steps} "
+            f"measurement steps; record: {out_dir}")
+        return
+    if outcome.status == "no-step":
+        say(f"no slowdown to bisect: bad/good {last.ci.words()} is {last.verdict}, not "
+            f"wholly above 1 + threshold/2; record: {out_dir}")
+    else:
+        lo = outcome.last_good or outcome.good
+        hi = outcome.known_bad or outcome.bad
+        say(f"not found: step {last.number} ({last.candidate.short}) is still UNKNOWN after "
+            f"{last.ci.rounds} rounds ({last.ci.words()}); the first bad commit is after "
+            f"{lo.short} and at or before {hi.short}; raise --budget/--step-time or --runs; "
+            f"record: {out_dir}")
+    raise typer.Exit(1)
