@@ -111,15 +111,15 @@ def _series(name: str) -> st.Series:
 
 def test_aa_replay_of_real_runs_raises_few_false_changes() -> None:
     # 2 series x 6 histories x 40 runs = 480 A/A runs. At the rate measured on these series
-    # (0 in 20000 runs, 95% CI up to 0.09 per 500; docs/CHANGE-POINTS.md) fewer than 0.1 are
-    # expected; 3 or more would happen with probability below 1 in 5000.
+    # (16 in 20000 runs, 0.40 per 500, 95% CI 0.23-0.65; docs/CHANGE-POINTS.md) 0.38 are
+    # expected; 4 or more happen with probability 0.07% (0.4% at the CI's top).
     rng = np.random.default_rng(2026)
     false = 0
     for name in QUIET_SERIES:
         runs = _series(name).runs
         for _ in range(6):
             false += len(change_points(st.replay(runs, 40, rng)))
-    assert false <= 2
+    assert false <= 3
 
 
 def test_big_injected_step_in_real_runs_is_found_at_its_run() -> None:
