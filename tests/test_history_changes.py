@@ -18,6 +18,7 @@ from bakeoff.history.changes import (
     RunPoint,
     change_points,
 )
+from bakeoff.store import results as store
 
 
 def _points(levels: list[float], trials: int = 5, within: float = 0.03,
@@ -110,15 +111,15 @@ def _series(name: str) -> st.Series:
 
 def test_aa_replay_of_real_runs_raises_few_false_changes() -> None:
     # 2 series x 6 histories x 40 runs = 480 A/A runs. At the rate measured on these series
-    # (0 in 20000 runs, 95% CI up to 0.09 per 500; docs/CHANGE-POINTS.md) fewer than 0.1 are
-    # expected; 3 or more would happen with probability below 1 in 5000.
+    # (16 in 20000 runs, 0.40 per 500, 95% CI 0.23-0.65; docs/CHANGE-POINTS.md) 0.38 are
+    # expected; 4 or more happen with probability 0.07% (0.4% at the CI's top).
     rng = np.random.default_rng(2026)
     false = 0
     for name in QUIET_SERIES:
         runs = _series(name).runs
         for _ in range(6):
             false += len(change_points(st.replay(runs, 40, rng)))
-    assert false <= 2
+    assert false <= 3
 
 
 def test_big_injected_step_in_real_runs_is_found_at_its_run() -> None:
@@ -148,3 +149,24 @@ def test_selftest_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
                               text=True, timeout=60, check=False)
         assert done.returncode == 2, done.stderr
         assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ")
+
+
+def test_series_from_results_dirs_hold_trial_medians_and_round_ratios() -> None:
+    # Two real runs of mremap-vs-memcpy (tests/recorded_fleet.py says what they are); both
+    # measured size=4 KiB, so its series have two runs, oldest first.
+    runs = [Path(__file__).parent / "fixtures" / "fleet_runs" / r for r in ("b", "a")]
+    series = {s.name: s for s in st.series_from_runs(runs, ratios=True)}
+    record = store.load(runs[1])
+    metric = record.benchmarks["mremap-vs-memcpy"].primary_metric
+    trials = [t for t in record.trials if t.ok and t.case.variant == "mremap"
+              and dict(t.case.params)["size"] == 4096]
+    own = series[f"{trials[0].case.key} {metric}"]
+    assert [p.run_id for p in own.runs] == [record.run_id, store.load(runs[0]).run_id]
+    assert sorted(own.runs[0].values) == sorted(float(np.median(t.samples[metric]))
+                                                 for t in trials)
+    ratio = series[f"{trials[0].case.key} {metric} / memcpy"]
+    assert len(ratio.runs) == 2 and ratio.lower_is_better
+    base = {t.round: float(np.median(t.samples[metric])) for t in record.trials
+            if t.ok and t.case.variant == "memcpy" and dict(t.case.params)["size"] == 4096}
+    assert sorted(ratio.runs[0].values) == sorted(
+        float(np.median(t.samples[metric])) / base[t.round] for t in trials if t.round in base)

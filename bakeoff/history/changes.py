@@ -23,10 +23,11 @@ trial-level values (a trial's median per trial). Two steps find where the level 
    Otava).
 
    Why drawn and not shuffled (Otava's permutation test): with a step a few runs before the
-   end, shuffling the runs puts 3 of the few changed ones at the end often enough (about 1 in
-   200 at 5 of 25) to bound the p far above ALPHA; on this machine's ratio series drawing
-   found a +10% step within 5 runs in 62% of cases against 48% shuffled, with the same
-   false alarms (docs/CHANGE-POINTS.md).
+   end, shuffling the runs puts 3 of the few changed ones at the end often enough (10
+   shuffles in 2300 at 5 of 25) that a shuffled stretch shows a step nearly as large as the
+   real one more often than ALPHA allows, unless the step stands far above the scatter; on
+   this machine's ratio series drawing found a +10% step within 5 runs in 25 of 40 cases,
+   shuffling in 17 (docs/CHANGE-POINTS.md).
 
 Figures of what this achieves on this machine (false alarms on A/A histories, detection of an
 injected 10% step): docs/CHANGE-POINTS.md, from bakeoff/history/changes_selftest.py.

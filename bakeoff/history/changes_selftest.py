@@ -418,8 +418,9 @@ def header(series: Sequence[Series], settings: Settings, command: str) -> list[s
             f"command: {command}",
             f"replayed: {d['series']} series of up to {d['runs']} real runs, measured "
             f"{d['first'][:19]} to {d['last'][:19]}",
-            f"detector: E-divisive split, permutation p <= {settings.alpha} "
-            f"({MIN_RUNS_BEFORE}+ runs before, {MIN_RUNS_AFTER}+ after); step "
+            f"detector: E-divisive split, confirmed at p <= {settings.alpha} (a null drawn "
+            f"from the runs' own errors and spread; {MIN_RUNS_BEFORE}+ runs before, "
+            f"{MIN_RUNS_AFTER}+ after); step "
             f"x{settings.step:.2f}, found within {STEP_TOLERANCE} run of it; histories of blocks of "
             f"{BLOCK_RUNS} consecutive real runs, trials resampled"]
 
