@@ -21,7 +21,16 @@ from bakeoff.report.across_hosts_counters import differing_table as counters_tab
 from bakeoff.report.across_hosts_counters import html_section as counters_html
 from bakeoff.report.across_hosts_counters import markdown_section as counters_markdown
 from bakeoff.report.across_hosts_findings import all_findings_across
-from bakeoff.report.charts import Chart, Sweep, _layout, _t, _x, _x_axis, new_figure, sweeps
+from bakeoff.report.charts import (
+    Chart,
+    Sweep,
+    apply_layout,
+    chart_text,
+    new_figure,
+    sweep_x,
+    sweep_x_axis,
+    sweeps,
+)
 from bakeoff.report.colors import PALETTE, with_alpha
 from bakeoff.report.facts import machine
 from bakeoff.report.findings import Finding
@@ -33,9 +42,8 @@ from bakeoff.report.format import (
     fmt_value,
     params_label,
 )
-from bakeoff.report.html import _CSS, _INIT_JS, _e, _Figures, _table, plotly_script, script_json
-from bakeoff.report.markdown import _table as md_table
-from bakeoff.report.markdown import md_escape
+from bakeoff.report.html import CSS, INIT_JS, Figures, esc, html_table, plotly_script, script_json
+from bakeoff.report.markdown import md_escape, md_table
 from bakeoff.report.words import crossover_sentence, fit_sentence, lower_is_better
 from bakeoff.store.results import write_atomic
 
@@ -211,22 +219,22 @@ def _ratio_by_host(a: HostsAnalysis, ref: BenchmarkAnalysis, sweep: Sweep, varia
         if not pts:
             continue
         drawn += 1
-        xs = [_x(ref, sweep, c) for c, _ in pts]
+        xs = [sweep_x(ref, sweep, c) for c, _ in pts]
         rs = [q for _, q in pts]
         color = colors[host]
         if sweep.param is not None:
             fig.add_trace(go.Scatter(
                 x=xs + xs[::-1], y=[q.ci_high for q in rs] + [q.ci_low for q in rs][::-1],
                 fill="toself", fillcolor=with_alpha(color, 0.18), line={"width": 0},
-                hoverinfo="skip", showlegend=False, legendgroup=_t(host)))
+                hoverinfo="skip", showlegend=False, legendgroup=chart_text(host)))
         fig.add_trace(go.Scatter(
-            x=xs, y=[q.ratio for q in rs], name=_t(host), legendgroup=_t(host),
+            x=xs, y=[q.ratio for q in rs], name=chart_text(host), legendgroup=chart_text(host),
             mode="lines+markers" if sweep.param else "markers",
             line={"color": color}, marker={"color": color, "size": 8},
             error_y=None if sweep.param else {
                 "type": "data", "symmetric": False, "array": [q.ci_high - q.ratio for q in rs],
                 "arrayminus": [q.ratio - q.ci_low for q in rs]},
-            text=[_t(f"{host}: {variant} vs {ref.info.baseline}, "
+            text=[chart_text(f"{host}: {variant} vs {ref.info.baseline}, "
                      f"{case_params_label(ref.info, c)}") + "<br>ratio (95% CI): "
                   + fmt_ratio(q.ratio, q.ci_low, q.ci_high) for (c, _), q in zip(pts, rs, strict=True)],
             hovertemplate="%{text}<extra></extra>"))
@@ -234,15 +242,16 @@ def _ratio_by_host(a: HostsAnalysis, ref: BenchmarkAnalysis, sweep: Sweep, varia
         return None
     fig.add_hline(y=1, line={"dash": "dash", "color": "#555555", "width": 1})
     title = f"{variant} / {ref.info.baseline} per host{_sweep_words(ref, sweep)}"
-    _layout(fig, title)
+    apply_layout(fig, title)
     fig.update_layout(legend={"title": {"text": "host"}})
-    _x_axis(fig, ref, sweep)
+    sweep_x_axis(fig, ref, sweep)
     ends = [q for host in a.labels for c in cases
             if (res := per_host[host].get(c)) is not None and (r := res.vs_baseline) is not None
             for q in (r.ci_low, r.ci_high)]
     span = [v for v in ends if v > 0]
     log_y = bool(span) and max(span) / min(span) > 30
-    fig.update_yaxes(type="log" if log_y else "linear", title={"text": _t(f"ratio to {ref.info.baseline}")})
+    fig.update_yaxes(type="log" if log_y else "linear",
+                     title={"text": chart_text(f"ratio to {ref.info.baseline}")})
     better = "below 1 the variant is faster" if lower_is_better(ref, ref.info.primary_metric) \
         else "above 1 the variant is better"
     note = (f"One trace per host: the ratio of medians ({variant} / {ref.info.baseline}) within "
@@ -267,22 +276,22 @@ def _medians_by_host(a: HostsAnalysis, ref: BenchmarkAnalysis, sweep: Sweep,
             if not pts:
                 continue
             fig.add_trace(go.Scatter(
-                x=[_x(ref, sweep, c) for c, _ in pts], y=[s.median for _, s in pts],
-                name=_t(f"{host} · {variant}"), legendgroup=_t(host),
+                x=[sweep_x(ref, sweep, c) for c, _ in pts], y=[s.median for _, s in pts],
+                name=chart_text(f"{host} · {variant}"), legendgroup=chart_text(host),
                 mode="lines+markers" if sweep.param else "markers",
                 line={"color": colors[host], "dash": _DASHES[i % len(_DASHES)]},
                 marker={"color": colors[host], "size": 7, "symbol": i % 20},
                 error_y={"type": "data", "symmetric": False,
                          "array": [s.ci_high - s.median for _, s in pts],
                          "arrayminus": [s.median - s.ci_low for _, s in pts]},
-                text=[_t(f"{host}: {variant}, {case_params_label(ref.info, c)}")
+                text=[chart_text(f"{host}: {variant}, {case_params_label(ref.info, c)}")
                       + f"<br>median {fmt_value(s.median, unit)}" for c, s in pts],
                 hovertemplate="%{text}<extra></extra>"))
     title = f"{metric} median per host and variant{_sweep_words(ref, sweep)}"
-    _layout(fig, title)
+    apply_layout(fig, title)
     fig.update_layout(legend={"title": {"text": "host · variant"}})
-    _x_axis(fig, ref, sweep)
-    fig.update_yaxes(type="log", title={"text": _t(f"{metric} ({unit})")})
+    sweep_x_axis(fig, ref, sweep)
+    fig.update_yaxes(type="log", title={"text": chart_text(f"{metric} ({unit})")})
     note = ("One colour per host, one dash per variant: each host's median with its 95% CI. "
             "Absolute times differ between machines; the ratios above are what compares.")
     return Chart("metric", title, note, fig)
@@ -299,17 +308,17 @@ td.verdict-holds { color: var(--faster); }
 
 def _html_table(headers: list[str], rows: list[list[str]],
                 row_class: Callable[[int, int], str] | None = None) -> str:
-    body = [[(_e(cell), row_class(i, j) if row_class else "") for j, cell in enumerate(row)]
+    body = [[(esc(cell), row_class(i, j) if row_class else "") for j, cell in enumerate(row)]
             for i, row in enumerate(rows)]
-    return _table([(h, False) for h in headers], body)
+    return html_table([(h, False) for h in headers], body)
 
 
 def _findings_list(found: list[Finding]) -> str:
-    return "<ul>" + "".join(f'<li class="{"tentative" if f.tentative else ""}">{_e(f.text)}</li>'
+    return "<ul>" + "".join(f'<li class="{"tentative" if f.tentative else ""}">{esc(f.text)}</li>'
                             for f in found) + "</ul>"
 
 
-def _html_bench(a: HostsAnalysis, bench: str, index: int, figs: _Figures,
+def _html_bench(a: HostsAnalysis, bench: str, index: int, figs: Figures,
                 found: list[Finding]) -> str:
     info = _info(a, bench)
     headers, rows, verdicts = ratio_table(a, bench)
@@ -322,23 +331,23 @@ def _html_bench(a: HostsAnalysis, bench: str, index: int, figs: _Figures,
             "verdict-holds" if verdicts[i].startswith("holds") else "")
 
     differs = sum(v == DIFFERS for v in verdicts)
-    parts = [f'<section id="bench-{index}"><h2>{_e(info.title)} <span class="muted mono">'
-             f"{_e(info.name)}</span></h2>", _findings_list(found),
-             f"<p>{_e(info.summary)}</p>",
+    parts = [f'<section id="bench-{index}"><h2>{esc(info.title)} <span class="muted mono">'
+             f"{esc(info.name)}</span></h2>", _findings_list(found),
+             f"<p>{esc(info.summary)}</p>",
              f"<p><b>{differs}</b> of {len(verdicts)} cases differ between hosts; the others hold "
              "on every host that measured them.</p>",
-             f"<h3>Ratio to {_e(info.baseline)}, per host</h3>",
-             f'<p class="note">{_e(verdict_rule_hosts(a.threshold))}</p>',
+             f"<h3>Ratio to {esc(info.baseline)}, per host</h3>",
+             f'<p class="note">{esc(verdict_rule_hosts(a.threshold))}</p>',
              _html_table(headers, rows, vclass)]
     mh, mrows = median_table(a, bench)
-    parts += [f"<h3>Medians per host ({_e(info.primary_metric)})</h3>", _html_table(mh, mrows)]
+    parts += [f"<h3>Medians per host ({esc(info.primary_metric)})</h3>", _html_table(mh, mrows)]
     if a.counters is not None and a.counters.by_benchmark.get(bench):
         ch, crows, _ = counters_table(a, bench)
         parts.append(counters_html(a, bench, _html_table(ch, crows) if crows else ""))
     parts.append("<h3>Crossovers and fits, per host</h3><ul>")
     for host, lines in per_host_sentences(a, bench):
-        parts.append(f"<li><b>{_e(host)}</b><ul>"
-                     + "".join(f"<li>{_e(x)}</li>" for x in lines) + "</ul></li>")
+        parts.append(f"<li><b>{esc(host)}</b><ul>"
+                     + "".join(f"<li>{esc(x)}</li>" for x in lines) + "</ul></li>")
     parts.append("</ul>")
     parts += [figs.place(c, info.name) for c in host_charts(a, bench)]
     skips = skip_rows(a, bench)
@@ -373,32 +382,32 @@ def _facts_html(a: HostsAnalysis) -> str:
 
 
 def render_hosts_html(a: HostsAnalysis) -> str:
-    figs = _Figures()
+    figs = Figures()
     benches = list(a.cases)
     found = all_findings_across(a)
     sections = "".join(_html_bench(a, b, i, figs, found.get(b, []))
                        for i, b in enumerate(benches))
-    top = "".join(f'<li><a href="#bench-{i}"><b>{_e(b)}</b></a>: {_e(found[b][0].text)}</li>'
+    top = "".join(f'<li><a href="#bench-{i}"><b>{esc(b)}</b></a>: {esc(found[b][0].text)}</li>'
                   for i, b in enumerate(benches) if found.get(b))
     findings = (f'<section id="findings"><h2>Findings</h2><ul>{top}</ul><p class="note">Each '
                 "benchmark's section opens with the winner at the points its findings speak of, "
                 "with every host's ratio and 95% CI.</p></section>")
-    nav = "".join(f'<li><a href="#bench-{i}">{_e(_info(a, b).title)}</a></li>'
+    nav = "".join(f'<li><a href="#bench-{i}">{esc(_info(a, b).title)}</a></li>'
                   for i, b in enumerate(benches))
-    warnings = "".join(f"<li>{_e(w)}</li>" for w in a.warnings)
+    warnings = "".join(f"<li>{esc(w)}</li>" for w in a.warnings)
     warn = (f'<section class="warnings" id="warnings"><h2>⚠ Warnings ({len(a.warnings)})</h2>'
             f"<ul>{warnings}</ul></section>" if a.warnings else "")
     fh, frows = fleet_rows(a)
-    fleet = (f"<h3>Fleet run {_e(a.fleet.fleet_run)} at commit <code>{_e(a.fleet.commit[:12])}"
+    fleet = (f"<h3>Fleet run {esc(a.fleet.fleet_run)} at commit <code>{esc(a.fleet.commit[:12])}"
              f"</code></h3>{_html_table(fh, frows)}" if a.fleet else "")
     hh, hrows = host_rows(a)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>bakeoff report across hosts: {_e(', '.join(a.labels))}</title>"
-        f"<style>{_CSS}{_HOST_CSS}</style></head><body>"
+        f"<title>bakeoff report across hosts: {esc(', '.join(a.labels))}</title>"
+        f"<style>{CSS}{_HOST_CSS}</style></head><body>"
         f"<header><h1>bakeoff across {len(a.hosts)} hosts</h1><p class=\"muted\">Hosts: "
-        f"<b>{_e(', '.join(a.labels))}</b>. Each host's ratios come from its own run; the "
+        f"<b>{esc(', '.join(a.labels))}</b>. Each host's ratios come from its own run; the "
         "columns put them side by side and a test across hosts says whether they agree.</p>"
         f"</header>{questions_html(a)}{findings}{warn}"
         f'<nav><ul>{nav}<li><a href="#hosts">Hosts and their facts</a></li></ul></nav>'
@@ -407,7 +416,7 @@ def render_hosts_html(a: HostsAnalysis) -> str:
         f"<h3>Host facts side by side</h3>{_facts_html(a)}</section>"
         f'<script id="plotly-js">{plotly_script()}</script>'
         f'<script type="application/json" id="bakeoff-figures">{script_json(figs.entries)}'
-        f"</script><script>{_INIT_JS}</script></body></html>\n")
+        f"</script><script>{INIT_JS}</script></body></html>\n")
 
 
 # ---- markdown ----

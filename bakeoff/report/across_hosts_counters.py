@@ -16,9 +16,8 @@ from bakeoff.analysis.within_run import MIN_TRIALS_FOR_VERDICT
 from bakeoff.declare.model import BenchmarkInfo, Case
 from bakeoff.report.counted import counter_words
 from bakeoff.report.format import MISSING, case_params_label, fmt_number, fmt_p, fmt_range, fmt_value
-from bakeoff.report.html import _e
-from bakeoff.report.markdown import _table as md_table
-from bakeoff.report.markdown import md_escape
+from bakeoff.report.html import esc
+from bakeoff.report.markdown import md_escape, md_table
 from bakeoff.stats.estimates import Summary
 
 # report.md and report.html list this many differing counters per benchmark; details.md all.
@@ -192,20 +191,20 @@ def html_section(a: HostsAnalysis, bench: str, table_html: str) -> str:
     sentence = counters_sentence(a, bench)
     if sentence is None:
         return ""
-    parts = ["<h3>Kernel counters across hosts</h3>", f"<p>{_e(sentence)}</p>"]
+    parts = ["<h3>Kernel counters across hosts</h3>", f"<p>{esc(sentence)}</p>"]
     why = why_lines(a, bench)
     if why:
         more = (f'<p class="note">{len(why) - WHY_CASES_LIMIT} more cases in details.md.</p>'
                 if len(why) > WHY_CASES_LIMIT else "")
         parts.append("<p>Why the ratios differ, by counter:</p><ul>"
-                     + "".join(f"<li>{_e(w)}</li>" for w in why[:WHY_CASES_LIMIT]) + "</ul>"
+                     + "".join(f"<li>{esc(w)}</li>" for w in why[:WHY_CASES_LIMIT]) + "</ul>"
                      + more)
     parts.append(table_html)
     _, rows, n = differing_table(a, bench)
     if n > len(rows):
         parts.append(f'<p class="note">{n - len(rows)} more in details.md, with every counter '
                      "of every case.</p>")
-    parts.append(f'<p class="note">{_e(counters_rule(a.threshold))}</p>')
+    parts.append(f'<p class="note">{esc(counters_rule(a.threshold))}</p>')
     return "".join(parts)
 
 

@@ -1,7 +1,7 @@
 """One self-contained HTML report: plotly.js inlined, no network access of any kind.
 
 Safety rules, because names, params, host facts and error text come from outside:
-- every string from the data goes through `_e` (html.escape) before it touches markup;
+- every string from the data goes through `esc` (html.escape) before it touches markup;
 - figures travel as JSON inside <script type="application/json">, with '<', '>' and '&'
   written as \\u escapes, so no data can close the script element or open a comment;
 - nothing is loaded by URL: no <script src>, <link>, <img> or web font.
@@ -49,7 +49,7 @@ from bakeoff.report.words import (
     verdict_rule,
 )
 
-_CSS = """
+CSS = """
 :root { --fg: #1d232a; --muted: #5f6b76; --line: #dde3e8; --warn-bg: #fff4d6;
   --warn-line: #e0a800; --faster: #1a7f37; --slower: #c62828; }
 * { box-sizing: border-box; }
@@ -114,7 +114,7 @@ section > h2 { margin-top: 1.5rem; }
 """
 
 # Runs after plotly.js: draws every figure from the JSON block.
-_INIT_JS = """
+INIT_JS = """
 (function () {
   var figs = JSON.parse(document.getElementById("bakeoff-figures").textContent);
   function draw(id) { var f = figs[id]; return Plotly.newPlot(id, f.data, f.layout, f.config); }
@@ -142,7 +142,7 @@ _VERDICT_CLASS = {"faster": "faster", "slower": "slower", "same": "same", "equiv
                   "—": "", "n/a": "na"}
 
 
-def _e(text: object) -> str:
+def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
@@ -166,9 +166,9 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "chart"
 
 
-def _table(headers: list[tuple[str, bool]], rows: list[list[tuple[str, str]]]) -> str:
+def html_table(headers: list[tuple[str, bool]], rows: list[list[tuple[str, str]]]) -> str:
     """headers: (text, numeric); rows: cells of (already-escaped html, css class)."""
-    head = "".join(f'<th class="{"num" if num else ""}">{_e(h)}</th>' for h, num in headers)
+    head = "".join(f'<th class="{"num" if num else ""}">{esc(h)}</th>' for h, num in headers)
     body = "".join(
         "<tr>" + "".join(f'<td class="{cls}">{cell}</td>' for cell, cls in row) + "</tr>"
         for row in rows
@@ -178,13 +178,13 @@ def _table(headers: list[tuple[str, bool]], rows: list[list[tuple[str, str]]]) -
 
 
 def _facts_table(rows: list[tuple[str, str]]) -> str:
-    return _table([("fact", False), ("value", False)],
-                  [[(f"<code>{_e(k)}</code>", ""), (_e(v), "fact")] for k, v in rows])
+    return html_table([("fact", False), ("value", False)],
+                  [[(f"<code>{esc(k)}</code>", ""), (esc(v), "fact")] for k, v in rows])
 
 
 def _variant_cell(name: str, color: str, is_baseline: bool) -> str:
     tag = ' <span class="baseline-tag">(baseline)</span>' if is_baseline else ""
-    return f'<span class="swatch" style="background:{_e(color)}"></span>{_e(name)}{tag}'
+    return f'<span class="swatch" style="background:{esc(color)}"></span>{esc(name)}{tag}'
 
 
 def _case_tables(ba: BenchmarkAnalysis, colors: dict[str, str]) -> str:
@@ -204,12 +204,12 @@ def _case_tables(ba: BenchmarkAnalysis, colors: dict[str, str]) -> str:
                     color = colors.get(r.result.case.variant, "#000")
                     cells.append((_variant_cell(r.cells["variant"], color, r.is_baseline), ""))
                 elif c.key == "verdict":
-                    cells.append((_e(r.cells["verdict"]), _VERDICT_CLASS[r.verdict]))
+                    cells.append((esc(r.cells["verdict"]), _VERDICT_CLASS[r.verdict]))
                 else:
-                    cells.append((_e(r.cells[c.key]), "num" if c.numeric else ""))
+                    cells.append((esc(r.cells[c.key]), "num" if c.numeric else ""))
             body.append(cells)
-        parts.append(f"<h3>Cases: {_e(metric)} ({_e(unit)}, {_e(better)})</h3>")
-        parts.append(_table([(c.header, c.numeric) for c in cols], body))
+        parts.append(f"<h3>Cases: {esc(metric)} ({esc(unit)}, {esc(better)})</h3>")
+        parts.append(html_table([(c.header, c.numeric) for c in cols], body))
     return "".join(parts)
 
 
@@ -219,9 +219,9 @@ def _counter_tables(ba: BenchmarkAnalysis) -> str:
         return ""
     parts = [f"<h3>Counters ({len(tables)}): median over each case's successful trials</h3>"]
     for t in tables:
-        rows = [[(_e(label), ""), *((_e(c), "num") for c in cells)] for label, cells in t.rows]
-        parts.append(f"<h4>{_e(t.name)}</h4>"
-                     f"{_table([('params', False), *((v, True) for v in t.variants)], rows)}")
+        rows = [[(esc(label), ""), *((esc(c), "num") for c in cells)] for label, cells in t.rows]
+        parts.append(f"<h4>{esc(t.name)}</h4>"
+                     f"{html_table([('params', False), *((v, True) for v in t.variants)], rows)}")
     return "".join(parts)
 
 
@@ -232,22 +232,22 @@ def _counted(ba: BenchmarkAnalysis) -> str:
     tables = per_op_tables(ba)
     if cost is None and not tables:
         return ""
-    out = f'<p class="note">{_e(cost[0].upper() + cost[1:])}.</p>' if cost else ""
+    out = f'<p class="note">{esc(cost[0].upper() + cost[1:])}.</p>' if cost else ""
     costs = counting_cost_table(ba)
     if costs is not None:
         out += (f'<details class="more"><summary>Cost of counting per case: '
-                f"{_e(ba.info.primary_metric)} of the counted samples over the measured ones"
-                "</summary>" + _table([(h, i >= 2) for i, h in enumerate(costs[0])],
-                                      [[(_e(c), "num" if i >= 2 else "") for i, c in enumerate(row)]
+                f"{esc(ba.info.primary_metric)} of the counted samples over the measured ones"
+                "</summary>" + html_table([(h, i >= 2) for i, h in enumerate(costs[0])],
+                                      [[(esc(c), "num" if i >= 2 else "") for i, c in enumerate(row)]
                                        for row in costs[1]]) + "</details>")
     if tables:
-        parts = [f"<h4>{_e(counter_words(t.name))}</h4>"
-                 + _table([(h, i >= 2) for i, h in enumerate(t.headers)],
-                          [[(_e(c), "num" if i >= 2 else "") for i, c in enumerate(row)]
+        parts = [f"<h4>{esc(counter_words(t.name))}</h4>"
+                 + html_table([(h, i >= 2) for i, h in enumerate(t.headers)],
+                          [[(esc(c), "num" if i >= 2 else "") for i, c in enumerate(row)]
                            for row in t.rows]) for t in tables]
         out += (f'<details class="more"><summary>Counters per operation ({len(tables)}, from '
                 "the counted samples): median and 95% CI over trials, and the ratio to "
-                f"{_e(ba.info.baseline)} at the same params</summary>{''.join(parts)}</details>")
+                f"{esc(ba.info.baseline)} at the same params</summary>{''.join(parts)}</details>")
     return out
 
 
@@ -255,40 +255,40 @@ def _crossovers(ba: BenchmarkAnalysis) -> str:
     if not ba.crossovers:
         return ('<p class="muted">No crossover: along every swept param each variant stays on '
                 "one side of the baseline.</p>")
-    items = "".join(f"<li>{_e(crossover_sentence(ba, sc))}</li>" for sc in ba.crossovers)
+    items = "".join(f"<li>{esc(crossover_sentence(ba, sc))}</li>" for sc in ba.crossovers)
     return f"<ul>{items}</ul>"
 
 
 def _fits(ba: BenchmarkAnalysis) -> str:
     if not ba.fits:
         return ""
-    items = "".join(f"<li>{_e(fit_sentence(ba, sf))}</li>" for sf in ba.fits)
+    items = "".join(f"<li>{esc(fit_sentence(ba, sf))}</li>" for sf in ba.fits)
     return f"<h3>Fitted lines</h3><ul>{items}</ul>"
 
 
 def _verdict_rule(ba: BenchmarkAnalysis) -> str:
-    return _e(verdict_rule(ba.threshold))
+    return esc(verdict_rule(ba.threshold))
 
 
 def _skips_and_failures(run: RunRecord, ba: BenchmarkAnalysis) -> str:
     parts: list[str] = []
     if ba.skips:
         items = "".join(
-            f"<li><b>{_e(s.case.variant)}</b>, {_e(case_params_label(ba.info, s.case))}: "
-            f"{_e(s.reason)}</li>" for s in ba.skips
+            f"<li><b>{esc(s.case.variant)}</b>, {esc(case_params_label(ba.info, s.case))}: "
+            f"{esc(s.reason)}</li>" for s in ba.skips
         )
         parts.append(f"<h3>Skipped cases ({len(ba.skips)})</h3><ul>{items}</ul>")
     failed = failed_trials(run, ba)
     if failed:
         items = "".join(
-            f"<details open><summary>{_e(failure_heading(ba, t))}</summary>"
-            f"<pre>{_e(failure_text(t))}</pre></details>" for t in failed
+            f"<details open><summary>{esc(failure_heading(ba, t))}</summary>"
+            f"<pre>{esc(failure_text(t))}</pre></details>" for t in failed
         )
         parts.append(f"<h3>Failed trials ({len(failed)})</h3>{items}")
     return "".join(parts)
 
 
-class _Figures:
+class Figures:
     """Collects figures as they are placed, so each div and its JSON share one id."""
 
     def __init__(self) -> None:
@@ -299,8 +299,8 @@ class _Figures:
         tall = " tall" if chart.kind == "resources" else ""
         div = f'<div class="chart plotly-chart{tall}" id="{chart_id}"></div>'
         if not heading:  # the figure's own title heads it; the note goes under it
-            return f'{div}<p class="note">{_e(chart.note)}</p>'
-        return f"<h3>{_e(chart.title)}</h3><p class=\"note\">{_e(chart.note)}</p>{div}"
+            return f'{div}<p class="note">{esc(chart.note)}</p>'
+        return f"<h3>{esc(chart.title)}</h3><p class=\"note\">{esc(chart.note)}</p>{div}"
 
     def place_figure(self, fig: dict[str, Any], name: str) -> str:
         """A figure already a plotly dict (a flame graph), drawn tall, its title its own."""
@@ -325,11 +325,11 @@ _WHY = re.compile(r" (\[tentative: [^\]]*\])")
 
 def _finding_html(text: str) -> str:
     """The sentence, its '[tentative: …]' set in a quieter type so the figures stand out."""
-    return _WHY.sub(r' <span class="why">\1</span>', _e(text))
+    return _WHY.sub(r' <span class="why">\1</span>', esc(text))
 
 
 def _finding_item(f: Finding) -> str:
-    asked = f"<b>{_e(f.question)}</b> " if f.question else ""
+    asked = f"<b>{esc(f.question)}</b> " if f.question else ""
     return (f'<li class="{"tentative" if f.tentative else ""}">{asked}'
             f"{_finding_html(f.text)}</li>")
 
@@ -349,20 +349,20 @@ def _compact(table: CompactTable | None, colors: dict[str, str]) -> str:
     """The compact table: each variant's column headed by its colour, as in the charts."""
     if table is None:
         return ""
-    head = (f"<th>{_e(table.label_header)}</th>"
+    head = (f"<th>{esc(table.label_header)}</th>"
             + "".join(f'<th class="num">{_variant_cell(v, colors.get(v, "#000"), False)}</th>'
                       for v in table.variants)
             + '<th class="num">trials</th>')
     body = "".join(
-        f"<tr><td>{_e(r.label)}</td>"
-        + "".join(f'<td class="num {_VERDICT_CLASS.get(c.verdict or "", "")}">{_e(c.text)}</td>'
+        f"<tr><td>{esc(r.label)}</td>"
+        + "".join(f'<td class="num {_VERDICT_CLASS.get(c.verdict or "", "")}">{esc(c.text)}</td>'
                   for c in r.cells)
-        + f'<td class="num">{_e(r.trials)}</td></tr>' for r in table.rows)
+        + f'<td class="num">{esc(r.trials)}</td></tr>' for r in table.rows)
     return (f'<div class="compact table-wrap"><table><thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table></div>")
 
 
-def _benchmark(run: RunRecord, bf: BenchmarkFindings, index: int, figs: _Figures) -> str:
+def _benchmark(run: RunRecord, bf: BenchmarkFindings, index: int, figs: Figures) -> str:
     ba = bf.analysis
     info = ba.info
     colors = variant_colors(info)
@@ -370,7 +370,7 @@ def _benchmark(run: RunRecord, bf: BenchmarkFindings, index: int, figs: _Figures
     better = better_phrase(ba, str(metric["name"]))
     variants = "".join(
         f"<li>{_variant_cell(name, colors.get(name, '#000'), name == info.baseline)}: "
-        f"{_e(v.get('description', ''))}</li>"
+        f"{esc(v.get('description', ''))}</li>"
         for v in info.variants for name in [str(v["name"])]
     )
     table = compact_table(ba)
@@ -381,9 +381,9 @@ def _benchmark(run: RunRecord, bf: BenchmarkFindings, index: int, figs: _Figures
     chart = figs.place(headline, info.name, heading=False) if headline else ""
     charts = "".join(figs.place(c, info.name) for c in benchmark_charts(run, ba, colors))
     details = (
-        f"<p>{_e(info.summary)}</p>"
-        f"<p>Baseline: <b>{_e(info.baseline)}</b>. Primary metric: <b>{_e(metric['name'])}</b> "
-        f"({_e(metric['unit'])}, {_e(better)}) — {_e(metric.get('description', ''))}. "
+        f"<p>{esc(info.summary)}</p>"
+        f"<p>Baseline: <b>{esc(info.baseline)}</b>. Primary metric: <b>{esc(metric['name'])}</b> "
+        f"({esc(metric['unit'])}, {esc(better)}) — {esc(metric.get('description', ''))}. "
         "Ratios are variant median / baseline median.</p>"
         f"<ul>{variants}</ul><p class=\"note\">{_verdict_rule(ba)}</p>"
         f"<h3>Crossovers</h3>{_crossovers(ba)}{_fits(ba)}"
@@ -391,12 +391,12 @@ def _benchmark(run: RunRecord, bf: BenchmarkFindings, index: int, figs: _Figures
         f"{_skips_and_failures(run, ba)}"
     )
     return (
-        f'<section id="bench-{index}"><h2>{_e(info.title)} <span class="muted mono">'
-        f"{_e(info.name)}</span></h2>"
-        f'<div class="lead"><div><p class="note">{_e(intro)}</p>'
+        f'<section id="bench-{index}"><h2>{esc(info.title)} <span class="muted mono">'
+        f"{esc(info.name)}</span></h2>"
+        f'<div class="lead"><div><p class="note">{esc(intro)}</p>'
         f"{_findings_lists(bf)}</div>"
         f"<div>{chart}</div></div>{_compact(table, colors)}{_counted(ba)}"
-        f'<details class="more"><summary>Details of {_e(info.name)}: every metric, its '
+        f'<details class="more"><summary>Details of {esc(info.name)}: every metric, its '
         "charts and full tables, counters, skipped cases, failed trials</summary>"
         f"{details}</details></section>"
     )
@@ -404,10 +404,10 @@ def _benchmark(run: RunRecord, bf: BenchmarkFindings, index: int, figs: _Figures
 
 def _warnings(run: RunRecord, analysis: Analysis) -> str:
     """Collapsed under a line that counts them; an incomplete run is said in the open."""
-    items = [f"<li>{_e(w)}</li>" for w in [*run.warnings, *analysis.warnings]]
+    items = [f"<li>{esc(w)}</li>" for w in [*run.warnings, *analysis.warnings]]
     banner = ""
     if run.status != "complete":
-        banner = (f'<p class="warnings">This run is <b>{_e(run.status)}</b>: the figures cover '
+        banner = (f'<p class="warnings">This run is <b>{esc(run.status)}</b>: the figures cover '
                   "only the trials recorded before it stopped.</p>")
     if not items:
         return banner + '<p class="ok">No noise warnings for this run.</p>'
@@ -418,7 +418,7 @@ def _warnings(run: RunRecord, analysis: Analysis) -> str:
 
 def _top_findings(found: list[BenchmarkFindings]) -> str:
     items = "".join(
-        f'<li><a href="#bench-{i}"><b>{_e(bf.analysis.info.name)}</b></a>: '
+        f'<li><a href="#bench-{i}"><b>{esc(bf.analysis.info.name)}</b></a>: '
         f"{' '.join(_finding_html(f.brief or f.headline_text) for f in bf.headline)}</li>"
         for i, bf in enumerate(found))
     total = sum(len(bf.every) for bf in found)
@@ -429,7 +429,7 @@ def _top_findings(found: list[BenchmarkFindings]) -> str:
             "verdict's threshold.")
     # Each answer's why is in its benchmark's section, beside its chart.
     return (f'<section id="findings"><h2>Findings</h2><ul>{items}</ul>'
-            f'<p class="note">{_e(note)} Every figure is a ratio of medians to the baseline (or '
+            f'<p class="note">{esc(note)} Every figure is a ratio of medians to the baseline (or '
             "a median) with its 95% CI and its trials.</p></section>")
 
 
@@ -437,11 +437,11 @@ def render_html(run: RunRecord, analysis: Analysis, profiles: Sequence[LoadedPai
     """Opens on the findings and, per benchmark, the chart they stand on; the rest of the
     figures, tables and facts are in collapsed <details> below; then the flame graphs of
     `bakeoff profile`, when there are any."""
-    figs = _Figures()
+    figs = Figures()
     found = all_findings(analysis)
     sections = "".join(_benchmark(run, bf, i, figs) for i, bf in enumerate(found))
     sections += profiles_section(profiles, run.benchmarks, figs.place_figure)
-    nav = "".join(f'<li><a href="#bench-{i}" title="{_e(ba.info.title)}">{_e(ba.info.name)}'
+    nav = "".join(f'<li><a href="#bench-{i}" title="{esc(ba.info.title)}">{esc(ba.info.name)}'
                   "</a></li>" for i, ba in enumerate(analysis.benchmarks))
     if profiles:
         nav += '<li><a href="#profiles">Profiles</a></li>'
@@ -449,10 +449,10 @@ def render_html(run: RunRecord, analysis: Analysis, profiles: Sequence[LoadedPai
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>bakeoff report {_e(run.run_id)}</title><style>{_CSS}</style></head><body>"
-        f"<header><h1>bakeoff report</h1><p class=\"muted\">Run <code>{_e(run.run_id)}</code> "
-        f"on <b>{_e(m.sentence())}</b>; profile {_e(run.profile)}, started "
-        f"{_e(run.started_at)}. Every figure below is from this run.</p></header>"
+        f"<title>bakeoff report {esc(run.run_id)}</title><style>{CSS}</style></head><body>"
+        f"<header><h1>bakeoff report</h1><p class=\"muted\">Run <code>{esc(run.run_id)}</code> "
+        f"on <b>{esc(m.sentence())}</b>; profile {esc(run.profile)}, started "
+        f"{esc(run.started_at)}. Every figure below is from this run.</p></header>"
         f"{_top_findings(found)}{_warnings(run, analysis)}"
         f'<nav><ul>{nav}<li><a href="#environment">Environment</a></li></ul></nav>'
         f"{sections}"
@@ -461,5 +461,5 @@ def render_html(run: RunRecord, analysis: Analysis, profiles: Sequence[LoadedPai
         f"{_facts_table(flatten_facts(run.host))}</details>"
         f'<script id="plotly-js">{plotly_script()}</script>'
         f'<script type="application/json" id="bakeoff-figures">{script_json(figs.entries)}'
-        f"</script><script>{_INIT_JS}</script></body></html>\n"
+        f"</script><script>{INIT_JS}</script></body></html>\n"
     )

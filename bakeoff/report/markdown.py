@@ -71,7 +71,7 @@ def _fenced(text: str) -> str:
     return f"{fence}text\n{text.rstrip()}\n{fence}"
 
 
-def _table(headers: list[tuple[str, bool]], rows: list[list[str]]) -> list[str]:
+def md_table(headers: list[tuple[str, bool]], rows: list[list[str]]) -> list[str]:
     """headers: (text, numeric). Cells are escaped here."""
     lines = ["| " + " | ".join(md_escape(h) for h, _ in headers) + " |",
              "|" + "|".join("---:" if num else "---" for _, num in headers) + "|"]
@@ -94,7 +94,7 @@ def _case_tables(ba: BenchmarkAnalysis) -> list[str]:
             for r in rows
         ]
         out += ["", f"### Cases: {md_escape(metric)} ({md_escape(unit)}, {md_escape(better)})", ""]
-        out += _table([(c.header, c.numeric) for c in cols], body)
+        out += md_table([(c.header, c.numeric) for c in cols], body)
     return out
 
 
@@ -105,7 +105,7 @@ def _counter_tables(ba: BenchmarkAnalysis) -> list[str]:
     out = ["", f"### Counters ({len(tables)}): median over each case's successful trials"]
     for t in tables:
         out += ["", f"**{md_escape(t.name)}**", ""]
-        out += _table([("params", False), *((v, True) for v in t.variants)],
+        out += md_table([("params", False), *((v, True) for v in t.variants)],
                       [[label, *cells] for label, cells in t.rows])
     return out
 
@@ -119,7 +119,7 @@ def _counted(ba: BenchmarkAnalysis, table: bool) -> list[str]:
     if costs is not None:
         out += ["", f"### Cost of counting: {md_escape(ba.info.primary_metric)} of the counted "
                 "samples over the measured ones, per case", ""]
-        out += _table([(h, i >= 2) for i, h in enumerate(costs[0])], costs[1])
+        out += md_table([(h, i >= 2) for i, h in enumerate(costs[0])], costs[1])
     tables = per_op_tables(ba) if table else []
     if tables:
         out += ["", f"### Counters per operation ({len(tables)}, from the counted samples): "
@@ -127,7 +127,7 @@ def _counted(ba: BenchmarkAnalysis, table: bool) -> list[str]:
                 "at the same params"]
         for t in tables:
             out += ["", f"#### {md_escape(counter_words(t.name))}", ""]
-            out += _table([(h, i >= 2) for i, h in enumerate(t.headers)], t.rows)
+            out += md_table([(h, i >= 2) for i, h in enumerate(t.headers)], t.rows)
     return out
 
 
@@ -138,7 +138,7 @@ def _answers(ba: BenchmarkAnalysis) -> list[str]:
         return []
     asks = [f"Q{i + 1}: {md_escape(str(q['ask']))}" for i, q in enumerate(ba.info.questions)]
     text_columns = ("question", "case", "against")
-    table = _table([(h, h not in text_columns) for h in HEADERS], rows)
+    table = md_table([(h, h not in text_columns) for h in HEADERS], rows)
     return ["", "### Answers' precision", "", "; ".join(asks), "", *table]
 
 
@@ -203,9 +203,9 @@ def render_details(run: RunRecord, analysis: Analysis) -> str:
     for ba in analysis.benchmarks:
         out += _details_benchmark(run, ba)
     out += ["", "## Environment", "", "### Run", ""]
-    out += _table([("fact", False), ("value", False)], [list(r) for r in run_rows(run)])
+    out += md_table([("fact", False), ("value", False)], [list(r) for r in run_rows(run)])
     out += ["", "### Host facts", ""]
-    out += _table([("fact", False), ("value", False)], [list(r) for r in flatten_facts(run.host)])
+    out += md_table([("fact", False), ("value", False)], [list(r) for r in flatten_facts(run.host)])
     return "\n".join(out) + "\n"
 
 
@@ -239,7 +239,7 @@ def _compact(table: CompactTable | None) -> list[str]:
     headers = [(table.label_header, False), *((v, True) for v in table.variants),
                ("trials", True)]
     rows = [[r.label, *(c.text for c in r.cells), r.trials] for r in table.rows]
-    return ["", *_table(headers, rows)]
+    return ["", *md_table(headers, rows)]
 
 
 def _benchmark(bf: BenchmarkFindings) -> list[str]:
