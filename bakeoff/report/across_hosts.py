@@ -42,8 +42,8 @@ from bakeoff.report.format import (
     fmt_value,
     params_label,
 )
-from bakeoff.report.html import CSS, INIT_JS, Figures, esc, html_table, plotly_script, script_json
-from bakeoff.report.markdown import md_escape, md_table
+from bakeoff.report.html_page import CSS, INIT_JS, Figures, esc, plotly_script, script_json
+from bakeoff.report.md_text import md_escape
 from bakeoff.report.words import crossover_sentence, fit_sentence, lower_is_better
 from bakeoff.store.results import write_atomic
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from bakeoff.analysis.across_hosts import HostsAnalysis
 from bakeoff.report.answers import Answer, Figure, answers, figures_agree
-from bakeoff.report.markdown import md_escape
+from bakeoff.report.md_text import md_escape
 
 NOT_MEASURED = "not measured"
 

@@ -16,8 +16,8 @@ from bakeoff.analysis.within_run import MIN_TRIALS_FOR_VERDICT
 from bakeoff.declare.model import BenchmarkInfo, Case
 from bakeoff.report.counted import counter_words
 from bakeoff.report.format import MISSING, case_params_label, fmt_number, fmt_p, fmt_range, fmt_value
-from bakeoff.report.html import esc
-from bakeoff.report.markdown import md_escape, md_table
+from bakeoff.report.html_page import esc
+from bakeoff.report.md_text import md_escape
 from bakeoff.stats.estimates import Summary
 
 # report.md and report.html list this many differing counters per benchmark; details.md all.

@@ -20,7 +20,7 @@ from bakeoff.declare.model import BenchmarkInfo, RunRecord
 from bakeoff.report.answers import Answer, answers, figures_agree
 from bakeoff.report.facts import machine
 from bakeoff.report.format import case_params_label, fmt_p, fmt_range, fmt_ratio, fmt_value
-from bakeoff.report.markdown import md_escape
+from bakeoff.report.md_text import md_escape
 from bakeoff.stats import estimates as stats
 
 _STYLE = {"faster": "bold green", "slower": "bold red", "same": "dim", "equivalent": "cyan",
