@@ -41,8 +41,6 @@ test-load: deps build
 lint: venv-dev
 	$(VENV)/bin/ruff check bakeoff tests benchmarks
 	$(VENV)/bin/mypy
-	$(VENV)/bin/lint-imports --no-cache
-	$(VENV)/bin/python scripts/check_private_imports.py
 
 # The repo's Python byte-compiled too: where PYTHONDONTWRITEBYTECODE is set, every trial driver
 # (tracing-overhead's is Python) would otherwise compile its modules afresh each trial.

@@ -35,9 +35,10 @@ from bakeoff.declare.model import (
     Variant,
 )
 from bakeoff.declare.registry import question_problem
-from bakeoff.report.across_hosts_answers import questions_across, questions_markdown
+from bakeoff.report.across_hosts_answers import questions_across, questions_section
 from bakeoff.report.answers import answering_variants
 from bakeoff.report.compare import question_changes, render_comparison_markdown
+from bakeoff.report.exporters import MarkdownExporter
 from bakeoff.report.findings import BenchmarkFindings, Finding, benchmark_findings
 from bakeoff.report.format import fmt_number, fmt_range, fmt_value, swept_label
 from bakeoff.report.html import render_html
@@ -439,6 +440,6 @@ def test_hosts_report_answers_each_question_per_host(run: RunRecord, analysis: A
     assert not ok and set(figs) == {"toy-host", "other-host"}
     assert next(r for r in ratio.rows if r[0].startswith("mover"))[2]
     assert found[2].holds  # overhead: fast is not asked about
-    md = "\n".join(questions_markdown(hosts))
+    md = MarkdownExporter().fragment(questions_section(hosts))
     assert md.startswith("## Questions, per host")
     assert "differs between hosts in 1 of 5 figures" in md

@@ -1,13 +1,13 @@
 """The report across hosts: report.html and report.md with the host as an axis.
 
 Every table has a column (or row) per host, every chart a trace per host. Built from
-HostsAnalysis alone; write_host_reports is the one place that writes files.
+HostsAnalysis alone, once, as sections (hosts_page) that report.html and report.md render
+through the exporters; write_host_reports hands them to the one writer (report/writer.py).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -15,11 +15,12 @@ import plotly.graph_objects as go
 from bakeoff.analysis.across_hosts import DIFFERS, HostRun, HostsAnalysis, to_json
 from bakeoff.analysis.within_run import BenchmarkAnalysis, CaseResult
 from bakeoff.declare.model import BenchmarkInfo, Case
-from bakeoff.report.across_hosts_answers import questions_html, questions_markdown
-from bakeoff.report.across_hosts_counters import counters_sentence, render_hosts_details
-from bakeoff.report.across_hosts_counters import differing_table as counters_table
-from bakeoff.report.across_hosts_counters import html_section as counters_html
-from bakeoff.report.across_hosts_counters import markdown_section as counters_markdown
+from bakeoff.report.across_hosts_answers import questions_section
+from bakeoff.report.across_hosts_counters import (
+    counters_section,
+    counters_sentence,
+    render_hosts_details,
+)
 from bakeoff.report.across_hosts_findings import all_findings_across
 from bakeoff.report.charts import (
     Chart,
@@ -32,6 +33,7 @@ from bakeoff.report.charts import (
     sweeps,
 )
 from bakeoff.report.colors import PALETTE, with_alpha
+from bakeoff.report.exporters import HtmlExporter, MarkdownExporter
 from bakeoff.report.facts import machine
 from bakeoff.report.findings import Finding
 from bakeoff.report.format import (
@@ -42,10 +44,20 @@ from bakeoff.report.format import (
     fmt_value,
     params_label,
 )
-from bakeoff.report.html_page import CSS, INIT_JS, Figures, esc, plotly_script, script_json
-from bakeoff.report.md_text import md_escape
+from bakeoff.report.sections import (
+    Block,
+    Figure,
+    Item,
+    Items,
+    Page,
+    Paragraph,
+    Section,
+    Table,
+    strong,
+    table,
+)
 from bakeoff.report.words import crossover_sentence, fit_sentence, lower_is_better
-from bakeoff.store.results import write_atomic
+from bakeoff.report.writer import Postprocess, write_outputs
 
 
 def host_colors(labels: list[str]) -> dict[str, str]:
@@ -306,60 +318,46 @@ td.verdict-holds { color: var(--faster); }
 """
 
 
-def _html_table(headers: list[str], rows: list[list[str]],
-                row_class: Callable[[int, int], str] | None = None) -> str:
-    body = [[(esc(cell), row_class(i, j) if row_class else "") for j, cell in enumerate(row)]
-            for i, row in enumerate(rows)]
-    return html_table([(h, False) for h in headers], body)
+def _findings_list(found: list[Finding]) -> Items:
+    return Items(tuple(Item((f.text,), style="tentative" if f.tentative else "") for f in found))
 
 
-def _findings_list(found: list[Finding]) -> str:
-    return "<ul>" + "".join(f'<li class="{"tentative" if f.tentative else ""}">{esc(f.text)}</li>'
-                            for f in found) + "</ul>"
-
-
-def _html_bench(a: HostsAnalysis, bench: str, index: int, figs: Figures,
-                found: list[Finding]) -> str:
-    info = _info(a, bench)
+def _ratio_table(a: HostsAnalysis, bench: str) -> tuple[Table, list[str]]:
     headers, rows, verdicts = ratio_table(a, bench)
     vcol = len(headers) - 3
+    styles = {(i, vcol): "verdict-differs" if v == DIFFERS else
+              "verdict-holds" if v.startswith("holds") else "" for i, v in enumerate(verdicts)}
+    return table(headers, rows, styles), verdicts
 
-    def vclass(i: int, j: int) -> str:
-        if j != vcol:
-            return ""
-        return "verdict-differs" if verdicts[i] == DIFFERS else (
-            "verdict-holds" if verdicts[i].startswith("holds") else "")
 
+def _bench_section(a: HostsAnalysis, bench: str, index: int, found: list[Finding]) -> Section:
+    info = _info(a, bench)
+    ratios, verdicts = _ratio_table(a, bench)
     differs = sum(v == DIFFERS for v in verdicts)
-    parts = [f'<section id="bench-{index}"><h2>{esc(info.title)} <span class="muted mono">'
-             f"{esc(info.name)}</span></h2>", _findings_list(found),
-             f"<p>{esc(info.summary)}</p>",
-             f"<p><b>{differs}</b> of {len(verdicts)} cases differ between hosts; the others hold "
-             "on every host that measured them.</p>",
-             f"<h3>Ratio to {esc(info.baseline)}, per host</h3>",
-             f'<p class="note">{esc(verdict_rule_hosts(a.threshold))}</p>',
-             _html_table(headers, rows, vclass)]
     mh, mrows = median_table(a, bench)
-    parts += [f"<h3>Medians per host ({esc(info.primary_metric)})</h3>", _html_table(mh, mrows)]
-    if a.counters is not None and a.counters.by_benchmark.get(bench):
-        ch, crows, _ = counters_table(a, bench)
-        parts.append(counters_html(a, bench, _html_table(ch, crows) if crows else ""))
-    parts.append("<h3>Crossovers and fits, per host</h3><ul>")
-    for host, lines in per_host_sentences(a, bench):
-        parts.append(f"<li><b>{esc(host)}</b><ul>"
-                     + "".join(f"<li>{esc(x)}</li>" for x in lines) + "</ul></li>")
-    parts.append("</ul>")
-    parts += [figs.place(c, info.name) for c in host_charts(a, bench)]
+    blocks: list[Block] = [
+        _findings_list(found),
+        Paragraph((info.summary,)),
+        Paragraph((strong(differs), f" of {len(verdicts)} cases differ between hosts; the others "
+                   "hold on every host that measured them.")),
+        Section(f"Ratio to {info.baseline}, per host",
+                (Paragraph((verdict_rule_hosts(a.threshold),), "note"), ratios), level=3),
+        Section(f"Medians per host ({info.primary_metric})", (table(mh, mrows),), level=3),
+        *counters_section(a, bench),
+        Section("Crossovers and fits, per host", (Items(tuple(
+            Item((strong(host),), children=tuple(Item((x,)) for x in lines))
+            for host, lines in per_host_sentences(a, bench))),), level=3),
+        *(Figure(c, info.name) for c in host_charts(a, bench)),
+    ]
     skips = skip_rows(a, bench)
     if skips:
-        parts += [f"<h3>Skipped cases, per host ({len(skips)})</h3>",
-                  _html_table(["host", "variant", "params", "why"], skips)]
+        blocks.append(Section(f"Skipped cases, per host ({len(skips)})",
+                              (table(["host", "variant", "params", "why"], skips),), level=3))
     fails = failure_rows(a, bench)
     if fails:
-        parts += [f"<h3>Failed trials, per host ({len(fails)})</h3>",
-                  _html_table(["host", "case", "error"], fails)]
-    parts.append("</section>")
-    return "".join(parts)
+        blocks.append(Section(f"Failed trials, per host ({len(fails)})",
+                              (table(["host", "case", "error"], fails),), level=3))
+    return Section(info.title, tuple(blocks), anchor=f"bench-{index}", aside=info.name)
 
 
 def verdict_rule_hosts(threshold: float) -> str:
@@ -372,122 +370,70 @@ def verdict_rule_hosts(threshold: float) -> str:
             "verdict (faster/slower/same) follows its ratio.")
 
 
-def _facts_html(a: HostsAnalysis) -> str:
+def _hosts_section(a: HostsAnalysis) -> Section:
+    hh, hrows = host_rows(a)
+    blocks: list[Block] = [table(hh, hrows)]
+    if a.fleet:
+        fh, frows = fleet_rows(a)
+        blocks.append(Section(f"Fleet run {a.fleet.fleet_run} at commit {a.fleet.commit[:12]}",
+                              (table(fh, frows),), level=3))
     n = sum(r.differs for r in a.facts)
-    headers = ["fact", *a.labels]
-    rows = [[r.fact, *(r.values[h] for h in a.labels)] for r in a.facts]
-    return (f"<p><b>{n}</b> facts differ between the hosts; they come first, highlighted.</p>"
-            + _html_table(headers, rows,
-                          lambda i, j: "differs" if a.facts[i].differs and j > 0 else "fact"))
+    facts = table(["fact", *a.labels],
+                  [[("≠ " if r.differs else "") + r.fact, *(r.values[h] for h in a.labels)]
+                   for r in a.facts],
+                  {(i, j): "differs" if r.differs and j > 0 else "fact"
+                   for i, r in enumerate(a.facts) for j in range(len(a.labels) + 1)})
+    blocks.append(Section("Host facts side by side", (
+        Paragraph((strong(n), " facts differ between the hosts; they come first, marked ≠ "
+                   "(highlighted in report.html).")), facts), level=3))
+    return Section("Hosts and their facts", tuple(blocks), anchor="hosts")
+
+
+def hosts_page(a: HostsAnalysis) -> Page:
+    """report.html and report.md across hosts: the questions per host, the findings, the
+    warnings, a section per benchmark, the hosts and their facts."""
+    benches = list(a.cases)
+    found = all_findings_across(a)
+    top = tuple(Item((strong(b), f": {found[b][0].text}"), link=f"bench-{i}")
+                for i, b in enumerate(benches) if found.get(b))
+    findings = Section("Findings", (Items(top), Paragraph((
+        "Each benchmark's section opens with the winner at the points its findings speak of, "
+        "with every host's ratio and 95% CI.",), "note")), anchor="findings")
+    warnings: list[Block] = [Section(f"Warnings ({len(a.warnings)})",
+                                     (Items(tuple(Item((f"⚠ {w}",)) for w in a.warnings)),),
+                                     anchor="warnings", style="warnings")] if a.warnings else []
+    labels = ", ".join(a.labels)
+    return Page(
+        title=f"bakeoff across {len(a.hosts)} hosts",
+        html_title=f"bakeoff report across hosts: {labels}",
+        intro=(Paragraph(("Hosts: ", strong(labels), ". Each host's ratios come from its own "
+                          "run; the tables put them side by side and a test across hosts says "
+                          "whether they agree."), "muted"),),
+        lead=(*questions_section(a), findings, *warnings),
+        nav=(*((f"bench-{i}", _info(a, b).title, "") for i, b in enumerate(benches)),
+             ("hosts", "Hosts and their facts", "")),
+        body=(*(_bench_section(a, b, i, found.get(b, [])) for i, b in enumerate(benches)),
+              _hosts_section(a)),
+        css=_HOST_CSS)
 
 
 def render_hosts_html(a: HostsAnalysis) -> str:
-    figs = Figures()
-    benches = list(a.cases)
-    found = all_findings_across(a)
-    sections = "".join(_html_bench(a, b, i, figs, found.get(b, []))
-                       for i, b in enumerate(benches))
-    top = "".join(f'<li><a href="#bench-{i}"><b>{esc(b)}</b></a>: {esc(found[b][0].text)}</li>'
-                  for i, b in enumerate(benches) if found.get(b))
-    findings = (f'<section id="findings"><h2>Findings</h2><ul>{top}</ul><p class="note">Each '
-                "benchmark's section opens with the winner at the points its findings speak of, "
-                "with every host's ratio and 95% CI.</p></section>")
-    nav = "".join(f'<li><a href="#bench-{i}">{esc(_info(a, b).title)}</a></li>'
-                  for i, b in enumerate(benches))
-    warnings = "".join(f"<li>{esc(w)}</li>" for w in a.warnings)
-    warn = (f'<section class="warnings" id="warnings"><h2>⚠ Warnings ({len(a.warnings)})</h2>'
-            f"<ul>{warnings}</ul></section>" if a.warnings else "")
-    fh, frows = fleet_rows(a)
-    fleet = (f"<h3>Fleet run {esc(a.fleet.fleet_run)} at commit <code>{esc(a.fleet.commit[:12])}"
-             f"</code></h3>{_html_table(fh, frows)}" if a.fleet else "")
-    hh, hrows = host_rows(a)
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>bakeoff report across hosts: {esc(', '.join(a.labels))}</title>"
-        f"<style>{CSS}{_HOST_CSS}</style></head><body>"
-        f"<header><h1>bakeoff across {len(a.hosts)} hosts</h1><p class=\"muted\">Hosts: "
-        f"<b>{esc(', '.join(a.labels))}</b>. Each host's ratios come from its own run; the "
-        "columns put them side by side and a test across hosts says whether they agree.</p>"
-        f"</header>{questions_html(a)}{findings}{warn}"
-        f'<nav><ul>{nav}<li><a href="#hosts">Hosts and their facts</a></li></ul></nav>'
-        f"{sections}"
-        f'<section id="hosts"><h2>Hosts and their facts</h2>{_html_table(hh, hrows)}{fleet}'
-        f"<h3>Host facts side by side</h3>{_facts_html(a)}</section>"
-        f'<script id="plotly-js">{plotly_script()}</script>'
-        f'<script type="application/json" id="bakeoff-figures">{script_json(figs.entries)}'
-        f"</script><script>{INIT_JS}</script></body></html>\n")
+    return HtmlExporter().page(hosts_page(a))
 
-
-# ---- markdown ----
 
 def render_hosts_markdown(a: HostsAnalysis) -> str:
-    out = [f"# bakeoff across {len(a.hosts)} hosts: {md_escape(', '.join(a.labels))}", "",
-           "Each host's ratios come from its own run; the tables put them side by side and a "
-           "test across hosts says whether they agree.", ""]
-    found = all_findings_across(a)
-    out += questions_markdown(a)
-    out += ["## Findings", ""]
-    out += [f"- **{md_escape(b)}**: {md_escape(fs[0].text)}" for b, fs in found.items() if fs]
-    out += [""]
-    if a.warnings:
-        out += [f"## Warnings ({len(a.warnings)})", ""]
-        out += [f"- ⚠ {md_escape(w)}" for w in a.warnings] + [""]
-    for bench in a.cases:
-        info = _info(a, bench)
-        headers, rows, verdicts = ratio_table(a, bench)
-        out += [f"## {md_escape(info.title)} ({md_escape(info.name)})", ""]
-        out += [f"- {md_escape(f.text)}" for f in found.get(bench, [])] + [""]
-        out += [f"**{sum(v == DIFFERS for v in verdicts)}** of {len(verdicts)} cases differ "
-                "between hosts.", "", md_escape(verdict_rule_hosts(a.threshold)), "",
-                f"### Ratio to {md_escape(info.baseline)}, per host", ""]
-        out += md_table([(h, False) for h in headers], rows)
-        mh, mrows = median_table(a, bench)
-        out += ["", f"### Medians per host ({md_escape(info.primary_metric)})", ""]
-        out += md_table([(h, False) for h in mh], mrows)
-        out += counters_markdown(a, bench)
-        out += ["", "### Crossovers and fits, per host", ""]
-        for host, lines in per_host_sentences(a, bench):
-            out += [f"- **{md_escape(host)}**"] + [f"  - {md_escape(x)}" for x in lines]
-        skips = skip_rows(a, bench)
-        if skips:
-            out += ["", f"### Skipped cases, per host ({len(skips)})", ""]
-            out += md_table([(h, False) for h in ("host", "variant", "params", "why")], skips)
-        fails = failure_rows(a, bench)
-        if fails:
-            out += ["", f"### Failed trials, per host ({len(fails)})", ""]
-            out += md_table([(h, False) for h in ("host", "case", "error")], fails)
-        out.append("")
-    out += ["## Hosts and their facts", ""]
-    hh, hrows = host_rows(a)
-    out += md_table([(h, False) for h in hh], hrows)
-    if a.fleet:
-        fh, frows = fleet_rows(a)
-        out += ["", f"### Fleet run {md_escape(a.fleet.fleet_run)} at commit "
-                    f"{md_escape(a.fleet.commit[:12])}", ""]
-        out += md_table([(h, False) for h in fh], frows)
-    n = sum(r.differs for r in a.facts)
-    out += ["", "### Host facts side by side", "",
-            f"**{n}** facts differ between the hosts; they come first, marked ≠.", ""]
-    out += md_table([(h, False) for h in ["fact", *a.labels]],
-                    [[("≠ " if r.differs else "") + r.fact, *(r.values[h] for h in a.labels)]
-                     for r in a.facts])
-    return "\n".join(out) + "\n"
+    return MarkdownExporter().page(hosts_page(a))
 
 
 def write_host_reports(a: HostsAnalysis, out_dir: Path,
-                       postprocess: Callable[[str, str], str] | None = None) -> list[Path]:
+                       postprocess: Postprocess | None = None) -> list[Path]:
     """report.html, report.md, details.md (every counter per host) and hosts.json into out_dir.
 
     postprocess(name, text) -> text is applied to each file's text before it is written:
     the hook for a redactor (bakeoff report --redact) to scrub what leaves the machine.
     """
-    outputs = [("report.html", render_hosts_html(a)), ("report.md", render_hosts_markdown(a)),
-               ("details.md", render_hosts_details(a)), ("hosts.json", to_json(a))]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, text in outputs:
-        path = out_dir / name
-        write_atomic(path, postprocess(name, text) if postprocess else text)
-        paths.append(path)
-    return paths
+    page = hosts_page(a)
+    return write_outputs(out_dir, [
+        ("report.html", HtmlExporter().page(page)), ("report.md", MarkdownExporter().page(page)),
+        ("details.md", render_hosts_details(a)), ("hosts.json", to_json(a)),
+    ], postprocess)

@@ -9,6 +9,7 @@ writes a cell's colour swatch as nothing and its tag in brackets).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from bakeoff.report.html_page import CSS, INIT_JS, Figures, esc, plotly_script, script_json
@@ -163,11 +164,16 @@ class MarkdownExporter:
     """GitHub-flavoured Markdown: blocks one after another, a blank line between."""
 
     def page(self, page: Page) -> str:
-        blocks = [*page.intro, *page.lead, *page.body]
-        lines = [f"# {md_escape(page.title)}"]
+        return f"# {md_escape(page.title)}\n\n" + self.fragment(
+            (*page.intro, *page.lead, *page.body))
+
+    def fragment(self, blocks: Sequence[Block]) -> str:
+        """Blocks without a page around them (`bakeoff compare --markdown`, pasted into a
+        pull request under its own heading)."""
+        lines: list[str] = []
         for b in blocks:
             lines += self._spaced(self.block(b))
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines[1:]) + "\n"
 
     @staticmethod
     def _spaced(lines: list[str]) -> list[str]:
@@ -182,7 +188,9 @@ class MarkdownExporter:
             return md_escape(part)
         if part.style == "strong":
             return f"**{md_escape(part.text)}**"
-        return md_escape(part.text)  # code and the quieter why: plain, readable in a CI log
+        if part.style == "code" and "`" not in part.text:
+            return f"`{' '.join(part.text.splitlines())}`"
+        return md_escape(part.text)  # the quieter why: plain, readable in a CI log
 
     def block(self, block: Block) -> list[str]:
         if isinstance(block, Paragraph):
