@@ -1,4 +1,4 @@
-"""The declared questions across hosts: each host's answer (report/answers.py, from its own
+"""The declared questions across hosts: each host's answer (report/answers/, from its own
 run) side by side, figure by figure, and whether the answer holds on every host.
 
 An answer holds across hosts when every host's CI of a figure shares a common range (for a

@@ -1,7 +1,7 @@
 """`bakeoff compare` output: a rich table for the terminal, markdown for pull requests (as
 sections, rendered by the Markdown exporter).
 
-Both open on the benchmarks' declared questions (report/answers.py), each answer's figures
+Both open on the benchmarks' declared questions (report/answers/), each answer's figures
 old against new and whether each holds (their CIs share a range), before the cases.
 """
 

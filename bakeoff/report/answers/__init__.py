@@ -26,13 +26,13 @@ from typing import Any
 
 from bakeoff.analysis.within_run import BenchmarkAnalysis
 from bakeoff.report.answers.added import added_answer
-from bakeoff.report.answers.common import Answer, Figure, answering_variants, figures_agree
+from bakeoff.report.answers.common import Answer, Figure, figures_agree
 from bakeoff.report.answers.crossover import crossover_answer
 from bakeoff.report.answers.error import error_answer
 from bakeoff.report.answers.overhead import overhead_answer
 from bakeoff.report.answers.ratio import ratio_answer
 
-__all__ = ["Answer", "Figure", "answering_variants", "answers", "figures_agree", "unanswered"]
+__all__ = ["Answer", "Figure", "answers", "figures_agree", "unanswered"]
 
 FORMS: dict[str, Callable[[BenchmarkAnalysis, dict[str, Any]], Answer | None]] = {
     "ratio": ratio_answer, "crossover": crossover_answer, "overhead": overhead_answer,

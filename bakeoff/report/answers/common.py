@@ -82,20 +82,6 @@ class Answer:
     short_why: str = ""
 
 
-def answering_variants(ba: BenchmarkAnalysis, q: dict[str, Any]) -> list[str]:
-    """The variants a question compares with its reference: those it names, or every one
-    that is neither the reference, the baseline, a control nor diagnostic; never a
-    diagnostic or control variant (model.Variant.diagnostic)."""
-    info = ba.info
-    named = [str(v) for v in q.get("variants") or ()]
-    if q.get("param"):
-        return named  # values of the param, not variants
-    pool = named or [str(v["name"]) for v in info.variants
-                     if v["name"] not in (q.get("against"), info.baseline)]
-    return [v for v in pool if not info.is_diagnostic(v) and not info.is_control(v)
-            and v != q.get("against")]
-
-
 def question_metric(ba: BenchmarkAnalysis, q: dict[str, Any]) -> str:
     return str(q.get("metric") or ba.info.primary_metric)
 
