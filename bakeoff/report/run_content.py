@@ -333,10 +333,13 @@ def top_findings_html(found: list[BenchmarkFindings]) -> Section:
         "95% CI and its trials.",), "note")), anchor="findings")
 
 
+def _headline_md(bf: BenchmarkFindings) -> str:
+    return " ".join(f.headline_text for f in bf.headline)
+
+
 def top_findings_md(found: list[BenchmarkFindings]) -> Section:
     """The whole answer of each benchmark, a line each, and how to read the tables."""
-    items = tuple(Item((strong(bf.analysis.info.name), ": ",
-                        " ".join(f.headline_text for f in bf.headline))) for bf in found)
+    items = tuple(Item((strong(bf.analysis.info.name), ": ", _headline_md(bf))) for bf in found)
     total = sum(len(bf.every) for bf in found)
     unsure = sum(tentative_count(bf.every) for bf in found)
     settled = ("Every finding below is settled: enough trials, and no CI reaches a verdict's "
