@@ -35,9 +35,10 @@ from bakeoff.declare.model import (
     Variant,
 )
 from bakeoff.declare.registry import question_problem
-from bakeoff.report.across_hosts_answers import questions_across, questions_markdown
-from bakeoff.report.answers import answering_variants
+from bakeoff.report.across_hosts_answers import questions_across, questions_section
+from bakeoff.report.answers.common import readings
 from bakeoff.report.compare import question_changes, render_comparison_markdown
+from bakeoff.report.exporters import MarkdownExporter
 from bakeoff.report.findings import BenchmarkFindings, Finding, benchmark_findings
 from bakeoff.report.format import fmt_number, fmt_range, fmt_value, swept_label
 from bakeoff.report.html import render_html
@@ -176,7 +177,9 @@ def test_a_question_may_not_name_a_diagnostic_or_control_variant() -> None:
 def test_diagnostic_and_control_variants_never_answer(found: BenchmarkFindings) -> None:
     ba = found.analysis
     q = ba.info.questions[0]
-    assert answering_variants(ba, q) == ["fast", "mover", "light", "heavy", "wobbly"]
+    # The variants the question reads (declare/questions.py resolves it for every reader).
+    assert {r.case.variant for r in readings(ba, q)} == {"fast", "mover", "light", "heavy",
+                                                         "wobbly"}
     # diag is 100x faster than anything: were it eligible it would lead every answer (and
     # win every generic contrast; a fit of its line is a figure, not a claim, and may stay).
     for f in [*found.answers, *(g for g in found.findings if g.kind != "fit")]:
@@ -439,6 +442,6 @@ def test_hosts_report_answers_each_question_per_host(run: RunRecord, analysis: A
     assert not ok and set(figs) == {"toy-host", "other-host"}
     assert next(r for r in ratio.rows if r[0].startswith("mover"))[2]
     assert found[2].holds  # overhead: fast is not asked about
-    md = "\n".join(questions_markdown(hosts))
+    md = MarkdownExporter().fragment(questions_section(hosts))
     assert md.startswith("## Questions, per host")
     assert "differs between hosts in 1 of 5 figures" in md

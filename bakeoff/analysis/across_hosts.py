@@ -23,9 +23,9 @@ from bakeoff.analysis.across_hosts_counters import CountersAcross, compare_count
 from bakeoff.analysis.within_run import MIN_TRIALS_FOR_VERDICT, Analysis, CaseResult, analyze
 from bakeoff.core.errors import UsageError
 from bakeoff.declare.model import Case, RunRecord
-from bakeoff.fleet import record as fleet_record
-from bakeoff.report.facts import flatten_facts
+from bakeoff.machine.fact_rows import flatten_facts
 from bakeoff.stats import estimates as stats
+from bakeoff.store import fleet_record
 from bakeoff.store import results as store
 
 HOLDS = "holds on every host"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bakeoff.declare import questions
 from bakeoff.declare.model import BenchmarkInfo, Case, Trial
 from bakeoff.stats import estimates as stats
 
@@ -44,39 +45,31 @@ def _compared(info: BenchmarkInfo, trials: Sequence[Trial], metric: str) -> list
 
 
 def _pairs(info: BenchmarkInfo, cases: Sequence[Case]) -> Iterator[PairKey]:
-    """Every (case, reference, metric) a question reads whose reference is not the case's
-    baseline case; the values a question's `at` narrows to are chosen by the report."""
-    present = set(cases)
-    for q in info.questions:
-        metric = q.get("metric") or info.primary_metric
-        against = str(q.get("against") or "")
-        param = q.get("param")
-        if param:
-            values = [str(v) for v in q.get("variants") or ()] or sorted(
-                {str(c.param(param)) for c in cases} - {against})
-            for c in cases:
-                if c.variant in (q.get("within") or ()) and str(c.param(param)) in values:
-                    ref = next((r for r in present if r.variant == c.variant and all(
-                        str(v) == against if k == param else v == c.param(k)
-                        for k, v in r.params)), None)
-                    if ref is not None:
-                        yield c, ref, metric
-        # "added" reads a shift, which the analysis lacks where the baseline's median is 0.
-        elif against and (against != info.baseline or q.get("form") == "added"):
-            named = set(q.get("variants") or ())
-            for c in cases:
-                if c.variant != against and (c.variant in named or not named):
-                    ref = Case(c.benchmark, against, c.params)
-                    if ref in present:
-                        yield c, ref, metric
+    """Every (case, reference, metric) a question reads (declare/questions.py resolves it, as
+    for the allocation and the report) whose reference is not the case's baseline case; and
+    an "added" question's against the baseline too: it reads a shift, which the analysis
+    lacks where the baseline's median is 0."""
+    not_answers = [str(v["name"]) for v in info.variants
+                   if v.get("control") or v.get("diagnostic")]
+    asked = [questions.question_from_dict(q) for q in info.questions]
+    for r in questions.benchmark_readings(asked, cases, info.baseline, not_answers,
+                                          info.crossover_ratios, info.primary_metric):
+        if r.reference is None:
+            continue
+        to_baseline = r.reference == Case(r.case.benchmark, info.baseline, r.case.params)
+        if not to_baseline or (r.kind == "difference" and asked[r.question].form == "added"):
+            yield r.case, r.reference, r.metric
 
 
 def pair_comparisons(info: BenchmarkInfo, cases: Sequence[Case],
                      trials_by_case: Mapping[Case, list[Trial]],
                      rng: np.random.Generator) -> dict[PairKey, PairComparison]:
-    """The comparisons info.questions read beyond those to the baseline (module docstring)."""
+    """The comparisons info.questions read beyond those to the baseline (module docstring),
+    among the cases measured (a question's LARGEST is the largest measured, as the report
+    reads it)."""
+    measured = [c for c in cases if any(t.ok for t in trials_by_case.get(c, []))]
     out: dict[PairKey, PairComparison] = {}
-    for key in _pairs(info, cases):
+    for key in _pairs(info, measured):
         if key in out:
             continue
         case, ref, metric = key

@@ -20,7 +20,7 @@ from typing import Any
 from bakeoff.analysis.within_run import Analysis, CaseResult
 from bakeoff.declare.model import ParamValue, RunRecord
 from bakeoff.report.format import fmt_number, scale_for
-from bakeoff.store.results import write_atomic
+from bakeoff.report.writer import write_outputs
 
 
 @dataclass(frozen=True)
@@ -146,4 +146,4 @@ EXPORTERS = {"json": to_json, "markdown": to_markdown, "csv": to_csv}
 
 
 def write(kind: str, path: Path, run: RunRecord, analysis: Analysis) -> None:
-    write_atomic(path, EXPORTERS[kind](run, analysis))
+    write_outputs(path.parent, [(path.name, EXPORTERS[kind](run, analysis))])

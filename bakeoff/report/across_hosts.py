@@ -1,13 +1,13 @@
 """The report across hosts: report.html and report.md with the host as an axis.
 
 Every table has a column (or row) per host, every chart a trace per host. Built from
-HostsAnalysis alone; write_host_reports is the one place that writes files.
+HostsAnalysis alone, once, as sections (hosts_page) that report.html and report.md render
+through the exporters; write_host_reports hands them to the one writer (report/writer.py).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -15,14 +15,25 @@ import plotly.graph_objects as go
 from bakeoff.analysis.across_hosts import DIFFERS, HostRun, HostsAnalysis, to_json
 from bakeoff.analysis.within_run import BenchmarkAnalysis, CaseResult
 from bakeoff.declare.model import BenchmarkInfo, Case
-from bakeoff.report.across_hosts_answers import questions_html, questions_markdown
-from bakeoff.report.across_hosts_counters import counters_sentence, render_hosts_details
-from bakeoff.report.across_hosts_counters import differing_table as counters_table
-from bakeoff.report.across_hosts_counters import html_section as counters_html
-from bakeoff.report.across_hosts_counters import markdown_section as counters_markdown
+from bakeoff.report.across_hosts_answers import questions_section
+from bakeoff.report.across_hosts_counters import (
+    counters_section,
+    counters_sentence,
+    render_hosts_details,
+)
 from bakeoff.report.across_hosts_findings import all_findings_across
-from bakeoff.report.charts import Chart, Sweep, _layout, _t, _x, _x_axis, new_figure, sweeps
+from bakeoff.report.charts import (
+    Chart,
+    Sweep,
+    apply_layout,
+    chart_text,
+    new_figure,
+    sweep_x,
+    sweep_x_axis,
+    sweeps,
+)
 from bakeoff.report.colors import PALETTE, with_alpha
+from bakeoff.report.exporters import HtmlExporter, MarkdownExporter
 from bakeoff.report.facts import machine
 from bakeoff.report.findings import Finding
 from bakeoff.report.format import (
@@ -33,11 +44,20 @@ from bakeoff.report.format import (
     fmt_value,
     params_label,
 )
-from bakeoff.report.html import _CSS, _INIT_JS, _e, _Figures, _table, plotly_script, script_json
-from bakeoff.report.markdown import _table as md_table
-from bakeoff.report.markdown import md_escape
+from bakeoff.report.sections import (
+    Block,
+    Figure,
+    Item,
+    Items,
+    Page,
+    Paragraph,
+    Section,
+    Table,
+    strong,
+    table,
+)
 from bakeoff.report.words import crossover_sentence, fit_sentence, lower_is_better
-from bakeoff.store.results import write_atomic
+from bakeoff.report.writer import Postprocess, write_outputs
 
 
 def host_colors(labels: list[str]) -> dict[str, str]:
@@ -211,22 +231,22 @@ def _ratio_by_host(a: HostsAnalysis, ref: BenchmarkAnalysis, sweep: Sweep, varia
         if not pts:
             continue
         drawn += 1
-        xs = [_x(ref, sweep, c) for c, _ in pts]
+        xs = [sweep_x(ref, sweep, c) for c, _ in pts]
         rs = [q for _, q in pts]
         color = colors[host]
         if sweep.param is not None:
             fig.add_trace(go.Scatter(
                 x=xs + xs[::-1], y=[q.ci_high for q in rs] + [q.ci_low for q in rs][::-1],
                 fill="toself", fillcolor=with_alpha(color, 0.18), line={"width": 0},
-                hoverinfo="skip", showlegend=False, legendgroup=_t(host)))
+                hoverinfo="skip", showlegend=False, legendgroup=chart_text(host)))
         fig.add_trace(go.Scatter(
-            x=xs, y=[q.ratio for q in rs], name=_t(host), legendgroup=_t(host),
+            x=xs, y=[q.ratio for q in rs], name=chart_text(host), legendgroup=chart_text(host),
             mode="lines+markers" if sweep.param else "markers",
             line={"color": color}, marker={"color": color, "size": 8},
             error_y=None if sweep.param else {
                 "type": "data", "symmetric": False, "array": [q.ci_high - q.ratio for q in rs],
                 "arrayminus": [q.ratio - q.ci_low for q in rs]},
-            text=[_t(f"{host}: {variant} vs {ref.info.baseline}, "
+            text=[chart_text(f"{host}: {variant} vs {ref.info.baseline}, "
                      f"{case_params_label(ref.info, c)}") + "<br>ratio (95% CI): "
                   + fmt_ratio(q.ratio, q.ci_low, q.ci_high) for (c, _), q in zip(pts, rs, strict=True)],
             hovertemplate="%{text}<extra></extra>"))
@@ -234,15 +254,16 @@ def _ratio_by_host(a: HostsAnalysis, ref: BenchmarkAnalysis, sweep: Sweep, varia
         return None
     fig.add_hline(y=1, line={"dash": "dash", "color": "#555555", "width": 1})
     title = f"{variant} / {ref.info.baseline} per host{_sweep_words(ref, sweep)}"
-    _layout(fig, title)
+    apply_layout(fig, title)
     fig.update_layout(legend={"title": {"text": "host"}})
-    _x_axis(fig, ref, sweep)
+    sweep_x_axis(fig, ref, sweep)
     ends = [q for host in a.labels for c in cases
             if (res := per_host[host].get(c)) is not None and (r := res.vs_baseline) is not None
             for q in (r.ci_low, r.ci_high)]
     span = [v for v in ends if v > 0]
     log_y = bool(span) and max(span) / min(span) > 30
-    fig.update_yaxes(type="log" if log_y else "linear", title={"text": _t(f"ratio to {ref.info.baseline}")})
+    fig.update_yaxes(type="log" if log_y else "linear",
+                     title={"text": chart_text(f"ratio to {ref.info.baseline}")})
     better = "below 1 the variant is faster" if lower_is_better(ref, ref.info.primary_metric) \
         else "above 1 the variant is better"
     note = (f"One trace per host: the ratio of medians ({variant} / {ref.info.baseline}) within "
@@ -267,22 +288,22 @@ def _medians_by_host(a: HostsAnalysis, ref: BenchmarkAnalysis, sweep: Sweep,
             if not pts:
                 continue
             fig.add_trace(go.Scatter(
-                x=[_x(ref, sweep, c) for c, _ in pts], y=[s.median for _, s in pts],
-                name=_t(f"{host} · {variant}"), legendgroup=_t(host),
+                x=[sweep_x(ref, sweep, c) for c, _ in pts], y=[s.median for _, s in pts],
+                name=chart_text(f"{host} · {variant}"), legendgroup=chart_text(host),
                 mode="lines+markers" if sweep.param else "markers",
                 line={"color": colors[host], "dash": _DASHES[i % len(_DASHES)]},
                 marker={"color": colors[host], "size": 7, "symbol": i % 20},
                 error_y={"type": "data", "symmetric": False,
                          "array": [s.ci_high - s.median for _, s in pts],
                          "arrayminus": [s.median - s.ci_low for _, s in pts]},
-                text=[_t(f"{host}: {variant}, {case_params_label(ref.info, c)}")
+                text=[chart_text(f"{host}: {variant}, {case_params_label(ref.info, c)}")
                       + f"<br>median {fmt_value(s.median, unit)}" for c, s in pts],
                 hovertemplate="%{text}<extra></extra>"))
     title = f"{metric} median per host and variant{_sweep_words(ref, sweep)}"
-    _layout(fig, title)
+    apply_layout(fig, title)
     fig.update_layout(legend={"title": {"text": "host · variant"}})
-    _x_axis(fig, ref, sweep)
-    fig.update_yaxes(type="log", title={"text": _t(f"{metric} ({unit})")})
+    sweep_x_axis(fig, ref, sweep)
+    fig.update_yaxes(type="log", title={"text": chart_text(f"{metric} ({unit})")})
     note = ("One colour per host, one dash per variant: each host's median with its 95% CI. "
             "Absolute times differ between machines; the ratios above are what compares.")
     return Chart("metric", title, note, fig)
@@ -297,60 +318,46 @@ td.verdict-holds { color: var(--faster); }
 """
 
 
-def _html_table(headers: list[str], rows: list[list[str]],
-                row_class: Callable[[int, int], str] | None = None) -> str:
-    body = [[(_e(cell), row_class(i, j) if row_class else "") for j, cell in enumerate(row)]
-            for i, row in enumerate(rows)]
-    return _table([(h, False) for h in headers], body)
+def _findings_list(found: list[Finding]) -> Items:
+    return Items(tuple(Item((f.text,), style="tentative" if f.tentative else "") for f in found))
 
 
-def _findings_list(found: list[Finding]) -> str:
-    return "<ul>" + "".join(f'<li class="{"tentative" if f.tentative else ""}">{_e(f.text)}</li>'
-                            for f in found) + "</ul>"
-
-
-def _html_bench(a: HostsAnalysis, bench: str, index: int, figs: _Figures,
-                found: list[Finding]) -> str:
-    info = _info(a, bench)
+def _ratio_table(a: HostsAnalysis, bench: str) -> tuple[Table, list[str]]:
     headers, rows, verdicts = ratio_table(a, bench)
     vcol = len(headers) - 3
+    styles = {(i, vcol): "verdict-differs" if v == DIFFERS else
+              "verdict-holds" if v.startswith("holds") else "" for i, v in enumerate(verdicts)}
+    return table(headers, rows, styles), verdicts
 
-    def vclass(i: int, j: int) -> str:
-        if j != vcol:
-            return ""
-        return "verdict-differs" if verdicts[i] == DIFFERS else (
-            "verdict-holds" if verdicts[i].startswith("holds") else "")
 
+def _bench_section(a: HostsAnalysis, bench: str, index: int, found: list[Finding]) -> Section:
+    info = _info(a, bench)
+    ratios, verdicts = _ratio_table(a, bench)
     differs = sum(v == DIFFERS for v in verdicts)
-    parts = [f'<section id="bench-{index}"><h2>{_e(info.title)} <span class="muted mono">'
-             f"{_e(info.name)}</span></h2>", _findings_list(found),
-             f"<p>{_e(info.summary)}</p>",
-             f"<p><b>{differs}</b> of {len(verdicts)} cases differ between hosts; the others hold "
-             "on every host that measured them.</p>",
-             f"<h3>Ratio to {_e(info.baseline)}, per host</h3>",
-             f'<p class="note">{_e(verdict_rule_hosts(a.threshold))}</p>',
-             _html_table(headers, rows, vclass)]
     mh, mrows = median_table(a, bench)
-    parts += [f"<h3>Medians per host ({_e(info.primary_metric)})</h3>", _html_table(mh, mrows)]
-    if a.counters is not None and a.counters.by_benchmark.get(bench):
-        ch, crows, _ = counters_table(a, bench)
-        parts.append(counters_html(a, bench, _html_table(ch, crows) if crows else ""))
-    parts.append("<h3>Crossovers and fits, per host</h3><ul>")
-    for host, lines in per_host_sentences(a, bench):
-        parts.append(f"<li><b>{_e(host)}</b><ul>"
-                     + "".join(f"<li>{_e(x)}</li>" for x in lines) + "</ul></li>")
-    parts.append("</ul>")
-    parts += [figs.place(c, info.name) for c in host_charts(a, bench)]
+    blocks: list[Block] = [
+        _findings_list(found),
+        Paragraph((info.summary,)),
+        Paragraph((strong(differs), f" of {len(verdicts)} cases differ between hosts; the others "
+                   "hold on every host that measured them.")),
+        Section(f"Ratio to {info.baseline}, per host",
+                (Paragraph((verdict_rule_hosts(a.threshold),), "note"), ratios), level=3),
+        Section(f"Medians per host ({info.primary_metric})", (table(mh, mrows),), level=3),
+        *counters_section(a, bench),
+        Section("Crossovers and fits, per host", (Items(tuple(
+            Item((strong(host),), children=tuple(Item((x,)) for x in lines))
+            for host, lines in per_host_sentences(a, bench))),), level=3),
+        *(Figure(c, info.name) for c in host_charts(a, bench)),
+    ]
     skips = skip_rows(a, bench)
     if skips:
-        parts += [f"<h3>Skipped cases, per host ({len(skips)})</h3>",
-                  _html_table(["host", "variant", "params", "why"], skips)]
+        blocks.append(Section(f"Skipped cases, per host ({len(skips)})",
+                              (table(["host", "variant", "params", "why"], skips),), level=3))
     fails = failure_rows(a, bench)
     if fails:
-        parts += [f"<h3>Failed trials, per host ({len(fails)})</h3>",
-                  _html_table(["host", "case", "error"], fails)]
-    parts.append("</section>")
-    return "".join(parts)
+        blocks.append(Section(f"Failed trials, per host ({len(fails)})",
+                              (table(["host", "case", "error"], fails),), level=3))
+    return Section(info.title, tuple(blocks), anchor=f"bench-{index}", aside=info.name)
 
 
 def verdict_rule_hosts(threshold: float) -> str:
@@ -363,122 +370,70 @@ def verdict_rule_hosts(threshold: float) -> str:
             "verdict (faster/slower/same) follows its ratio.")
 
 
-def _facts_html(a: HostsAnalysis) -> str:
+def _hosts_section(a: HostsAnalysis) -> Section:
+    hh, hrows = host_rows(a)
+    blocks: list[Block] = [table(hh, hrows)]
+    if a.fleet:
+        fh, frows = fleet_rows(a)
+        blocks.append(Section(f"Fleet run {a.fleet.fleet_run} at commit {a.fleet.commit[:12]}",
+                              (table(fh, frows),), level=3))
     n = sum(r.differs for r in a.facts)
-    headers = ["fact", *a.labels]
-    rows = [[r.fact, *(r.values[h] for h in a.labels)] for r in a.facts]
-    return (f"<p><b>{n}</b> facts differ between the hosts; they come first, highlighted.</p>"
-            + _html_table(headers, rows,
-                          lambda i, j: "differs" if a.facts[i].differs and j > 0 else "fact"))
+    facts = table(["fact", *a.labels],
+                  [[("≠ " if r.differs else "") + r.fact, *(r.values[h] for h in a.labels)]
+                   for r in a.facts],
+                  {(i, j): "differs" if r.differs and j > 0 else "fact"
+                   for i, r in enumerate(a.facts) for j in range(len(a.labels) + 1)})
+    blocks.append(Section("Host facts side by side", (
+        Paragraph((strong(n), " facts differ between the hosts; they come first, marked ≠ "
+                   "(highlighted in report.html).")), facts), level=3))
+    return Section("Hosts and their facts", tuple(blocks), anchor="hosts")
+
+
+def hosts_page(a: HostsAnalysis) -> Page:
+    """report.html and report.md across hosts: the questions per host, the findings, the
+    warnings, a section per benchmark, the hosts and their facts."""
+    benches = list(a.cases)
+    found = all_findings_across(a)
+    top = tuple(Item((strong(b), f": {found[b][0].text}"), link=f"bench-{i}")
+                for i, b in enumerate(benches) if found.get(b))
+    findings = Section("Findings", (Items(top), Paragraph((
+        "Each benchmark's section opens with the winner at the points its findings speak of, "
+        "with every host's ratio and 95% CI.",), "note")), anchor="findings")
+    warnings: list[Block] = [Section(f"Warnings ({len(a.warnings)})",
+                                     (Items(tuple(Item((f"⚠ {w}",)) for w in a.warnings)),),
+                                     anchor="warnings", style="warnings")] if a.warnings else []
+    labels = ", ".join(a.labels)
+    return Page(
+        title=f"bakeoff across {len(a.hosts)} hosts",
+        html_title=f"bakeoff report across hosts: {labels}",
+        intro=(Paragraph(("Hosts: ", strong(labels), ". Each host's ratios come from its own "
+                          "run; the tables put them side by side and a test across hosts says "
+                          "whether they agree."), "muted"),),
+        lead=(*questions_section(a), findings, *warnings),
+        nav=(*((f"bench-{i}", _info(a, b).title, "") for i, b in enumerate(benches)),
+             ("hosts", "Hosts and their facts", "")),
+        body=(*(_bench_section(a, b, i, found.get(b, [])) for i, b in enumerate(benches)),
+              _hosts_section(a)),
+        css=_HOST_CSS)
 
 
 def render_hosts_html(a: HostsAnalysis) -> str:
-    figs = _Figures()
-    benches = list(a.cases)
-    found = all_findings_across(a)
-    sections = "".join(_html_bench(a, b, i, figs, found.get(b, []))
-                       for i, b in enumerate(benches))
-    top = "".join(f'<li><a href="#bench-{i}"><b>{_e(b)}</b></a>: {_e(found[b][0].text)}</li>'
-                  for i, b in enumerate(benches) if found.get(b))
-    findings = (f'<section id="findings"><h2>Findings</h2><ul>{top}</ul><p class="note">Each '
-                "benchmark's section opens with the winner at the points its findings speak of, "
-                "with every host's ratio and 95% CI.</p></section>")
-    nav = "".join(f'<li><a href="#bench-{i}">{_e(_info(a, b).title)}</a></li>'
-                  for i, b in enumerate(benches))
-    warnings = "".join(f"<li>{_e(w)}</li>" for w in a.warnings)
-    warn = (f'<section class="warnings" id="warnings"><h2>⚠ Warnings ({len(a.warnings)})</h2>'
-            f"<ul>{warnings}</ul></section>" if a.warnings else "")
-    fh, frows = fleet_rows(a)
-    fleet = (f"<h3>Fleet run {_e(a.fleet.fleet_run)} at commit <code>{_e(a.fleet.commit[:12])}"
-             f"</code></h3>{_html_table(fh, frows)}" if a.fleet else "")
-    hh, hrows = host_rows(a)
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>bakeoff report across hosts: {_e(', '.join(a.labels))}</title>"
-        f"<style>{_CSS}{_HOST_CSS}</style></head><body>"
-        f"<header><h1>bakeoff across {len(a.hosts)} hosts</h1><p class=\"muted\">Hosts: "
-        f"<b>{_e(', '.join(a.labels))}</b>. Each host's ratios come from its own run; the "
-        "columns put them side by side and a test across hosts says whether they agree.</p>"
-        f"</header>{questions_html(a)}{findings}{warn}"
-        f'<nav><ul>{nav}<li><a href="#hosts">Hosts and their facts</a></li></ul></nav>'
-        f"{sections}"
-        f'<section id="hosts"><h2>Hosts and their facts</h2>{_html_table(hh, hrows)}{fleet}'
-        f"<h3>Host facts side by side</h3>{_facts_html(a)}</section>"
-        f'<script id="plotly-js">{plotly_script()}</script>'
-        f'<script type="application/json" id="bakeoff-figures">{script_json(figs.entries)}'
-        f"</script><script>{_INIT_JS}</script></body></html>\n")
+    return HtmlExporter().page(hosts_page(a))
 
-
-# ---- markdown ----
 
 def render_hosts_markdown(a: HostsAnalysis) -> str:
-    out = [f"# bakeoff across {len(a.hosts)} hosts: {md_escape(', '.join(a.labels))}", "",
-           "Each host's ratios come from its own run; the tables put them side by side and a "
-           "test across hosts says whether they agree.", ""]
-    found = all_findings_across(a)
-    out += questions_markdown(a)
-    out += ["## Findings", ""]
-    out += [f"- **{md_escape(b)}**: {md_escape(fs[0].text)}" for b, fs in found.items() if fs]
-    out += [""]
-    if a.warnings:
-        out += [f"## Warnings ({len(a.warnings)})", ""]
-        out += [f"- ⚠ {md_escape(w)}" for w in a.warnings] + [""]
-    for bench in a.cases:
-        info = _info(a, bench)
-        headers, rows, verdicts = ratio_table(a, bench)
-        out += [f"## {md_escape(info.title)} ({md_escape(info.name)})", ""]
-        out += [f"- {md_escape(f.text)}" for f in found.get(bench, [])] + [""]
-        out += [f"**{sum(v == DIFFERS for v in verdicts)}** of {len(verdicts)} cases differ "
-                "between hosts.", "", md_escape(verdict_rule_hosts(a.threshold)), "",
-                f"### Ratio to {md_escape(info.baseline)}, per host", ""]
-        out += md_table([(h, False) for h in headers], rows)
-        mh, mrows = median_table(a, bench)
-        out += ["", f"### Medians per host ({md_escape(info.primary_metric)})", ""]
-        out += md_table([(h, False) for h in mh], mrows)
-        out += counters_markdown(a, bench)
-        out += ["", "### Crossovers and fits, per host", ""]
-        for host, lines in per_host_sentences(a, bench):
-            out += [f"- **{md_escape(host)}**"] + [f"  - {md_escape(x)}" for x in lines]
-        skips = skip_rows(a, bench)
-        if skips:
-            out += ["", f"### Skipped cases, per host ({len(skips)})", ""]
-            out += md_table([(h, False) for h in ("host", "variant", "params", "why")], skips)
-        fails = failure_rows(a, bench)
-        if fails:
-            out += ["", f"### Failed trials, per host ({len(fails)})", ""]
-            out += md_table([(h, False) for h in ("host", "case", "error")], fails)
-        out.append("")
-    out += ["## Hosts and their facts", ""]
-    hh, hrows = host_rows(a)
-    out += md_table([(h, False) for h in hh], hrows)
-    if a.fleet:
-        fh, frows = fleet_rows(a)
-        out += ["", f"### Fleet run {md_escape(a.fleet.fleet_run)} at commit "
-                    f"{md_escape(a.fleet.commit[:12])}", ""]
-        out += md_table([(h, False) for h in fh], frows)
-    n = sum(r.differs for r in a.facts)
-    out += ["", "### Host facts side by side", "",
-            f"**{n}** facts differ between the hosts; they come first, marked ≠.", ""]
-    out += md_table([(h, False) for h in ["fact", *a.labels]],
-                    [[("≠ " if r.differs else "") + r.fact, *(r.values[h] for h in a.labels)]
-                     for r in a.facts])
-    return "\n".join(out) + "\n"
+    return MarkdownExporter().page(hosts_page(a))
 
 
 def write_host_reports(a: HostsAnalysis, out_dir: Path,
-                       postprocess: Callable[[str, str], str] | None = None) -> list[Path]:
+                       postprocess: Postprocess | None = None) -> list[Path]:
     """report.html, report.md, details.md (every counter per host) and hosts.json into out_dir.
 
     postprocess(name, text) -> text is applied to each file's text before it is written:
     the hook for a redactor (bakeoff report --redact) to scrub what leaves the machine.
     """
-    outputs = [("report.html", render_hosts_html(a)), ("report.md", render_hosts_markdown(a)),
-               ("details.md", render_hosts_details(a)), ("hosts.json", to_json(a))]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, text in outputs:
-        path = out_dir / name
-        write_atomic(path, postprocess(name, text) if postprocess else text)
-        paths.append(path)
-    return paths
+    page = hosts_page(a)
+    return write_outputs(out_dir, [
+        ("report.html", HtmlExporter().page(page)), ("report.md", MarkdownExporter().page(page)),
+        ("details.md", render_hosts_details(a)), ("hosts.json", to_json(a)),
+    ], postprocess)

@@ -1,4 +1,4 @@
-"""The declared questions across hosts: each host's answer (report/answers.py, from its own
+"""The declared questions across hosts: each host's answer (report/answers/, from its own
 run) side by side, figure by figure, and whether the answer holds on every host.
 
 An answer holds across hosts when every host's CI of a figure shares a common range (for a
@@ -8,12 +8,11 @@ report across hosts opens with this section, before its findings.
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 from bakeoff.analysis.across_hosts import HostsAnalysis
 from bakeoff.report.answers import Answer, Figure, answers, figures_agree
-from bakeoff.report.markdown import md_escape
+from bakeoff.report.sections import Block, Paragraph, Section, strong, table
 
 NOT_MEASURED = "not measured"
 
@@ -73,43 +72,17 @@ def _verdict(q: QuestionAcross) -> str:
     return f"differs between hosts in {len(differ)} of {len(q.rows)} figures"
 
 
-def questions_markdown(a: HostsAnalysis) -> list[str]:
-    """'## Questions, per host': per question, a table of its figures by host."""
+def questions_section(a: HostsAnalysis) -> list[Block]:
+    """'Questions, per host': per question, a table of its figures by host; nothing when no
+    benchmark declares one."""
     found = questions_across(a)
     if not found:
         return []
-    out = ["## Questions, per host", ""]
+    blocks: list[Block] = []
     for q in found:
-        out += [f"**{md_escape(q.benchmark)}**: {md_escape(q.ask)} {md_escape(_verdict(q))}.", ""]
-        if not q.rows:
-            continue
-        out.append("| figure | " + " | ".join(md_escape(h) for h in a.labels) + " | across hosts |")
-        out.append("|---|" + "---|" * len(a.labels) + "---|")
-        for label, figs, ok in q.rows:
-            cells = [f.shown if f else NOT_MEASURED for f in figs.values()]
-            out.append("| " + " | ".join(md_escape(x) for x in (
-                label, *cells, "holds" if ok else "differs")) + " |")
-        out.append("")
-    return out
-
-
-def questions_html(a: HostsAnalysis) -> str:
-    """The same section for report.html."""
-    found = questions_across(a)
-    if not found:
-        return ""
-    e = html.escape
-    parts = ['<section id="questions"><h2>Questions, per host</h2>']
-    for q in found:
-        parts.append(f"<p><b>{e(q.benchmark)}</b>: {e(q.ask)} {e(_verdict(q))}.</p>")
-        if not q.rows:
-            continue
-        head = "".join(f"<th>{e(h)}</th>" for h in ["figure", *a.labels, "across hosts"])
-        body = "".join(
-            "<tr>" + "".join(f"<td>{e(x)}</td>" for x in (
-                label, *(f.shown if f else NOT_MEASURED for f in figs.values()),
-                "holds" if ok else "differs")) + "</tr>"
-            for label, figs, ok in q.rows)
-        parts.append(f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead>'
-                     f"<tbody>{body}</tbody></table></div>")
-    return "".join(parts) + "</section>"
+        blocks.append(Paragraph((strong(q.benchmark), f": {q.ask} {_verdict(q)}.")))
+        if q.rows:
+            blocks.append(table(["figure", *a.labels, "across hosts"], [
+                [label, *(f.shown if f else NOT_MEASURED for f in figs.values()),
+                 "holds" if ok else "differs"] for label, figs, ok in q.rows]))
+    return [Section("Questions, per host", tuple(blocks), anchor="questions")]

@@ -15,10 +15,9 @@ from bakeoff.analysis.across_hosts_counters import CounterAcross
 from bakeoff.analysis.within_run import MIN_TRIALS_FOR_VERDICT
 from bakeoff.declare.model import BenchmarkInfo, Case
 from bakeoff.report.counted import counter_words
+from bakeoff.report.exporters import MarkdownExporter
 from bakeoff.report.format import MISSING, case_params_label, fmt_number, fmt_p, fmt_range, fmt_value
-from bakeoff.report.html import _e
-from bakeoff.report.markdown import _table as md_table
-from bakeoff.report.markdown import md_escape
+from bakeoff.report.sections import Block, Item, Items, Page, Paragraph, Section, table
 from bakeoff.stats.estimates import Summary
 
 # report.md and report.html list this many differing counters per benchmark; details.md all.
@@ -163,82 +162,69 @@ def counters_rule(threshold: float) -> str:
             "change is each host against the first, as LKP's compare shows it.")
 
 
-# ---- markdown and html sections of the report ---------------------------------------------
-
-
-def markdown_section(a: HostsAnalysis, bench: str) -> list[str]:
+def counters_section(a: HostsAnalysis, bench: str) -> list[Block]:
+    """The benchmark's counters across hosts in report.md and report.html: nothing when no
+    two hosts counted."""
     sentence = counters_sentence(a, bench)
     if sentence is None:
         return []
-    out = ["", "### Kernel counters across hosts", "", md_escape(sentence), ""]
+    blocks: list[Block] = [Paragraph((sentence,))]
     why = why_lines(a, bench)
     if why:
-        out += ["Why the ratios differ, by counter:", ""]
-        out += [f"- {md_escape(w)}" for w in why[:WHY_CASES_LIMIT]] + [""]
+        blocks += [Paragraph(("Why the ratios differ, by counter:",)),
+                   Items(tuple(Item((w,)) for w in why[:WHY_CASES_LIMIT]))]
         if len(why) > WHY_CASES_LIMIT:
-            out += [f"{len(why) - WHY_CASES_LIMIT} more cases in details.md.", ""]
+            blocks.append(Paragraph((f"{len(why) - WHY_CASES_LIMIT} more cases in details.md.",),
+                                    "note"))
     headers, rows, n = differing_table(a, bench)
     if rows:
-        out += md_table([(h, False) for h in headers], rows)
-        if n > len(rows):
-            out += ["", f"{n - len(rows)} more in details.md, with every counter of every case."]
-        out.append("")
-    out.append(md_escape(counters_rule(a.threshold)))
-    return out
-
-
-def html_section(a: HostsAnalysis, bench: str, table_html: str) -> str:
-    """table_html: the report's own table renderer's output for differing_table."""
-    sentence = counters_sentence(a, bench)
-    if sentence is None:
-        return ""
-    parts = ["<h3>Kernel counters across hosts</h3>", f"<p>{_e(sentence)}</p>"]
-    why = why_lines(a, bench)
-    if why:
-        more = (f'<p class="note">{len(why) - WHY_CASES_LIMIT} more cases in details.md.</p>'
-                if len(why) > WHY_CASES_LIMIT else "")
-        parts.append("<p>Why the ratios differ, by counter:</p><ul>"
-                     + "".join(f"<li>{_e(w)}</li>" for w in why[:WHY_CASES_LIMIT]) + "</ul>"
-                     + more)
-    parts.append(table_html)
-    _, rows, n = differing_table(a, bench)
+        blocks.append(table(headers, rows))
     if n > len(rows):
-        parts.append(f'<p class="note">{n - len(rows)} more in details.md, with every counter '
-                     "of every case.</p>")
-    parts.append(f'<p class="note">{_e(counters_rule(a.threshold))}</p>')
-    return "".join(parts)
+        blocks.append(Paragraph((f"{n - len(rows)} more in details.md, with every counter of "
+                                 "every case.",), "note"))
+    blocks.append(Paragraph((counters_rule(a.threshold),), "note"))
+    return [Section("Kernel counters across hosts", tuple(blocks), level=3)]
 
 
 # ---- details.md: every counter, every case, every host ------------------------------------
 
 
-def render_hosts_details(a: HostsAnalysis) -> str:
-    out = [f"# bakeoff details across {len(a.hosts)} hosts: {md_escape(', '.join(a.labels))}",
-           "", "Every kernel counter of every case on every host (counted samples), the test "
-           "across hosts beside it; the findings and the differing counters are in report.md.",
-           "", md_escape(counters_rule(a.threshold))]
-    by_bench = a.counters.by_benchmark if a.counters is not None else {}
-    for bench in a.cases:
-        info = _info(a, bench)
-        out += ["", f"## {md_escape(info.title)} ({md_escape(info.name)})", ""]
-        rows_of = by_bench.get(bench, [])
-        if not rows_of:
-            out.append("No counted samples on two hosts or more.")
-            continue
-        why = why_lines(a, bench)
-        if why:
-            out += ["Why the ratios differ, by counter:", ""]
-            out += [f"- {md_escape(w)}" for w in why]
-        names = list(dict.fromkeys(
-            [n for n in info.why_counters if any(c.counter == n for c in rows_of)]
-            + sorted({c.counter for c in rows_of})))
-        for name in names:
-            rows = [c for c in rows_of if c.counter == name]
-            out += ["", f"### {md_escape(counter_words(name))}", ""]
-            headers = ["variant", "params", *(f"{h}: per op (95% CI)" for h in a.labels),
-                       "change", "Cochran's Q (df), p after Holm", "across hosts"]
-            out += md_table([(h, False) for h in headers], [
-                [c.case.variant, case_params_label(info, c.case),
+def _bench_details(a: HostsAnalysis, bench: str,
+                   by_bench: dict[str, list[CounterAcross]]) -> Section:
+    info = _info(a, bench)
+    rows_of = by_bench.get(bench, [])
+    if not rows_of:
+        return Section(info.title, (Paragraph(("No counted samples on two hosts or more.",)),),
+                       aside=info.name)
+    blocks: list[Block] = []
+    why = why_lines(a, bench)
+    if why:
+        blocks += [Paragraph(("Why the ratios differ, by counter:",)),
+                   Items(tuple(Item((w,)) for w in why))]
+    names = list(dict.fromkeys(
+        [n for n in info.why_counters if any(c.counter == n for c in rows_of)]
+        + sorted({c.counter for c in rows_of})))
+    headers = ["variant", "params", *(f"{h}: per op (95% CI)" for h in a.labels),
+               "change", "Cochran's Q (df), p after Holm", "across hosts"]
+    for name in names:
+        rows = [[c.case.variant, case_params_label(info, c.case),
                  *(per_op_cell(c.per_host.get(h)) for h in a.labels), change_cell(c),
-                 test_cell(c), c.verdict] for c in rows])
-    return "\n".join(out) + "\n"
+                 test_cell(c), c.verdict] for c in rows_of if c.counter == name]
+        blocks.append(Section(counter_words(name), (table(headers, rows),), level=3))
+    return Section(info.title, tuple(blocks), aside=info.name)
+
+
+def hosts_details_page(a: HostsAnalysis) -> Page:
+    """details.md across hosts: every kernel counter of every case on every host."""
+    by_bench = a.counters.by_benchmark if a.counters is not None else {}
+    return Page(
+        title=f"bakeoff details across {len(a.hosts)} hosts: {', '.join(a.labels)}",
+        intro=(Paragraph(("Every kernel counter of every case on every host (counted "
+                          "samples), the test across hosts beside it; the findings and the "
+                          "differing counters are in report.md.",)),
+               Paragraph((counters_rule(a.threshold),))),
+        body=tuple(_bench_details(a, bench, by_bench) for bench in a.cases))
+
+
+def render_hosts_details(a: HostsAnalysis) -> str:
+    return MarkdownExporter().page(hosts_details_page(a))

@@ -1,7 +1,7 @@
 """Plotly figures for one benchmark: metric and ratio along each sweep, distributions, resources.
 
 Plotly renders text as a small HTML subset and decodes entities, so every string from the data
-goes through `_t` (html.escape without quotes, which plotly does not decode): a variant named
+goes through `chart_text` (html.escape without quotes, which plotly does not decode): a variant named
 '<b>x' then reads as '<b>x' in legends and hovers instead of becoming markup.
 """
 
@@ -85,13 +85,13 @@ class Sweep:
     results: list[CaseResult]
 
 
-def _t(text: str) -> str:
+def chart_text(text: str) -> str:
     return html.escape(text, quote=False)
 
 
-def _layout(fig: go.Figure, title: str, height: int = 460) -> None:
+def apply_layout(fig: go.Figure, title: str, height: int = 460) -> None:
     fig.update_layout(
-        title={"text": _t(title), "x": 0, "xanchor": "left"},
+        title={"text": chart_text(title), "x": 0, "xanchor": "left"},
         template="plotly_white", height=height, font={"family": FONT, "size": 13},
         margin={"l": 70, "r": 30, "t": 60, "b": 60}, hovermode="closest",
         legend={"title": {"text": "variant"}},
@@ -117,9 +117,9 @@ def sweeps(ba: BenchmarkAnalysis, metric: str) -> list[Sweep]:
     return out
 
 
-def _x(ba: BenchmarkAnalysis, sweep: Sweep, case: Case) -> float | str:
+def sweep_x(ba: BenchmarkAnalysis, sweep: Sweep, case: Case) -> float | str:
     if sweep.param is None:
-        return _t(case_params_label(ba.info, case))
+        return chart_text(case_params_label(ba.info, case))
     return float(case.param(sweep.param))
 
 
@@ -130,7 +130,7 @@ def _sweep_title(ba: BenchmarkAnalysis, sweep: Sweep, what: str) -> str:
     return f"{what}{axis}{fixed}"
 
 
-def _x_axis(fig: go.Figure, ba: BenchmarkAnalysis, sweep: Sweep, **kw: Any) -> None:
+def sweep_x_axis(fig: go.Figure, ba: BenchmarkAnalysis, sweep: Sweep, **kw: Any) -> None:
     if sweep.param is None:
         fig.update_xaxes(type="category", title={"text": "case"}, **kw)
         return
@@ -139,8 +139,8 @@ def _x_axis(fig: go.Figure, ba: BenchmarkAnalysis, sweep: Sweep, **kw: Any) -> N
     fig.update_xaxes(
         type="log" if spans_decades(xs) else "linear",
         tickmode="array" if len(xs) <= 16 else "auto", tickvals=xs,
-        ticktext=[_t(ba.info.param_label(sweep.param, x)) for x in xs],
-        title={"text": _t(sweep.param)}, **kw,
+        ticktext=[chart_text(ba.info.param_label(sweep.param, x)) for x in xs],
+        title={"text": chart_text(sweep.param)}, **kw,
     )
 
 
@@ -162,13 +162,13 @@ def metric_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
     for variant, rows in _by_variant(ba, sweep.results).items():
         ss = [r.summary for r in rows if r.summary]
         fig.add_trace(go.Scatter(
-            x=[_x(ba, sweep, r.case) for r in rows], y=[s.median / div for s in ss],
+            x=[sweep_x(ba, sweep, r.case) for r in rows], y=[s.median / div for s in ss],
             error_y={"type": "data", "symmetric": False,
                      "array": [(s.ci_high - s.median) / div for s in ss],
                      "arrayminus": [(s.median - s.ci_low) / div for s in ss]},
-            mode="lines+markers" if sweep.param else "markers", name=_t(variant),
+            mode="lines+markers" if sweep.param else "markers", name=chart_text(variant),
             line={"color": colors.get(variant)}, marker={"color": colors.get(variant), "size": 8},
-            text=[_t(f"{variant}, {case_params_label(ba.info, r.case)}")
+            text=[chart_text(f"{variant}, {case_params_label(ba.info, r.case)}")
                   + f"<br>median {fmt_value(s.median, unit)}"
                   + f"<br>95% CI {fmt_range(s.ci_low, s.ci_high, unit)}"
                   + f"<br>n = {fmt_count(s.n)} samples / {s.n_trials} trials"
@@ -177,13 +177,13 @@ def metric_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
         ))
     shown_metric = f"|{metric}|" if ba.info.is_signed(metric) else metric
     title = _sweep_title(ba, sweep, f"{shown_metric} (median, 95% CI)")
-    _layout(fig, title)
-    _x_axis(fig, ba, sweep)
+    apply_layout(fig, title)
+    sweep_x_axis(fig, ba, sweep)
     ends = [v for r in sweep.results if r.summary for v in (r.summary.ci_low, r.summary.ci_high)]
     better = "closer to zero" if ba.info.is_signed(metric) else (
         "lower" if lower_is_better(ba, metric) else "higher")
     fig.update_yaxes(type="log" if spans_decades(ends) else "linear",
-                     title={"text": _t(f"{shown_metric} ({shown}), {better} is better")})
+                     title={"text": chart_text(f"{shown_metric} ({shown}), {better} is better")})
     note = "Median of all samples per case; error bars are the 95% CI (t over trials, trial-t)."
     return Chart("metric", title, note, fig)
 
@@ -200,13 +200,13 @@ def overhead_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
         rs = [r.vs_baseline for r in vrows if r.vs_baseline]
         pct = [(q.ratio - 1) * 100 for q in rs]
         fig.add_trace(go.Scatter(
-            x=[_x(ba, sweep, r.case) for r in vrows], y=pct, name=_t(variant),
+            x=[sweep_x(ba, sweep, r.case) for r in vrows], y=pct, name=chart_text(variant),
             mode="lines+markers" if sweep.param else "markers",
             line={"color": colors.get(variant)}, marker={"color": colors.get(variant), "size": 8},
             error_y={"type": "data", "symmetric": False,
                      "array": [(q.ci_high - q.ratio) * 100 for q in rs],
                      "arrayminus": [(q.ratio - q.ci_low) * 100 for q in rs]},
-            text=[_t(f"{variant}, {case_params_label(ba.info, r.case)}")
+            text=[chart_text(f"{variant}, {case_params_label(ba.info, r.case)}")
                   + f"<br>overhead {p:+.2f}% (95% CI {(q.ci_low - 1) * 100:+.2f}% to "
                   f"{(q.ci_high - 1) * 100:+.2f}%)" for r, q, p in zip(vrows, rs, pct, strict=True)],
             hovertemplate="%{text}<extra></extra>",
@@ -216,14 +216,14 @@ def overhead_chart(ba: BenchmarkAnalysis, sweep: Sweep, metric: str,
         fig.add_hline(y=(level - 1) * 100, line={"dash": "dot", "color": "#999999", "width": 1},
                       annotation_text=f"{(level - 1) * 100:g}%", annotation_position="right")
     title = _sweep_title(ba, sweep, f"{metric} overhead over {base} (%)")
-    _layout(fig, title)
-    _x_axis(fig, ba, sweep)
+    apply_layout(fig, title)
+    sweep_x_axis(fig, ba, sweep)
     ends = [(v - 1) * 100 for r in rows if r.vs_baseline
             for v in (r.vs_baseline.ci_low, r.vs_baseline.ci_high)]
     # A log axis when every overhead is positive and they span decades (0.5% next to
     # 100,000%); else linear, where 0 and negative values can be drawn.
     log_y = all(e > 0 for e in ends) and spans_decades(ends)
-    fig.update_yaxes(type="log" if log_y else "linear", title={"text": _t(f"% over {base}")})
+    fig.update_yaxes(type="log" if log_y else "linear", title={"text": chart_text(f"% over {base}")})
     note = ("(variant median / baseline median − 1) × 100; error bars are the 95% CI of the "
             "ratio (trial-t: t over trials, paired by round).")
     return Chart("overhead", title, note, fig)
@@ -240,21 +240,21 @@ def counter_chart(ba: BenchmarkAnalysis, sweep: Sweep, counter: dict[str, Any],
     fig = new_figure()
     for variant, vrows in _by_variant(ba, rows).items():
         fig.add_trace(go.Scatter(
-            x=[_x(ba, sweep, r.case) for r in vrows], y=[r.counters[name] / div for r in vrows],
-            name=_t(variant), mode="lines+markers" if sweep.param else "markers",
+            x=[sweep_x(ba, sweep, r.case) for r in vrows], y=[r.counters[name] / div for r in vrows],
+            name=chart_text(variant), mode="lines+markers" if sweep.param else "markers",
             line={"color": colors.get(variant)}, marker={"color": colors.get(variant), "size": 8},
-            text=[_t(f"{variant}, {case_params_label(ba.info, r.case)}")
-                  + f"<br>{_t(name)} {fmt_value(r.counters[name], unit)} (median over trials)"
+            text=[chart_text(f"{variant}, {case_params_label(ba.info, r.case)}")
+                  + f"<br>{chart_text(name)} {fmt_value(r.counters[name], unit)} (median over trials)"
                   for r in vrows],
             hovertemplate="%{text}<extra></extra>",
         ))
     title = _sweep_title(ba, sweep, f"{name} (median over trials)")
-    _layout(fig, title)
-    _x_axis(fig, ba, sweep)
+    apply_layout(fig, title)
+    sweep_x_axis(fig, ba, sweep)
     values = [r.counters[name] for r in rows if r.counters[name] > 0]
     better = "lower" if counter.get("lower_is_better", True) else "higher"
     fig.update_yaxes(type="log" if values and spans_decades(values) else "linear",
-                     title={"text": _t(f"{name} ({shown}), {better} is better")})
+                     title={"text": chart_text(f"{name} ({shown}), {better} is better")})
     return Chart("counter", title, str(counter.get("description", "")) or
                  "Median over the case's successful trials.", fig)
 
@@ -290,22 +290,22 @@ def distribution_chart(run: RunRecord, ba: BenchmarkAnalysis, metric: str,
         ys: list[float] = []
         for r in vrows:
             vals = points[r.case][::stride]
-            xs += [_t(case_params_label(ba.info, r.case))] * len(vals)
+            xs += [chart_text(case_params_label(ba.info, r.case))] * len(vals)
             ys += [v / div for v in vals]
         fig.add_trace(go.Box(
-            x=xs, y=ys, name=_t(variant), boxpoints="all", jitter=0.4, pointpos=0,
+            x=xs, y=ys, name=chart_text(variant), boxpoints="all", jitter=0.4, pointpos=0,
             marker={"color": colors.get(variant), "size": 3, "opacity": 0.6},
-            line={"color": colors.get(variant)}, offsetgroup=_t(variant),
+            line={"color": colors.get(variant)}, offsetgroup=chart_text(variant),
         ))
     title = f"distribution of {metric} per case"
-    _layout(fig, title)
+    apply_layout(fig, title)
     fig.update_layout(boxmode="group")
-    order = [_t(case_params_label(ba.info, r.case)) for r in rows]
+    order = [chart_text(case_params_label(ba.info, r.case)) for r in rows]
     fig.update_xaxes(type="category", categoryorder="array",
                      categoryarray=list(dict.fromkeys(order)), title={"text": "case"})
     all_y = [v for tr in fig.data for v in tr.y]
     fig.update_yaxes(type="log" if spans_decades(all_y) else "linear",
-                     title={"text": _t(f"{metric} ({shown})")})
+                     title={"text": chart_text(f"{metric} ({shown})")})
     what = (f"all {fmt_count(total)} samples" if use_all else
             f"per-trial medians ({fmt_count(measured)} samples are too many to draw)")
     if stride > 1:
@@ -333,15 +333,15 @@ def resources_chart(run: RunRecord, ba: BenchmarkAnalysis,
             have = [(r, v) for r in vrows if (v := get(r)) is not None]
             values += [v for _, v in have]
             fig.add_trace(go.Bar(
-                x=[_t(case_params_label(ba.info, r.case)) for r, _ in have],
-                y=[float(v) for _, v in have], name=_t(variant), legendgroup=_t(variant),
+                x=[chart_text(case_params_label(ba.info, r.case)) for r, _ in have],
+                y=[float(v) for _, v in have], name=chart_text(variant), legendgroup=chart_text(variant),
                 showlegend=i == 0, marker={"color": colors.get(variant)},
-                text=[_t(variant) + f": {fmt_value(v, unit)}" for _, v in have],
+                text=[chart_text(variant) + f": {fmt_value(v, unit)}" for _, v in have],
                 hovertemplate="%{x}<br>%{text}<extra></extra>", textposition="none",
             ), row=row, col=col)
         fig.update_yaxes(type="log" if spans_decades(values) else "linear", row=row, col=col)
     title = "resource usage per case"
-    _layout(fig, title, height=680)
+    apply_layout(fig, title, height=680)
     fig.update_layout(barmode="group")
     note = ("Median over successful trials of the measured process's CPU time and peak RSS "
             "(getrusage), and of each trial's wall time.")

@@ -1,6 +1,7 @@
-"""`bakeoff compare` output: a rich table for the terminal, markdown for pull requests.
+"""`bakeoff compare` output: a rich table for the terminal, markdown for pull requests (as
+sections, rendered by the Markdown exporter).
 
-Both open on the benchmarks' declared questions (report/answers.py), each answer's figures
+Both open on the benchmarks' declared questions (report/answers/), each answer's figures
 old against new and whether each holds (their CIs share a range), before the cases.
 """
 
@@ -18,9 +19,11 @@ from bakeoff.analysis.across_runs import CANT_TELL, CaseChange, RunComparison
 from bakeoff.analysis.within_run import BenchmarkAnalysis, analyze
 from bakeoff.declare.model import BenchmarkInfo, RunRecord
 from bakeoff.report.answers import Answer, answers, figures_agree
+from bakeoff.report.exporters import MarkdownExporter
 from bakeoff.report.facts import machine
 from bakeoff.report.format import case_params_label, fmt_p, fmt_range, fmt_ratio, fmt_value
-from bakeoff.report.markdown import md_escape
+from bakeoff.report.sections import Block, Cell, Column, Paragraph, code, strong, table
+from bakeoff.report.sections import Table as SectionTable
 from bakeoff.stats import estimates as stats
 
 _STYLE = {"faster": "bold green", "slower": "bold red", "same": "dim", "equivalent": "cyan",
@@ -117,16 +120,14 @@ def print_question_changes(changes: list[QuestionChange], console: Console) -> N
     console.print()
 
 
-def _question_markdown(changes: list[QuestionChange]) -> list[str]:
+def _question_blocks(changes: list[QuestionChange]) -> list[Block]:
     if not changes:
         return []
-    lines = ["**Questions**: each answer old and new; holds when the two CIs share a range.", "",
-             "| benchmark | question | figure | old | new | |", "|---|---|---|---|---|---|"]
-    for qc in changes:
-        for label, old, new, ok in qc.rows or [("—", "—", "—", False)]:
-            lines.append("| " + " | ".join(md_escape(x) for x in (
-                qc.benchmark, qc.ask, label, old, new, _holds(ok))) + " |")
-    return [*lines, ""]
+    rows = [[qc.benchmark, qc.ask, label, old, new, _holds(ok)]
+            for qc in changes for label, old, new, ok in qc.rows or [("—", "—", "—", False)]]
+    return [Paragraph((strong("Questions"), ": each answer old and new; holds when the two CIs "
+                       "share a range.")),
+            table(["benchmark", "question", "figure", "old", "new", ""], rows)]
 
 
 def _machines(cmp: RunComparison) -> tuple[str, str]:
@@ -163,16 +164,20 @@ def print_comparison(cmp: RunComparison, console: Console,
 
 def render_comparison_markdown(cmp: RunComparison,
                                threshold: float = stats.DEFAULT_THRESHOLD) -> str:
+    """The comparison as Markdown blocks (report/sections.py), for a pull request."""
     old_m, new_m = _machines(cmp)
-    lines = [f"**old**: `{md_escape(_run_ids(cmp.olds, cmp.old))}` on {md_escape(old_m)}  ",
-             f"**new**: `{md_escape(_run_ids(cmp.news, cmp.new))}` on {md_escape(new_m)}", "",
-             md_escape(cmp.basis_sentence()), "",
-             *_question_markdown(question_changes(cmp, threshold)),
-             "| " + " | ".join(HEADERS) + " |",
-             "|" + "|".join("---" if i < 3 or i == 7 else "---:" for i in range(len(HEADERS))) + "|"]
-    lines += ["| " + " | ".join(md_escape(x) for x in _cells(c)) + " |" for c in cmp.changes]
-    for label, cases in (("Only in old", cmp.only_old), ("Only in new", cmp.only_new),
-                         (NO_RATIO[0].upper() + NO_RATIO[1:], cmp.no_ratio)):
-        if cases:
-            lines += ["", f"{label}: " + "; ".join(md_escape(c.key) for c in cases)]
-    return "\n".join(lines) + "\n"
+    cases = SectionTable(
+        tuple(Column(h, numeric=not (i < 3 or i == 7)) for i, h in enumerate(HEADERS)),
+        tuple(tuple(Cell(x) for x in _cells(c)) for c in cmp.changes))
+    blocks: list[Block] = [
+        Paragraph((strong("old"), ": ", code(_run_ids(cmp.olds, cmp.old)), f" on {old_m}")),
+        Paragraph((strong("new"), ": ", code(_run_ids(cmp.news, cmp.new)), f" on {new_m}")),
+        Paragraph((cmp.basis_sentence(),)),
+        *_question_blocks(question_changes(cmp, threshold)),
+        cases,
+    ]
+    for label, left in (("Only in old", cmp.only_old), ("Only in new", cmp.only_new),
+                        (NO_RATIO[0].upper() + NO_RATIO[1:], cmp.no_ratio)):
+        if left:
+            blocks.append(Paragraph((f"{label}: " + "; ".join(c.key for c in left),)))
+    return MarkdownExporter().fragment(blocks)

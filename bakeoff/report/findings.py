@@ -7,7 +7,7 @@ params, crossover levels, fits): nothing here knows a benchmark by name. The rul
   verdict's threshold, a runner-up whose CI overlaps the winner's, a crossover whose CIs
   include the level crossed, a fitted constant whose CI includes 0.
 A benchmark that declares questions (BenchmarkInfo.questions) is answered first, one finding
-per question (report/answers.py); those answers are its headline, and the generic contrasts
+per question (report/answers/); those answers are its headline, and the generic contrasts
 below follow under their own heading. Diagnostic and control variants never win one.
 A crossover whose CI at an end includes its level is not stated: details.md lists it.
 After the headline's winner finding, a benchmark that declares why_counters gets a "why"
@@ -447,7 +447,7 @@ def _failure_finding(ba: BenchmarkAnalysis) -> Finding | None:
 
 
 def _answer_findings(ba: BenchmarkAnalysis) -> list[Finding]:
-    """One finding per declared question (report/answers.py)."""
+    """One finding per declared question (report/answers/)."""
     out = []
     whys: set[str] = set()
     for q, a in answers(ba):

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from bakeoff.analysis.within_run import BenchmarkAnalysis, CaseResult, SweepCrossover
-from bakeoff.report.charts import FONT, Chart, _t, new_figure
+from bakeoff.report.charts import FONT, Chart, chart_text, new_figure
 from bakeoff.report.colors import with_alpha
 from bakeoff.report.format import fmt_ratio, fmt_value, scale_for, spans_decades
 from bakeoff.report.grid import Grid, Params, Point, grid, point_label, trials_of
@@ -25,7 +25,7 @@ PANEL_HEIGHT = 300
 def _x(g: Grid, point: Point, variant: str) -> float | str:
     """The swept value; with nothing swept, the variant itself, one column each."""
     if g.axis is None:
-        return _t(variant)
+        return chart_text(variant)
     return float(dict(point.params)[g.axis])
 
 
@@ -50,7 +50,7 @@ def _hover(ba: BenchmarkAnalysis, g: Grid, r: CaseResult) -> str:
                 f"(95% CI {fmt_value(s.ci_low, r.unit)} to {fmt_value(s.ci_high, r.unit)})")
     else:
         what = "no data"
-    return f"{_t(r.case.variant)}, {_t(where)}<br>{what}<br>{trials_of(r)} trials"
+    return f"{chart_text(r.case.variant)}, {chart_text(where)}<br>{what}<br>{trials_of(r)} trials"
 
 
 def _crossovers_in(ba: BenchmarkAnalysis, g: Grid, fixed: Params) -> list[SweepCrossover]:
@@ -72,7 +72,7 @@ def findings_chart(ba: BenchmarkAnalysis, colors: dict[str, str]) -> Chart | Non
         sorted(medians)[len(medians) // 2], unit)
     cols = min(MAX_COLUMNS, len(groups))
     rows = math.ceil(len(groups) / cols)
-    titles = [_t(point_label(ba, g, fixed)) if fixed else "" for fixed, _ in groups]
+    titles = [chart_text(point_label(ba, g, fixed)) if fixed else "" for fixed, _ in groups]
     fig = make_subplots(figure=new_figure(), rows=rows, cols=cols,
                         subplot_titles=titles if len(groups) > 1 else None,
                         horizontal_spacing=0.08, vertical_spacing=0.18 if rows > 1 else 0.1)
@@ -98,9 +98,9 @@ def findings_chart(ba: BenchmarkAnalysis, colors: dict[str, str]) -> Chart | Non
                     x=xs + xs[::-1], y=[y[2] for *_, y in drawn] + [y[1] for *_, y in drawn][::-1],
                     fill="toself", fillcolor=with_alpha(color, 0.18), line={"width": 0},
                     mode="lines",  # plotly's default adds markers at the band's corners
-                    hoverinfo="skip", showlegend=False, legendgroup=_t(name)), row=row, col=col)
+                    hoverinfo="skip", showlegend=False, legendgroup=chart_text(name)), row=row, col=col)
             fig.add_trace(go.Scatter(
-                x=xs, y=[y[0] for *_, y in drawn], name=_t(name), legendgroup=_t(name),
+                x=xs, y=[y[0] for *_, y in drawn], name=chart_text(name), legendgroup=chart_text(name),
                 showlegend=name not in legend_done,
                 mode="lines+markers" if g.axis is not None else "markers",
                 line={"color": color}, marker={"color": color, "size": 7},
@@ -125,7 +125,7 @@ def findings_chart(ba: BenchmarkAnalysis, colors: dict[str, str]) -> Chart | Non
                     showlegend="crossover" not in legend_done,
                     marker={"symbol": "diamond-open", "size": 13, "line": {"width": 2},
                             "color": [colors.get(sc.variant, "#000000") for sc in found]},
-                    text=[_t(f"{sc.variant}: {crossover_label(ba, sc)}") for sc in found],
+                    text=[chart_text(f"{sc.variant}: {crossover_label(ba, sc)}") for sc in found],
                     hovertemplate="%{text}<extra></extra>"), row=row, col=col)
                 legend_done.add("crossover")
         if g.axis is not None:
@@ -133,8 +133,8 @@ def findings_chart(ba: BenchmarkAnalysis, colors: dict[str, str]) -> Chart | Non
             fig.update_xaxes(
                 type="log" if spans_decades(xs_all) else "linear", row=row, col=col,
                 tickmode="array" if len(xs_all) <= 8 else "auto", tickvals=xs_all,
-                ticktext=[_t(ba.info.param_label(g.axis, x)) for x in xs_all],
-                title={"text": _t(g.axis) if row == rows else ""})
+                ticktext=[chart_text(ba.info.param_label(g.axis, x)) for x in xs_all],
+                title={"text": chart_text(g.axis) if row == rows else ""})
         else:
             fig.update_xaxes(type="category", row=row, col=col, showticklabels=False)
     positive = [y for y in all_y if y > 0]
@@ -151,11 +151,11 @@ def findings_chart(ba: BenchmarkAnalysis, colors: dict[str, str]) -> Chart | Non
                 fig.update_yaxes(dtick=1, row=i // cols + 1, col=i % cols + 1)
     else:
         fig.update_yaxes(type="linear")
-    fig.update_yaxes(title={"text": _t(y_title)}, col=1)
+    fig.update_yaxes(title={"text": chart_text(y_title)}, col=1)
     title = (f"{shown} ratio to {base} ({better} is better)" if g.with_ratios
              else f"{shown}, median ({better} is better)")
     fig.update_layout(
-        title={"text": _t(title), "x": 0, "xanchor": "left"}, template="plotly_white",
+        title={"text": chart_text(title), "x": 0, "xanchor": "left"}, template="plotly_white",
         height=PANEL_HEIGHT * rows + 90, font={"family": FONT, "size": 12},
         margin={"l": 60, "r": 20, "t": 60, "b": 50}, hovermode="closest",
         legend={"orientation": "h", "y": -0.12 if rows == 1 else -0.06, "x": 0,

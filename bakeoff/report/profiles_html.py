@@ -2,26 +2,30 @@
 
 Per profiled case: the frames with the most self time in words, then three icicles (the case,
 its baseline at the same params, and the case coloured by how its share of each frame
-differs from the baseline's). Drawn by the same plotly.js the rest of the report inlines.
+differs from the baseline's). Built as sections (report/sections.py), drawn by the same
+plotly.js the rest of the report inlines.
 """
 
 from __future__ import annotations
 
-import html
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from bakeoff.declare.model import BenchmarkInfo, Case
 from bakeoff.perf import flamegraph
 from bakeoff.perf.store import CaseProfile, LoadedPair, timed_share_note
 from bakeoff.report.format import case_params_label
-
-# (figure as a plotly dict, a name for its PNG download) → the div that draws it
-Place = Callable[[dict[str, Any], str], str]
-
-
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+from bakeoff.report.sections import (
+    Block,
+    Columns,
+    Drawing,
+    Item,
+    Items,
+    Only,
+    Paragraph,
+    Section,
+    code,
+    strong,
+)
 
 
 def _label(infos: Mapping[str, BenchmarkInfo], case: Case) -> str:
@@ -31,10 +35,10 @@ def _label(infos: Mapping[str, BenchmarkInfo], case: Case) -> str:
     return f"{case.variant}, {params}" if params else case.variant
 
 
-def _top(name: str, folded: flamegraph.Folded) -> str:
-    items = "".join(f"<li><code>{_e(frame)}</code> {share:.1%}</li>"
-                    for frame, share in flamegraph.top_frames(folded, n=5))
-    return f"<p>Most self time in <b>{_e(name)}</b>:</p><ul>{items}</ul>"
+def _top(name: str, folded: flamegraph.Folded) -> list[Block]:
+    items = tuple(Item((code(frame), f" {share:.1%}"))
+                  for frame, share in flamegraph.top_frames(folded, n=5))
+    return [Paragraph(("Most self time in ", strong(name), ":")), Items(items)]
 
 
 def _counts(cp: CaseProfile) -> str:
@@ -43,7 +47,7 @@ def _counts(cp: CaseProfile) -> str:
             f"file profiles/{cp.file}" + (f". {note[:-1]}" if note else ""))
 
 
-def _pair(lp: LoadedPair, infos: Mapping[str, BenchmarkInfo], place: Place) -> str:
+def _pair(lp: LoadedPair, infos: Mapping[str, BenchmarkInfo]) -> list[Block]:
     p = lp.pair
     case = _label(infos, p.case.case)
     slug = f"{p.case.case.benchmark}-{p.case.case.variant}"
@@ -54,39 +58,37 @@ def _pair(lp: LoadedPair, infos: Mapping[str, BenchmarkInfo], place: Place) -> s
         how += (f" The trials repeated the timed operation {p.case.repeat}× in each timed "
                 "section where the program can (--profile-repeat), so it fills the samples; a "
                 "repeated operation may run warmer than the single one the run measured.")
-    parts = [f"<h3>{_e(p.case.case.benchmark)}: {_e(case)}"
-             + (f" against {_e(p.baseline.case.variant)}" if p.baseline else "") + "</h3>",
-             f'<p class="note">{_e(how)}</p>',
-             f'<p class="note">{_e(case)}: {_e(_counts(p.case))}.'
-             + (f" {_e(_label(infos, p.baseline.case))}: {_e(_counts(p.baseline))}."
-                if p.baseline else "") + "</p>"]
+    counts = f"{case}: {_counts(p.case)}." + (
+        f" {_label(infos, p.baseline.case)}: {_counts(p.baseline)}." if p.baseline else "")
     tops = _top(case, lp.case)
     if p.baseline is not None and lp.baseline is not None:
         tops += _top(_label(infos, p.baseline.case), lp.baseline)
-    parts.append(f'<div class="lead"><div>{tops}</div><div></div></div>')
     unit = "ns" if p.event == "cpu-clock" else p.event  # the period's unit: cpu-clock's is ns
-    parts.append(place(flamegraph.icicle(lp.case, case, unit),
-                       f"{slug}-flame"))
+    drawn = [Drawing(flamegraph.icicle(lp.case, case, unit), f"{slug}-flame")]
     if p.baseline is not None and lp.baseline is not None:
         base = _label(infos, p.baseline.case)
-        parts.append(place(flamegraph.icicle(lp.baseline, f"{base} (baseline)", unit),
-                           f"{slug}-baseline-flame"))
-        parts.append(place(flamegraph.differential(
+        drawn.append(Drawing(flamegraph.icicle(lp.baseline, f"{base} (baseline)", unit),
+                             f"{slug}-baseline-flame"))
+        drawn.append(Drawing(flamegraph.differential(
             lp.case, lp.baseline, f"{p.case.case.variant} against {p.baseline.case.variant}: "
             "red a larger share of the time, blue a smaller"), f"{slug}-differential"))
-    return "".join(parts)
+    title = f"{p.case.case.benchmark}: {case}" + (
+        f" against {p.baseline.case.variant}" if p.baseline else "")
+    return [Section(title, (Paragraph((how,), "note"), Paragraph((counts,), "note"),
+                            Columns((tuple(tops), ())), *drawn), level=3)]
 
 
-def profiles_section(pairs: Sequence[LoadedPair], infos: Mapping[str, BenchmarkInfo],
-                     place: Place) -> str:
-    """'' without profiles; else the section, id 'profiles'."""
+def profiles_section(pairs: Sequence[LoadedPair],
+                     infos: Mapping[str, BenchmarkInfo]) -> list[Block]:
+    """Nothing without profiles; else the section, id 'profiles' (report.html only: a flame
+    graph has no text form)."""
     if not pairs:
-        return ""
-    body = "".join(_pair(lp, infos, place) for lp in pairs)
-    return ('<section id="profiles"><h2>Profiles</h2><p class="note">Flame graphs from '
-            "<code>bakeoff profile</code>: each frame is as wide as its share of the sampled "
-            "time, callers above callees; click a frame to zoom into it. Colours: orange the "
-            "kernel, purple BPF programs, blue the program, green shared libraries, grey "
-            "processes and frames nothing could name; in a differential, red frames take a "
-            "larger share of the time than in the baseline, blue a smaller one.</p>"
-            f"{body}</section>")
+        return []
+    intro = Paragraph(("Flame graphs from ", code("bakeoff profile"), ": each frame is as wide "
+                       "as its share of the sampled time, callers above callees; click a frame "
+                       "to zoom into it. Colours: orange the kernel, purple BPF programs, blue "
+                       "the program, green shared libraries, grey processes and frames nothing "
+                       "could name; in a differential, red frames take a larger share of the "
+                       "time than in the baseline, blue a smaller one."), "note")
+    body = [b for lp in pairs for b in _pair(lp, infos)]
+    return [Only("html", (Section("Profiles", (intro, *body), anchor="profiles"),))]

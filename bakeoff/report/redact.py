@@ -130,7 +130,7 @@ class Redactor:
 def _library_code() -> str:
     """The plotly.js bundle every report.html inlines: public code, not the run's data; a
     host named "alpha" must not be replaced in (or found in) its colour functions."""
-    from bakeoff.report.html import plotly_script
+    from bakeoff.report.html_page import plotly_script
     return plotly_script()
 
 

@@ -1,0 +1,153 @@
+"""An "overhead" answer: the Fit's intercept a (what a variant adds per operation) and, for
+each of the benchmark's crossover_ratios, from which value of `along` the ratio stays under
+it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from bakeoff.analysis.within_run import BenchmarkAnalysis, SweepFit
+from bakeoff.report.answers.common import (
+    Answer,
+    Figure,
+    Side,
+    against_name,
+    question_metric,
+    same_value,
+    short_why,
+    tentative_reasons,
+    where_label,
+    why_of,
+    with_tentative,
+)
+from bakeoff.report.answers.crossover import crossings, lines_along, ratio_at
+from bakeoff.report.format import fmt_range, fmt_value, param_estimate_label, swept_label
+from bakeoff.report.grid import Params, trials_of
+from bakeoff.report.words import lower_is_better
+
+
+def _level_words(ba: BenchmarkAnalysis, along: str, sides: list[Side],
+                 level: float) -> tuple[str, bool]:
+    """From which value of `along` the ratio stays under `level` (overhead under 5%), and
+    whether that is settled; 'not reached in the measured range' when it never does."""
+    pct = f"{abs(level - 1) * 100:g}%"
+    lower = lower_is_better(ba, sides[0].result.metric)
+
+    def under(s: Side) -> bool:
+        return s.ratio.ratio < level if lower else s.ratio.ratio > level
+
+    if not under(sides[-1]):
+        s = sides[-1]
+        # Over the level at the last point, but its CI reaching under it: not shown either way.
+        sure = not (s.ratio.ci_low <= level <= s.ratio.ci_high)
+        return (f"under {pct}: {'not reached in the measured range' if sure else 'not settled'}"
+                f" (at {swept_label(ba.info, along, float(s.result.case.param(along)))}: "
+                f"{(s.ratio.ratio - 1) * 100:+.1f}%, 95% CI {(s.ratio.ci_low - 1) * 100:+.1f}% "
+                f"to {(s.ratio.ci_high - 1) * 100:+.1f}%)", sure)
+    k = len(sides) - 1
+    while k > 0 and under(sides[k - 1]):
+        k -= 1
+    if k == 0:
+        first = sides[0]
+        sure = not (first.ratio.ci_low <= level <= first.ratio.ci_high)
+        return (f"under {pct} at every measured {along} (from "
+                f"{ratio_at(ba, along, first)})", sure)
+    c = crossings(ba, along, sides[k - 1:k + 1], level)[0]
+    if not c.confident:
+        return (f"under {pct}: not settled (the ratio passes {level:g} between "
+                f"{swept_label(ba.info, along, c.low)} and {swept_label(ba.info, along, c.high)}"
+                f", but a CI there includes {level:g})", False)
+    return (f"under {pct} from ≈ {param_estimate_label(ba.info, along, c.estimate)} (between "
+            f"{swept_label(ba.info, along, c.low)} and {swept_label(ba.info, along, c.high)})",
+            True)
+
+
+def _fit_of(ba: BenchmarkAnalysis, variant: str, along: str, metric: str,
+            fixed: Params) -> SweepFit | None:
+    return next((sf for sf in ba.fits if sf.variant == variant and sf.param == along
+                 and sf.metric == metric
+                 and all(same_value(v, dict(fixed).get(k, v)) for k, v in sf.fixed.items())), None)
+
+
+def overhead_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
+    metric = question_metric(ba, q)
+    along = str(q["along"])
+    unit = str(ba.info.metric(metric)["unit"])
+    levels = [lv for lv in ba.info.crossover_ratios if lv != 1.0]
+    full, short, tentative, results = [], [], [], []
+    # level -> what is said of it -> the variants it is said of, for the short form
+    reached: dict[str, dict[str, list[str]]] = {}
+    figures: list[Figure] = []
+    lines = lines_along(ba, q, metric)
+    for name, fixed, sides in sorted(lines, key=lambda x: _cost(ba, x, along, metric)):
+        where = where_label(ba, fixed)
+        at = f" at {where}" if where else ""
+        sf = _fit_of(ba, sides[0].result.case.variant, along, metric, fixed)
+        why: list[str] = []
+        if sf is not None:
+            f = sf.fit
+            added = (f"{name} adds {fmt_value(f.a, unit)} per operation{at} (the fit's a, 95% "
+                     f"CI {fmt_range(f.a_low, f.a_high, unit)}; {metric} − "
+                     f"{against_name(ba, q)} = a + b·{along} over {f.n_points} points)")
+            if f.a_low <= 0 <= f.a_high:
+                why.append("a's CI includes 0")
+            brief = f"{name} +{fmt_value(f.a, unit)} ({fmt_range(f.a_low, f.a_high, unit)})"
+            figures.append(Figure(f"{name}: added per operation{at}", f.a, f.a_low, f.a_high,
+                                  f"{fmt_value(f.a, unit)} (95% CI "
+                                  f"{fmt_range(f.a_low, f.a_high, unit)})"))
+        else:
+            added = f"{name}{at}: no fit of {metric} along {along} declared"
+            brief = name
+        said = [_level_words(ba, along, sides, lv) for lv in levels]
+        figures += [Figure(f"{name}: overhead under {abs(lv - 1) * 100:g}%{at}", math.nan,
+                           math.nan, math.nan, w.split(" (")[0])
+                    for lv, (w, _) in zip(levels, said, strict=True)]
+        why += [f"{name}'s level not settled" for _, sure in said if not sure]
+        trials = min(min(trials_of(s.result), trials_of(s.against)) for s in sides)
+        full.append(added + ("; overhead " + ", ".join(w for w, _ in said) if said else "")
+                    + f"; at least {trials} trials a point")
+        short.append(brief)
+        for level, (w, _) in zip(levels, said, strict=True):
+            pct = f"{abs(level - 1) * 100:g}%"
+            reached.setdefault(pct, {}).setdefault(
+                w.split(" (")[0].removeprefix(f"under {pct}").removeprefix(":").strip(), []).append(name)
+        tentative += why + tentative_reasons(sides)
+        results += [x for s in sides for x in (s.result, s.against)]
+    if not full:
+        return None
+    text = with_tentative("; ".join(full), tentative)
+    # Why the dearest variant costs what it does: its counters against the reference's where
+    # the work per operation is least (the added cost is the largest share there).
+    dearest = max(lines, key=lambda x: _cost(ba, x, along, metric) if
+                  math.isfinite(_cost(ba, x, along, metric)) else -math.inf, default=None)
+    why_short = ""
+    if dearest is not None:
+        least = dearest[2][0]
+        where = where_label(ba, least.result.case.params)
+        why_text, more = why_of(ba, q, where, least)
+        tentative += more
+        if why_text:
+            text += " Why: " + why_text
+            why_short = short_why(ba, q, least).replace(
+                "per op, counted):", f"per op at {where}, counted):" if where
+                else "per op, counted):")
+    n = min((trials_of(r) for r in results), default=0)
+    # Levels of which the same is said of the same variants are said together.
+    together: dict[str, list[str]] = {}
+    for pct, by_words in reached.items():
+        together.setdefault(", ".join(f"{words} ({', '.join(names)})"
+                                      for words, names in by_words.items()), []).append(pct)
+    levels_said = "; ".join(f"under {' and '.join(pcts)}: {words}"
+                            for words, pcts in together.items())
+    brief = with_tentative(f"Per call, over {against_name(ba, q)} (95% CI; ≥ {n} trials): "
+                            + "; ".join(short)
+                            + (f". Overhead {levels_said}" if levels_said else ""), tentative)
+    return Answer(q["ask"], "overhead", text, brief, "; ".join(dict.fromkeys(tentative)),
+                  tuple(results), tuple(figures), why_short)
+
+
+def _cost(ba: BenchmarkAnalysis, line: tuple[str, Params, list[Side]], along: str,
+          metric: str) -> float:
+    sf = _fit_of(ba, line[2][0].result.case.variant, along, metric, line[1])
+    return sf.fit.a if sf is not None else math.inf
