@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_doc_figures import check_document
 
 from bakeoff.declare import registry
 from bakeoff.declare.model import Benchmark
@@ -103,6 +104,12 @@ def test_the_skeleton_declares_a_question(new_room: NewRoom, bench: Benchmark) -
     assert registry.question_problem(bench, question) is None
     method = (new_room.rooms / "ipc_ping_pong" / "METHOD.md").read_text()
     assert question.ask in method.split("## Questions", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_skeletons_method_passes_the_figures_check(new_room: NewRoom) -> None:
+    """METHOD.md as `bakeoff new` writes it keeps the convention test_doc_figures.py checks in
+    every room: a new room is a folder that leaves the suite green unchanged."""
+    assert check_document(new_room.rooms / "ipc_ping_pong" / "METHOD.md") == []
 
 
 @pytest.mark.slow
