@@ -603,7 +603,7 @@ def test_signals_at_random_moments(grid: Grid, built: Path, ours: Ours, tmp_path
               for by, kinds in tally.swept.items()]
     lines += [f"  e.g. {kind}: {line}" for kind, line in tally.examples.items()]
     lines += [f"  {note}: {n}" for note, n in tally.notes.items()]
-    record_property("summary", "\n".join(lines))  # printed at the end (tests/conftest.py)
+    record_property("summary", "\n".join(lines))  # printed at the end (conftest.py)
 
 
 # ---- signals after the last trial, on purpose ------------------------------------------------

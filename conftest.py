@@ -1,4 +1,11 @@
-"""Helpers to run bakeoff as a user does: a subprocess, its exit code, stdout and stderr."""
+"""The suite's hooks, fixtures and helpers to run bakeoff as a user does: a subprocess, its
+exit code, stdout and stderr.
+
+At the repository's root, so it serves the harness's tests (tests/) and every room's own
+(benchmarks/<room>/tests/, collected by `make test` through pyproject's testpaths) alike;
+tests import it as `conftest`. The helper modules of tests/ (live_runs, room_cases, ...)
+are importable from a room's tests too.
+"""
 
 from __future__ import annotations
 
@@ -22,8 +29,11 @@ import pytest
 from bakeoff.core import pids as procs
 from bakeoff.store import results as store
 
-REPO = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+REPO = Path(__file__).resolve().parent
+FIXTURES = REPO / "tests" / "fixtures"
+# A room's tests import the suite's helper modules (live_runs, room_cases) as the harness's do.
+if str(REPO / "tests") not in sys.path:
+    sys.path.insert(1, str(REPO / "tests"))
 IN_CI = os.environ.get("CI") == "true"
 
 
