@@ -18,8 +18,10 @@ trial's checkpoint comes once the session is up; "teardown", "saved", "analysis"
 report after the last trial). A seeded random offset within the moment's window
 (BAKEOFF_FI_SEED seeds random.Random) and a seeded late phase vary where it lands, so a room
 needs no hand-tuned timing, a daemon room's serving moment included. Every signal meets
-every kind of moment BAKEOFF_FI_PER_SIGNAL times (default 1): a cycle that lands elsewhere
-(the run was faster than its offset) is sent again. A failure message names the seed, the
+every kind of moment BAKEOFF_FI_PER_SIGNAL times (default 1), SIGINT and SIGTERM after the
+last trial aside (test_signals_after_the_last_trial sends each at every late phase): 10
+runs per room. A cycle that lands elsewhere (the run was faster than its offset) is sent
+again. A failure message names the seed, the
 benchmark, the cycle and the moment, so that it can be replayed. The summary printed per
 benchmark says where the signals landed and what the sweeps removed.
 
@@ -416,11 +418,17 @@ def _await(aim: Aim, proc: subprocess.Popen[str], out: Path, phase_log: Path,
     return f"at {aim.late_phase!r} ({aim})"
 
 
+def _moments(signum: int) -> tuple[str, ...]:
+    """The kinds of moment this test sends signum at. SIGINT and SIGTERM after the last
+    trial: test_signals_after_the_last_trial sends each at every late phase, on purpose."""
+    return MOMENTS if signum == signal.SIGKILL else MOMENTS[:3]
+
+
 def _aims(rng: random.Random) -> list[tuple[int, Aim]]:
-    """Every signal at every kind of moment, PER_SIGNAL times, in a seeded order; never a
-    start-up one first (its window is the start-up an earlier cycle saw)."""
+    """Every signal at every kind of moment (_moments), PER_SIGNAL times, in a seeded order;
+    never a start-up one first (its window is the start-up an earlier cycle saw)."""
     plan = [(signum, Aim(moment, rng.random(), rng.choice(LATE_PHASES)))
-            for _ in range(PER_SIGNAL) for signum in SIGNALS for moment in MOMENTS]
+            for _ in range(PER_SIGNAL) for signum in SIGNALS for moment in _moments(signum)]
     rng.shuffle(plan)
     first = next(i for i, (_, aim) in enumerate(plan) if aim.moment != MOMENTS[0])
     return plan[first:] + plan[:first]
@@ -637,7 +645,7 @@ def test_signals_at_every_moment(grid: Grid, built: Path, ours: Ours, tmp_path: 
     tally.seconds = time.monotonic() - start
     for signum in SIGNALS:  # every signal met every kind of moment
         phases = tally.phases.get(signal.Signals(signum).name, Counter())
-        assert all(phases[m] >= PER_SIGNAL for m in MOMENTS), (signum, phases)
+        assert all(phases[m] >= PER_SIGNAL for m in _moments(signum)), (signum, phases)
     startup = f"{tally.startup_s:.1f} s" if tally.startup_s is not None else "not seen"
     lines = [f"{grid.name}: {cycle} runs in {tally.seconds:.0f} s (seed {SEED}); "
              f"results.json at {startup} in the first run that wrote it"]
