@@ -22,24 +22,25 @@ UV_OFFLINE = $(if $(PIP_NO_INDEX),--no-index) $(if $(PIP_FIND_LINKS),--find-link
 bench: deps build
 	$(BAKEOFF) run --profile $(PROFILE)
 
-# The whole suite, three workers (pytest-xdist; tests/conftest.py says how they are grouped).
+# The whole suite, three workers (pytest-xdist; conftest.py says how they are grouped): tests/
+# and each room's benchmarks/<room>/tests/ (pyproject.toml's testpaths).
 # Three on two vCPUs: a worker spends about half its time waiting on the processes it runs
 # (the suite used 54% of both CPUs with two workers; docs/RELIABILITY.md, "The test suite").
 JOBS     ?= 3
 
 test: system-deps venv-dev build lint
-	$(PYTEST) -q -n $(JOBS) --dist loadgroup --durations=10 tests
+	$(PYTEST) -q -n $(JOBS) --dist loadgroup --durations=10
 
 # The edit-test loop: unit, property and in-process tests, no live benchmark (< 2 min).
 test-fast: venv-dev
-	BAKEOFF_TEST_TIER=fast $(PYTEST) -q -n $(JOBS) -m "not slow" tests
+	BAKEOFF_TEST_TIER=fast $(PYTEST) -q -n $(JOBS) -m "not slow"
 
 # The whole suite with every CPU kept busy by stress-ng (docs/RELIABILITY.md).
 test-load: deps build
 	scripts/under-load $(MAKE) test
 
 lint: venv-dev
-	$(VENV)/bin/ruff check bakeoff tests benchmarks
+	$(VENV)/bin/ruff check bakeoff tests benchmarks conftest.py
 	$(VENV)/bin/mypy
 
 # The repo's Python byte-compiled too: where PYTHONDONTWRITEBYTECODE is set, every trial driver

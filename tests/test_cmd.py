@@ -34,7 +34,7 @@ EXECUTOR = REPO / "build" / "common" / "bakeoff-cmd-exec"
 
 @pytest.fixture(scope="module")
 def executor(built: Path) -> Path:
-    """Through `built`, so every test that runs commands is marked slow (tests/conftest.py)."""
+    """Through `built`, so every test that runs commands is marked slow (conftest.py)."""
     if not EXECUTOR.exists():
         subprocess.run(["make", "-C", str(REPO / "benchmarks"), "bakeoff-cmd-exec"], check=True)
     return EXECUTOR

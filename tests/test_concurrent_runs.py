@@ -45,7 +45,7 @@ from live_runs import (
 from conftest import REPO
 from room_cases import ROOMS, cheapest_args, check_tuned
 
-# Its leftover checks look at the whole machine (tests/conftest.py: SUITE_LOCK).
+# Its leftover checks look at the whole machine (conftest.py: SUITE_LOCK).
 MACHINE_WIDE = True
 BUILD = REPO / "build"
 

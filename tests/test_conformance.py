@@ -3,7 +3,8 @@
 Per room, discovered as `bakeoff` discovers them (benchmarks/*/spec.py, or
 BAKEOFF_BENCHMARKS_DIR):
 
-- the usage (`--help`) of its trial programs names exactly the spec's variants and params;
+- the usage (`--help`) of its trial programs (the spec's `program` and `other_programs`)
+  names exactly the spec's variants and params;
   anything else a program accepts is marked "(not in the benchmark's grid)";
 - bad arguments exit 2 with one line on stderr and nothing on stdout;
 - a quick run measures every variant the spec declares, each trial printing only valid
@@ -18,7 +19,6 @@ module adds only the programs' own start-ups to the suite.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -67,22 +67,15 @@ def _help(program: Path) -> subprocess.CompletedProcess[str]:
 
 
 def trial_programs(bench: Benchmark, build: Path) -> list[Usage]:
-    """The room's programs that speak the protocol for its variants: the declared program,
-    and any other executable of the room's build directory whose usage names one of the
-    spec's variants (bpf-map-dump runs its Go variants with a second reader)."""
-    main = build / bench.program
-    res = _help(main)
-    assert res.returncode == 0, f"{main} --help: exit {res.returncode}: {res.stderr}"
-    found = [parse_usage(main, res.stdout)]
-    declared = {v.name for v in bench.variants}
-    for other in sorted(main.parent.iterdir()):
-        if other == main or not other.is_file() or not os.access(other, os.X_OK) \
-                or ".so" in other.suffixes:
-            continue
-        res = _help(other)
-        usage = parse_usage(other, res.stdout)
-        if res.returncode == 0 and declared & set(usage.variants):
-            found.append(usage)
+    """The room's programs that speak the protocol for its variants: the declared program
+    and the spec's other_programs (bpf-map-dump runs its Go variants with a second reader).
+    Nothing else of the build directory is run: a helper (a loader, a charger) may act on
+    any argument, --help included."""
+    found = []
+    for program in (bench.program, *bench.other_programs):
+        res = _help(build / program)
+        assert res.returncode == 0, f"{build / program} --help: exit {res.returncode}: {res.stderr}"
+        found.append(parse_usage(build / program, res.stdout))
     return found
 
 

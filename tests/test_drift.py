@@ -209,7 +209,7 @@ def test_hosts_on_one_machine_or_at_one_time_are_warned_about() -> None:
 
 @pytest.fixture(scope="module")
 def executor(built: Path) -> Path:
-    """Through `built`, so every test that runs commands is marked slow (tests/conftest.py)."""
+    """Through `built`, so every test that runs commands is marked slow (conftest.py)."""
     assert EXECUTOR.exists(), "make build builds bakeoff-cmd-exec"
     return EXECUTOR
 

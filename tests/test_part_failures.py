@@ -39,7 +39,7 @@ from live_runs import (
 
 from conftest import REPO
 
-# Its leftover checks look at the whole machine (tests/conftest.py: SUITE_LOCK).
+# Its leftover checks look at the whole machine (conftest.py: SUITE_LOCK).
 MACHINE_WIDE = True
 BUILD = REPO / "build"
 PROGRAMS = ("tracing_overhead/tracing_trial", "tracing_overhead/bakeoff_tracer",

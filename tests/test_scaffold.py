@@ -15,9 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_doc_figures import check_document
+from test_findings import report_md_budget
 
+from bakeoff.analysis.within_run import analyze
 from bakeoff.declare import registry
 from bakeoff.declare.model import Benchmark
+from bakeoff.report.findings import all_findings
+from bakeoff.store import results as store
 from conftest import REPO, assert_usage_error, run_bakeoff, saved_results
 from test_conformance import (
     check_bad_arguments,
@@ -105,6 +110,12 @@ def test_the_skeleton_declares_a_question(new_room: NewRoom, bench: Benchmark) -
     assert question.ask in method.split("## Questions", 1)[1].split("\n## ", 1)[0]
 
 
+def test_the_skeletons_method_passes_the_figures_check(new_room: NewRoom) -> None:
+    """METHOD.md as `bakeoff new` writes it keeps the convention test_doc_figures.py checks in
+    every room: a new room is a folder that leaves the suite green unchanged."""
+    assert check_document(new_room.rooms / "ipc_ping_pong" / "METHOD.md") == []
+
+
 @pytest.mark.slow
 def test_the_skeleton_builds(built_room: NewRoom) -> None:
     assert (built_room.build / "ipc_ping_pong" / "ipc_ping_pong_bench").is_file()
@@ -144,6 +155,20 @@ def test_the_skeleton_measures_its_quick_profile(bench: Benchmark, quick_run: di
     top = md.split("## Findings\n\n")[1].splitlines()[0]
     assert top.startswith(f"- **{NAME}**: At size=64 KiB against memset: byte-loop "), top
     assert "95% CI" in top and f"{quick.trials} + {quick.trials} trials" in top
+
+
+@pytest.mark.slow
+def test_the_skeletons_report_keeps_the_rules_every_rooms_report_keeps(
+        bench: Benchmark, quick_run_dir: Path) -> None:
+    """What tests/test_findings.py asks of each room in the all-rooms report, asked of the
+    skeleton's: report.md within one room's share of the budget, and no "why" finding from
+    a room that names no why_counters (the skeleton names none: they are optional)."""
+    lines = (quick_run_dir / "report.md").read_text().splitlines()
+    assert len(lines) <= report_md_budget(1)
+    run = store.load(quick_run_dir)
+    found = all_findings(analyze(run, run.settings.threshold))
+    assert not bench.why_counters
+    assert [f.text for bf in found for f in bf.findings if f.kind == "why"] == []
 
 
 @pytest.mark.parametrize(("name", "problem"), [

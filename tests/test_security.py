@@ -3,9 +3,9 @@ text, --out and temp dirs are checked and private, and a user without root gets 
 what needs no privilege and a reason with a fix for the rest.
 
 The heap sampler opening SAMPLER_OUTPUT with O_NOFOLLOW (a planted symlink leaves its target
-untouched and the program's exit code unchanged) is proven in tests/test_heap_sampling.py:
-test_summary_never_follows_a_symlink and test_python_script_runs_and_keeps_its_exit_code;
-it is not repeated here.
+untouched and the program's exit code unchanged) is proven in
+benchmarks/heap_sampling/tests/test_heap_sampling.py: test_summary_never_follows_a_symlink
+and test_python_script_runs_and_keeps_its_exit_code; it is not repeated here.
 """
 
 from __future__ import annotations

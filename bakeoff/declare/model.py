@@ -334,6 +334,11 @@ class Benchmark:
     profiles: Mapping[str, Profile]
     # The program, relative to the build directory; it speaks the program protocol.
     program: str
+    # Further programs (relative to the build directory) that speak the protocol for some of
+    # the variants, which prepare_trial runs instead of `program` (bpf-map-dump's Go
+    # reader). The conformance test checks the usage and bad arguments of these and
+    # `program` only: helpers (a loader, a charger) are not run with --help.
+    other_programs: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
     # CPUs one trial needs: 1 for the measured program, plus one per partner process that
     # must not share its CPU (a tracer's consumer, a ping-pong peer). The harness claims them

@@ -215,6 +215,7 @@ BENCHMARK = Benchmark(
     ),
     why_counters=("syscalls.sys_enter_bpf", "syscalls.sys_enter_read"),
     program=C_READER,
+    other_programs=(GO_READER,),
     requires=("root", "bpf"),
     skip_case=_skip_case,
     session=_session,

@@ -19,7 +19,7 @@ import pytest
 from bakeoff.core import pids as procs
 from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff
 
-# Its leftover checks look at the whole machine (tests/conftest.py: SUITE_LOCK).
+# Its leftover checks look at the whole machine (conftest.py: SUITE_LOCK).
 MACHINE_WIDE = True
 ROOM = REPO / "build" / "tracing_overhead"
 DRIVER = ROOM / "tracing_trial"

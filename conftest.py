@@ -1,4 +1,11 @@
-"""Helpers to run bakeoff as a user does: a subprocess, its exit code, stdout and stderr."""
+"""The suite's hooks, fixtures and helpers to run bakeoff as a user does: a subprocess, its
+exit code, stdout and stderr.
+
+At the repository's root, so it serves the harness's tests (tests/) and every room's own
+(benchmarks/<room>/tests/, collected by `make test` through pyproject's testpaths) alike;
+tests import it as `conftest`. The helper modules of tests/ (live_runs, room_cases, ...)
+are importable from a room's tests too.
+"""
 
 from __future__ import annotations
 
@@ -22,8 +29,11 @@ import pytest
 from bakeoff.core import pids as procs
 from bakeoff.store import results as store
 
-REPO = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+REPO = Path(__file__).resolve().parent
+FIXTURES = REPO / "tests" / "fixtures"
+# A room's tests import the suite's helper modules (live_runs, room_cases) as the harness's do.
+if str(REPO / "tests") not in sys.path:
+    sys.path.insert(1, str(REPO / "tests"))
 IN_CI = os.environ.get("CI") == "true"
 
 
@@ -319,15 +329,29 @@ def mremap_quick_run(built: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     return out
 
 
+def rooms_the_session_reads(items: Iterable[pytest.Item]) -> list[str]:
+    """The rooms whose part of the all-rooms quick run the selected tests read: every room
+    ([]: `bakeoff run` with no name) when a test of the whole report is selected; otherwise
+    those of the selected tests parametrized by room, so `pytest tests/test_conformance.py
+    -k ROOM` (the docs' per-room command) runs that room's quick run only, in seconds."""
+    readers = [i for i in items if "all_rooms_quick_run" in getattr(i, "fixturenames", ())]
+    rooms = {getattr(getattr(i, "callspec", None), "params", {}).get("room") for i in readers}
+    if not readers or None in rooms:
+        return []
+    return sorted(str(r) for r in rooms)
+
+
 @pytest.fixture(scope="session")
-def all_rooms_quick_run(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def all_rooms_quick_run(built: Path, tmp_path_factory: pytest.TempPathFactory,
+                        request: pytest.FixtureRequest) -> Path:
     """One real `bakeoff run` of every benchmark (as `make bench` runs them) at the quick
     profile with 3 trials: the report a user gets, for the tests of its findings, its
-    length and its first screen."""
+    length and its first screen. Only the rooms the selected tests read, when every one of
+    them is a room's own (rooms_the_session_reads)."""
     out = tmp_path_factory.mktemp("all-rooms") / "run"
     with live_run_lock("all_rooms_quick_run"):
-        res = run_bakeoff("run", "--profile", "quick", "--trials", "3", "--out", str(out),
-                          "--seed", "7")
+        res = run_bakeoff("run", *rooms_the_session_reads(request.session.items), "--profile",
+                          "quick", "--trials", "3", "--out", str(out), "--seed", "7")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return out
 

@@ -29,7 +29,7 @@ from conftest import (
     trials_on_disk,
 )
 
-# Its leftover checks look at the whole machine (tests/conftest.py: SUITE_LOCK).
+# Its leftover checks look at the whole machine (conftest.py: SUITE_LOCK).
 MACHINE_WIDE = True
 NAME = "cgroup-stat-read"
 ROOM = REPO / "benchmarks" / "cgroup_stat_read"

@@ -24,7 +24,7 @@ from scipy.stats import binomtest
 from bakeoff.stats import estimates as stats
 from conftest import IN_CI, REPO, assert_usage_error, build_dir, counted_output, run_bakeoff
 
-# Its leftover checks look at the whole machine (tests/conftest.py: SUITE_LOCK).
+# Its leftover checks look at the whole machine (conftest.py: SUITE_LOCK).
 MACHINE_WIDE = True
 ROOM = build_dir() / "heap_sampling"
 SAMPLER = ROOM / "libbakeoff_sampler.so"
