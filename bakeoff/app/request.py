@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,6 +96,26 @@ def _time_budget(v: float | None) -> str | None:
     return None
 
 
+_LABEL_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def _labels(values: tuple[str, ...]) -> str | None:
+    keys: set[str] = set()
+    for item in values:
+        key, eq, _ = item.partition("=")
+        if not eq or not _LABEL_KEY.fullmatch(key):
+            return (f"--label {item!r}: give KEY=VALUE, the key letters, digits, '.', '_' or "
+                    "'-', e.g. --label kernel=6.18-rc2")
+        if key in keys:
+            return f"--label {key}: given twice; give each key once"
+        keys.add(key)
+    return None
+
+
+def _label_map(values: tuple[str, ...]) -> dict[str, str]:
+    return dict(item.partition("=")[::2] for item in values)
+
+
 @dataclass(frozen=True)
 class RunRequest:
     """Every option of a run, as given; `check()` refuses bad values before anything runs."""
@@ -145,6 +166,10 @@ class RunRequest:
     pin: bool = _opt(True, Option(
         ("--pin/--no-pin",), "Pin the measured program to its own CPU.", bool,
         resume_refuses=False, to_host=lambda v: [] if v else ["--no-pin"], setting="pin"))
+    labels: tuple[str, ...] = _opt((), Option(
+        ("--label",), "KEY=VALUE recorded with the run's settings in results.json "
+        "(repeatable), e.g. --label kernel=6.18-rc2.", list[str] | None, check=_labels,
+        to_host=_each("--label"), setting="labels", recorded=_label_map))
 
     # ---- what follows is derived from the fields above; no option is named below ----
 
