@@ -12,7 +12,7 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bakeoff.core.errors import UsageError, one_line
+from bakeoff.core.errors import Interrupted, UsageError, one_line
 from bakeoff.declare.model import QUESTION_FORMS, Benchmark, Question
 from bakeoff.machine.host import CAPABILITY_NAMES
 
@@ -163,6 +163,8 @@ def load_rooms() -> Rooms:
         folder = spec_path.parent.name
         try:
             bench = _load_spec(spec_path)
+        except Interrupted:  # SIGTERM while a spec loads (bakeoff/run/interrupts.py): a stop
+            raise
         except Exception as exc:  # a room's own bug, whatever it is: named, not raised
             broken.append(BrokenRoom(folder, one_line(f"{type(exc).__name__}: {exc}")))
             continue
