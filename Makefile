@@ -39,9 +39,15 @@ test-fast: venv-dev
 test-load: deps build
 	scripts/under-load $(MAKE) test
 
+# The layer order and "no cycle" (import-linter's contracts in pyproject.toml), no module taking
+# another's private name, and every commit since the move into packages with a short subject
+# and a body: checked, not believed.
 lint: venv-dev
 	$(VENV)/bin/ruff check bakeoff tests benchmarks conftest.py
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
+	scripts/lint-private-imports
+	scripts/lint-commits
 
 # The repo's Python byte-compiled too: where PYTHONDONTWRITEBYTECODE is set, every trial driver
 # (tracing-overhead's is Python) would otherwise compile its modules afresh each trial.

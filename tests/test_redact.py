@@ -21,7 +21,7 @@ from test_report import make_run
 
 from bakeoff.analysis.across_hosts import analyze_hosts, to_json
 from bakeoff.analysis.within_run import analyze
-from bakeoff.cli import main as cli
+from bakeoff.cli import report as cli
 from bakeoff.core.errors import UsageError
 from bakeoff.fleet import record as fleet_record
 from bakeoff.report import redact, write_reports

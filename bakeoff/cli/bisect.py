@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from bakeoff.app.console import err_console, out_console
 from bakeoff.bisect import command
 from bakeoff.bisect.measure import METRICS
 
@@ -48,15 +49,13 @@ def cmd_bisect(
 ) -> None:
     """Find the first commit where the program got slower: good and candidate measured
     interleaved in one run per step, SAME/DIFFERENT/UNKNOWN from the ratio's 95% CI."""
-    from bakeoff.cli import main as base  # registered by main: imported once it is loaded
-
     def say(text: str) -> None:
-        base.out_console.print(text, highlight=False, soft_wrap=True)
+        out_console.print(text, highlight=False, soft_wrap=True)
 
     args = command.Args(repo=repo, good=good, bad=bad, build=build, measure=measure,
                         threshold=threshold, budget=budget, step_time=step_time, runs=runs,
                         metric=metric, shell=shell, seed=seed, out=out, cache=cache)
-    outcome, out_dir = command.run(args, base.err_console, say)
+    outcome, out_dir = command.run(args, err_console, say)
     last = outcome.steps[-1]
     if outcome.status == "found" and outcome.first_bad is not None:
         by = next((s for s in outcome.steps if s.candidate == outcome.first_bad), last)

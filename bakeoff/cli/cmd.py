@@ -2,7 +2,7 @@
 
 Parse -> validate (every problem one line, exit 2, before anything runs) -> build the
 benchmark (bakeoff/cmd/definition.py) -> the same start, measure, reports and comparison as
-`bakeoff run` (bakeoff/cli/main.py) -> the hyperfine-style exports (bakeoff/cmd/export.py).
+`bakeoff run` (bakeoff/app/runs.py) -> the hyperfine-style exports (bakeoff/cmd/export.py).
 Flags follow hyperfine where it has one (-n, -r, -w, -s, -p, -c, -i, -P, -D, -L, -N,
 --export-*); `--runs` is per trial here: each command runs trials x runs times in all.
 """
@@ -15,7 +15,11 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from bakeoff.cli import main as base
+from bakeoff.app import runs
+from bakeoff.app.console import err_console, out_console
+from bakeoff.app.request import RunRequest
+from bakeoff.cli.compare import cmd_compare
+from bakeoff.cli.options import Words, request_options
 from bakeoff.cmd import definition as adhoc
 from bakeoff.core.errors import UsageError
 from bakeoff.run import cleanup
@@ -26,6 +30,9 @@ DEFAULT_RUNS = 10
 DEFAULT_TIMEOUT_S = 600.0
 _LIST_FLAGS = ("-L", "--parameter-list")
 _LIST_SEP = "\x1f"  # between NAME and VALUES once -L's two arguments are folded into one
+# Every RunRequest field is an option of `cmd` but those that choose rooms' cases; --samples
+# is called --runs here (hyperfine's name).
+WITHOUT = ("names", "profile", "variants", "params")
 
 
 def fold_list_scans(argv: list[str]) -> list[str]:
@@ -87,8 +94,25 @@ def _check_exports(paths: dict[str, Path | None]) -> None:
                              "create it or choose another path")
 
 
-@base.app.command("cmd")
+@request_options(WITHOUT, words={
+    "samples": Words(("--runs", "-r", "--samples"), f"Executions per trial (default {DEFAULT_RUNS})."),
+    "trials": Words(help=f"Trials per command: fresh processes, interleaved (default "
+                         f"{DEFAULT_TRIALS})."),
+    "out": Words(help="Results directory (default: results/<time>-cmd)."),
+    "seed": Words(help="Seed for the order and bootstrap."),
+    "target_ci": Words(help="Add trials until every median's CI half-width is within PCT % of "
+                            "it."),
+    "target_ratio_ci": Words(help="Add trials until each command's ratio to the first has a CI "
+                             "half-width within PCT % (the report's CI, paired by round): the "
+                             "precision a verdict on a change of a few % needs; e.g. 4 for 10%."),
+    "max_trials": Words(help="With --target-ci or --target-ratio-ci: at most this many trials "
+                             "per command (default 50)."),
+    "time_budget": Words(help="Stop starting trials once this many seconds are used."),
+    "quiet": Words(help=""),
+    "pin": Words(help="Pin the commands to the measured CPU."),
+})
 def cmd_cmd(
+    request: RunRequest,
     commands: Annotated[list[str] | None, typer.Argument(
         help="Commands to compare; the first is the baseline. {NAME} takes a scan's values.")]
         = None,
@@ -117,32 +141,10 @@ def cmd_cmd(
         "--ignore-failure", "-i", help="Measure commands that exit non-zero.")] = False,
     check_output: Annotated[bool, typer.Option(
         "--check-output", help="Fail when the commands' outputs differ.")] = False,
-    runs: Annotated[int | None, typer.Option(
-        "--runs", "-r", "--samples", help=f"Executions per trial (default {DEFAULT_RUNS}).")]
-        = None,
-    trials: Annotated[int | None, typer.Option(
-        help=f"Trials per command: fresh processes, interleaved (default {DEFAULT_TRIALS}).")]
-        = None,
     warmup: Annotated[int, typer.Option(
         "--warmup", "-w", help="Discarded executions at the start of each trial.")] = 1,
     warmup_trials: Annotated[int, typer.Option(help="Discarded trials per command.")] = 1,
     timeout: Annotated[float, typer.Option(help="Seconds a trial may take.")] = DEFAULT_TIMEOUT_S,
-    out: Annotated[Path | None, typer.Option(
-        help="Results directory (default: results/<time>-cmd).")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed for the order and bootstrap.")] = None,
-    threshold: Annotated[float, typer.Option(
-        help="Smallest difference a verdict calls faster/slower, in %.")] = 2.0,
-    target_ci: Annotated[float | None, typer.Option(
-        help="Add trials until every median's CI half-width is within PCT % of it.")] = None,
-    target_ratio_ci: Annotated[float | None, typer.Option(
-        help="Add trials until each command's ratio to the first has a CI half-width within "
-             "PCT % (the report's CI, paired by round): the precision a verdict on a change "
-             "of a few % needs; e.g. 4 for 10%.")] = None,
-    max_trials: Annotated[int | None, typer.Option(
-        help="With --target-ci or --target-ratio-ci: at most this many trials per command "
-             "(default 50).")] = None,
-    time_budget: Annotated[float | None, typer.Option(
-        help="Stop starting trials once this many seconds are used.")] = None,
     resume: Annotated[Path | None, typer.Option(
         help="Finish an interrupted `bakeoff cmd` run in DIR, from its results.json.")] = None,
     compare: Annotated[Path | None, typer.Option(
@@ -156,8 +158,6 @@ def cmd_cmd(
         help="Also write a markdown table.")] = None,
     export_csv: Annotated[Path | None, typer.Option(help="Also write the results as CSV.")]
         = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
-    pin: Annotated[bool, typer.Option(help="Pin the commands to the measured CPU.")] = True,
 ) -> None:
     """Compare commands (like hyperfine): trials interleaved, CIs, verdicts, reports."""
     exports = {"json": export_json, "markdown": export_markdown, "csv": export_csv}
@@ -171,51 +171,45 @@ def cmd_cmd(
         given = [flag for flag, value in (
             ("COMMANDS", commands), ("--name", name), ("-P", parameter_scan),
             ("-L", parameter_list), ("--setup", setup), ("--prepare", prepare),
-            ("--cleanup", cleanup_cmd), ("--runs", runs), ("--trials", trials), ("--out", out),
-            ("--seed", seed), ("--target-ci", target_ci), ("--target-ratio-ci", target_ratio_ci),
-            ("--time-budget", time_budget))
-            if value is not None]
+            ("--cleanup", cleanup_cmd)) if value is not None]
+        given += request.refused_with_resume({"samples": "--runs"})
         if given:
             raise UsageError(f"--resume goes on as the run was started; drop {', '.join(given)}")
-        run, run_dir = base._resume(resume, quiet)
+        run, run_dir = runs.resume(resume, request.quiet)
     else:
         defn = _definition(commands or [], name or [], parameter_scan, parameter_step_size,
                            parameter_list or [], shell, shell_program, setup, prepare,
                            cleanup_cmd, ignore_failure, check_output)
         adhoc.check(defn)
-        for flag, count in (("--runs", runs), ("--trials", trials)):
+        for flag, count in (("--runs", request.samples), ("--trials", request.trials)):
             if count is not None and count < 1:
                 raise UsageError(f"{flag} must be at least 1, e.g. {flag} 10")
         if warmup < 0 or warmup_trials < 0:
             raise UsageError("--warmup and --warmup-trials are counts of 0 or more, e.g. -w 1")
         if not timeout > 0:
             raise UsageError("--timeout is a number of seconds above 0, e.g. --timeout 600")
-        bench = adhoc.benchmark(defn, trials or DEFAULT_TRIALS, runs or DEFAULT_RUNS, warmup,
-                                warmup_trials, timeout)
-        base.check_seed(seed)
-        settings = base._settings(threshold, target_ci, max_trials, time_budget, pin,
-                                  target_ratio_ci)
-        run, run_dir = base._start([bench], "default", [], [], trials, runs, out, seed, settings,
-                                   quiet)
+        bench = adhoc.benchmark(defn, request.trials or DEFAULT_TRIALS,
+                                request.samples or DEFAULT_RUNS, warmup, warmup_trials, timeout)
+        run, run_dir = runs.start(request.check(), [bench])
     mismatches = adhoc.output_mismatches(run)
     for problem in mismatches:
         if problem not in run.warnings:
             run.warnings.append(problem)
     if mismatches:
         store.save(run, run_dir)  # the warning is part of the record and its reports
-    analysis = base._report_run(run, run_dir, quiet)
+    analysis = runs.report_run(run, run_dir, request.quiet)
     from bakeoff.cmd import export as adhoc_export
 
     for kind, path in exports.items():
         if path is not None:
             adhoc_export.write(kind, path, run, analysis)
-            base.out_console.print(f"wrote {path}", highlight=False)
-    failed = base._say_failed(run)
+            out_console.print(f"wrote {path}", highlight=False)
+    failed = runs.say_failed(run)
     for problem in mismatches:
-        base.err_console.print(Text("error: ", style="red") + Text(problem))
+        err_console.print(Text("error: ", style="red") + Text(problem))
     if compare is not None:
-        base.cmd_compare(compare, run_dir, threshold, fail_on_regression, "text", None, None,
-                         False, None)
+        cmd_compare(compare, run_dir, request.threshold, fail_on_regression, "text", None, None,
+                    False, None)
     if failed or mismatches:
         raise typer.Exit(1)
 

@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 
-from bakeoff.cli.main import app as main_app
 from bakeoff.core.errors import UsageError
 
 HISTORY_HELP = ("The history: a file path (SQLite) or postgresql://USER@HOST/DB; default "
@@ -19,8 +18,6 @@ app = typer.Typer(help="Runs over time (docs/HISTORY.md). Without a command: per
                        "recorded run (time, labels, median with 95% CI, trials) and where the "
                        "level changed. `add` records runs, `page` draws the trends.",
                   no_args_is_help=False, invoke_without_command=True)
-# Registered on import, as `bakeoff cmd` is: cli/main.py imports this module last.
-main_app.add_typer(app, name="history")
 
 
 @app.callback()

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from bakeoff.app.console import err_console, out_console
+from bakeoff.app.request import RunRequest
 from bakeoff.core.errors import UsageError
 from bakeoff.run import cleanup
 
@@ -31,7 +33,6 @@ def cmd_selftest(
     interval coverage and false alarms within and across runs, records the run-to-run spread
     (about 2 minutes at the defaults on a 2-CPU VM at load 4, longer under more load;
     --runs 12 for a firmer spread)."""
-    from bakeoff.cli import main as base
     from bakeoff.selftest import aa_runs as selftest
     from bakeoff.stats import drift
 
@@ -49,15 +50,15 @@ def cmd_selftest(
     if not work or any(s < 1 for s in work):
         raise UsageError(f"--sizes {sizes!r}: give loop counts of 1 or more, e.g. "
                          "--sizes 300000,1200000")
-    base.check_seed(seed)
+    RunRequest(seed=seed).check()
     cleanup.mark_run()
 
     def say(text: str) -> None:
-        base.err_console.print(text, highlight=False)
+        err_console.print(text, highlight=False)
 
     figs, spread = selftest.measure(runs, trials, runs_per_trial, work, seed, threshold / 100,
                                     say)
-    out = base.out_console
+    out = out_console
     out.print(f"within a run (A' against A): {figs.within.words()}", highlight=False)
     out.print(f"across runs, one run a side, the run's own CI: {figs.across_raw.words()}",
               highlight=False)

@@ -620,3 +620,5 @@ class RunSettings:
     target_ratio_ci: float | None = None
     time_budget_s: float | None = None  # the whole run, at most (one trial over, at worst)
     pin: bool = True
+    # The user's own KEY=VALUE labels (--label): what the run was of, for a history of runs.
+    labels: dict[str, str] = field(default_factory=dict)

@@ -9,9 +9,10 @@ import importlib
 import os
 import sys
 import types
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from bakeoff.core.errors import UsageError
+from bakeoff.core.errors import Interrupted, UsageError, one_line
 from bakeoff.declare.model import QUESTION_FORMS, Benchmark, Question
 from bakeoff.machine.host import CAPABILITY_NAMES
 
@@ -130,7 +131,53 @@ def question_problem(bench: Benchmark, q: Question) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class BrokenRoom:
+    """A room whose spec.py did not load: its folder, and why, in one line."""
+
+    folder: str
+    problem: str
+
+    def line(self) -> str:
+        return (f"room {self.folder}/ not loaded: {self.problem} "
+                f"(fix {self.folder}/spec.py; the other rooms are unaffected)")
+
+
+@dataclass(frozen=True)
+class Rooms:
+    """Every room that loaded, by benchmark name, and each that did not."""
+
+    benchmarks: dict[str, Benchmark]
+    broken: tuple[BrokenRoom, ...] = ()
+    folders: dict[str, str] = field(default_factory=dict)  # benchmark name -> its folder
+
+
+def load_rooms() -> Rooms:
+    """The rooms, each on its own: one whose spec fails to import or declares something
+    malformed is set aside as a BrokenRoom, and the others still load. Commands use this,
+    so one broken room stops neither `list` of the others nor a report."""
+    found: dict[str, Benchmark] = {}
+    broken: list[BrokenRoom] = []
+    folders: dict[str, str] = {}
+    for spec_path in sorted(benchmarks_dir().glob("*/spec.py")):
+        folder = spec_path.parent.name
+        try:
+            bench = _load_spec(spec_path)
+        except Interrupted:  # SIGTERM while a spec loads (bakeoff/run/interrupts.py): a stop
+            raise
+        except Exception as exc:  # a room's own bug, whatever it is: named, not raised
+            broken.append(BrokenRoom(folder, one_line(f"{type(exc).__name__}: {exc}")))
+            continue
+        if bench.name in found:
+            broken.append(BrokenRoom(folder, f"a second benchmark named '{bench.name}'"))
+            continue
+        found[bench.name] = bench
+        folders[bench.name] = folder
+    return Rooms(found, tuple(broken), folders)
+
+
 def discover() -> dict[str, Benchmark]:
+    """Every room; raises on the first that does not load (tests and scripts want to know)."""
     found: dict[str, Benchmark] = {}
     for spec_path in sorted(benchmarks_dir().glob("*/spec.py")):
         bench = _load_spec(spec_path)
@@ -140,24 +187,26 @@ def discover() -> dict[str, Benchmark]:
     return found
 
 
-def select(names: list[str]) -> list[Benchmark]:
-    """The benchmarks named, or all when none is; an unknown name lists the real ones."""
-    known = discover()
+def select(names: list[str], rooms: Rooms | None = None) -> list[Benchmark]:
+    """The benchmarks named, or all that load when none is; an unknown name lists the real
+    ones, and the rooms that did not load (it may be one of them)."""
+    rooms = load_rooms() if rooms is None else rooms
+    known = rooms.benchmarks
     if not names:
         return list(known.values())
     chosen = []
     for name in names:
         if name not in known:
-            raise UsageError(f"benchmark '{name}' not found (known: {', '.join(known) or 'none'}); "
-                             "see bakeoff list")
+            broken = "".join(f"; {b.line()}" for b in rooms.broken)
+            raise UsageError(f"benchmark '{name}' not found (known: {', '.join(known) or 'none'})"
+                             f"{broken}; see bakeoff list")
         if known[name] not in chosen:
             chosen.append(known[name])
     return chosen
 
 
 def room_dirs(names: list[str]) -> list[str]:
-    """The room folders (benchmarks/<room>/) of the benchmarks named, or of all: what a host
-    must build to run them (`make build ROOMS=...`)."""
-    wanted = set(names)
-    return sorted(p.parent.name for p in benchmarks_dir().glob("*/spec.py")
-                  if not wanted or _load_spec(p).name in wanted)
+    """The room folders (benchmarks/<room>/) of the benchmarks named, or of all that load:
+    what a host must build to run them (`make build ROOMS=...`)."""
+    rooms = load_rooms()
+    return sorted(folder for name, folder in rooms.folders.items() if not names or name in names)

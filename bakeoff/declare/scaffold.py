@@ -70,7 +70,7 @@ def new_room(name: str, title: str | None = None) -> Path:
     target = rooms / room_dir_name(name)
     if target.exists():
         raise UsageError(f"{target} exists already; choose another name or remove it")
-    if name in registry.discover():
+    if name in registry.load_rooms().benchmarks:  # a broken room does not stop a new one
         raise UsageError(f"a benchmark named '{name}' exists already; choose another name")
     staging = rooms / f".bakeoff-new-{os.getpid()}-{room_dir_name(name)}"
     try:

@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
+from bakeoff.app.request import RunRequest
 from bakeoff.core.errors import UsageError
 from bakeoff.declare import registry
 from bakeoff.fleet import checkout, driver, record
@@ -21,14 +22,7 @@ from bakeoff.run import interrupts
 @dataclass
 class FleetRequest:
     inventory: Path | None
-    names: list[str]
-    profile: str
-    variants: list[str]
-    params: list[str]
-    trials: int | None
-    samples: int | None
-    seed: int | None
-    run_options: list[str]  # the settings options, as given, passed on to every host
+    run: RunRequest  # what every host's `bakeoff run` is asked (its argv: run.host_argv())
     serial: bool
     forks: int
     host_timeout_s: int
@@ -36,17 +30,6 @@ class FleetRequest:
     out: Path | None
     wheelhouse: bool
     resume: Path | None
-
-
-def run_args(req: FleetRequest) -> list[str]:
-    args = [*req.names, "--profile", req.profile]
-    args += [a for v in req.variants for a in ("--variant", v)]
-    args += [a for p in req.params for a in ("--param", p)]
-    if req.trials is not None:
-        args += ["--trials", str(req.trials)]
-    if req.samples is not None:
-        args += ["--samples", str(req.samples)]
-    return [*args, *req.run_options]
 
 
 def _progress(out: Console, rec: record.FleetRecord) -> Progress:
@@ -156,15 +139,14 @@ def _state_style(h: record.HostRecord) -> str:
 def _started(req: FleetRequest) -> tuple[record.FleetRecord, Path, list[str]]:
     if req.inventory is None:
         raise UsageError("give the hosts with -i INVENTORY (docs/FLEET.md shows one)")
-    benches = registry.select(req.names)
+    run = req.run.check()
+    benches = registry.select(list(run.names))
     # Bad input answers here, once, not on every host after its set-up.
-    check_request(benches, req.profile, req.variants, req.params, req.trials, req.samples)
-    if req.seed is not None and req.seed < 0:
-        raise UsageError(f"--seed {req.seed}: a seed is a whole number of 0 or more")
+    check_request(benches, run.profile, run.variants, run.params, run.trials, run.samples)
     hosts = driver.inventory_hosts(req.inventory)
     checkout.refuse_dirty(registry.REPO_ROOT)
     commit = checkout.head_commit(registry.REPO_ROOT)
-    names = [b.name for b in benches] if req.names else []
+    names = [b.name for b in benches] if run.names else []
     # The fleet run's name is its directory's: the hosts keep their results under it too.
     fleet_run = req.out.name if req.out else driver.fleet_name(names)
     fleet_dir = req.out or registry.REPO_ROOT / "results" / fleet_run
@@ -172,19 +154,15 @@ def _started(req: FleetRequest) -> tuple[record.FleetRecord, Path, list[str]]:
         raise UsageError(f"{fleet_dir} is not empty; choose a new --out, or --resume it")
     (fleet_dir / record.HOSTS_DIR).mkdir(parents=True, exist_ok=True)
     # One seed for all hosts, chosen here when none is given: the same trial order everywhere.
-    seed = req.seed if req.seed is not None else secrets.randbelow(2**31)
-    rec = driver.new_record(fleet_run, commit, req.inventory, hosts, run_args(req), seed,
+    seed = run.seed if run.seed is not None else secrets.randbelow(2**31)
+    rec = driver.new_record(fleet_run, commit, req.inventory, hosts, run.host_argv(), seed,
                             registry.room_dirs(names), req.serial, req.forks, req.host_timeout_s)
     return rec, fleet_dir, hosts
 
 
 def _resumed(req: FleetRequest) -> tuple[record.FleetRecord, Path, list[str]]:
     assert req.resume is not None
-    given = [flag for flag, value in (
-        ("NAMES", req.names), ("--variant", req.variants), ("--param", req.params),
-        ("--trials", req.trials is not None), ("--samples", req.samples is not None),
-        ("--seed", req.seed is not None), ("--out", req.out), ("run options", req.run_options))
-        if value]
+    given = [*req.run.refused_with_resume(), *(["--out"] if req.out else [])]
     if given:
         raise UsageError(f"--resume goes on as the fleet run was started; drop {', '.join(given)}")
     rec = record.load(req.resume)

@@ -14,8 +14,10 @@ harness (two runs on a 2-CPU machine: each one's harness runs where the other me
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -137,6 +139,21 @@ def claim(pin: bool, count: int = 1) -> CpuClaim:
                    ", where this run measures: both runs' timings disturb each other; run "
                    "them one after the other")
     return CpuClaim((*owned, *shared), harness, warning, tuple(owned), fds)
+
+
+@contextlib.contextmanager
+def held(pin: bool, count: int = 1) -> Iterator[CpuClaim]:
+    """claim(), with the harness moved off the trial CPUs while it is held; the harness's
+    CPUs and the locks are given back however the block ends."""
+    cpu = claim(pin, count)
+    old_affinity = os.sched_getaffinity(0)
+    try:
+        if cpu.harness:
+            os.sched_setaffinity(0, cpu.harness)
+        yield cpu
+    finally:
+        cpu.release()
+        os.sched_setaffinity(0, old_affinity)
 
 
 def _warning(count: int, owned: list[int], shared: list[int], cpus: list[int]) -> str | None:

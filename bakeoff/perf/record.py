@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import shutil
 import signal
 import subprocess
@@ -310,42 +309,35 @@ def _checked_requirements(bench: Benchmark, case: Case,
 
 
 def profile_case(run: RunRecord, run_dir: Path, plan: BenchmarkPlan, case: Case,
-                 seconds: float, repeat: int | None = None) -> profile_store.ProfilePair:
+                 seconds: float, ctx: RunContext, caps: Mapping[str, hostmod.Capability],
+                 repeat: int | None = None) -> profile_store.ProfilePair:
     """Profiles case and its baseline at the same params for `seconds` of trials each
     (whole trials, at least one), writes their folded stacks and the index; returns the
-    pair. repeat: --profile-repeat for the trials (None: the room's profile_repeat).
-    Raises Interrupted on a signal (nothing saved), ProfileFailed when a trial fails."""
+    pair. ctx: the run environment's (bakeoff/app/runs.py), its scratch directory where
+    perf.data goes. repeat: --profile-repeat for the trials (None: the room's
+    profile_repeat). Raises Interrupted on a signal (nothing saved), ProfileFailed when a
+    trial fails."""
     bench = plan.benchmark
     repeat = bench.profile_repeat if repeat is None else repeat
     baseline = Case(bench.name, bench.baseline.name, case.params)
     cases = [case] if case == baseline else [case, baseline]
-    caps = hostmod.capabilities()
     for c in cases:
         _checked_requirements(bench, c, caps)
-    build_dir = registry.build_dir()
-    if not (build_dir / bench.program).exists():
-        raise UsageError(f"{bench.name}: program {bench.program} is not built in {build_dir}; "
-                         "run make build")
+    if not (ctx.build_dir / bench.program).exists():
+        raise UsageError(f"{bench.name}: program {bench.program} is not built in "
+                         f"{ctx.build_dir}; run make build")
     _perf()
-    scratch = Path(tempfile.mkdtemp(prefix=f"bakeoff-{os.getpid()}-"))  # swept if we die
-    claim = cpus.claim(run.settings.pin, bench.cpus)
-    old_affinity = os.sched_getaffinity(0)
-    # From here a signal is recorded and stops the trial; the session is left whole.
-    interrupts.latch()
-    interrupts.tell(lambda: f"no profile was saved; the run in {run_dir} is as it was")
-    try:
-        if claim.harness:
-            os.sched_setaffinity(0, claim.harness)
+    with cpus.held(run.settings.pin, bench.cpus) as claim:
+        # From here a signal is recorded and stops the trial; the session is left whole.
+        interrupts.latch()
+        interrupts.tell(lambda: f"no profile was saved; the run in {run_dir} is as it was")
         trial_cpus = claim.for_trial(bench.cpus) if claim.cpus else ()
-        ctx = RunContext(build_dir=build_dir, scratch_dir=scratch,
-                         capabilities={k: c.available for k, c in caps.items()},
-                         host=hostmod.HostFacts.from_json(run.host), cases=tuple(cases),
-                         trial_cpus=trial_cpus)
+        ctx = dataclasses.replace(ctx, cases=tuple(cases), trial_cpus=trial_cpus)
         accs = [_Accumulated(c, next_samples=plan.profile.samples) for c in cases]
         with ExitStack() as stack:
             state = stack.enter_context(bench.session(ctx)) if bench.session else None
             profiler = _Profiler(bench, plan.profile, ctx, state, perf_event(caps), seconds,
-                                 scratch, repeat)
+                                 ctx.scratch_dir, repeat)
             # Alternated, as a run's rounds are, so a drift of the machine hits both alike.
             while any(a.needs_more(seconds) for a in accs):
                 for acc in accs:
@@ -354,10 +346,6 @@ def profile_case(run: RunRecord, run_dir: Path, plan: BenchmarkPlan, case: Case,
             interrupts.log_phase("teardown")
         interrupts.checkpoint("profile:save")
         return _save(run_dir, accs, profiler)
-    finally:
-        claim.release()
-        os.sched_setaffinity(0, old_affinity)
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _save(run_dir: Path, accs: list[_Accumulated],

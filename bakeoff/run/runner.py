@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import os
 import random
 import secrets
 import signal
@@ -153,40 +152,37 @@ def measure(
     progress = RunProgress(todo, quiet, console, earlier, declared,
                            no_set_up=[p.benchmark.name for p in plans if p.benchmark.session is None])
     # As many CPUs as the most demanding benchmark's trials need (Benchmark.cpus).
-    cpu = cpus.claim(run.settings.pin, max((p.benchmark.cpus for p in plans), default=1))
-    run.host["pinning"] = {"measured_cpu": cpu.measured,
-                           "trial_cpus": list(cpu.cpus) or None,
-                           "harness_cpus": sorted(cpu.harness) if cpu.harness else None}
-    if cpu.warning and cpu.warning not in run.warnings:
-        run.warnings.append(cpu.warning)
-        if not quiet:
-            console.print(Text("warning: ", style="yellow") + Text(cpu.warning))
-    budget = _Budget(run.settings.time_budget_s)
-    old_affinity = os.sched_getaffinity(0)
-    # From here to the process's exit a signal is recorded, not raised (bakeoff/run/interrupts.py).
-    interrupts.latch()
-    interrupts.tell(lambda: f"the {len(run.trials)} trials finished so far are kept in "
-                    f"{run_dir}; finish with: bakeoff run --resume {run_dir}")
-    try:
-        if cpu.harness:
-            os.sched_setaffinity(0, cpu.harness)
-        for plan in plans:
-            _Measurement(run, run_dir, plan, csv_out, ctx, cpu, progress, budget).run()
-        # A signal during the last benchmark's tear-down: every trial is measured, so the run
-        # is complete; the caller stops at its next checkpoint, before the reports.
-        run.status = "complete"
-    except Interrupted:
-        run.status = "interrupted"
-        raise
-    except BaseException:
-        run.status = "failed"
-        raise
-    finally:
-        progress.stop()
-        cpu.release()
-        os.sched_setaffinity(0, old_affinity)
-        run.finished_at = store.utc_now()
-        store.finish(run, run_dir)
+    with cpus.held(run.settings.pin,
+                   max((p.benchmark.cpus for p in plans), default=1)) as cpu:
+        run.host["pinning"] = {"measured_cpu": cpu.measured,
+                               "trial_cpus": list(cpu.cpus) or None,
+                               "harness_cpus": sorted(cpu.harness) if cpu.harness else None}
+        if cpu.warning and cpu.warning not in run.warnings:
+            run.warnings.append(cpu.warning)
+            if not quiet:
+                console.print(Text("warning: ", style="yellow") + Text(cpu.warning))
+        budget = _Budget(run.settings.time_budget_s)
+        # From here to the process's exit a signal is recorded, not raised
+        # (bakeoff/run/interrupts.py).
+        interrupts.latch()
+        interrupts.tell(lambda: f"the {len(run.trials)} trials finished so far are kept in "
+                        f"{run_dir}; finish with: bakeoff run --resume {run_dir}")
+        try:
+            for plan in plans:
+                _Measurement(run, run_dir, plan, csv_out, ctx, cpu, progress, budget).run()
+            # A signal during the last benchmark's tear-down: every trial is measured, so the
+            # run is complete; the caller stops at its next checkpoint, before the reports.
+            run.status = "complete"
+        except Interrupted:
+            run.status = "interrupted"
+            raise
+        except BaseException:
+            run.status = "failed"
+            raise
+        finally:
+            progress.stop()
+            run.finished_at = store.utc_now()
+            store.finish(run, run_dir)
 
 
 def _readings(plan: BenchmarkPlan) -> list[questions.Reading]:

@@ -13,9 +13,13 @@ shape), Optional(shape), or ANY.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import typing
 from dataclasses import dataclass
 from typing import Any
+
+from bakeoff.declare.model import RunSettings
 
 
 @dataclass(frozen=True)
@@ -66,15 +70,33 @@ TRIAL = {
     "rusage": Optional({"user_s": float, "sys_s": float, "max_rss_kib": int}),
     "error?": Optional(str), "stderr_tail?": str, "sample_counts?": Map(AtLeast(1)),
 }
+def _shape_of(hint: Any) -> Any:
+    """The shape of a RunSettings field's type: float, bool, int, str, X | None and
+    dict[str, X] (what its fields are made of)."""
+    args = typing.get_args(hint)
+    if type(None) in args:
+        (inner,) = [a for a in args if a is not type(None)]
+        return Optional(_shape_of(inner))
+    if typing.get_origin(hint) is dict:
+        return Map(_shape_of(args[1]))
+    return hint
+
+
+def _settings_shape() -> dict[str, Any]:
+    """Every RunSettings field, optional (older records lack the newer ones), each of the
+    shape its type gives: a new setting is checked as soon as RunSettings has it."""
+    hints = typing.get_type_hints(RunSettings)
+    shape = {f"{f.name}?": _shape_of(hints[f.name]) for f in dataclasses.fields(RunSettings)}
+    return {**shape, "max_trials?": Optional(AtLeast(1))}  # a count, not any integer
+
+
 RUN = {
     "schema_version": AtLeast(1), "run_id": str,
     "status": ("running", "complete", "interrupted", "failed"),
     "started_at": str, "finished_at": Optional(str), "argv": [str], "profile": str,
     "seed": AtLeast(0), "host": dict, "warnings": [str], "benchmarks": Map(BENCHMARK_INFO),
     "cases": [CASE], "skips": [{"case": CASE, "reason": str}], "trials": [TRIAL],
-    "settings?": {"threshold?": float, "target_ci?": Optional(float),
-                  "max_trials?": Optional(AtLeast(1)), "time_budget_s?": Optional(float),
-                  "pin?": bool},
+    "settings?": _settings_shape(),
     "stop_reason?": Optional(str), "capped?": [CASE],
 }
 

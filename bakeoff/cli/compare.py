@@ -1,0 +1,174 @@
+"""`bakeoff compare OLD NEW`: case by case, ratio new/old with a CI that allows for run-to-run
+drift; `--rerun` measures two `bakeoff cmd` runs' commands again, interleaved in one run."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from bakeoff.app import runs
+from bakeoff.app.console import err_console, out_console
+from bakeoff.app.request import RunRequest
+from bakeoff.core import lazy
+from bakeoff.core.errors import UsageError
+from bakeoff.declare.model import RunRecord
+from bakeoff.run import cleanup
+from bakeoff.store import results as store
+
+
+def cmd_compare(
+    old: Annotated[Path, typer.Argument(help="Results directory before the change.")],
+    new: Annotated[Path, typer.Argument(help="Results directory after the change.")],
+    threshold: Annotated[float, typer.Option(
+        help="Smallest difference a verdict calls faster/slower, in %.")] = 2.0,
+    fail_on_regression: Annotated[float | None, typer.Option(
+        help="Exit 1 when a case's whole CI is more than PCT % slower (never on a change "
+             "that cannot be told from drift).")] = None,
+    format: Annotated[str, typer.Option(help="text | md")] = "text",
+    more_old: Annotated[list[Path] | None, typer.Option(
+        "--old", help="Another run before the change (repeatable): with two or more runs a "
+        "side, each run is one observation, so run-to-run drift is in the CI.")] = None,
+    more_new: Annotated[list[Path] | None, typer.Option(
+        "--new", help="Another run after the change (repeatable).")] = None,
+    rerun: Annotated[bool, typer.Option(
+        "--rerun", help="Two `bakeoff cmd` runs: measure their commands again, old and new "
+        "interleaved in one run, and compare within it.")] = False,
+    out: Annotated[Path | None, typer.Option(
+        help="With --rerun: the rerun's results directory (default: results/<time>-cmd).")]
+        = None,
+    target_ratio_ci: Annotated[float | None, typer.Option(
+        help="With --rerun: measure until each new/old ratio's CI half-width is within PCT % "
+             "(default 3: a 10% change is then called, docs/STATISTICS.md).")] = None,
+) -> None:
+    """Compare runs case by case: ratio new/old with a CI that allows for run-to-run drift."""
+    if format not in ("text", "md"):
+        raise UsageError(f"--format '{format}' is unknown; use text or md")
+    if not 0 <= threshold < 100:
+        raise UsageError("--threshold is a percentage from 0 to 100, e.g. --threshold 2")
+    if fail_on_regression is not None and not 0 <= fail_on_regression < math.inf:
+        raise UsageError("--fail-on-regression is a percentage of 0 or more, e.g. 5")
+    olds, news = [old, *(more_old or [])], [new, *(more_new or [])]
+    if len({p.resolve() for p in olds}) < len(olds) or len({p.resolve() for p in news}) < len(news):
+        raise UsageError("a run directory is given twice on one side; give each run once")
+    if rerun and (more_old or more_new):
+        raise UsageError("--rerun measures one old and one new run again; drop --old/--new")
+    for given, name in ((out, "--out"), (target_ratio_ci, "--target-ratio-ci")):
+        if given is not None and not rerun:
+            raise UsageError(f"{name} goes with --rerun (the run it measures); add --rerun or "
+                             f"drop {name}")
+    before, after = [store.load(p) for p in olds], [store.load(p) for p in news]
+    with lazy.signals_held():  # imported only when comparing (bakeoff/core/lazy.py says why)
+        from bakeoff.analysis.across_runs import compare_runs
+        from bakeoff.report.compare import print_comparison, render_comparison_markdown
+        from bakeoff.stats import drift
+
+    if rerun:
+        again = _rerun(before[0], after[0], threshold, out, target_ratio_ci,
+                       quiet=format == "md")
+        cmp = compare_runs(*again, threshold / 100, interleaved=True)
+    else:
+        cmp = compare_runs(before, after, threshold / 100, drift.load_spread())
+    if not cmp.changes:
+        raise UsageError(f"{old} and {new} share no measured case; compare runs of the same "
+                         "benchmarks and params")
+    if format == "md":
+        sys.stdout.write(render_comparison_markdown(cmp, threshold / 100))
+    else:
+        print_comparison(cmp, out_console, threshold / 100)
+        _say_what_differs(cmp, threshold)
+    if fail_on_regression is not None:
+        _gate(cmp, fail_on_regression)
+
+
+def _rerun(old: RunRecord, new: RunRecord, threshold: float, out: Path | None,
+           target_ratio_ci: float | None, quiet: bool) -> tuple[RunRecord, RunRecord]:
+    """`compare --rerun`: one `cmd` run of both runs' commands, split back into the sides."""
+    from bakeoff.cmd import definition as adhoc
+    from bakeoff.cmd import rerun
+
+    target = rerun.TARGET_RATIO_CI_PCT if target_ratio_ci is None else target_ratio_ci
+
+    defn, p = rerun.definition(old, new)
+    adhoc.check(defn)
+    # They come from results.json files: say what will run before it runs.
+    for c in defn.commands:
+        err_console.print(f"--rerun runs {c.name!r}: {c.command}", highlight=False,
+                          soft_wrap=True)
+    cleanup.mark_run()
+    trials = max(int(str(p.get("trials", 10))), rerun.MIN_TRIALS)
+    bench = adhoc.benchmark(defn, trials, int(str(p.get("samples", 10))),
+                            int(str(p.get("warmup_samples", 1))),
+                            int(str(p.get("warmup_trials", 1))),
+                            float(str(p.get("timeout_s", 600))))
+    request = RunRequest(out=out, quiet=quiet, threshold=threshold,
+                         max_trials=rerun.MAX_TRIALS, time_budget=rerun.TIME_BUDGET_S,
+                         target_ratio_ci=target)
+    started = time.monotonic()
+    run, run_dir = runs.start(request, [bench])
+    rounds = len({t.round for t in run.trials})
+    err_console.print(
+        f"--rerun measured {rounds} rounds of old and new in {time.monotonic() - started:.0f} s "
+        f"(until each ratio's CI was within ±{target:g}%, at least {trials} "
+        f"and at most {rerun.MAX_TRIALS} rounds, {rerun.TIME_BUDGET_S:g} s at most)",
+        highlight=False)
+    runs.report_run(run, run_dir, True)
+    if runs.say_failed(run):
+        raise typer.Exit(1)
+    return rerun.split(run)
+
+
+def _gate(cmp: Any, fail_on_regression: float) -> None:
+    """--fail-on-regression: exit 1 on a regression told apart from drift; a change that
+    cannot be told is named, with how to get a verdict, and does not fail."""
+    fraction = fail_on_regression / 100
+    worse = [c for c in cmp.changes if c.regressed_beyond(fraction)]
+    for c in worse:
+        err_console.print(
+            f"regression: {c.case.key}: new/old = {c.ratio.ratio:.3f} "
+            f"(95% CI {c.ratio.ci_low:.3f}–{c.ratio.ci_high:.3f}, {c.basis}), wholly beyond "
+            f"{fail_on_regression:g}% slower", highlight=False)
+    untold = [c for c in cmp.changes if not c.tellable and c.looks_beyond(fraction)]
+    if untold:
+        err_console.print(
+            f"not failed: {len(untold)} case(s) read more than {fail_on_regression:g}% slower "
+            "within one run a side (" + "; ".join(
+                f"{c.case.key} {(c.ratio.ratio - 1) * 100:+.1f}%" for c in untold[:5])
+            + ("; ..." if len(untold) > 5 else "") + "), which cannot be told from run-to-run "
+            "drift; for a verdict run `bakeoff selftest` once on this host (it measures the "
+            "drift), or give two or more runs a side (--old DIR --new DIR)",
+            highlight=False, soft_wrap=True)
+    if worse:
+        raise typer.Exit(1)
+
+
+def _say_what_differs(cmp: Any, threshold: float) -> None:
+    """The answer in two lines: which cases differ beyond the threshold, and, for runs from
+    two hosts, which host facts differ (kernel, CPU, mitigations, ...)."""
+    differ = [c for c in cmp.changes if c.verdict in ("faster", "slower")]
+    untold = sum(1 for c in cmp.changes if not c.tellable)
+    if untold:
+        out_console.print(f"{untold} of {len(cmp.changes)} cases: can't tell a change from "
+                          "run-to-run drift with one run a side (see CIs: above)",
+                          highlight=False, soft_wrap=True)
+    out_console.print(f"{len(differ)} of {len(cmp.changes)} cases differ beyond ±{threshold:g}%"
+                      + (": " + "; ".join(f"{c.case.key} {(c.ratio.ratio - 1) * 100:+.1f}%"
+                                          for c in differ) if differ else ""),
+                      highlight=False, soft_wrap=True)
+    from bakeoff.analysis.across_hosts import HostRun, fact_rows
+    from bakeoff.report.facts import fact_text
+
+    rows = [r for r in fact_rows([HostRun("old", Path(), cmp.old, None),  # type: ignore[arg-type]
+                                  HostRun("new", Path(), cmp.new, None)])  # type: ignore[arg-type]
+            if r.differs]
+    if cmp.old.host.get("hostname") != cmp.new.host.get("hostname") or rows:
+        shown = "; ".join(f"{r.fact}: {r.values['old']} → {r.values['new']}" for r in rows[:12])
+        more = f" and {len(rows) - 12} more" if len(rows) > 12 else ""
+        out_console.print(f"host facts that differ (old → new): {shown or 'none'}{more}"
+                          + ("" if shown else f" ({fact_text(cmp.old.host.get('hostname'))} → "
+                             f"{fact_text(cmp.new.host.get('hostname'))})"),
+                          highlight=False, soft_wrap=True)

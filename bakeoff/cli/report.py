@@ -1,0 +1,80 @@
+"""`bakeoff report DIR...`: a run's reports again from results.json alone (no room's spec is
+needed), a redacted copy for sharing, or one report across hosts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from bakeoff.app import runs
+from bakeoff.app.console import out_console
+from bakeoff.cli import redacted
+from bakeoff.core import lazy
+from bakeoff.core.errors import UsageError
+from bakeoff.declare import registry
+from bakeoff.store import results as store
+
+
+def cmd_report(
+    run_dirs: Annotated[list[Path], typer.Argument(
+        help="A results directory; a fleet directory; or several hosts' results directories.")],
+    out: Annotated[Path | None, typer.Option(
+        help="Where the report across hosts goes (default: the fleet directory, or "
+             "results/<time>-hosts); with --redact, where the redacted copy goes (default: "
+             "DIR-redacted).")] = None,
+    redact: Annotated[bool, typer.Option(
+        "--redact", help="Write a copy for sharing: host names, user names, home paths and "
+                         "fleet addresses replaced by host-1, user-1, ~, addr-1 (DIR is not "
+                         "touched; every file is checked before it is kept; a fleet's copy "
+                         "holds every host's results and reports again).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Regenerate a run's reports from results.json alone; or one report across hosts."""
+    from bakeoff.fleet.record import is_fleet_dir
+
+    if len(run_dirs) == 1 and not is_fleet_dir(run_dirs[0]):
+        if redact:
+            redacted.export_run(run_dirs[0], out)
+            return
+        if out is not None:
+            raise UsageError("--out is for a report across hosts or a redacted copy; a run's "
+                             "reports go in its own directory")
+        run = store.load(run_dirs[0])
+        runs.export(run, run_dirs[0], quiet)
+        return
+    export_hosts(run_dirs, out, redact)
+
+
+def export_hosts(run_dirs: list[Path], out: Path | None, redact: bool = False) -> None:
+    with lazy.signals_held():
+        from bakeoff.analysis.across_hosts import analyze_hosts
+        from bakeoff.report.across_hosts import terminal_lines, write_host_reports
+
+    analysis = analyze_hosts(run_dirs)
+    if redact:
+        target = redacted.out_dir(run_dirs, out)
+        redactor = redacted.hosts_redactor(analysis, run_dirs[0] if analysis.fleet else None)
+        with redacted.removed_unless_checked(target):
+            copies, left_out = redacted.copy_hosts(analysis, run_dirs, target, redactor)
+            # The report across hosts from the copies, as `bakeoff report` on the copy gives
+            # it: the figures are the same (same records, same seeds), the names redacted.
+            write_host_reports(analyze_hosts(copies), target, postprocess=redactor.hook)
+            redacted.check(redactor, target)
+        redacted.say(redactor, target, left_out)
+        return
+    if out is None:
+        from datetime import UTC, datetime
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        out = run_dirs[0] if analysis.fleet else registry.REPO_ROOT / "results" / f"{stamp}-hosts"
+    try:
+        paths = write_host_reports(analysis, out)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc} "
+                         "(choose a writable --out)") from None
+    for text, style in terminal_lines(analysis):
+        out_console.print(Text(text, style=style), highlight=False, soft_wrap=True)
+    for p in paths:
+        out_console.print(f"wrote {p}", highlight=False)
