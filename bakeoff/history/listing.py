@@ -105,14 +105,21 @@ def histories(history: History, benchmark: str | None = None, machine: str | Non
     """The series that match, each with its runs in time order."""
     out = []
     every = history.series(benchmark, machine)
+    read: dict[int, list[SeriesRun]] = {}  # a baseline is read once for all its variants
+
+    def runs_of(s: Series) -> list[SeriesRun]:
+        if s.id not in read:
+            read[s.id] = history.runs_of(s)
+        return read[s.id]
+
     for s in every:
         if (metric == PRIMARY and s.metric_order != 0) or metric not in (PRIMARY, ALL, s.metric):
             continue
         base = _baseline_of(s, every)
         if base is not None:
-            runs = ratio_levels(history.runs_of(s), history.runs_of(base))
+            runs = ratio_levels(runs_of(s), runs_of(base))
         else:
-            runs = [level_of(r) for r in history.runs_of(s)]
+            runs = [level_of(r) for r in runs_of(s)]
         points = [RunPoint(r.run_id, r.when, r.labels, r.trial_medians) for r in runs]
         out.append(SeriesHistory(s, runs, change_points(points, s.lower_is_better),
                                  base.variant if base is not None else None))
