@@ -76,7 +76,7 @@ def test_history_lists_the_runs_and_the_change(runs: list[Path], history_url: st
     lines = res.stdout.splitlines()
     # work is listed as its ratio to base, round by round within each run: n is the rounds.
     head = next(i for i, ln in enumerate(lines) if ln.startswith("cmd/work wall_time on "))
-    assert lines[head].endswith(f" / {BASE} (× {BASE}, lower is better): {RUNS} runs")
+    assert lines[head].endswith(f" / {BASE} (ratio to {BASE}, lower is better): {RUNS} runs")
     body = lines[head + 2: head + 2 + RUNS + 1]
     run_lines = [ln for ln in body if not ln.lstrip().startswith("──")]
     assert len(run_lines) == RUNS
@@ -88,9 +88,10 @@ def test_history_lists_the_runs_and_the_change(runs: list[Path], history_url: st
     change = body[STEP_AT]
     assert change.lstrip().startswith("── level changed (worse):"), body
     assert "labels commit=old → commit=new machine=ci" in change
-    ratio = float(re.search(r"×(\d+\.\d+) \[", change).group(1))  # type: ignore[union-attr]
+    # the change's ratio after/before, past the two levels (themselves ratios: ×0.98 [...])
+    ratio = float(re.search(r"runs, ×(\d+\.\d+) \[", change).group(1))  # type: ignore[union-attr]
     assert ratio > 2  # 30 ms against 1 ms of sleep, and the process start around both
-    level = re.search(r"changed \(worse\): (\d+\.?\d*) ×", change)
+    level = re.search(r"changed \(worse\): ×(\d+\.?\d*) \[", change)
     assert level is not None, change
     before = float(level.group(1))
     assert 0.5 < before < 2  # before the step, work and base both sleep 1 ms
@@ -137,7 +138,7 @@ def test_page_draws_every_series_in_chromium(runs: list[Path], tmp_path: Path) -
                   yaxis: chart.layout.yaxis.title.text};
         })()""")
         assert drawn["charts"] == drawn["svgs"] == expected
-        assert drawn["title"].endswith(f" / {BASE}") and drawn["yaxis"] == f"× {BASE}"
+        assert drawn["title"].endswith(f" / {BASE}") and drawn["yaxis"] == f"ratio to {BASE}"
         assert drawn["points"] == drawn["markers"] == RUNS
         assert drawn["dashed"] == 1 and drawn["changes"] == 1
         assert any("commit=old → commit=new" in n for n in drawn["note"]), drawn["note"]

@@ -219,7 +219,8 @@ def test_a_variant_is_listed_as_its_per_round_ratio_to_the_baseline(history_url:
         want = expected[f"{s.benchmark}/{s.variant}[{inner}] {s.metric} / memcpy"]
         assert [r.trial_medians for r in sh.runs] == [r.values for r in want.runs]
         assert [r.run_id for r in sh.runs] == [r.run_id for r in want.runs]
-        assert sh.unit == "× memcpy" and sh.title.endswith(" / memcpy")
+        assert sh.unit_text == "ratio to memcpy" and sh.title.endswith(" / memcpy")
+        assert listing.series_lines(sh)[0].startswith(f"{sh.title} (ratio to memcpy, ")
         assert all(r.ci_low <= r.median <= r.ci_high for r in sh.runs)
     assert {sh.series.variant for sh in found if sh.relative_to is None} == {"memcpy"}
     for sh in found:

@@ -47,6 +47,7 @@ class RunLevel:
 
 
 DRIFT_NOTE = "absolute level: includes machine drift"
+RATIO = "×"  # the unit of a ratio series: a value shown as ×0.982
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,13 @@ class SeriesHistory:
 
     @property
     def unit(self) -> str:
-        return f"× {self.relative_to}" if self.relative_to else self.series.unit
+        """What format_value() is given: RATIO for a ratio series."""
+        return RATIO if self.relative_to else self.series.unit
+
+    @property
+    def unit_text(self) -> str:
+        """The unit as a heading or an axis names it."""
+        return f"ratio to {self.relative_to}" if self.relative_to else self.series.unit
 
     @property
     def title(self) -> str:
@@ -130,9 +137,12 @@ _SECONDS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 
 
 def format_value(value: float, unit: str) -> str:
-    """A figure with its unit, three significant digits; seconds scaled to ms, µs, ns."""
+    """A figure with its unit, three significant digits; seconds scaled to ms, µs, ns; a ratio
+    (RATIO) as ×0.982, four."""
     if not math.isfinite(value):
         return f"{value} {unit}".strip()
+    if unit == RATIO:
+        return f"×{value:.4g}"
     if unit == "s":
         scale, name = next(((f, n) for f, n in _SECONDS if abs(value) >= f), _SECONDS[-1])
         return f"{value / scale:.3g} {name}"
@@ -143,7 +153,7 @@ def series_lines(sh: SeriesHistory) -> list[str]:
     """A series as the terminal shows it: a heading, then one line per run."""
     s, unit = sh.series, sh.unit
     better = "lower is better" if s.lower_is_better else "higher is better"
-    head = f"{sh.title} ({unit or 'no unit'}, {better}): {len(sh.runs)} runs"
+    head = f"{sh.title} ({sh.unit_text or 'no unit'}, {better}): {len(sh.runs)} runs"
     rows = [("when (UTC)", "labels", "median", "95% CI", "n")]
     for r in sh.runs:
         ci = (f"[{format_value(r.ci_low, unit)}, {format_value(r.ci_high, unit)}]"

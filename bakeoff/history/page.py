@@ -83,7 +83,7 @@ def figure(sh: SeriesHistory) -> dict[str, Any]:
                                  f"{labels_between(sh, c.index - 1, c.index)} → "
                                  f"{labels_between(sh, c.index, c.index + 1)}")})
     layout = {"margin": {"l": 70, "r": 20, "t": 30, "b": 40}, "height": 320,
-              "yaxis": {"title": {"text": _e(sh.unit or s.metric)}, "rangemode": "tozero"},
+              "yaxis": {"title": {"text": _e(sh.unit_text or s.metric)}, "rangemode": "tozero"},
               "xaxis": {"type": "date"}, "shapes": shapes, "annotations": notes,
               "legend": {"orientation": "h", "y": -0.2}}
     return {"data": data, "layout": layout,
@@ -175,7 +175,7 @@ def render(found: list[SeriesHistory], source: str) -> str:
         sections.append(
             f'<section class="series" data-benchmark="{_e(s.benchmark)}" '
             f'data-machine="{_e(s.machine_name)}"><h2>{_e(sh.title)}</h2>'
-            f'<p>{len(sh.runs)} runs; {_e(sh.unit or "no unit")}, '
+            f'<p>{len(sh.runs)} runs; {_e(sh.unit_text or "no unit")}, '
             f'{"lower" if s.lower_is_better else "higher"} is better</p>'
             f'<div class="chart plotly-chart" id="{chart_id}"></div>'
             f"{_changes_table(sh)}{_runs_table(sh)}</section>")
