@@ -1,7 +1,8 @@
-"""bakeoff history end to end: sixteen real quick `bakeoff cmd` runs made in a temp dir, whose
-command gets slower from the ninth on, recorded with `bakeoff history add` into an SQLite file
-and into a PostgreSQL server; `bakeoff history` lists them and the change; `history page`
-draws them in Chromium.
+"""bakeoff history end to end: sixteen real quick `bakeoff cmd` runs made in a temp dir, each of
+a baseline command and a command that gets slower from the ninth run on, interleaved, recorded
+with `bakeoff history add` into an SQLite file and into a PostgreSQL server; `bakeoff history`
+lists them and the change of the slower command's per-round ratio to the baseline; `history
+page` draws them in Chromium.
 
 Sixteen, not ten: the change-point test is a permutation test at p <= 0.001
 (bakeoff/history/changes.py), and a split of 5 runs against 5 can reach no p below
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from bakeoff.history.listing import DRIFT_NOTE
 from bakeoff.history.store import open_history
 from browser import Browser
 from conftest import REPO, live_run_lock
@@ -26,8 +28,9 @@ pytestmark = pytest.mark.slow
 pytest_plugins = ["pg_server"]
 
 RUNS = 16
-STEP_AT = 8  # runs 0-7 sleep 1 ms a go, runs 8-15 sleep 30 ms: a step no load on a 2-vCPU VM
-# hides (1 ms of sleep read 2 to 12 ms at load 10)
+STEP_AT = 8  # work: runs 0-7 sleep 1 ms a go, runs 8-15 sleep 30 ms: a step no load on a 2-vCPU
+# VM hides (1 ms of sleep read 2 to 12 ms at load 10); base sleeps 1 ms in every run
+BASE = "base"
 FIXTURE_RUN = REPO / "tests" / "fixtures" / "fleet_runs" / "a"  # another benchmark's real run
 
 
@@ -44,8 +47,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
         for i in range(RUNS):
             command = "sleep 0.001" if i < STEP_AT else "sleep 0.03"
             run_dir = work / f"run{i:02d}"
-            res = _bakeoff("cmd", "-n", "work", "--trials", "3", "--runs", "3",
-                           "--warmup-trials", "0", "-q", "--out", str(run_dir), command, cwd=work)
+            res = _bakeoff("cmd", "-n", BASE, "-n", "work", "--trials", "3", "--runs", "3",
+                           "--warmup-trials", "0", "-q", "--out", str(run_dir), "sleep 0.001",
+                           command, cwd=work)
             assert res.returncode == 0, res.stderr[-2000:]
             out.append(run_dir)
     return out
@@ -70,8 +74,9 @@ def test_history_lists_the_runs_and_the_change(runs: list[Path], history_url: st
     res = _bakeoff("history", "--history", history_url, cwd=runs[0].parent)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
+    # work is listed as its ratio to base, round by round within each run: n is the rounds.
     head = next(i for i, ln in enumerate(lines) if ln.startswith("cmd/work wall_time on "))
-    assert lines[head].endswith(f"(s, lower is better): {RUNS} runs")
+    assert lines[head].endswith(f" / {BASE} (ratio to {BASE}, lower is better): {RUNS} runs")
     body = lines[head + 2: head + 2 + RUNS + 1]
     run_lines = [ln for ln in body if not ln.lstrip().startswith("──")]
     assert len(run_lines) == RUNS
@@ -83,9 +88,18 @@ def test_history_lists_the_runs_and_the_change(runs: list[Path], history_url: st
     change = body[STEP_AT]
     assert change.lstrip().startswith("── level changed (worse):"), body
     assert "labels commit=old → commit=new machine=ci" in change
-    ratio = float(re.search(r"×(\d+\.\d+) \[", change).group(1))  # type: ignore[union-attr]
+    # the change's ratio after/before, past the two levels (themselves ratios: ×0.98 [...])
+    ratio = float(re.search(r"runs, ×(\d+\.\d+) \[", change).group(1))  # type: ignore[union-attr]
     assert ratio > 2  # 30 ms against 1 ms of sleep, and the process start around both
-    assert sum("level changed" in ln for ln in lines) == 1
+    level = re.search(r"changed \(worse\): ×(\d+\.?\d*) \[", change)
+    assert level is not None, change
+    before = float(level.group(1))
+    assert 0.5 < before < 2  # before the step, work and base both sleep 1 ms
+    assert sum("level changed" in ln for ln in lines[head:head + 2 + RUNS + 1]) == 1
+    # base is its absolute time: listed, any change of it marked as the machine's drift too.
+    base = next(i for i, ln in enumerate(lines) if ln.startswith(f"cmd/{BASE} wall_time on "))
+    assert lines[base].endswith(f"(s, lower is better): {RUNS} runs")
+    assert all(DRIFT_NOTE in ln for ln in lines[base:base + 2 + RUNS + 3] if "level changed" in ln)
     # Filters: a benchmark or machine that matches nothing lists nothing.
     none = _bakeoff("history", "--history", history_url, "--benchmark", "nope", cwd=runs[0].parent)
     assert none.returncode == 0 and "no series that match" in none.stdout
@@ -119,9 +133,12 @@ def test_page_draws_every_series_in_chromium(runs: list[Path], tmp_path: Path) -
                   dashed: [...chart.querySelectorAll('.shapelayer path')]
                     .filter(p => (p.style.strokeDasharray || '') !== '').length,
                   note: [...chart.querySelectorAll('.annotation-text')].map(a => a.textContent),
-                  changes: work.querySelectorAll('table.changes tr').length - 1};
+                  changes: work.querySelectorAll('table.changes tr').length - 1,
+                  title: work.querySelector('h2').textContent,
+                  yaxis: chart.layout.yaxis.title.text};
         })()""")
         assert drawn["charts"] == drawn["svgs"] == expected
+        assert drawn["title"].endswith(f" / {BASE}") and drawn["yaxis"] == f"ratio to {BASE}"
         assert drawn["points"] == drawn["markers"] == RUNS
         assert drawn["dashed"] == 1 and drawn["changes"] == 1
         assert any("commit=old → commit=new" in n for n in drawn["note"]), drawn["note"]
@@ -136,7 +153,7 @@ def test_page_draws_every_series_in_chromium(runs: list[Path], tmp_path: Path) -
           pick(''); const all = visible();
           return {cmd, other, all, count: document.getElementById('shown').textContent};
         })()""")
-        assert shown["cmd"] == ["cmd"]
+        assert shown["cmd"] == ["cmd", "cmd"]  # base and work
         assert shown["other"] and set(shown["other"]) == {"mremap-vs-memcpy"}
         assert len(shown["all"]) == expected and shown["count"] == str(expected)
         noisy = [e for e in events if e["method"] in (

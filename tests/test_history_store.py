@@ -10,10 +10,11 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bakeoff.core.errors import UsageError
-from bakeoff.history import fingerprint, schema
+from bakeoff.history import changes_selftest, fingerprint, listing, schema
 from bakeoff.history.record import parse_labels, record_dirs, record_run
 from bakeoff.history.store import SeriesKey, open_history, parse_location
 from conftest import assert_usage_error, run_bakeoff
@@ -152,18 +153,80 @@ def _write_v1(history_url: str) -> None:
 def test_migration_from_v1_keeps_the_data(history_url: str) -> None:
     _write_v1(history_url)
     with open_history(history_url) as h:  # migrates
-        assert h.version() == schema.CURRENT == 2
+        assert h.version() == schema.CURRENT == 3
         [s] = h.series()
         assert (s.benchmark, s.variant, s.params, s.metric, s.machine_name) == (
             "b", "v", {"size": 4096}, "ns", "host/k1")
+        assert s.baseline is None  # v3's column: v1 and v2 never knew the baseline
         [run] = h.runs_of(s)
         assert run.labels == {"commit": "abc"}
         assert run.trials == [[1.5, 2.5, 3.5], [2.0], [4.0, 5.0]]
+        assert run.rounds == [0, 1, 2]
         with h.transaction() as cur:  # v2's column, filled in from v1's values
             cur.execute("SELECT n_samples FROM trials ORDER BY trial_index")
             assert [r[0] for r in cur.fetchall()] == [3, 1, 2]
-    # A database migrated takes new runs as a new one does.
+    # A database migrated takes new runs as a new one does, their baseline known.
     assert record_run(RUNS / "a", history_url).added
+    with open_history(history_url) as h:
+        assert {s.baseline for s in h.series() if s.benchmark == "mremap-vs-memcpy"} == {"memcpy"}
+
+
+def test_a_series_of_unknown_baseline_is_absolute_until_a_run_tells(history_url: str) -> None:
+    """A series migrated from v2 has no baseline (NULL, unknown): its variants are listed as
+    their absolute levels; the next run of it recorded fills its baseline in."""
+    record_run(RUNS / "a", history_url)
+    with open_history(history_url) as h, h.transaction() as cur:
+        cur.execute("UPDATE series SET baseline = NULL")  # as the v3 migration leaves them
+    with open_history(history_url) as h:
+        assert all(sh.relative_to is None for sh in listing.histories(h, metric=listing.ALL))
+    record_run(RUNS / "b", history_url)
+    with open_history(history_url) as h:
+        in_b = {(s.variant, s.params["size"]) for s in h.series()
+                if [r.run_id for r in h.runs_of(s)][-1:] == [_run_id(RUNS / "b")]}
+        assert in_b
+        for s in h.series():
+            assert s.baseline == ("memcpy" if (s.variant, s.params["size"]) in in_b else None)
+        found = listing.histories(h, metric=listing.ALL)
+    assert {sh.relative_to for sh in found} == {"memcpy", None}
+    for sh in found:
+        if sh.relative_to is not None:
+            assert (sh.series.variant, sh.series.params["size"]) in in_b
+            assert sh.series.variant != "memcpy"
+
+
+def _run_id(run_dir: Path) -> str:
+    return str(json.loads((run_dir / "results.json").read_text())["run_id"])
+
+
+def test_a_variant_is_listed_as_its_per_round_ratio_to_the_baseline(history_url: str) -> None:
+    """Each run of a non-baseline variant is its trials over the baseline's trials of the same
+    round in that run: the values the change-point self-test builds from the results
+    directories (changes_selftest.series_from_runs(ratios=True)); the baseline stays absolute,
+    each run its trials' medians."""
+    record_dirs([RUNS / "a", RUNS / "b"], history_url, {})
+    expected = {s.name: s for s in changes_selftest.series_from_runs(
+        [RUNS / "a", RUNS / "b"], ratios=True)}
+    with open_history(history_url) as h:
+        found = listing.histories(h, metric=listing.PRIMARY)
+        absolute = {sh.series.id: [tuple(float(np.median(t)) for t in r.trials)
+                                   for r in h.runs_of(sh.series)]
+                    for sh in found if sh.relative_to is None}
+    ratios = [sh for sh in found if sh.relative_to is not None]
+    assert ratios and all(sh.relative_to == "memcpy" != sh.series.variant for sh in ratios)
+    for sh in ratios:
+        s = sh.series
+        inner = ",".join(f"{k}={v}" for k, v in s.params.items())
+        want = expected[f"{s.benchmark}/{s.variant}[{inner}] {s.metric} / memcpy"]
+        assert [r.trial_medians for r in sh.runs] == [r.values for r in want.runs]
+        assert [r.run_id for r in sh.runs] == [r.run_id for r in want.runs]
+        assert sh.unit_text == "ratio to memcpy" and sh.title.endswith(" / memcpy")
+        assert listing.series_lines(sh)[0].startswith(f"{sh.title} (ratio to memcpy, ")
+        assert all(r.ci_low <= r.median <= r.ci_high for r in sh.runs)
+    assert {sh.series.variant for sh in found if sh.relative_to is None} == {"memcpy"}
+    for sh in found:
+        if sh.relative_to is None:
+            assert sh.unit == sh.series.unit
+            assert [r.trial_medians for r in sh.runs] == absolute[sh.series.id]
 
 
 def test_a_newer_schema_is_refused(history_url: str) -> None:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -73,6 +73,14 @@ class RunPoint:
     when: str  # ISO time the run started
     labels: dict[str, str]  # e.g. {"commit": "abc123"}
     values: tuple[float, ...]
+
+
+def round_ratios(values: Mapping[int, float], base: Mapping[int, float]) -> list[float]:
+    """A variant's figures over its baseline's, each trial over the baseline's trial of the same
+    round of the same run (a round runs every case once, interleaved): the machine's drift
+    within a run hits both alike and cancels. Rounds the baseline did not measure (or measured
+    as 0) have no ratio. Keyed by round: values[round] -> values[round] / base[round]."""
+    return [v / base[r] for r, v in values.items() if base.get(r)]
 
 
 @dataclass(frozen=True)

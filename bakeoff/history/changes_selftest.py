@@ -43,6 +43,7 @@ from bakeoff.history.changes import (
     MIN_RUNS_BEFORE,
     RunPoint,
     change_points,
+    round_ratios,
 )
 from bakeoff.store import results as store
 
@@ -169,7 +170,7 @@ def series_from_runs(run_dirs: Sequence[Path], metrics: Sequence[str] = (),
             base = figures.get((Case(case.benchmark, info.baseline, case.params), metric))
             if ratios and base is not None and case.variant != info.baseline:
                 add(f"{case.key} {metric} / {info.baseline}", lower, run,
-                    [v / base[r] for r, v in by_round.items() if base.get(r)])
+                    round_ratios(by_round, base))
     return list(by_name.values())
 
 

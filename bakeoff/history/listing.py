@@ -1,6 +1,13 @@
 """Per series, its runs as levels (each run's median with its 95% CI, from the run's trials as
 the run's own report computes it: stats.median_ci) and where the level changed.
 
+A variant that has a baseline is listed, and searched for changes, as its per-round ratio to
+the baseline measured in the same run (changes.round_ratios): the machine's drift hits both
+and cancels, and on this VM the detector's false alarms on ratio series meet the goal while on
+absolute times they do not (docs/CHANGE-POINTS.md). The baseline itself, and a series whose
+baseline is not known or not recorded, is listed as its absolute level; its change points
+are marked as including the machine's drift (docs/HISTORY.md).
+
 A run's figure is recomputed from the trials the history keeps, never copied from a report,
 so a later change of statistic applies to every recorded run alike.
 """
@@ -11,7 +18,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from bakeoff.history.changes import ChangePoint, Level, RunPoint, change_points
+from bakeoff.history.changes import ChangePoint, Level, RunPoint, change_points, round_ratios
 from bakeoff.history.store import History, Series, SeriesRun
 from bakeoff.stats.estimates import median_ci
 
@@ -39,11 +46,32 @@ class RunLevel:
         return " ".join(f"{k}={v}" for k, v in self.labels.items()) or "—"
 
 
+DRIFT_NOTE = "absolute level: includes machine drift"
+RATIO = "×"  # the unit of a ratio series: a value shown as ×0.982
+
+
 @dataclass(frozen=True)
 class SeriesHistory:
     series: Series
     runs: list[RunLevel]
     changes: list[ChangePoint] = field(default_factory=list)
+    # The baseline variant the runs are ratios to; None: the runs are absolute levels.
+    relative_to: str | None = None
+
+    @property
+    def unit(self) -> str:
+        """What format_value() is given: RATIO for a ratio series."""
+        return RATIO if self.relative_to else self.series.unit
+
+    @property
+    def unit_text(self) -> str:
+        """The unit as a heading or an axis names it."""
+        return f"ratio to {self.relative_to}" if self.relative_to else self.series.unit
+
+    @property
+    def title(self) -> str:
+        return (f"{self.series.title} / {self.relative_to}" if self.relative_to
+                else self.series.title)
 
 
 def level_of(run: SeriesRun) -> RunLevel:
@@ -53,16 +81,55 @@ def level_of(run: SeriesRun) -> RunLevel:
                     ci.high, len(run.trials), medians)
 
 
+def _by_round(run: SeriesRun) -> dict[int, float]:
+    """Each trial's figure (its median) by the round it ran in."""
+    return {r: statistics.median(v) for r, v in zip(run.rounds, run.trials, strict=True)}
+
+
+def ratio_levels(runs: list[SeriesRun], base_runs: list[SeriesRun]) -> list[RunLevel]:
+    """Each run of a variant as its per-round ratios to the baseline's trials in that run, one
+    value per round both measured (a run without its baseline has none and is left out)."""
+    base = {r.run_key: _by_round(r) for r in base_runs}
+    out = []
+    for run in runs:
+        ratios = round_ratios(_by_round(run), base.get(run.run_key, {}))
+        if ratios:
+            out.append(level_of(SeriesRun(run.run_key, run.run_id, run.started_at, run.labels,
+                                          [[x] for x in ratios])))
+    return out
+
+
+def _baseline_of(s: Series, every: list[Series]) -> Series | None:
+    if s.baseline is None or s.is_baseline:
+        return None
+    return next((b for b in every if b.variant == s.baseline and b.benchmark == s.benchmark
+                 and b.params == s.params and b.metric == s.metric and b.machine == s.machine),
+                None)
+
+
 def histories(history: History, benchmark: str | None = None, machine: str | None = None,
               metric: str = PRIMARY) -> list[SeriesHistory]:
     """The series that match, each with its runs in time order."""
     out = []
-    for s in history.series(benchmark, machine):
+    every = history.series(benchmark, machine)
+    read: dict[int, list[SeriesRun]] = {}  # a baseline is read once for all its variants
+
+    def runs_of(s: Series) -> list[SeriesRun]:
+        if s.id not in read:
+            read[s.id] = history.runs_of(s)
+        return read[s.id]
+
+    for s in every:
         if (metric == PRIMARY and s.metric_order != 0) or metric not in (PRIMARY, ALL, s.metric):
             continue
-        runs = [level_of(r) for r in history.runs_of(s)]
+        base = _baseline_of(s, every)
+        if base is not None:
+            runs = ratio_levels(runs_of(s), runs_of(base))
+        else:
+            runs = [level_of(r) for r in runs_of(s)]
         points = [RunPoint(r.run_id, r.when, r.labels, r.trial_medians) for r in runs]
-        out.append(SeriesHistory(s, runs, change_points(points, s.lower_is_better)))
+        out.append(SeriesHistory(s, runs, change_points(points, s.lower_is_better),
+                                 base.variant if base is not None else None))
     return out
 
 
@@ -70,9 +137,12 @@ _SECONDS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 
 
 def format_value(value: float, unit: str) -> str:
-    """A figure with its unit, three significant digits; seconds scaled to ms, µs, ns."""
+    """A figure with its unit, three significant digits; seconds scaled to ms, µs, ns; a ratio
+    (RATIO) as ×0.982, four."""
     if not math.isfinite(value):
         return f"{value} {unit}".strip()
+    if unit == RATIO:
+        return f"×{value:.4g}"
     if unit == "s":
         scale, name = next(((f, n) for f, n in _SECONDS if abs(value) >= f), _SECONDS[-1])
         return f"{value / scale:.3g} {name}"
@@ -81,14 +151,14 @@ def format_value(value: float, unit: str) -> str:
 
 def series_lines(sh: SeriesHistory) -> list[str]:
     """A series as the terminal shows it: a heading, then one line per run."""
-    s = sh.series
+    s, unit = sh.series, sh.unit
     better = "lower is better" if s.lower_is_better else "higher is better"
-    head = f"{s.title} ({s.unit or 'no unit'}, {better}): {len(sh.runs)} runs"
+    head = f"{sh.title} ({sh.unit_text or 'no unit'}, {better}): {len(sh.runs)} runs"
     rows = [("when (UTC)", "labels", "median", "95% CI", "n")]
     for r in sh.runs:
-        ci = (f"[{format_value(r.ci_low, s.unit)}, {format_value(r.ci_high, s.unit)}]"
+        ci = (f"[{format_value(r.ci_low, unit)}, {format_value(r.ci_high, unit)}]"
               if r.n_trials > 1 else "(one trial)")
-        rows.append((r.when[:19].replace("T", " "), r.label_text, format_value(r.median, s.unit),
+        rows.append((r.when[:19].replace("T", " "), r.label_text, format_value(r.median, unit),
                      ci, str(r.n_trials)))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     changed_at = {c.index: c for c in sh.changes}
@@ -119,9 +189,10 @@ def labels_between(sh: SeriesHistory, lo: int, hi: int) -> str:
 
 def change_text(sh: SeriesHistory, c: ChangePoint) -> str:
     """One line: the level before and after, the ratio with its CI, the labels either side."""
-    unit = sh.series.unit
+    unit = sh.unit
     way = "worse" if c.worse else "better"
-    return (f"── level changed ({way}): {level_text(c.before, unit)} → "
+    drift = "" if sh.relative_to else f" [{DRIFT_NOTE}]"
+    return (f"── level changed ({way}){drift}: {level_text(c.before, unit)} → "
             f"{level_text(c.after, unit)}, ×{c.ratio:.3f} [{c.ratio_ci_low:.3f}, "
             f"{c.ratio_ci_high:.3f}] (p={c.p_value:.4f}); labels "
             f"{labels_between(sh, c.index - 1, c.index)} → "

@@ -16,7 +16,7 @@ from typing import Any
 import plotly.offline
 
 from bakeoff.history.changes import Level
-from bakeoff.history.listing import SeriesHistory, format_value, labels_between
+from bakeoff.history.listing import DRIFT_NOTE, SeriesHistory, format_value, labels_between
 from bakeoff.store.results import utc_now, write_atomic
 
 
@@ -50,8 +50,8 @@ def figure(sh: SeriesHistory) -> dict[str, Any]:
     s, runs = sh.series, sh.runs
     x = [_when(r.when) for r in runs]
     hover = [f"{_e(r.when[:19])}<br>{_e(r.label_text)}<br>median "
-             f"{_e(format_value(r.median, s.unit))} [{_e(format_value(r.ci_low, s.unit))}, "
-             f"{_e(format_value(r.ci_high, s.unit))}], n={r.n_trials}" for r in runs]
+             f"{_e(format_value(r.median, sh.unit))} [{_e(format_value(r.ci_low, sh.unit))}, "
+             f"{_e(format_value(r.ci_high, sh.unit))}], n={r.n_trials}" for r in runs]
     data: list[dict[str, Any]] = [
         {"x": x, "y": [r.ci_high for r in runs], "mode": "lines", "line": {"width": 0},
          "hoverinfo": "skip", "showlegend": False, "name": "95% CI high"},
@@ -63,6 +63,7 @@ def figure(sh: SeriesHistory) -> dict[str, Any]:
     ]
     shapes: list[dict[str, Any]] = []
     notes: list[dict[str, Any]] = []
+    drift = "" if sh.relative_to else f"{DRIFT_NOTE}: "
     for c in sh.changes:
         if not 0 < c.index < len(runs):
             continue
@@ -77,11 +78,12 @@ def figure(sh: SeriesHistory) -> dict[str, Any]:
                            "line": {"color": "#d62728", "width": 1}})
         notes.append({"x": at, "y": 1, "xref": "x", "yref": "paper", "yanchor": "bottom",
                       "showarrow": False, "font": {"color": "#d62728", "size": 11},
-                      "text": _e(f"×{c.ratio:.3f} [{c.ratio_ci_low:.3f}, {c.ratio_ci_high:.3f}]: "
+                      "text": _e(f"{drift}×{c.ratio:.3f} [{c.ratio_ci_low:.3f}, "
+                                 f"{c.ratio_ci_high:.3f}]: "
                                  f"{labels_between(sh, c.index - 1, c.index)} → "
                                  f"{labels_between(sh, c.index, c.index + 1)}")})
     layout = {"margin": {"l": 70, "r": 20, "t": 30, "b": 40}, "height": 320,
-              "yaxis": {"title": {"text": _e(s.unit or s.metric)}, "rangemode": "tozero"},
+              "yaxis": {"title": {"text": _e(sh.unit_text or s.metric)}, "rangemode": "tozero"},
               "xaxis": {"type": "date"}, "shapes": shapes, "annotations": notes,
               "legend": {"orientation": "h", "y": -0.2}}
     return {"data": data, "layout": layout,
@@ -91,7 +93,8 @@ def figure(sh: SeriesHistory) -> dict[str, Any]:
 def _changes_table(sh: SeriesHistory) -> str:
     if not sh.changes:
         return '<p class="none">no change of level found</p>'
-    unit, rows = sh.series.unit, []
+    unit, rows = sh.unit, []
+    drift = "" if sh.relative_to else f" ({_e(DRIFT_NOTE)})"
     for c in sh.changes:
         def level(v: Level) -> str:
             return (f"{format_value(v.median, unit)} [{format_value(v.ci_low, unit)}, "
@@ -102,14 +105,14 @@ def _changes_table(sh: SeriesHistory) -> str:
             f"<td>{_e(level(c.before))}</td>"
             f"<td>{_e(labels_between(sh, c.index, c.index + c.after.runs))}</td>"
             f"<td>{_e(level(c.after))}</td>"
-            f"<td>×{c.ratio:.3f} [{c.ratio_ci_low:.3f}, {c.ratio_ci_high:.3f}]</td></tr>")
+            f"<td>×{c.ratio:.3f} [{c.ratio_ci_low:.3f}, {c.ratio_ci_high:.3f}]{drift}</td></tr>")
     return ('<table class="changes"><tr><th>changed at</th><th>labels before</th>'
             "<th>level before (95% CI)</th><th>labels after</th><th>level after (95% CI)</th>"
             f"<th>ratio after/before (95% CI)</th></tr>{''.join(rows)}</table>")
 
 
 def _runs_table(sh: SeriesHistory) -> str:
-    unit = sh.series.unit
+    unit = sh.unit
     rows = "".join(
         f"<tr><td>{_e(r.when[:19].replace('T', ' '))}</td><td>{_e(r.run_id)}</td>"
         f"<td>{_e(r.label_text)}</td><td>{_e(format_value(r.median, unit))}</td>"
@@ -171,8 +174,8 @@ def render(found: list[SeriesHistory], source: str) -> str:
         s = sh.series
         sections.append(
             f'<section class="series" data-benchmark="{_e(s.benchmark)}" '
-            f'data-machine="{_e(s.machine_name)}"><h2>{_e(s.title)}</h2>'
-            f'<p>{len(sh.runs)} runs; {_e(s.unit or "no unit")}, '
+            f'data-machine="{_e(s.machine_name)}"><h2>{_e(sh.title)}</h2>'
+            f'<p>{len(sh.runs)} runs; {_e(sh.unit_text or "no unit")}, '
             f'{"lower" if s.lower_is_better else "higher"} is better</p>'
             f'<div class="chart plotly-chart" id="{chart_id}"></div>'
             f"{_changes_table(sh)}{_runs_table(sh)}</section>")
@@ -186,7 +189,10 @@ def render(found: list[SeriesHistory], source: str) -> str:
         f"<h1>bakeoff history</h1><p>{len(found)} series from {_e(source)}, written "
         f"{_e(utc_now()[:19].replace('T', ' '))} UTC. The line is each run's median, the band "
         "each run's 95% CI; a dashed red line is a change of level, with the ratio after/"
-        "before (95% CI) and the labels of the runs on each side.</p>"
+        "before (95% CI) and the labels of the runs on each side. A variant with a baseline is "
+        "drawn as its per-round ratio to the baseline measured in the same run; a baseline (or "
+        "a series without one) as its absolute level, whose changes include the machine's "
+        "drift.</p>"
         '<div class="filters"><label>benchmark <select id="filter-benchmark">'
         f"{_options(benches)}</select></label><label>machine <select id=\"filter-machine\">"
         f"{_options(machines)}</select></label><span><span id=\"shown\">{len(found)}</span> "

@@ -78,7 +78,8 @@ def entry_of(run_dir: Path, labels: Mapping[str, str], recorded_at: str) -> RunE
                 continue
             key = SeriesKey(t.case.benchmark, t.case.variant,
                             SeriesKey.canonical(dict(t.case.params)), m["name"], order,
-                            str(m.get("unit", "")), bool(m.get("lower_is_better", True)))
+                            str(m.get("unit", "")), bool(m.get("lower_is_better", True)),
+                            info.baseline)
             trials.append(TrialValues(key, t.index, t.round, list(values), t.n_samples(m["name"])))
     if not trials:
         raise UsageError(f"{run_dir}: the run has no ok trial to record; give a run that "

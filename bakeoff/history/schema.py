@@ -14,8 +14,10 @@ The tables:
                                          of the same run the same record
   labels(run, key, value)                the user's labels of a run (commit=abc123)
   series(id, benchmark, variant, params, metric, metric_order, unit, lower_is_better,
-         machine)                        one row per series key; metric_order is the metric's
-                                         place in the benchmark's declaration (0: primary)
+         machine, baseline)              one row per series key; metric_order is the metric's
+                                         place in the benchmark's declaration (0: primary);
+                                         baseline (v3) the benchmark's baseline variant, NULL
+                                         where unknown (a series recorded before v3)
   trials(run, series, trial_index, round, samples, n_samples)
                                          each ok trial's values of the series' metric (JSON
                                          list, as results.json keeps them), so any statistic
@@ -90,10 +92,18 @@ _V2 = (
     "CREATE INDEX runs_by_time ON runs (machine, started_at)",
 )
 
+_V3 = (
+    # NULL for the series recorded before: v2 did not keep which variant was the baseline, and
+    # a run recorded later fills it in (store.History._series_id).
+    "ALTER TABLE series ADD COLUMN baseline TEXT",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "the first schema: machines, runs, labels, series, trials", _V1),
     Migration(2, "each trial's count of measured samples (a trial kept as quantiles keeps "
                  "fewer values than it measured); runs indexed by time", _V2, _fill_n_samples),
+    Migration(3, "each series' baseline variant, so a variant's history is its per-round "
+                 "ratio to the baseline measured in the same run", _V3),
 )
 CURRENT = MIGRATIONS[-1].version
 

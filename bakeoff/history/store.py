@@ -89,6 +89,7 @@ class SeriesKey:
     metric_order: int  # the metric's place in the benchmark's declaration (0: primary)
     unit: str
     lower_is_better: bool
+    baseline: str | None = None  # the benchmark's baseline variant (None: not known)
 
     @staticmethod
     def canonical(params: dict[str, Any]) -> str:
@@ -135,6 +136,11 @@ class Series:
     lower_is_better: bool
     machine: str  # the fingerprint's key
     machine_name: str  # hostname/key prefix
+    baseline: str | None = None  # the benchmark's baseline variant (None: not known)
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.baseline == self.variant
 
     @property
     def title(self) -> str:
@@ -152,6 +158,7 @@ class SeriesRun:
     started_at: str
     labels: dict[str, str]
     trials: list[list[float]]
+    rounds: list[int] = field(default_factory=list)  # each trial's round, as trials
 
 
 class History:
@@ -289,8 +296,11 @@ class History:
         key = (s.benchmark, s.variant, s.params, s.metric, machine)
         cur.execute(self.sql(
             "INSERT INTO series (benchmark, variant, params, metric, metric_order, unit,"
-            " lower_is_better, machine) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"),
-            (*key[:4], s.metric_order, s.unit, int(s.lower_is_better), machine))
+            " lower_is_better, machine, baseline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (benchmark, variant, params, metric, machine) DO UPDATE"
+            # A series recorded before v3 learns its baseline from the next run recorded.
+            " SET baseline = COALESCE(excluded.baseline, series.baseline)"),
+            (*key[:4], s.metric_order, s.unit, int(s.lower_is_better), machine, s.baseline))
         cur.execute(self.sql(f"SELECT id FROM series WHERE {where}"), key)
         return int(cur.fetchone()[0])
 
@@ -318,12 +328,12 @@ class History:
         name as listed, or a prefix of its key)."""
         rows = self._rows(
             "SELECT s.id, s.benchmark, s.variant, s.params, s.metric, s.metric_order, s.unit,"
-            " s.lower_is_better, s.machine, m.hostname FROM series s"
+            " s.lower_is_better, s.machine, m.hostname, s.baseline FROM series s"
             " JOIN machines m ON m.key = s.machine"
             " ORDER BY m.hostname, s.machine, s.benchmark, s.metric_order, s.metric, s.params,"
             " s.variant")
         out = []
-        for sid, bench, variant, params, metric, order, unit, lib, key, hostname in rows:
+        for sid, bench, variant, params, metric, order, unit, lib, key, hostname, base in rows:
             name = f"{hostname}/{key[:8]}"
             if benchmark is not None and bench != benchmark:
                 continue
@@ -331,13 +341,13 @@ class History:
                     not key.startswith(machine):
                 continue
             out.append(Series(int(sid), bench, variant, json.loads(params), metric, int(order),
-                              unit, bool(lib), key, name))
+                              unit, bool(lib), key, name, base))
         return out
 
     def runs_of(self, series: Series) -> list[SeriesRun]:
         """The runs of a series in time order, each with its trials' values."""
         rows = self._rows(
-            "SELECT r.id, r.run_key, r.run_id, r.started_at, t.trial_index, t.samples"
+            "SELECT r.id, r.run_key, r.run_id, r.started_at, t.round, t.samples"
             " FROM trials t JOIN runs r ON r.id = t.run WHERE t.series = ?"
             " ORDER BY r.started_at, r.id, t.trial_index", (series.id,))
         labels: dict[int, dict[str, str]] = {}
@@ -347,10 +357,11 @@ class History:
                 (series.id,)):
             labels.setdefault(int(run), {})[k] = v
         out: list[SeriesRun] = []
-        for rid, run_key, run_id, started, _index, samples in rows:
+        for rid, run_key, run_id, started, round_, samples in rows:
             if not out or out[-1].run_key != run_key:
                 out.append(SeriesRun(run_key, run_id, started, labels.get(int(rid), {}), []))
             out[-1].trials.append([float(x) for x in json.loads(samples)])
+            out[-1].rounds.append(int(round_))
         return out
 
     def labels_of(self, run_key: str) -> dict[str, str]:
