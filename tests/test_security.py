@@ -379,8 +379,12 @@ def native_shell_uses(source: str) -> list[tuple[int, str]]:
 
 
 def source_files() -> Iterator[Path]:
+    """The harness's and the rooms' code; not the tests (a room's own live in its tests/),
+    which start shells of their own making on purpose."""
     for top in ("bakeoff", "benchmarks"):
         for path in sorted((REPO / top).rglob("*")):
+            if "tests" in path.relative_to(REPO).parts:
+                continue
             if path.suffix in (".py", ".c", ".h", ".go") and path.is_file():
                 yield path
 
