@@ -161,3 +161,33 @@ def test_page_draws_every_series_in_chromium(runs: list[Path], tmp_path: Path) -
         assert noisy == []
     finally:
         browser.close()
+
+
+def test_a_run_given_history_records_itself_when_complete(tmp_path: Path) -> None:
+    """`--history` is a run option (app/request.py): once the run and its reports are done,
+    the run is in the history with its labels; a resumed run may be given it too."""
+    history = tmp_path / "h.sqlite"
+    run_dir = tmp_path / "run"
+    with live_run_lock("test_history.py"):
+        res = _bakeoff("cmd", "-n", BASE, "-n", "work", "--trials", "2", "--runs", "2",
+                       "--warmup-trials", "0", "-q", "--out", str(run_dir), "--label",
+                       "commit=abc123", "--history", str(history), "true", "sleep 0.001",
+                       cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    said = re.search(r"^recorded in the history: (\d+) trials of (\d+) series$", res.stdout, re.M)
+    assert said, res.stdout
+    with open_history(str(history)) as h:
+        assert h.run_count() == 1
+        # A series per variant and metric: both variants, each of the run's metrics.
+        assert len(h.series()) == int(said[2]) and {s.variant for s in h.series()} == {BASE, "work"}
+    listing = _bakeoff("history", "--history", str(history), cwd=tmp_path)
+    assert listing.returncode == 0, listing.stderr
+    assert "commit=abc123" in listing.stdout, listing.stdout
+    # Recording again (the same run) adds nothing; an empty --history is refused in one line.
+    again = _bakeoff("history", "add", str(run_dir), "--history", str(history), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    with open_history(str(history)) as h:
+        assert h.run_count() == 1
+    bad = _bakeoff("cmd", "--history", " ", "true", cwd=tmp_path)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert "--history names the history" in bad.stderr

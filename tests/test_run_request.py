@@ -84,3 +84,20 @@ def test_labels_are_recorded_and_old_results_still_load(tmp_path: Path) -> None:
     (run_dir / store.RESULTS_JSON).write_text(json.dumps(data))
     with pytest.raises(UsageError, match=r"settings\.labels\.kernel"):
         store.load(run_dir)
+
+
+def test_history_acts_when_the_run_is_done_and_goes_with_resume(tmp_path: Path) -> None:
+    """--history: one field with a when_done action; --resume takes it (a resumed run is
+    recorded once complete); a fleet's hosts are not given it (the controller records)."""
+    req = RunRequest(history=str(tmp_path / "h.sqlite")).check()
+    assert req.refused_with_resume() == []
+    assert req.host_argv() == ["--profile", "default"]
+    assert req.settings() == RunSettings()  # a URL may hold a password: never recorded
+    run_dir = tmp_path / "run"
+    shutil.copytree(RUN, run_dir)
+    [line] = req.when_done(run_dir)
+    assert line.startswith("recorded in the history: ")
+    assert req.when_done(run_dir)[0].startswith("already in the history: ")
+    assert RunRequest().when_done(run_dir) == []
+    with pytest.raises(UsageError, match="--history names the history"):
+        RunRequest(history="").check()

@@ -42,6 +42,9 @@ class Option:
     # The RunSettings field it records, and the value recorded from the option's value.
     setting: str | None = None
     recorded: Callable[[Any], Any] | None = None  # None: the value as it is
+    # What a given value does once the run is complete and its reports are written, with the
+    # run's directory (a fleet's: each complete host's); returns the line to say.
+    when_done: Callable[[Any, Path], str] | None = None
 
 
 def _opt(default: Any, option: Option) -> Any:
@@ -116,6 +119,21 @@ def _label_map(values: tuple[str, ...]) -> dict[str, str]:
     return dict(item.partition("=")[::2] for item in values)
 
 
+def _history(where: str | None) -> str | None:
+    if where is not None and not where.strip():
+        return ("--history names the history: a file, postgresql://USER@HOST/DB, or 'default' "
+                "(docs/HISTORY.md), e.g. --history default")
+    return None
+
+
+def _record_history(where: str, run_dir: Path) -> str:
+    from bakeoff.history.record import record_run  # only a run that records loads it
+
+    done = record_run(run_dir, None if where == "default" else where)
+    return (f"{'recorded' if done.added else 'already'} in the history: {done.trials} trials "
+            f"of {done.series} series")
+
+
 @dataclass(frozen=True)
 class RunRequest:
     """Every option of a run, as given; `check()` refuses bad values before anything runs."""
@@ -170,6 +188,10 @@ class RunRequest:
         ("--label",), "KEY=VALUE recorded with the run's settings in results.json "
         "(repeatable), e.g. --label kernel=6.18-rc2.", list[str] | None, check=_labels,
         to_host=_each("--label"), setting="labels", recorded=_label_map))
+    history: str | None = _opt(None, Option(
+        ("--history",), "When the run is complete, record it in this results history: a "
+        "file (SQLite), postgresql://USER@HOST/DB, or 'default' (docs/HISTORY.md).",
+        str | None, check=_history, resume_refuses=False, when_done=_record_history))
 
     # ---- what follows is derived from the fields above; no option is named below ----
 
@@ -212,6 +234,12 @@ class RunRequest:
         """What the run records of how it was asked to measure (results.json's settings)."""
         return RunSettings(**{o.setting: (o.recorded or _same)(getattr(self, n))
                               for n, o in self.options().items() if o.setting})
+
+    def when_done(self, run_dir: Path) -> list[str]:
+        """What the options given do once the run in run_dir is complete; a line each."""
+        options = self.options()
+        return [hook(getattr(self, n), run_dir) for n in self.given()
+                if (hook := options[n].when_done) is not None]
 
     def host_argv(self) -> list[str]:
         """The words of `bakeoff run` on each fleet host: every option given here that the

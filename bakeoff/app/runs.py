@@ -168,14 +168,18 @@ def sweep_dead_runs(quiet: bool) -> None:
             err_console.print(Text("note: ", style="cyan") + Text(line), soft_wrap=True)
 
 
-def report_run(run: RunRecord, run_dir: Path, quiet: bool) -> Any:
-    """The reports of a measured run; returns its analysis."""
+def report_run(run: RunRecord, run_dir: Path, quiet: bool,
+               request: RunRequest | None = None) -> Any:
+    """The reports of a measured run, then what the request's options do once it is
+    complete (RunRequest.when_done); returns its analysis."""
     # Every trial is measured and saved; a signal from here on stops the reports, not the run.
     interrupts.tell(lambda: f"the run is complete ({len(run.trials)} trials saved in "
                     f"{run_dir}); `bakeoff report {run_dir}` writes the reports")
     interrupts.checkpoint("saved")
     analysis = export(run, run_dir, quiet)
     interrupts.tell(lambda: f"the run is complete and its reports are written in {run_dir}")
+    for line in request.when_done(run_dir) if request is not None else ():
+        out_console.print(line, highlight=False)
     return analysis
 
 

@@ -197,7 +197,7 @@ def cmd_cmd(
             run.warnings.append(problem)
     if mismatches:
         store.save(run, run_dir)  # the warning is part of the record and its reports
-    analysis = runs.report_run(run, run_dir, request.quiet)
+    analysis = runs.report_run(run, run_dir, request.quiet, request)
     from bakeoff.cmd import export as adhoc_export
 
     for kind, path in exports.items():

@@ -34,6 +34,6 @@ def cmd_run(
     else:
         request.check()
         run, run_dir = runs.start(request, runs.benchmarks(request))
-    runs.report_run(run, run_dir, request.quiet)
+    runs.report_run(run, run_dir, request.quiet, request)
     if runs.say_failed(run):
         raise typer.Exit(1)

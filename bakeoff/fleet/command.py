@@ -101,6 +101,9 @@ def run_fleet(req: FleetRequest, out: Console, err: Console,
         err.print(Text(f"host {h.host}: {h.status}", style="red") + Text(f": {h.reason}"),
                   soft_wrap=True)
     complete = [h for h in rec.hosts.values() if h.status == "complete"]
+    for h in complete:  # what the run's options do with each host's complete run (--history)
+        for line in req.run.when_done(rec.host_dir(fleet_dir, h.host)):
+            out.print(f"host {h.host}: {line}", highlight=False, soft_wrap=True)
     out.print(f"{len(complete)} of {len(rec.hosts)} hosts complete; results in "
               f"{fleet_dir / record.HOSTS_DIR}"
               + (f"; `{resume_cmd}` finishes the rest" if failed else ""),
