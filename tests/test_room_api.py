@@ -203,3 +203,40 @@ def test_partner_cpu_in_a_session_comes_from_the_run_context(tmp_path: Path) -> 
     ctx = room.RunContext(build_dir=tmp_path, scratch_dir=tmp_path, capabilities={},
                           host=None, trial_cpus=(2, 0))  # the host is not read here
     assert room.measured_cpu(ctx) == 2 and partner_cpus(ctx) == (0,) and partner_cpu(ctx) == 0
+
+
+PARTNER_C = r"""
+#include "bench.h"
+#include <sched.h>
+#include <stdio.h>
+int main(void)
+{
+	int cpu = bench_partner_cpu();
+	bench_pin_cpu(0, cpu);
+	printf("%d %d %d\n", bench_trial_cpu(0), cpu, cpu < 0 ? -1 : sched_getcpu());
+	return 0;
+}
+"""
+
+
+def test_bench_h_gives_a_c_program_its_partner_cpu(tmp_path: Path) -> None:
+    """bench_partner_cpu() reads BAKEOFF_TRIAL_CPUS as partner_cpu() does, and
+    bench_pin_cpu() puts the caller there; nothing placed when not pinned or malformed."""
+    common = REPO / "benchmarks" / "common"
+    (tmp_path / "p.c").write_text(PARTNER_C)
+    subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror",
+                    f"-I{common}", str(tmp_path / "p.c"), str(common / "bench.c"), "-lm", "-o",
+                    str(tmp_path / "p")], check=True, capture_output=True)
+    cpus = sorted(os.sched_getaffinity(0))
+    measured, partner = cpus[0], cpus[-1]
+
+    def run(value: str | None) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "BAKEOFF_TRIAL_CPUS"}
+        if value is not None:
+            env["BAKEOFF_TRIAL_CPUS"] = value
+        return subprocess.run([str(tmp_path / "p")], env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    assert run(f"{measured},{partner}") == f"{measured} {partner} {partner}"
+    assert run(f"{measured}") == f"{measured} -1 -1"  # cpus=1: no partner
+    assert run("") == run(None) == run("x,1") == "-1 -1 -1"

@@ -224,9 +224,9 @@ class HeldProcess:
         proc, self.proc = self.proc, None
         if proc is None:
             return False
-        killed = False
-        if proc.poll() is None:
-            killed = stop_group(proc.pid, self.stop_grace_s, child=proc)
+        # Even when it has exited: what it forked (a daemon's workers) may still run in its
+        # group, which keeps the group's ID from being reused meanwhile.
+        killed = stop_group(proc.pid, self.stop_grace_s, child=proc)
         proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
