@@ -117,6 +117,15 @@ def test_a_helper_that_exits_before_ready_says_why(tmp_path: Path,
         h.start()
     assert str(exc.value) == ("crasher exited (status 3) before it was ready: crasher: cannot "
                               "open the map: Operation not permitted")
+    closer = HeldProcess("closer", _script("""
+        import os, time
+        os.close(1)
+        time.sleep(600)
+    """), ready="ready")
+    helpers.append(closer)
+    with pytest.raises(HelperFailed, match="^closer closed its stdout before it was ready$"):
+        closer.start()
+    assert closer.proc is None  # stopped, not left running
     missing = HeldProcess("missing", ["/nonexistent/helper"], ready="ready")
     with pytest.raises(HelperFailed, match="missing could not be started: No such file"):
         missing.start()

@@ -69,7 +69,8 @@ class HeldProcess:
     name: a short word, in messages and in its marker (e.g. "charger", "lttng-sessiond").
     argv, env: how it is started (env: added to the harness's environment). cwd: where.
     ready: the stdout line (stripped) that says it is ready, or a function of one line that
-    says whether it is; every line read up to it is kept in `lines`. ready_probe instead:
+    says whether it is; every line read up to it is kept in `lines`. Nothing reads its
+    stdout after that: a helper must not write much more there (a pipe holds 64 KiB). ready_probe instead:
     a function polled until it returns True (a daemon that prints nothing: "does it answer?").
     cpus: the CPUs it is placed on (a partner CPU, partner_cpus()); empty: anywhere.
     stderr: a file to write its stderr to (else the harness's); the last line of it says
@@ -202,8 +203,12 @@ class HeldProcess:
         return line == self.ready
 
     def _exited(self) -> str:
+        """Why it will not get ready: it exited, or (still running) it closed its stdout."""
         assert self.proc is not None
-        code = self.proc.wait()
+        try:
+            code = self.proc.wait(timeout=_POLL_S * 10)  # EOF comes a moment before exit
+        except subprocess.TimeoutExpired:
+            return "closed its stdout before it was ready"
         how = f"signal {-code}" if code < 0 else f"status {code}"
         return f"exited ({how}) before it was ready"
 
