@@ -123,7 +123,7 @@ def test_a_helper_that_exits_before_ready_says_why(tmp_path: Path,
         time.sleep(600)
     """), ready="ready")
     helpers.append(closer)
-    with pytest.raises(HelperFailed, match="^closer closed its stdout before it was ready$"):
+    with pytest.raises(HelperFailed, match=r"^closer closed its stdout before it was ready$"):
         closer.start()
     assert closer.proc is None  # stopped, not left running
     missing = HeldProcess("missing", ["/nonexistent/helper"], ready="ready")
