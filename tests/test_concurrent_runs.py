@@ -173,8 +173,10 @@ class Observed:
         self.ticks["cgroup"].append((owned_names(cgroups, {a.pid}),
                                      owned_names(cgroups, {b.pid})))
         if self.tracing:
-            self.daemons.update(p.pid for r in (a, b) for p in tick.procs[r.tag]
-                                if p.comm == "lttng-sessiond" and p.ppid == 1)
+            # The daemon itself, not its run-as child, which carries the same name (the
+            # daemon's parent is the run that holds it, or PID 1 once that run has gone).
+            named = [p for r in (a, b) for p in tick.procs[r.tag] if p.comm == "lttng-sessiond"]
+            self.daemons.update(p.pid for p in named if p.ppid not in {q.pid for q in named})
         # The maps the loaders hold (a reader holds its loader's map, and its own maps).
         loaders = {r.tag: bpf_ids(p.pid for p in tick.procs[r.tag] if p.comm == "dump_loader")
                    for r in (a, b)}

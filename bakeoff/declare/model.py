@@ -42,8 +42,20 @@ class Param:
     kind: ParamKind
     description: str
     unit: str = ""
-    # Returns None when the value is acceptable, else one sentence naming the fix.
+    # Returns None when the value is acceptable, else one sentence naming the fix. Checked
+    # after choices, min and max.
     check: Callable[[ParamValue], str | None] | None = None
+    # The only values allowed (as parsed: strings for kind "str"); empty: any.
+    choices: tuple[ParamValue, ...] = ()
+    # The least and greatest value allowed of a numeric param (inclusive); None: no bound.
+    min: float | None = None
+    max: float | None = None
+
+    def __post_init__(self) -> None:
+        if (self.min is not None or self.max is not None) and self.kind == "str":
+            raise ValueError(f"param {self.name}: min and max need a numeric kind, not str")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"param {self.name}: min {self.min} is above max {self.max}")
 
     def parse(self, text: str) -> ParamValue:
         """Parse one value as a user types it; raises UsageError naming the fix."""
@@ -72,12 +84,43 @@ class Param:
         return value
 
     def validate(self, value: ParamValue) -> None:
-        if self.check is not None:
+        problem = self.bounds_problem(value)
+        if problem is None and self.check is not None:
             problem = self.check(value)
-            if problem:
-                arg = self.to_arg(value)
-                arg = arg if len(arg) <= 40 else arg[:37] + "..."
-                raise UsageError(f"--param {self.name}={arg}: {problem}")
+        if problem:
+            arg = self.to_arg(value)
+            arg = arg if len(arg) <= 40 else arg[:37] + "..."
+            raise UsageError(f"--param {self.name}={arg}: {problem}")
+
+    def bounds_problem(self, value: ParamValue) -> str | None:
+        """What is wrong with value against choices, min and max (one phrase naming what
+        is allowed), or None."""
+        if self.choices and value not in self.choices:
+            shown = (format_bytes(float(c)) if self.kind == "bytes" else str(c)
+                     for c in self.choices)
+            return f"use one of {', '.join(shown)}"
+        if isinstance(value, str) or (self.min is None and self.max is None):
+            return None
+        low = self.min is None or value >= self.min
+        high = self.max is None or value <= self.max
+        if low and high:
+            return None
+        if self.min is not None and self.max is not None:
+            return (f"must be from {self.bound(self.min, unit=self.kind == 'bytes')} to "
+                    f"{self.bound(self.max)}")
+        bytes_unit = self.kind == "bytes"
+        if self.min is not None:
+            return f"must be at least {self.bound(self.min, unit=bytes_unit)}"
+        assert self.max is not None
+        return f"must be at most {self.bound(self.max, unit=bytes_unit)}"
+
+    def bound(self, value: float, unit: bool = True) -> str:
+        """A bound as a person reads it: bytes in B/KiB/..., whole numbers without '.0',
+        the unit after it unless `unit` is False ("from 1 to 64 entries")."""
+        if self.kind == "bytes":
+            return format_bytes(value)
+        shown = int(value) if float(value).is_integer() else value
+        return f"{shown} {self.unit}".strip() if unit else str(shown)
 
     def to_arg(self, value: ParamValue) -> str:
         """How the program receives the value on its command line."""

@@ -1,6 +1,9 @@
 """The session's held maps: one dump_loader per (map type, entries), started the first time a
 trial needs it and kept for the run (filling a 4M-entry hash map takes seconds), stopped when
-the session ends. A trial's reader opens the held map by ID (BAKEOFF_DUMP_MAP_ID).
+the session ends. A trial's reader opens the held map by ID (BAKEOFF_DUMP_MAP_ID) and
+watches its loader (BAKEOFF_DUMP_LOADER_PID, bench_watch_env). Each loader is a HeldProcess
+(bakeoff.room): its own session, ready when it prints its map's ID, a start bounded in time
+and ended by Ctrl-C, stopped with a grace.
 """
 
 from __future__ import annotations
@@ -8,18 +11,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
-import subprocess
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from types import FrameType
 
 import psutil
 
-from bakeoff.core import pids as procs
-from bakeoff.core.errors import Interrupted
-from bakeoff.declare.model import RunContext, format_bytes
+from bakeoff.room import HeldProcess, HelperFailed, RunContext, format_bytes
 
 from .memory import bytes_needed, fill_reps
 
@@ -27,48 +24,25 @@ LOADER = "bpf_map_dump/dump_loader"
 # The environment dump_loader reads (dump.h): the harness's PID, which it dies with.
 ENV_PARENT_PID = "BAKEOFF_DUMP_PARENT_PID"
 LOADER_STOP_GRACE_S = 5.0
+# A bound on a loader's start, against a hung one, not a guess of its time: filling takes
+# about 2 us per entry per round both ways (memory.fill_reps), so 20 us per entry per round
+# is ten times that, plus a minute for loading the program and a busy machine.
+START_S_PER_ENTRY_ROUND = 20e-6
+START_BASE_S = 60.0
 
 
 @dataclass
 class Loader:
     """One held map: its loader process, the map's ID, and the loader's fill timings."""
 
-    proc: subprocess.Popen[bytes]
+    helper: HeldProcess
     map_id: int
     fill: dict[str, float]
     last_used: float = field(default_factory=time.monotonic)
 
-
-@contextlib.contextmanager
-def _signals_stop(proc: subprocess.Popen[bytes]) -> Iterator[list[int]]:
-    """While the harness waits for a loader to fill its map (up to minutes at 100M entries),
-    Ctrl-C or SIGTERM kills the loader so the wait ends now; the harness's own handler is
-    still called, so it knows the run was interrupted."""
-    received: list[int] = []
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        received.append(signum)
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        previous = old[signum]
-        if callable(previous):
-            previous(signum, frame)
-
-    old: dict[int, signal.Handlers | Callable[[int, FrameType | None], object] | int | None] = {
-        s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s in old:
-        signal.signal(s, handler)
-    try:
-        yield received
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    procs.stop_child(proc, LOADER_STOP_GRACE_S)
-    if proc.stdout:
-        proc.stdout.close()
+    @property
+    def pid(self) -> int:
+        return self.helper.pid
 
 
 def _available_bytes() -> int:
@@ -89,8 +63,10 @@ class Loaders:
         if key in self.failed:
             return self.failed[key]
         loader = self.held.get(key)
-        if loader is not None and loader.proc.poll() is not None:
-            del self.held[key]  # it died (e.g. the OOM killer): start another
+        if loader is not None and not loader.helper.alive():
+            # It died (e.g. the OOM killer): a new loader, a new map (a new ID).
+            del self.held[key]
+            loader.helper.stop()
             loader = None
         if loader is None:
             got = self._start(kind, entries)
@@ -105,7 +81,7 @@ class Loaders:
         """Stops idle loaders, least recently used first, until `need` bytes are free."""
         while _available_bytes() < need and self.held:
             key = min(self.held, key=lambda k: self.held[k].last_used)
-            _stop(self.held.pop(key).proc)
+            self.held.pop(key).helper.stop()
             time.sleep(0.5)  # the kernel frees a map's memory in a deferred work item
         available = _available_bytes()
         if available and available < need:
@@ -114,45 +90,56 @@ class Loaders:
         return None
 
     def _start(self, kind: str, entries: int) -> Loader | str:
+        """A held loader of a full map; Interrupted (Ctrl-C, SIGTERM) ends its fill at once."""
         problem = self._make_room(bytes_needed(kind, entries))
         if problem:
             return problem
-        err_path = self.ctx.scratch_dir / f"loader-{kind}-{entries}.stderr"
+        reps = fill_reps(entries)
         argv = [str(self.ctx.build_dir / LOADER), "--variant", "hold", "--param", f"map={kind}",
-                "--param", f"entries={entries}", "--samples", str(fill_reps(entries)),
-                "--warmup", "0"]
-        with err_path.open("wb") as err:
-            # Its own session: a Ctrl-C at the terminal reaches the harness, which decides.
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=err, start_new_session=True,
-                                    env={**os.environ, ENV_PARENT_PID: str(os.getpid())})
-        with _signals_stop(proc) as received:
-            map_id, fill = _read_fill(proc)
-        if received:
-            _stop(proc)
-            raise Interrupted(received[0])
-        if map_id is None:
-            _stop(proc)
-            lines = err_path.read_text(errors="replace").strip().splitlines()
-            why = lines[-1] if lines else f"exit status {proc.returncode}"
-            return f"the {kind} map of {entries} entries could not be loaded: {why}"
-        return Loader(proc, map_id, fill)
+                "--param", f"entries={entries}", "--samples", str(reps), "--warmup", "0"]
+        helper = HeldProcess(
+            "dump_loader", argv, ready=_is_map_id,
+            env={ENV_PARENT_PID: str(os.getpid())},
+            stderr=self.ctx.scratch_dir / f"loader-{kind}-{entries}.stderr",
+            start_timeout_s=START_BASE_S + START_S_PER_ENTRY_ROUND * entries * reps,
+            stop_grace_s=LOADER_STOP_GRACE_S)
+        try:
+            helper.start()
+        except HelperFailed as exc:
+            return f"the {kind} map of {entries} entries could not be loaded: {exc}"
+        map_id, fill = _read_fill(helper.lines)
+        return Loader(helper, map_id, fill)
 
     def stop_all(self) -> None:
         for loader in self.held.values():
-            _stop(loader.proc)
+            loader.helper.stop()
         self.held.clear()
 
 
-def _read_fill(proc: subprocess.Popen[bytes]) -> tuple[int | None, dict[str, float]]:
-    """The loader's counter lines up to map_id (printed once the map is full and held)."""
-    assert proc.stdout is not None
+def _counter(line: str) -> tuple[str, float] | None:
+    with contextlib.suppress(ValueError, KeyError, TypeError):
+        obj = json.loads(line)
+        if isinstance(obj, dict) and obj.get("type") == "counter":
+            return str(obj["name"]), float(obj["value"])
+    return None
+
+
+def _is_map_id(line: str) -> bool:
+    """The loader's ready line: the counter map_id, printed once the map is full and held."""
+    counter = _counter(line)
+    return counter is not None and counter[0] == "map_id"
+
+
+def _read_fill(lines: list[str]) -> tuple[int, dict[str, float]]:
+    """The map's ID and the loader's fill counters, from its lines up to map_id."""
     fill: dict[str, float] = {}
-    for raw in proc.stdout:
-        with contextlib.suppress(ValueError):
-            line = json.loads(raw)
-            if isinstance(line, dict) and line.get("type") == "counter":
-                if line["name"] == "map_id":
-                    return int(line["value"]), fill
-                fill[str(line["name"])] = float(line["value"])
-    return None, fill
+    map_id = 0
+    for line in lines:
+        counter = _counter(line)
+        if counter is None:
+            continue
+        if counter[0] == "map_id":
+            map_id = int(counter[1])
+        else:
+            fill[counter[0]] = counter[1]
+    return map_id, fill

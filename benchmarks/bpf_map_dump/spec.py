@@ -15,21 +15,20 @@ import contextlib
 import math
 from collections.abc import Iterator
 
-from bakeoff.declare.model import (
+from bakeoff.room import (
     LARGEST,
     Benchmark,
     Case,
     Metric,
     Param,
-    ParamValue,
     Profile,
     Question,
     RunContext,
     TrialPlan,
     Variant,
     format_bytes,
+    trial_argv,
 )
-from bakeoff.run.protocol import trial_argv
 
 from .loaders import Loaders
 from .memory import bytes_needed, map_bytes
@@ -47,18 +46,6 @@ MAX_ENTRIES = 1 << 28  # dump.h DUMP_MAX_ENTRIES: the kernel's hash bucket limit
 SEED_ENTRIES = 1024 * 1024 * 100  # the seed's "100M": max_entries 1024 * 1024 * 100
 
 GO_VARIANTS = ("go-iterate", "go-batch")
-
-
-def _map_type(value: ParamValue) -> str | None:
-    if value not in ("hash", "array"):
-        return "must be hash or array"
-    return None
-
-
-def _entries(value: ParamValue) -> str | None:
-    if not 1 <= int(value) <= MAX_ENTRIES:
-        return f"must be 1 to {MAX_ENTRIES} (2^28, the kernel's hash bucket limit)"
-    return None
 
 
 # ---- which cases run here ---------------------------------------------------------------------
@@ -110,7 +97,7 @@ def _prepare_trial(case: Case, profile: Profile, ctx: RunContext,
     # The reader watches its loader: one that dies mid-trial fails the trial, and get()
     # above starts a new one for the next.
     return TrialPlan(argv=argv, env={ENV_MAP_ID: str(loader.map_id), ENV_FILL: fill,
-                                     ENV_LOADER_PID: str(loader.proc.pid)})
+                                     **loader.helper.watch_env(ENV_LOADER_PID)})
 
 
 # ---- the benchmark ------------------------------------------------------------------------------
@@ -147,9 +134,9 @@ BENCHMARK = Benchmark(
     ),
     params=(
         Param("map", "str", "BPF map type: hash (preallocated, as the seed) or array "
-              "(BPF_F_MMAPABLE)", check=_map_type),
-        Param("entries", "int", "entries in the map: keys 0..N-1, u32 values", unit="entries",
-              check=_entries),
+              "(BPF_F_MMAPABLE)", choices=("hash", "array")),
+        Param("entries", "int", "entries in the map: keys 0..N-1, u32 values; at most 2^28, "
+              "the kernel's hash bucket limit", unit="entries", min=1, max=MAX_ENTRIES),
     ),
     metrics=(
         Metric("ns_per_entry", "ns", "time of one full dump divided by the number of entries"),

@@ -6,7 +6,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from bakeoff.declare.model import Case, RunContext
+from bakeoff.room import Case, RunContext
 
 from .controller import ALL_FIELDS, counter_fields, memory_controller
 

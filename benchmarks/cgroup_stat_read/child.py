@@ -1,22 +1,29 @@
 """target=child: the cgroup bakeoff-<pid>-target under the memory controller, made on the
 first trial that needs it, with a charger process keeping CHARGE_MIB charged to it, and
-removed at the end of the run. The session's state (spec.py)."""
+removed at the end of the run. The session's state (spec.py). The charger is a HeldProcess
+(bakeoff.room): its own session, ready when it prints "ready", a start bounded in time and
+ended by Ctrl-C, revived before the next trial if it died."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
 import os
-import subprocess
 import time
 from pathlib import Path
 
-from bakeoff.core.errors import UsageError
+from bakeoff.room import HeldProcess, UsageError
 
 from .controller import memory_controller
 
 CHARGER = "cgroup_stat_read/cgstat_charger"
 CHARGE_MIB = 64
+# A bound on the charger's start, against a hung one (it only touches CHARGE_MIB MiB and a
+# quarter of that again once), far above a real start even on a loaded machine.
+CHARGER_START_TIMEOUT_S = 30.0
+# The charger holds nothing to clean up (its memory is uncharged when it is gone): SIGTERM
+# ends it at once, the grace is only for a stuck one.
+CHARGER_STOP_GRACE_S = 2.0
 
 
 def move_out(cgroup: Path) -> None:
@@ -42,31 +49,27 @@ def rmdir_when_empty(cgroup: Path) -> None:
     cgroup.rmdir()
 
 
-class ChargerFailed(Exception):
-    pass
-
-
 class ChildCgroup:
     """bakeoff-<pid>-target under the memory controller, with a charger process in it."""
 
     def __init__(self, build_dir: Path) -> None:
         self.build_dir = build_dir
         self.path: Path | None = None
-        self.charger: subprocess.Popen[bytes] | None = None
+        self.charger: HeldProcess | None = None
         self.enabled_memory_in: Path | None = None  # v2: a subtree_control we changed
 
-    def ensure(self) -> tuple[Path, int]:
-        """The child cgroup and the PID of the live charger in it. Made on first use; a
-        charger that died since (killed, OOM) is replaced, so that its death fails the trial
-        it hit (cgstat watches the charger) and not, silently, every trial after it on an
-        empty cgroup."""
+    def ensure(self) -> tuple[Path, HeldProcess] | str:
+        """The child cgroup and its live charger, or why there is none (the trial fails
+        with it; the run goes on). Made on first use; a charger that died since (killed,
+        OOM) is replaced, so that its death fails the trial it hit (cgstat watches the
+        charger) and not, silently, every trial after it on an empty cgroup."""
         if self.path is None:
             self._create()
-        elif self.charger is None or self.charger.poll() is not None:
-            self._stop_charger()
-            self._start_charger()
         assert self.path is not None and self.charger is not None
-        return self.path, self.charger.pid
+        problem = self.charger.ensure()
+        if problem:
+            return f"the memory charger for {self.path} did not start: {problem}"
+        return self.path, self.charger
 
     def _create(self) -> None:
         controller = memory_controller()
@@ -78,31 +81,10 @@ class ChildCgroup:
         path = root / f"bakeoff-{os.getpid()}-target"
         path.mkdir(mode=0o755)
         self.path = path
-        self._start_charger()
-
-    def _start_charger(self) -> None:
-        """Raises ChargerFailed (the trial fails with it, the run goes on)."""
-        assert self.path is not None
-        charger = self.build_dir / CHARGER
-        # Its own session: a Ctrl-C at the terminal reaches the harness, which removes it.
-        self.charger = subprocess.Popen([str(charger), str(self.path), str(CHARGE_MIB)],
-                                        stdout=subprocess.PIPE, start_new_session=True)
-        assert self.charger.stdout is not None
-        line = self.charger.stdout.readline()
-        if line.strip() != b"ready":
-            self._stop_charger()
-            raise ChargerFailed(f"the memory charger for {self.path} did not start")
-
-    def _stop_charger(self) -> None:
-        if self.charger is not None:
-            # SIGKILL at once: the charger holds nothing to clean up, and its memory is
-            # uncharged when it is gone.
-            with contextlib.suppress(ProcessLookupError):
-                self.charger.kill()
-            self.charger.wait()
-            if self.charger.stdout:
-                self.charger.stdout.close()
-            self.charger = None
+        self.charger = HeldProcess(
+            "cgstat_charger", [str(self.build_dir / CHARGER), str(path), str(CHARGE_MIB)],
+            ready="ready", start_timeout_s=CHARGER_START_TIMEOUT_S,
+            stop_grace_s=CHARGER_STOP_GRACE_S)
 
     def _enable_memory(self, root: Path) -> None:
         control = root / "cgroup.subtree_control"
@@ -111,7 +93,9 @@ class ChildCgroup:
             self.enabled_memory_in = control
 
     def remove(self) -> None:
-        self._stop_charger()
+        if self.charger is not None:
+            self.charger.stop()
+            self.charger = None
         if self.path is not None:
             move_out(self.path)
             rmdir_when_empty(self.path)

@@ -1,12 +1,12 @@
-"""The room's params: what a query returns (content), how many fields (fields, with 'all'),
-and whose statistics (target), each with the check that names the fix."""
+"""The room's params' own parts: how many fields (fields, with 'all') and whose statistics
+(target, with the check that names the fix); content's choices are in spec.py."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from bakeoff.declare.model import Param, ParamValue
+from bakeoff.room import Param, ParamValue
 
 from .controller import ALL_FIELDS, memory_controller, mount_of
 
@@ -44,12 +44,6 @@ def check_target(value: ParamValue) -> str | None:
     return None
 
 
-def check_content(value: ParamValue) -> str | None:
-    if str(value) in CONTENTS:
-        return None
-    return f"use one of {', '.join(CONTENTS)}"
-
-
 @dataclass(frozen=True)
 class FieldCountParam(Param):
     """An int param that also takes 'all': every counter field of memory.stat here."""
@@ -59,8 +53,6 @@ class FieldCountParam(Param):
             return ALL_FIELDS
         return super().parse(text)
 
-
-def check_fields(value: ParamValue) -> str | None:
-    if int(value) < 1:
-        return f"give a number of fields from 1 to {ALL_FIELDS}, or all"
-    return None
+    def bounds_problem(self, value: ParamValue) -> str | None:
+        problem = super().bounds_problem(value)
+        return f"{problem} (or all: {ALL_FIELDS} here)" if problem else None

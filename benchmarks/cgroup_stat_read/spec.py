@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from bakeoff.declare.model import (
+from bakeoff.room import (
     LARGEST,
     Benchmark,
     Case,
@@ -21,13 +21,13 @@ from bakeoff.declare.model import (
     RunContext,
     TrialPlan,
     Variant,
+    trial_argv,
 )
-from bakeoff.run.protocol import trial_argv
 
 from .cases import skip_case
-from .child import CHARGE_MIB, ChargerFailed, ChildCgroup
+from .child import CHARGE_MIB, ChildCgroup
 from .controller import ALL_FIELDS
-from .params import CONTENTS, FieldCountParam, check_content, check_fields, check_target
+from .params import CONTENTS, FieldCountParam, check_target
 from .sweep import sweep_leftovers
 
 PROGRAM = "cgroup_stat_read/cgstat"
@@ -59,13 +59,13 @@ def prepare_trial(case: Case, profile: Profile, ctx: RunContext,
     if target == "child":
         if child is None:
             raise RuntimeError("target=child outside the benchmark's session")
-        try:
-            cgroup, charger = child.ensure()
-        except ChargerFailed as exc:  # this trial fails with the reason; the run goes on
-            return TrialPlan.failed(str(exc))
+        held = child.ensure()
+        if isinstance(held, str):  # this trial fails with the reason; the run goes on
+            return TrialPlan.failed(held)
+        cgroup, charger = held
         target = str(cgroup)
         # cgstat fails the trial if the charger dies while it reads (the cgroup would empty).
-        env["BAKEOFF_CGSTAT_CHARGER_PID"] = str(charger)
+        env.update(charger.watch_env("BAKEOFF_CGSTAT_CHARGER_PID"))
     table = CAT_READS if case.variant == "cat" else READS
     reads = max(table.get(profile.name, table["default"]), profile.samples)
     params = [*((k, target if k == "target" else v) for k, v in case.params),
@@ -105,10 +105,10 @@ BENCHMARK = Benchmark(
               "seed), legacy-parse (legacy + extracting N named fields), ks (the out-of-tree "
               "memory.stat.ks filter, N fields, flush first), bpf-iter (N counters from a BPF "
               "cgroup iterator), bpf-iter-flush (the same after an rstat flush)",
-              check=check_content),
+              choices=CONTENTS),
         FieldCountParam("fields", "int", f"N fields selected by legacy-parse, ks and bpf-iter; "
                         f"all = every counter field of memory.stat ({ALL_FIELDS} here)",
-                        unit="fields", check=check_fields),
+                        unit="fields", min=1),
         Param("target", "str", "whose statistics: child (a cgroup bakeoff creates with "
               f"{CHARGE_MIB} MiB charged to it; default), root (the root memcg), or an "
               "absolute memory cgroup path", check=check_target),

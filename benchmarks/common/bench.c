@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -734,4 +735,44 @@ void bench_watch_check(const struct bench_watch *w, const char *why)
 
 	if (w->fd >= 0 && poll(&p, 1, 0) > 0)
 		bench_fatal("%s (pid %d) exited during the trial: %s", w->what, w->pid, why);
+}
+
+/* ---- CPUs -------------------------------------------------------------------------------- */
+
+int bench_trial_cpu(int index)
+{
+	const char *p = getenv("BAKEOFF_TRIAL_CPUS");
+	char *end;
+	long cpu;
+
+	if (!p || index < 0)
+		return -1;
+	for (int i = 0; *p; i++) {
+		errno = 0;
+		cpu = strtol(p, &end, 10);
+		if (end == p || errno || cpu < 0 || cpu >= CPU_SETSIZE || (*end && *end != ','))
+			return -1; /* set by hand and malformed: place nothing rather than wrongly */
+		if (i == index)
+			return (int)cpu;
+		p = *end ? end + 1 : end;
+	}
+	return -1;
+}
+
+int bench_partner_cpu(void)
+{
+	return bench_trial_cpu(1);
+}
+
+void bench_pin_cpu(int tid, int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(tid, sizeof(set), &set) != 0)
+		bench_fatal_errno("failed to pin %s to CPU %d", tid ? "the partner" : "this thread",
+				  cpu);
 }

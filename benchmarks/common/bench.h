@@ -208,6 +208,24 @@ struct bench_watch bench_watch_env(const char *env_name, const char *what);
  * One poll() with no wait: call it between timed sections, never inside one. */
 void bench_watch_check(const struct bench_watch *w, const char *why);
 
+/* ---- CPUs: where a partner goes ------------------------------------------------------------ */
+
+/*
+ * A benchmark that declares cpus=2 (or more) gets that many CPUs per trial, in
+ * BAKEOFF_TRIAL_CPUS ("3,1"): the program already runs on the first (the measured CPU); a
+ * partner (a ping-pong peer thread or process, a consumer) belongs on the second. Empty or
+ * unset when the run is not pinned (one CPU, --no-pin, a program run by hand): then every
+ * function here says -1 and nothing is placed.
+ */
+/* The index-th CPU of BAKEOFF_TRIAL_CPUS (0: the measured one), or -1 if it has none. */
+int bench_trial_cpu(int index);
+/* The partner's CPU, bench_trial_cpu(1): -1 when there is none. */
+int bench_partner_cpu(void);
+/* Pins the thread or process tid (0: the calling thread) to cpu with sched_setaffinity;
+ * does nothing for cpu < 0; fatal (exit 1) if the kernel refuses. In the partner itself:
+ * bench_pin_cpu(0, bench_partner_cpu()) after fork(), or first thing in its thread. */
+void bench_pin_cpu(int tid, int cpu);
+
 /* ---- errors: one line on stderr, "prog: ..." --------------------------------------------- */
 
 /* A failure while measuring: exit 1. Use "failed to <step>" wording. */

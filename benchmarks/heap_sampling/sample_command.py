@@ -14,8 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bakeoff.core.errors import UsageError
-from bakeoff.declare.model import ParamValue, format_bytes, parse_bytes
+from bakeoff.room import UsageError, format_bytes, parse_bytes
 
 KIB = 1024
 SEED_MEAN = 4 * KIB  # the seed's default SAMPLER_POISSON_MEAN_BYTES
@@ -29,10 +28,8 @@ SCHEMES = {
 }
 
 
-def sane_mean(value: ParamValue) -> str | None:
-    if not 1 <= int(value) <= 2**40:
-        return "must be from 1 B to 1 TiB (e.g. 4KiB as the seed, 512KiB as Go, 2MiB as tcmalloc)"
-    return None
+# The mean's range, as the spec's param `mean` declares it (min, max) and --mean checks it.
+MIN_MEAN, MAX_MEAN = 1, 2**40
 
 
 _SAMPLE_USAGE = ("bakeoff sample [--scheme poisson|poisson-tagged|stateless-hash|combined|none] "
@@ -79,8 +76,10 @@ def _parse_sample_args(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
                 mean = parse_bytes(value)
             except ValueError as exc:
                 raise UsageError(f"sample: --mean {exc}") from None
-            if sane_mean(mean):
-                raise UsageError(f"sample: --mean {value} {sane_mean(mean)}")
+            if not MIN_MEAN <= mean <= MAX_MEAN:
+                raise UsageError(f"sample: --mean {value} must be from "
+                                 f"{format_bytes(MIN_MEAN)} to {format_bytes(MAX_MEAN)} (e.g. "
+                                 "4KiB as the seed, 512KiB as Go, 2MiB as tcmalloc)")
             opts["mean"] = mean
         else:
             opts["json"] = Path(value)
@@ -88,9 +87,9 @@ def _parse_sample_args(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
 
 
 def _sampler_path() -> Path:
-    from bakeoff.declare import registry  # the one harness function a room may use: where builds go
+    from bakeoff.room import build_dir  # here: it loads the room registry, which a spec need not
 
-    path = registry.build_dir() / SAMPLER_SO
+    path = build_dir() / SAMPLER_SO
     if not path.is_file():
         raise UsageError(f"sample: {path} is not built; run make build")
     if any(c in str(path) for c in " :\t"):

@@ -9,22 +9,24 @@ program under the sampler and prints what it saw. METHOD.md says what is timed a
 
 from __future__ import annotations
 
-from bakeoff.declare.model import Benchmark, Metric, Param, ParamValue, Profile, Question, Variant
-from bakeoff.run.cleanup import sweep_scratch
+from bakeoff.room import (
+    Benchmark,
+    Metric,
+    Param,
+    ParamValue,
+    Profile,
+    Question,
+    Variant,
+    sweep_scratch,
+)
 
-from .sample_command import KIB, SEED_MEAN, sample_command, sane_mean
+from .sample_command import KIB, MAX_MEAN, MIN_MEAN, SEED_MEAN, sample_command
 
 GO_JEMALLOC_MEAN = 512 * KIB  # Go's runtime.MemProfileRate; jemalloc's lg_prof_sample 19
 TCMALLOC_MEAN = 2 * KIB * KIB  # tcmalloc's default profile sampling interval
 MEANS = (SEED_MEAN, GO_JEMALLOC_MEAN, TCMALLOC_MEAN)
 WORKLOADS = ("micro-64", "micro-1024", "micro-4096", "mode1", "mode2", "mode3", "mode4")
 DEFAULT_WORKLOADS = tuple(w for w in WORKLOADS if w not in ("micro-4096", "mode3"))
-
-
-def _known_workload(value: ParamValue) -> str | None:
-    if value not in WORKLOADS:
-        return f"must be one of {', '.join(WORKLOADS)}"
-    return None
 
 
 def _sane_scale(value: ParamValue) -> str | None:
@@ -36,12 +38,6 @@ def _sane_scale(value: ParamValue) -> str | None:
 _ERROR = ("signed estimation error of the {what} ((estimate - true) / true x 100) of one run of "
           "the pattern, one value per process (accuracy_runs fresh processes per trial: new "
           "ASLR, new PRNG); compared by |value|, with bias and RMS beside")
-
-
-def _sane_accuracy_runs(value: ParamValue) -> str | None:
-    if not 1 <= int(value) <= 64:
-        return "must be 1 .. 64 (fresh processes per trial, each one estimate)"
-    return None
 
 
 def _sweep() -> list[str]:
@@ -86,16 +82,17 @@ BENCHMARK = Benchmark(
         Param("workload", "str", "micro-64 / micro-1024 / micro-4096: decision micro-benchmark "
               "(no malloc, blocks of that many bytes); mode1 monotonic heap, mode2 steady pool, "
               "mode3 8-thread churn, mode4 address reuse (seed's alloc patterns)",
-              check=_known_workload),
+              choices=WORKLOADS),
         Param("mean", "bytes", "mean bytes between samples (SAMPLER_POISSON_MEAN_BYTES); Poisson "
               "samples a block of u bytes with p = 1-exp(-u/m), the hash with p = min(1, u/m): "
-              "not the same p (hash-equal-p matches them)", unit="B", check=sane_mean),
+              "not the same p (hash-equal-p matches them)", unit="B", min=MIN_MEAN,
+              max=MAX_MEAN),
         Param("scale", "float", "allocation counts of the modes as a fraction of the seed's "
               "(1 = the seed's own arguments); the micro-benchmark ignores it",
               check=_sane_scale),
         Param("accuracy_runs", "int", "fresh processes per trial that each run the pattern once "
               "and estimate its bytes (the error metrics: trials x this many estimates per "
-              "case); the micro-benchmark ignores it", check=_sane_accuracy_runs),
+              "case); the micro-benchmark ignores it", min=1, max=64),
     ),
     metrics=(
         # The cost decomposition (METHOD.md "What is measured first"): in the modes each value

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from bakeoff.declare.model import (
+from bakeoff.room import (
     Benchmark,
     Case,
     LegacyCsv,

@@ -1,11 +1,10 @@
 """The params: how long a call of the traced function busy-waits, and how many calls a
-trial makes (a number, or 'auto' for the seed's count), with the checks that name the fix,
+trial makes (a number, or 'auto' for the seed's count), calls' check that names the fix,
 and the seed's scenario table (`bakeoff tracing-scenarios`)."""
 
 from __future__ import annotations
 
-from bakeoff.core.errors import UsageError
-from bakeoff.declare.model import Case, ParamValue, RunContext
+from bakeoff.room import Case, ParamValue, RunContext, UsageError
 
 # The seed's six scenarios: function duration (µs) -> calls the app makes. Its counts keep
 # every scenario at a few seconds of work and the 0 µs one at 200k events.
@@ -49,12 +48,6 @@ def calls_for(duration_us: int, calls: str) -> int:
     else:
         n = max(100, min(100_000, round(AUTO_WORK_US / max(duration_us, 1))))
     return max(MIN_CALLS, n // int(divisor or 1))
-
-
-def check_duration(value: ParamValue) -> str | None:
-    if not 0 <= int(value) <= MAX_DURATION_US:
-        return f"give 0 to {MAX_DURATION_US} microseconds (the seed's scenarios: 0,5,50,100,500,1000)"
-    return None
 
 
 def check_calls(value: ParamValue) -> str | None:

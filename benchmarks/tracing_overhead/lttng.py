@@ -12,27 +12,31 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
-from bakeoff.core import pids as procs
-from bakeoff.run.cleanup import RUN_PID_ENV
+from bakeoff.room import (
+    HeldProcess,
+    HelperFailed,
+    live_name,
+    stop_group,
+    sweep_dead_owners,
+    sweep_held,
+)
 
 MI_NS = {"mi": "https://lttng.org/xml/ns/lttng-mi"}
 SESSIOND = "lttng-sessiond"
 STOP_GRACE_S = 10.0
-# bakeoff-<run pid>-<trial pid> (a trial under bakeoff run), bakeoff-<trial pid> (by hand).
-SESSION_NAME = re.compile(r"^bakeoff-(\d+)(?:-(\d+))?$")
+# A bound on the daemon's start (until it answers `lttng list`), against a hung one.
+START_TIMEOUT_S = 30.0
 
 
 # ---- the client -----------------------------------------------------------------------------
@@ -96,7 +100,7 @@ def sessiond_pid() -> int | None:
 
 def is_sessiond(pid: int | None) -> bool:
     """A live session daemon (a killed one may stay a zombie a while, still so named)."""
-    return pid is not None and procs.live_name(pid) == SESSIOND
+    return pid is not None and live_name(pid) == SESSIOND
 
 
 def sessiond_answers() -> bool:
@@ -104,35 +108,31 @@ def sessiond_answers() -> bool:
     return res is not None and res.returncode == 0
 
 
-def start_sessiond(cpus: Sequence[int]) -> int | None:
-    """lttng-sessiond --daemonize --no-kernel (UST only), on `cpus` (with the consumer
-    daemons it spawns) when given; its PID, or None if it failed."""
-    place = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+def start_sessiond(cpus: Sequence[int], log: Path | None = None) -> HeldProcess | None:
+    """lttng-sessiond --no-kernel (UST only) held in the foreground of its own session, on
+    `cpus` (with the consumer daemons it spawns) when given, its stderr to `log`; None if
+    it did not come up (said on stderr). Held, not --daemonize'd: its PID and its holder's
+    mark are known from its first instruction, so a harness SIGKILLed at any moment of the
+    start leaves a daemon that sweep_sessiond finds (a daemonizing start left two
+    lttng-sessiond processes nobody could name). Shared: several runs use it at once (the
+    counted hold below), so a dead run's process sweep must not stop it."""
+    daemon = HeldProcess(
+        SESSIOND, [SESSIOND, "--no-kernel"], cpus=cpus, stderr=log, shared=True,
+        ready_probe=lambda: sessiond_pid() == daemon.pid and sessiond_answers(),
+        start_timeout_s=START_TIMEOUT_S, stop_grace_s=STOP_GRACE_S)
     try:
-        # Without the run's mark: the daemon is shared by runs and outlives this one when
-        # another still uses it, so the sweep of a dead run's processes must not stop it.
-        res = subprocess.run([SESSIOND, "--daemonize", "--no-kernel"],
-                             capture_output=True, text=True, timeout=30, check=False,
-                             stdin=subprocess.DEVNULL, preexec_fn=place,
-                             env={k: v for k, v in os.environ.items() if k != RUN_PID_ENV})
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        print(f"tracing-overhead: cannot start {SESSIOND}: {exc}", file=sys.stderr)
+        daemon.start()
+    except HelperFailed as exc:
+        print(f"tracing-overhead: {exc}", file=sys.stderr)
         return None
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        pid = sessiond_pid()
-        if is_sessiond(pid) and sessiond_answers():
-            return pid
-        time.sleep(0.05)
-    detail = (res.stderr.strip().splitlines() or ["no answer"])[-1]
-    print(f"tracing-overhead: {SESSIOND} did not come up: {detail}", file=sys.stderr)
-    return None
+    return daemon
 
 
 def stop_sessiond(pid: int) -> None:
-    """By PID, with its consumer daemons and run-as helper: SIGTERM, then SIGKILL."""
+    """By PID, with its consumer daemons and run-as helper (its process group: it leads its
+    own session, held or daemonized alike): SIGTERM, then SIGKILL."""
     if is_sessiond(pid):  # else already gone; the number may belong to someone else by now
-        procs.stop_tree(pid, STOP_GRACE_S, name_prefix="lttng-")
+        stop_group(pid, STOP_GRACE_S)
 
 
 def _lock_path(suffix: str = "") -> Path:
@@ -171,10 +171,20 @@ def _record_pid(fd: int, pid: int | None) -> None:
 @dataclass
 class DaemonHold:
     """This run's hold on the daemon: the counted lock file, open while the session lasts,
-    and the CPUs a daemon started for it goes on. The session's state (spec.py)."""
+    the CPUs a daemon started for it goes on, where that daemon's stderr goes, and the
+    daemons this run started (to reap them). The session's state (spec.py)."""
 
     fd: int
     cpus: tuple[int, ...]
+    log: Path | None = None
+    started: list[HeldProcess] = field(default_factory=list)
+
+    def start(self) -> None:
+        """Under _deciding: a daemon for the runs, recorded in the counted lock file."""
+        daemon = start_sessiond(self.cpus, self.log)
+        if daemon is not None:
+            self.started.append(daemon)
+        _record_pid(self.fd, daemon.pid if daemon is not None else None)
 
     def revive(self) -> None:
         """Before an lttng trial: a daemon that died mid-run (killed, crashed) is started
@@ -184,12 +194,24 @@ class DaemonHold:
             return
         with _deciding():
             if not sessiond_answers():
-                _record_pid(self.fd, start_sessiond(self.cpus))
+                self.start()
+
+    def stop(self, pid: int) -> None:
+        """The last run out stops the recorded daemon: reaped if this run started it."""
+        mine = [d for d in self.started if d.alive() and d.pid == pid]
+        if mine:
+            mine[0].stop()
+        else:
+            stop_sessiond(pid)
+        for daemon in self.started:  # died earlier (revived since): only reaped
+            if not daemon.alive():
+                daemon.stop()
 
 
 @contextlib.contextmanager
-def session_daemon(cpus: tuple[int, ...]) -> Iterator[DaemonHold]:
-    """A session daemon for the run: the one already running, or one started here on `cpus`.
+def session_daemon(cpus: tuple[int, ...], log: Path | None = None) -> Iterator[DaemonHold]:
+    """A session daemon for the run: the one already running, or one started here on `cpus`
+    (its stderr to `log`).
 
     Several bakeoff runs may share the daemon, so it is counted: each run holds a shared
     lock on a file that names the daemon bakeoff started (if it did); the last run out (the
@@ -200,13 +222,14 @@ def session_daemon(cpus: tuple[int, ...]) -> Iterator[DaemonHold]:
     success, error, Ctrl-C and SIGTERM alike.
     """
     fd = os.open(_lock_path(), os.O_RDWR | os.O_CREAT, 0o600)
+    hold = DaemonHold(fd, cpus, log)
     try:
         with _deciding():
             if not sessiond_answers():
-                _record_pid(fd, start_sessiond(cpus))
+                hold.start()
             fcntl.flock(fd, fcntl.LOCK_SH)  # only a run leaving, under _deciding, holds EX
         try:
-            yield DaemonHold(fd, cpus)
+            yield hold
         finally:
             _destroy_sessions_of_this_run()
             with _deciding():
@@ -215,7 +238,7 @@ def session_daemon(cpus: tuple[int, ...]) -> Iterator[DaemonHold]:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     pid = _recorded_pid(fd)
                     if pid is not None:
-                        stop_sessiond(pid)
+                        hold.stop(pid)
                         _record_pid(fd, None)
     finally:
         os.close(fd)
@@ -259,7 +282,7 @@ class Daemons:
 
     def consumerds(self) -> list[int]:
         return [c.pid for c in self._children()
-                if procs.live_name(c.pid).startswith("lttng-consumerd")]
+                if live_name(c.pid).startswith("lttng-consumerd")]
 
     def cpu_ns(self) -> dict[int, int]:
         return {p: _task_cpu_ns(p) for p in self.pids()}
@@ -291,43 +314,42 @@ def rss_kib(pid: int) -> int:
 
 
 def sweep_sessions() -> list[str]:
-    """LTTng sessions of trials whose run and trial processes are both gone."""
+    """LTTng sessions of trials whose run and trial processes are both gone:
+    bakeoff-<run pid>-<trial pid> (a trial under bakeoff run), bakeoff-<trial pid> (by
+    hand)."""
     if shutil.which("lttng") is None:
         return []
-    lines = []
-    for name in list_sessions():
-        m = SESSION_NAME.match(name)
-        pids = [int(g) for g in m.groups() if g] if m else []
-        if pids and not any(procs.alive(p) for p in pids):
-            done = lttng("destroy", name)
-            ok = done is not None and done.returncode == 0
-            lines.append(f"{'destroyed' if ok else 'could not destroy'} LTTng session "
-                         f"{name} (its run is gone)")
-    return lines
+
+    def destroy(name: str) -> None:
+        done = lttng("destroy", name)
+        if done is None or done.returncode != 0:
+            raise RuntimeError("lttng destroy failed")
+
+    return sweep_dead_owners(list_sessions(), destroy, "LTTng session", verb="destroyed")
 
 
 def sweep_sessiond() -> list[str]:
-    """The session daemon a bakeoff run started, when no run uses it any more: the runs that
-    did were killed before they could stop it (their shared locks went with them)."""
+    """The session daemon bakeoff runs started, when no run uses it any more: the runs that
+    did were killed before they could stop it (their shared locks went with them). Both the
+    one recorded in the counted lock file, and any held daemon whose starter is gone (one
+    SIGKILLed while it started the daemon, before it could record it)."""
     try:
-        fd = os.open(_lock_path(), os.O_RDWR)  # none: no run ever started a daemon here
-    except OSError:
-        return []
+        fd = os.open(_lock_path(), os.O_RDWR)
+    except OSError:  # no run ever held a daemon here: only one a starter left unrecorded
+        return sweep_held(SESSIOND, STOP_GRACE_S)
     try:
         with _deciding():
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return []  # a live run holds it: the daemon is in use
-            pid = _recorded_pid(fd)
-            if pid is None:
-                return []
             lines = []
-            if is_sessiond(pid):
+            pid = _recorded_pid(fd)
+            if pid is not None and is_sessiond(pid):
                 stop_sessiond(pid)
                 lines.append(f"stopped lttng-sessiond {pid} (and its consumer daemons), "
                              "started by bakeoff runs that are gone")
             _record_pid(fd, None)
-            return lines
+            return lines + sweep_held(SESSIOND, STOP_GRACE_S)
     finally:
         os.close(fd)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from bakeoff.declare.model import Case, RunContext
+from bakeoff.room import Case, RunContext
 
 ROOM = "tracing_overhead"
 

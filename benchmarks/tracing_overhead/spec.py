@@ -15,7 +15,7 @@ import os
 import shutil
 from collections.abc import Iterator
 
-from bakeoff.declare.model import (
+from bakeoff.room import (
     Benchmark,
     Case,
     Fit,
@@ -26,11 +26,19 @@ from bakeoff.declare.model import (
     RunContext,
     TrialPlan,
     Variant,
+    partner_cpus,
+    trial_argv,
 )
-from bakeoff.run.protocol import trial_argv
 
 from . import lttng
-from .calls import SEED_CALLS, calls_for, check_calls, check_duration, not_for_ever, scenarios_command
+from .calls import (
+    MAX_DURATION_US,
+    SEED_CALLS,
+    calls_for,
+    check_calls,
+    not_for_ever,
+    scenarios_command,
+)
 from .machine import skip_case
 from .sweep import sweep
 
@@ -45,7 +53,8 @@ def _session(ctx: RunContext) -> Iterator[lttng.DaemonHold | None]:
             or not any(c.variant == "lttng" for c in ctx.cases)):
         yield None
         return
-    with lttng.session_daemon(ctx.trial_cpus[1:]) as hold:
+    with lttng.session_daemon(partner_cpus(ctx), ctx.scratch_dir / "lttng-sessiond.stderr") \
+            as hold:
         yield hold
 
 
@@ -93,8 +102,9 @@ BENCHMARK = Benchmark(
                 "aggregation, nothing streamed)", requires=EBPF_NEEDS, color="#c0392b"),
     ),
     params=(
-        Param("duration_us", "int", "how long one call of the traced function busy-waits",
-              unit="µs", check=check_duration),
+        Param("duration_us", "int", "how long one call of the traced function busy-waits "
+              "(the seed's scenarios: 0, 5, 50, 100, 500, 1000)", unit="µs", min=0,
+              max=MAX_DURATION_US),
         Param("calls", "str", "calls the app makes: a number, auto (the seed's count for the "
               "duration: 100k at 0 and 5 µs, 50k at 50, 10k at 100, 5k at 500, 2k at 1000) or "
               "auto/K (that divided by K)", check=check_calls),

@@ -5,23 +5,18 @@ PIDs that are gone; never a live run's."""
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import psutil
 
-from bakeoff.core import pids as procs
+from bakeoff.room import alive, all_owners_dead, stop_processes
 
 from . import lttng
 
-# A trial's temp directory in a path (its private library, its trace): bakeoff-<trial pid>-x.
-TRIAL_DIR = re.compile(r"/bakeoff-(\d+)-[^/\s]*/")
+# A trial's temp directory in a path (its private library, its trace) is bakeoff-<trial
+# pid>-x: all_owners_dead(text) says whether every such directory a text names is a dead one's.
 TRACER_COMMS = ("bpftrace", "bakeoff_tracer")
 TRACER_GRACE_S = 5.0
-
-
-def _all_gone(pids: list[str]) -> bool:
-    return bool(pids) and not any(procs.alive(int(p)) for p in pids)
 
 
 def _sweep_uprobe_events() -> list[str]:
@@ -43,7 +38,7 @@ def _sweep_uprobe_events() -> list[str]:
     for line in text.splitlines():
         kind_name, _, where = line.partition(" ")
         name = kind_name.partition(":")[2]
-        if name and _all_gone(TRIAL_DIR.findall(where)):
+        if name and all_owners_dead(where):
             try:  # O_APPEND without Python's seek to the end, which tracefs refuses
                 fd = os.open(events, os.O_WRONLY | os.O_APPEND)
                 try:
@@ -61,10 +56,10 @@ def _sweep_tracers() -> list[str]:
     trial run by hand and killed: under bakeoff run, bakeoff.run.cleanup stops them)."""
     lines = []
     for proc in psutil.process_iter(["name", "cmdline"]):
-        if proc.info["name"] not in TRACER_COMMS or not procs.alive(proc.pid):
+        if proc.info["name"] not in TRACER_COMMS or not alive(proc.pid):
             continue
-        if _all_gone(TRIAL_DIR.findall(" ".join(proc.info["cmdline"] or []))):
-            procs.stop([proc.pid], TRACER_GRACE_S)
+        if all_owners_dead(" ".join(proc.info["cmdline"] or [])):
+            stop_processes([proc.pid], TRACER_GRACE_S)
             lines.append(f"stopped {proc.info['name']} {proc.pid}, left running by a "
                          "trial that is gone")
     return lines

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bakeoff.room import measured_cpu, partner_cpus, pin_to
 from bakeoff.room.program import EXIT_UNMET, Failure
 
 from . import lttng
@@ -83,15 +83,10 @@ class Placement:
 
     @staticmethod
     def from_env() -> Placement:
-        claimed = [int(c) for c in os.environ.get("BAKEOFF_TRIAL_CPUS", "").split(",")
-                   if c.strip().isdigit()]
-        if not claimed:
-            return Placement(None, None)
-        return Placement(claimed[0], frozenset(claimed[1:]) or None)
+        return Placement(measured_cpu(), frozenset(partner_cpus()) or None)
 
     def tracer_preexec(self) -> Any:
-        cpus = self.tracer_cpus
-        return (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+        return pin_to(tuple(sorted(self.tracer_cpus or ())))
 
 
 def private_library(build: Build, workdir: Path) -> Path:
