@@ -23,7 +23,10 @@ TEMPLATES = REPO / "bakeoff" / "declare" / "templates" / "room"
 
 
 def _room_sources() -> list[Path]:
-    found = [p for p in sorted((REPO / "benchmarks").rglob("*.py")) if "__pycache__" not in p.parts]
+    """A room's code and the skeleton's; not a room's tests/ (tests check the harness's
+    records of the room, as the harness's own tests do)."""
+    found = [p for p in sorted((REPO / "benchmarks").rglob("*.py"))
+             if "__pycache__" not in p.parts and "tests" not in p.relative_to(REPO).parts]
     found += sorted((REPO / "benchmarks").rglob("*.in"))
     return found + sorted(TEMPLATES.glob("*.py.tmpl"))
 
