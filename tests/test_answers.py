@@ -1,4 +1,4 @@
-"""Answers to declared questions (report/answers.py) on small synthetic runs whose answers are
+"""Answers to declared questions (report/answers/) on small synthetic runs whose answers are
 known: each form (ratio, crossover, overhead, added, error, and a param's values compared
 within a variant), diagnostic and control variants kept out, an unsettled crossing never
 stated as a crossover, and the answers ahead of the generic contrasts in every report.
