@@ -6,15 +6,15 @@ harness (tests/test_room_api.py fails on any other `bakeoff.` import under bench
 
 What a room may use (docs/ADDING-A-BENCHMARK.md explains each; section in brackets):
 
-  the declaration [2]      Benchmark, Variant, Param (choices, min, max, check), Metric,
+  the declaration [3]      Benchmark, Variant, Param (choices, min, max, check), Metric,
                            Profile, Question, Fit, LegacyCsv, LARGEST, SMALLEST, ParamValue
-  hooks' arguments [3, 4]  Case, RunContext, TrialPlan, trial_argv
-  errors [3]               UsageError (one line, exit 2), Interrupted
+  hooks' arguments [4, 5]  Case, RunContext, TrialPlan, trial_argv
+  errors [4]               UsageError (one line, exit 2), Interrupted
   units                    format_bytes, parse_bytes
-  a held helper [6]        HeldProcess, HelperFailed, sweep_held, stop_group (held.py)
-  a partner's CPU [5]      trial_cpus, measured_cpu, partner_cpus, partner_cpu, pin_to
+  a held helper [7]        HeldProcess, HelperFailed, sweep_held, stop_group (held.py)
+  a partner's CPU [6]      trial_cpus, measured_cpu, partner_cpus, partner_cpu, pin_to
                            (cpus.py; C programs: bench.h's bench_partner_cpu)
-  what SIGKILL left [6]    sweep_dead_owners, left_by_dead_owner, owner_pids,
+  what SIGKILL left [7]    sweep_dead_owners, left_by_dead_owner, owner_pids,
                            all_owners_dead (owners.py), sweep_scratch
   processes by PID         alive, live_name, stop_processes (SIGTERM, grace, SIGKILL)
   where builds go          build_dir (a room command run outside a run)
