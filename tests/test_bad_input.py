@@ -272,7 +272,7 @@ PARAM_CHECKS: list[Case] = [
      "nothing this machine can run (not applicable", "choose --param values that apply"),
     ("heap-mean-zero", ("run", HEAP, "--param", "mean=0"), "--param mean=0",
      "must be from 1 B to 1024 GiB"),
-    ("heap-mean-2tib", ("run", HEAP, "--param", "mean=2TiB"), "--param mean=2199023255552",
+    ("heap-mean-2tib", ("run", HEAP, "--param", "mean=2TiB"), "--param mean=2TiB",
      "must be from 1 B to 1024 GiB"),
     ("heap-scale-negative", ("run", HEAP, "--param", "scale=-1"), "--param scale=-1",
      "must be > 0 and <= 100"),

@@ -69,8 +69,13 @@ def test_list_shows_variants_params_and_whether_each_runs() -> None:
     res = run_bakeoff("list")
     assert res.returncode == 0, res.stderr
     for word in ("mremap-vs-memcpy", "memcpy (baseline)", "memcpy-cold", "mremap-thp",
-                 "mremap-dontunmap", "size", "4 KiB", "128 MiB", "runs here?"):
+                 "mremap-dontunmap", "size", "4 KiB", "128 MiB", "runs here?", "allowed"):
         assert word in res.stdout, word
+    # What a room's declaration bounds and claims is shown: a trial of more than one CPU.
+    flat = " ".join(res.stdout.split())
+    from bakeoff.declare import registry
+    for bench in registry.discover().values():
+        assert (f"a trial claims {bench.cpus} CPUs" in flat) == (bench.cpus > 1), bench.name
 
 
 def test_doctor_lists_capabilities_and_facts() -> None:

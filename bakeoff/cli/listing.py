@@ -8,7 +8,7 @@ from rich.text import Text
 from bakeoff.app.console import out_console
 from bakeoff.app.runs import say_broken
 from bakeoff.declare import registry
-from bakeoff.declare.model import Profile
+from bakeoff.declare.model import Param, Profile
 from bakeoff.machine import host as hostmod
 from bakeoff.plan.cases import PROFILES
 
@@ -27,6 +27,17 @@ def trials_label(p: Profile) -> str:
     return f"{text} trials" + (f" ({'; '.join(notes)})" if notes else "")
 
 
+def _allowed(p: Param) -> str:
+    """The values a param takes, as its declaration bounds them (choices, or min to max)."""
+    if p.choices:
+        return ", ".join(p.label(c) for c in p.choices)
+    if p.min is not None or p.max is not None:
+        low = "" if p.min is None else p.bound(p.min, unit=False)
+        high = "" if p.max is None else p.bound(p.max, unit=False)
+        return f"{low}–{high}" if low and high else (f"≥ {low}" if low else f"≤ {high}")
+    return ""
+
+
 def cmd_list() -> None:
     """List benchmarks, their variants, params and profiles, and whether this machine can run each."""
     caps = hostmod.capabilities()
@@ -42,14 +53,15 @@ def cmd_list() -> None:
             name = f"{v.name} (baseline)" if v.baseline else v.name
             table.add_row(name, ok, v.description)
         out_console.print(table)
-        params = Table("param", "unit", "quick", "default", "full", "meaning", box=None,
-                       pad_edge=False)
+        params = Table("param", "unit", "quick", "default", "full", "allowed", "meaning",
+                       box=None, pad_edge=False)
         for p in bench.params:
             params.add_row(p.name, p.unit or p.kind,
                            *(", ".join(p.label(x) for x in bench.profiles[pr].params[p.name])
-                             for pr in PROFILES), p.description)
+                             for pr in PROFILES), _allowed(p), p.description)
         out_console.print(params)
         prof = ", ".join(f"{n}: {trials_label(bench.profiles[n])} × "
                          f"{bench.profiles[n].samples} samples" for n in PROFILES)
-        out_console.print(f"  profiles — {prof}\n", highlight=False)
+        cpus = f"; a trial claims {bench.cpus} CPUs" if bench.cpus > 1 else ""
+        out_console.print(f"  profiles — {prof}{cpus}\n", highlight=False)
     say_broken(rooms)

@@ -80,15 +80,17 @@ class Param:
                     raise ValueError("empty value")
         except ValueError as exc:
             raise UsageError(f"--param {self.name}: {exc}") from None
-        self.validate(value)
+        self.validate(value, as_given=text.strip())
         return value
 
-    def validate(self, value: ParamValue) -> None:
+    def validate(self, value: ParamValue, as_given: str | None = None) -> None:
+        """Refuses a bad value in one line naming it as the user wrote it (`2MiB`, not the
+        bytes it parsed to), when that is known."""
         problem = self.bounds_problem(value)
         if problem is None and self.check is not None:
             problem = self.check(value)
         if problem:
-            arg = self.to_arg(value)
+            arg = as_given or self.to_arg(value)
             arg = arg if len(arg) <= 40 else arg[:37] + "..."
             raise UsageError(f"--param {self.name}={arg}: {problem}")
 
