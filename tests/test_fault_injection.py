@@ -229,9 +229,12 @@ class Ours:
                 | _bpffs_mounts(self.mounts) | _temp_entries(self.tmpdir)
                 | {f"process {pid} {cmd}" for pid, cmd in _marked(self.token).items()})
 
-    def leaks(self, baseline: set[str]) -> list[str]:
+    def leaks(self, baseline: set[str], at_kill: set[str] | None = None) -> list[str]:
         """What is new since baseline and not someone else's (a live process's of theirs).
-        New things are looked at twice, a moment apart: someone else's come and go."""
+        New things are looked at again over a few seconds: someone else's come and go. With
+        `at_kill` (everything there just after our run was SIGKILLed): a thing named by a PID
+        that is none of our runs', and made only after the kill, is someone else's; our
+        run's processes were dead by then (a process of ours still alive is itself named)."""
         new = self.snapshot() - baseline
         if not new:
             return []
@@ -254,9 +257,14 @@ class Ours:
                     left.append(item)
             else:  # ours carry the PID of a run of ours or of one of its trials (gone now)
                 owners = [int(p) for p in OWNED.findall(item)]
-                if any(p in self.pids or not procs.alive(p) for p in owners):
+                if any(p in self.pids for p in owners):
                     left.append(item)
-        if left:  # still there a moment later? (a foreign trial's tmp dir may be going)
+                elif at_kill is not None and item not in at_kill:
+                    continue  # made after our run was killed, by a process none of ours
+                elif any(not procs.alive(p) for p in owners):
+                    left.append(item)
+        deadline = time.monotonic() + 3.0
+        while left and time.monotonic() < deadline:  # a foreign trial's clean-up may be going
             time.sleep(0.5)
             again = self.snapshot()
             left = [x for x in left if x in again]
@@ -339,8 +347,9 @@ def _decided_exit_before(phase_log: Path, sent_ns: int) -> bool:
     return False
 
 
-def _check_clean(ours: Ours, baseline: set[str], where: str) -> None:
-    left = ours.leaks(baseline)
+def _check_clean(ours: Ours, baseline: set[str], where: str,
+                 at_kill: set[str] | None = None) -> None:
+    left = ours.leaks(baseline, at_kill)
     assert not left, f"{where}: left behind:\n  " + "\n  ".join(left)
 
 
@@ -505,8 +514,10 @@ def inject(grid: Grid, signum: int, aim: Aim, cycle: int, out: Path, ours: Ours,
 
     left: list[str] = []
     scratch: list[str] = []
+    at_kill: set[str] | None = None
     if signum == signal.SIGKILL:
-        left = sorted(ours.snapshot() - baseline)
+        at_kill = ours.snapshot()
+        left = sorted(at_kill - baseline)
         if left:
             tally.notes["SIGKILL left something"] += 1
         # The harness's scratch directory stays (nobody else sweeps our TMPDIR): the sweep
@@ -521,7 +532,7 @@ def inject(grid: Grid, signum: int, aim: Aim, cycle: int, out: Path, ours: Ours,
             assert all(any(d in ln for ln in removed) for d in scratch), (
                 f"{where}: doctor --cleanup did not name {scratch}: {removed}")
             _check_clean(ours, baseline, f"{where}, after doctor --cleanup (it said: "
-                         f"{removed}; left at the kill: {left})")
+                         f"{removed}; left at the kill: {left})", at_kill)
     else:
         _check_clean(ours, baseline, where)
     stale = sorted(p.name for p in out.glob(".*.tmp"))
