@@ -119,9 +119,15 @@ def test_ctrl_c_at_any_moment_of_a_report_ends_it_cleanly(mremap_quick_run: Path
                 proc.returncode == 1 and "Fatal Python error" in err):
             endings.append("in the interpreter's own start-up")
             continue
-        assert proc.returncode in (0, 130), f"{where}: exit {proc.returncode}: {err[-2000:]}"
+        # 130, or killed by the SIGINT itself once bakeoff had said it was interrupted (a
+        # shell shows both as 130): a SIGINT still pending as bakeoff exits is delivered
+        # during the interpreter's finalization, about 1 report in 36 on this VM; the
+        # fault-injection suite accepts the same (docs/RELIABILITY.md).
+        said = "bakeoff: interrupted by signal 2" in err
+        assert proc.returncode in (0, 130) or (proc.returncode == -signal.SIGINT and said), (
+            f"{where}: exit {proc.returncode}: {err[-2000:]}")
         assert "Traceback" not in err, f"{where}: {err[-2000:]}"
-        endings.append("interrupted" if proc.returncode == 130 else "finished")
+        endings.append("finished" if proc.returncode == 0 else "interrupted")
     assert endings.count("interrupted") >= 6, endings  # most landed while it worked
     # An interrupted report leaves the one from the uninterrupted run whole, or none half-written.
     report = run_dir / "report.html"
