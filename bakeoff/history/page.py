@@ -8,36 +8,13 @@ selectors filter the series by benchmark and by machine.
 
 from __future__ import annotations
 
-import html
-import json
 from pathlib import Path
 from typing import Any
 
-import plotly.offline
-
 from bakeoff.history.changes import Level
 from bakeoff.history.listing import DRIFT_NOTE, SeriesHistory, format_value, labels_between
+from bakeoff.report.html_page import esc, plotly_script, script_json
 from bakeoff.store.results import utc_now, write_atomic
-
-
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
-# The two helpers below are report/html.py's, repeated: the history sits beside the report,
-# not above it, and imports nothing of it.
-def _script_json(obj: Any) -> str:
-    """JSON that is safe as the text of a <script> element and still valid JSON."""
-    text = json.dumps(obj, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
-    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(char, escaped)
-    return text
-
-
-def _plotly_script() -> str:
-    js = str(plotly.offline.get_plotlyjs())
-    return js.replace("</script", "<\\/script").replace("<!--", "<\\!--")
 
 
 def _when(iso: str) -> str:
@@ -49,9 +26,9 @@ def figure(sh: SeriesHistory) -> dict[str, Any]:
     """The trend of one series as a plotly figure (a dict)."""
     s, runs = sh.series, sh.runs
     x = [_when(r.when) for r in runs]
-    hover = [f"{_e(r.when[:19])}<br>{_e(r.label_text)}<br>median "
-             f"{_e(format_value(r.median, sh.unit))} [{_e(format_value(r.ci_low, sh.unit))}, "
-             f"{_e(format_value(r.ci_high, sh.unit))}], n={r.n_trials}" for r in runs]
+    hover = [f"{esc(r.when[:19])}<br>{esc(r.label_text)}<br>median "
+             f"{esc(format_value(r.median, sh.unit))} [{esc(format_value(r.ci_low, sh.unit))}, "
+             f"{esc(format_value(r.ci_high, sh.unit))}], n={r.n_trials}" for r in runs]
     data: list[dict[str, Any]] = [
         {"x": x, "y": [r.ci_high for r in runs], "mode": "lines", "line": {"width": 0},
          "hoverinfo": "skip", "showlegend": False, "name": "95% CI high"},
@@ -78,12 +55,12 @@ def figure(sh: SeriesHistory) -> dict[str, Any]:
                            "line": {"color": "#d62728", "width": 1}})
         notes.append({"x": at, "y": 1, "xref": "x", "yref": "paper", "yanchor": "bottom",
                       "showarrow": False, "font": {"color": "#d62728", "size": 11},
-                      "text": _e(f"{drift}×{c.ratio:.3f} [{c.ratio_ci_low:.3f}, "
+                      "text": esc(f"{drift}×{c.ratio:.3f} [{c.ratio_ci_low:.3f}, "
                                  f"{c.ratio_ci_high:.3f}]: "
                                  f"{labels_between(sh, c.index - 1, c.index)} → "
                                  f"{labels_between(sh, c.index, c.index + 1)}")})
     layout = {"margin": {"l": 70, "r": 20, "t": 30, "b": 40}, "height": 320,
-              "yaxis": {"title": {"text": _e(sh.unit_text or s.metric)}, "rangemode": "tozero"},
+              "yaxis": {"title": {"text": esc(sh.unit_text or s.metric)}, "rangemode": "tozero"},
               "xaxis": {"type": "date"}, "shapes": shapes, "annotations": notes,
               "legend": {"orientation": "h", "y": -0.2}}
     return {"data": data, "layout": layout,
@@ -94,17 +71,17 @@ def _changes_table(sh: SeriesHistory) -> str:
     if not sh.changes:
         return '<p class="none">no change of level found</p>'
     unit, rows = sh.unit, []
-    drift = "" if sh.relative_to else f" ({_e(DRIFT_NOTE)})"
+    drift = "" if sh.relative_to else f" ({esc(DRIFT_NOTE)})"
     for c in sh.changes:
         def level(v: Level) -> str:
             return (f"{format_value(v.median, unit)} [{format_value(v.ci_low, unit)}, "
                     f"{format_value(v.ci_high, unit)}]")
         rows.append(
-            f"<tr><td>{_e(sh.runs[c.index].when[:19].replace('T', ' '))}</td>"
-            f"<td>{_e(labels_between(sh, c.index - c.before.runs, c.index))}</td>"
-            f"<td>{_e(level(c.before))}</td>"
-            f"<td>{_e(labels_between(sh, c.index, c.index + c.after.runs))}</td>"
-            f"<td>{_e(level(c.after))}</td>"
+            f"<tr><td>{esc(sh.runs[c.index].when[:19].replace('T', ' '))}</td>"
+            f"<td>{esc(labels_between(sh, c.index - c.before.runs, c.index))}</td>"
+            f"<td>{esc(level(c.before))}</td>"
+            f"<td>{esc(labels_between(sh, c.index, c.index + c.after.runs))}</td>"
+            f"<td>{esc(level(c.after))}</td>"
             f"<td>×{c.ratio:.3f} [{c.ratio_ci_low:.3f}, {c.ratio_ci_high:.3f}]{drift}</td></tr>")
     return ('<table class="changes"><tr><th>changed at</th><th>labels before</th>'
             "<th>level before (95% CI)</th><th>labels after</th><th>level after (95% CI)</th>"
@@ -114,9 +91,9 @@ def _changes_table(sh: SeriesHistory) -> str:
 def _runs_table(sh: SeriesHistory) -> str:
     unit = sh.unit
     rows = "".join(
-        f"<tr><td>{_e(r.when[:19].replace('T', ' '))}</td><td>{_e(r.run_id)}</td>"
-        f"<td>{_e(r.label_text)}</td><td>{_e(format_value(r.median, unit))}</td>"
-        f"<td>[{_e(format_value(r.ci_low, unit))}, {_e(format_value(r.ci_high, unit))}]</td>"
+        f"<tr><td>{esc(r.when[:19].replace('T', ' '))}</td><td>{esc(r.run_id)}</td>"
+        f"<td>{esc(r.label_text)}</td><td>{esc(format_value(r.median, unit))}</td>"
+        f"<td>[{esc(format_value(r.ci_low, unit))}, {esc(format_value(r.ci_high, unit))}]</td>"
         f"<td>{r.n_trials}</td></tr>" for r in sh.runs)
     return ('<details><summary>runs</summary><table><tr><th>when (UTC)</th><th>run</th>'
             "<th>labels</th><th>median</th><th>95% CI</th><th>trials</th></tr>"
@@ -125,7 +102,7 @@ def _runs_table(sh: SeriesHistory) -> str:
 
 def _options(values: list[str]) -> str:
     return '<option value="">all</option>' + "".join(
-        f'<option value="{_e(v)}">{_e(v)}</option>' for v in values)
+        f'<option value="{esc(v)}">{esc(v)}</option>' for v in values)
 
 
 _CSS = """
@@ -173,9 +150,9 @@ def render(found: list[SeriesHistory], source: str) -> str:
         figs[chart_id] = figure(sh)
         s = sh.series
         sections.append(
-            f'<section class="series" data-benchmark="{_e(s.benchmark)}" '
-            f'data-machine="{_e(s.machine_name)}"><h2>{_e(sh.title)}</h2>'
-            f'<p>{len(sh.runs)} runs; {_e(sh.unit_text or "no unit")}, '
+            f'<section class="series" data-benchmark="{esc(s.benchmark)}" '
+            f'data-machine="{esc(s.machine_name)}"><h2>{esc(sh.title)}</h2>'
+            f'<p>{len(sh.runs)} runs; {esc(sh.unit_text or "no unit")}, '
             f'{"lower" if s.lower_is_better else "higher"} is better</p>'
             f'<div class="chart plotly-chart" id="{chart_id}"></div>'
             f"{_changes_table(sh)}{_runs_table(sh)}</section>")
@@ -186,8 +163,8 @@ def render(found: list[SeriesHistory], source: str) -> str:
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
         "script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:\">"
         f"<title>bakeoff history</title><style>{_CSS}</style></head><body>"
-        f"<h1>bakeoff history</h1><p>{len(found)} series from {_e(source)}, written "
-        f"{_e(utc_now()[:19].replace('T', ' '))} UTC. The line is each run's median, the band "
+        f"<h1>bakeoff history</h1><p>{len(found)} series from {esc(source)}, written "
+        f"{esc(utc_now()[:19].replace('T', ' '))} UTC. The line is each run's median, the band "
         "each run's 95% CI; a dashed red line is a change of level, with the ratio after/"
         "before (95% CI) and the labels of the runs on each side. A variant with a baseline is "
         "drawn as its per-round ratio to the baseline measured in the same run; a baseline (or "
@@ -197,8 +174,8 @@ def render(found: list[SeriesHistory], source: str) -> str:
         f"{_options(benches)}</select></label><label>machine <select id=\"filter-machine\">"
         f"{_options(machines)}</select></label><span><span id=\"shown\">{len(found)}</span> "
         f"series shown</span></div>{''.join(sections)}"
-        f'<script id="history-figures" type="application/json">{_script_json(figs)}</script>'
-        f'<script id="plotly-js">{_plotly_script()}</script><script>{_INIT_JS}</script>'
+        f'<script id="history-figures" type="application/json">{script_json(figs)}</script>'
+        f'<script id="plotly-js">{plotly_script()}</script><script>{_INIT_JS}</script>'
         "</body></html>")
 
 
