@@ -256,6 +256,7 @@ func main() {
 	var watch memWatch
 	var checksum uint64
 	retries := 0
+	checkNs, checks := 0.0, 0
 	for i := 0; i < a.warmup+a.samples+a.counted; i++ {
 		poison(keys, vals)
 		measured := i >= a.warmup && i < a.warmup+a.samples
@@ -286,13 +287,21 @@ func main() {
 		if measured {
 			watch.afterDump()
 		}
+		c0 := time.Now()
 		v := verify(keys[:d.count], vals[:d.count], entries, bitmap)
+		checkNs += float64(time.Since(c0).Nanoseconds())
+		checks++
 		requireComplete(a.variant, d.count, entries, v)
 		loader.check()
 		if i == 0 {
 			checksum = v.checksum
 		} else if v.checksum != checksum {
 			fatal("dump %d has checksum %d, the first had %d", i, v.checksum, checksum)
+		}
+		// The process's first dump, warm-up or not: what a one-shot reader pays (METHOD.md,
+		// "The first dump").
+		if i == 0 {
+			emitSample("first_ns_per_entry", ns/float64(entries))
 		}
 		if !measured && !counted {
 			continue
@@ -315,6 +324,7 @@ func main() {
 	emitCounter("entries_verified", float64(entries))
 	emitCounter("checksum", float64(checksum))
 	emitCounter("enospc_retries", float64(retries))
+	emitCounter("check_ns_per_entry", checkNs/float64(checks)/float64(entries))
 	emitCounter("reader_peak_rss_kib", peakRSSKiB())
 	watch.emit(entries)
 	for _, c := range src.relayed {
