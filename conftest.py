@@ -420,3 +420,32 @@ def marked_processes(marker: str) -> list[int]:
         except psutil.Error:
             continue  # exited, a kernel thread, or another user's
     return found
+
+
+# ---- the rooms' independent checks ----------------------------------------------------------
+# An independent check times the same quantity as a room's headline with code written apart
+# from the room's (heap_sampling/indep_check.c, bpf_map_dump/indep_dump.c,
+# mremap_vs_memcpy/indep_move.c). It runs every way in each round, so its interval is
+# bakeoff's paired one over rounds.
+
+AGREE_WITHIN = 0.15  # issue 33's tolerance: the point estimates within +-15% of each other
+Speedup = tuple[float, float, float]  # (point, low, high): times faster, 95% CI
+
+
+def speedup_over_rounds(base: list[float], other: list[float]) -> Speedup:
+    """How many times faster other is than base, rounds paired (base[i] and other[i] ran in
+    round i), with its 95% CI (stats.ratio_ci with rounds)."""
+    from bakeoff.stats import estimates
+
+    rounds = list(range(len(base)))
+    r = estimates.ratio_ci([[x] for x in other], [[x] for x in base],
+                           variant_rounds=rounds, baseline_rounds=rounds)
+    return 1 / r.ratio, 1 / r.ci_high, 1 / r.ci_low
+
+
+def agree(room: Speedup, independent: Speedup) -> bool:
+    """Within AGREE_WITHIN of each other, or the two 95% CIs overlap (on a busy machine both
+    widen; an overlap says neither excludes the other's range)."""
+    within = abs(independent[0] / room[0] - 1) <= AGREE_WITHIN
+    overlap = independent[1] <= room[2] and room[1] <= independent[2]
+    return within or overlap

@@ -24,7 +24,15 @@ from typing import Any
 import pytest
 
 from bakeoff.core import pids as procs
-from conftest import IN_CI, REPO, assert_usage_error, marked_processes, run_bakeoff
+from conftest import (
+    IN_CI,
+    REPO,
+    agree,
+    assert_usage_error,
+    marked_processes,
+    run_bakeoff,
+    speedup_over_rounds,
+)
 from conftest import trials_on_disk as conftest_trials_on_disk
 
 ROOM = REPO / "build" / "bpf_map_dump"
@@ -258,25 +266,14 @@ def test_first_dump_and_check_are_recorded(quick_run: tuple[Path, dict[str, Any]
         assert 0 < t["counters"]["check_ns_per_entry"] < 1000, t["case"]
 
 
-def _speedup_ci(base: list[float], other: list[float]) -> tuple[float, float, float]:
-    """How many times faster other is than base, from the rounds indep_dump paired (each
-    round dumps both ways): the mean of the per-round log ratios and its t interval."""
-    from scipy import stats as sps
-
-    logs = [math.log(b / o) for b, o in zip(base, other, strict=True)]
-    mean = sum(logs) / len(logs)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
-    half = float(sps.t.ppf(0.975, len(logs) - 1)) * sd / math.sqrt(len(logs))
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
-
-
 @pytest.mark.parametrize("variant", ["batch-65536", "bpf-iter"])
 def test_independent_check_agrees_with_the_headline(
         quick_run: tuple[Path, dict[str, Any], set[int]], variant: str) -> None:
     """The room's headline ratio (how many times faster than iterate, hash map) against
     indep_dump's, a program that shares no code with the readers (METHOD.md, "The
     independent check"): within +-15%, or the two 95% CIs overlap (both measured on a
-    machine that may be busy; the CIs carry that)."""
+    machine that may be busy; the CIs carry that). indep_dump's CI is bakeoff's paired one
+    over its rounds (each round dumps every way)."""
     from bakeoff.analysis.within_run import analyze
     from bakeoff.store import results as store
 
@@ -288,15 +285,18 @@ def test_independent_check_agrees_with_the_headline(
     assert ratio is not None
     room = (1 / ratio.ratio, 1 / ratio.ci_high, 1 / ratio.ci_low)
 
-    res = subprocess.run([str(ROOM / "indep_dump"), str(QUICK_ENTRIES), "15"],
-                         capture_output=True, text=True, timeout=300, check=False)
-    assert res.returncode == 0, res.stderr
-    per_entry = json.loads(res.stdout)["ns_per_entry"]
-    indep = _speedup_ci(per_entry["iterate"], per_entry[variant])
-
-    within = abs(indep[0] / room[0] - 1) <= 0.15
-    overlap = indep[1] <= room[2] and room[1] <= indep[2]
-    assert within or overlap, (variant, "room", room, "independent", indep)
+    # One retake: the check's 15 rounds take seconds, and a burst of load in them can move
+    # its interval off the room's, whose trials, spread over minutes, average such bursts.
+    for attempt in range(2):
+        res = subprocess.run([str(ROOM / "indep_dump"), str(QUICK_ENTRIES), "15"],
+                             capture_output=True, text=True, timeout=300, check=False)
+        assert res.returncode == 0, res.stderr
+        per_entry = json.loads(res.stdout)["ns_per_entry"]
+        indep = speedup_over_rounds(per_entry["iterate"], per_entry[variant])
+        if agree(room, indep):
+            break
+        print(f"attempt {attempt + 1}: room {room}, independent {indep}: retaken")
+    assert agree(room, indep), (variant, "room", room, "independent", indep)
 
 
 def test_fill_is_timed_both_ways(quick_run: tuple[Path, dict[str, Any], set[int]]) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bakeoff.store import results as store
-from conftest import IN_CI, counted_output
+from conftest import IN_CI, agree, build_dir, counted_output, speedup_over_rounds
 
 MIB = 1024 * 1024
 
@@ -168,6 +168,29 @@ def test_mremap_beats_memcpy_at_16_mib(quick_run: Path) -> None:
     assert row.vs_baseline is not None
     # The whole CI below 1: mremap's median is faster, beyond the noise.
     assert row.vs_baseline.ci_high < 1.0, row.vs_baseline
+
+
+def test_independent_check_agrees_with_the_first_answer(quick_run: Path) -> None:
+    """One move against a hot copy at 16 MiB, the room's ratio against indep_move's, a
+    program that shares no code with mremap_bench and keeps time off the CPU out another way
+    (the thread's CPU clock, where the room subtracts the schedstat wait; METHOD.md, "The
+    independent check"): within +-15%, or the two 95% CIs overlap."""
+    from bakeoff.analysis.within_run import analyze
+    from bakeoff.store import results as store
+
+    (bench,) = analyze(store.load(quick_run)).benchmarks
+    row = next(r for r in bench.results if r.case.variant == "mremap"
+               and r.case.param("size") == 16 * MIB and r.metric == "ns_per_op")
+    ratio = row.vs_baseline
+    assert ratio is not None
+    room = (1 / ratio.ratio, 1 / ratio.ci_high, 1 / ratio.ci_low)
+
+    res = subprocess.run([str(build_dir() / "mremap_vs_memcpy" / "indep_move"), "16", "15"],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0, res.stderr
+    ns = json.loads(res.stdout)
+    indep = speedup_over_rounds(ns["memcpy_ns"], ns["mremap_ns"])
+    assert agree(room, indep), ("room", room, "independent", indep)
 
 
 def test_report_is_offline(quick_run: Path) -> None:
