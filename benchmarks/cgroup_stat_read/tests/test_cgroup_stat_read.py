@@ -21,11 +21,13 @@ from bakeoff.core import pids as procs
 from conftest import (
     IN_CI,
     REPO,
+    agree,
     assert_usage_error,
     build_dir,
     cgroup_without_memory,
     counted_output,
     run_bakeoff,
+    speedup_over_rounds,
     trials_on_disk,
 )
 
@@ -100,6 +102,44 @@ def quick_run(programs: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     pid, res = _run("run", NAME, "--profile", "quick", "--out", str(out), "--seed", "1")
     assert res.returncode == 0, res.stdout + res.stderr
     yield {"dir": out, "pid": pid, "data": json.loads((out / "results.json").read_text())}
+
+
+def test_independent_check_agrees_with_the_first_answer(quick_run: dict[str, Any]) -> None:
+    """What a query by reopening costs against a held fd (3 fields), the room's ratio against
+    indep_cgstat's, a program that shares no code with cgstat and times each query alone,
+    taking the median (METHOD.md, "The independent check"): within +-15%, or the two 95% CIs
+    overlap. It reads a cgroup of its own, made and removed here.
+
+    cat's ratio is checked for its scale only (both read cat over 10x slower than held): a
+    spawn waits for a CPU, so on a busy machine cat's cost is the machine's load (seen here:
+    0.9 to 5 ms a spawn within one minute), and two programs run minutes apart read
+    different loads."""
+    from bakeoff.analysis.within_run import analyze
+    from bakeoff.store import results as store
+
+    (bench,) = analyze(store.load(quick_run["dir"])).benchmarks
+    ratios = {r.case.variant: r.vs_baseline for r in bench.results
+              if r.metric == "us_per_query" and r.case.param("content") == "legacy-parse"
+              and r.case.param("fields") == 3 and r.vs_baseline is not None}
+    reopen = ratios["reopen"]
+    room = (reopen.ratio, reopen.ci_low, reopen.ci_high)  # times slower than held
+
+    assert CONTROLLER is not None
+    cgroup = CONTROLLER[0] / f"bakeoff-indep-{os.getpid()}"
+    cgroup.mkdir()
+    try:
+        res = subprocess.run([str(build_dir() / "cgroup_stat_read" / "indep_cgstat"),
+                              str(cgroup), "15", "2000"],
+                             capture_output=True, text=True, timeout=300, check=False)
+    finally:
+        cgroup.rmdir()
+    assert res.returncode == 0, res.stderr
+    us = json.loads(res.stdout)["us_per_query"]
+    # times slower than held: held's speed-up over reopen
+    indep = speedup_over_rounds(us["reopen"], us["held"])
+    assert agree(room, indep), ("room", room, "independent", indep)
+    cat = speedup_over_rounds(us["cat"], us["held"])
+    assert cat[0] > 10 and ratios["cat"].ratio > 10, (cat, ratios["cat"])
 
 
 @pytest.mark.slow
