@@ -25,9 +25,11 @@
  * decision ("off") and with it ("indep"), in an order drawn per round. Its own code, from the
  * definitions (the same ones indep_interposer.c states): Poisson a thread-local byte count
  * that the block's usable size (glibc's chunk of the request, less its size word) is taken
- * off, and on going negative (out of line) a new gap -mean ln U from splitmix64 and the
- * weight n / (1 - e^(-n/mean)); the hash MurmurHash3's fmix64 of the address against
- * n * floor(2^64 / mean), every block at n >= mean, the weight (out of line) on a sample.
+ * off, and on going negative (out of line) a new gap -mean ln U from splitmix64, the
+ * sample counted and its weight n / (1 - e^(-n/mean)) added; the hash MurmurHash3's fmix64
+ * of the address against n * floor(2^64 / mean), every block at n >= mean, on a sample
+ * (out of line) the sample counted and its weight added. The class n is known before the
+ * decision (the allocator computed it to serve the request).
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -108,6 +110,7 @@ static double run(uint64_t seed, long ops, bool cycle)
 static __thread int64_t in_left;     /* bytes before the next Poisson sample point */
 static __thread uint64_t in_stream;  /* splitmix64 state */
 static __thread double in_weighted;  /* what the samples weigh: keeps them live */
+static __thread uint64_t in_samples; /* how many: a profiler counts its samples */
 static double in_mean = 524288.0;
 static uint64_t in_mean_bytes = 524288, in_step;
 static void *in_blocks[1 << 16];
@@ -124,11 +127,13 @@ static __attribute__((noinline)) void in_poisson_hit(size_t n)
 	double u = (double)((next(&in_stream) >> 11) + 1) / 9007199254740992.0; /* (0, 1] */
 
 	in_left = (int64_t)(-in_mean * log(u));
+	in_samples++;
 	in_weighted += (double)n / -expm1(-(double)n / in_mean);
 }
 
 static __attribute__((noinline)) void in_hash_hit(size_t n)
 {
+	in_samples++;
 	in_weighted += n >= in_mean_bytes ? (double)n :
 		(double)n / ((double)(n * in_step) / 18446744073709551616.0);
 }
@@ -226,7 +231,8 @@ static int run_inline(int scheme, long rounds, long blocks, double limit_ns, siz
 		if (now_ns() - start > limit_ns)
 			break;
 	}
-	fprintf(stderr, "indep_check: weighted total %.0f\n", in_weighted);
+	fprintf(stderr, "indep_check: weighted total %.0f, %llu samples\n", in_weighted,
+		(unsigned long long)in_samples);
 	return 0;
 }
 
