@@ -1,6 +1,8 @@
 """heap-sampling: Poisson vs stateless-hash allocation sampling, cost and accuracy (seed 001).
 
-One trial is `heap_bench` (heap_bench.c): the decision micro-benchmark in-process, or a driver
+One trial is `heap_bench` (heap_bench.c): the decision inlined in a malloc path in-process (the
+seed's question, hash against Poisson at its 4 KiB mean on 64 B and 4 KiB blocks), the decision
+micro-benchmark in-process, or a driver
 that runs the seed's allocation patterns (alloc_patterns.c) under libbakeoff_sampler.so
 (sampler.c): once paired against NONE inside one process for the added cost, and in
 accuracy_runs fresh processes for the estimation errors. `bakeoff sample -- CMD` runs any
@@ -58,7 +60,9 @@ def _sweep() -> list[str]:
 BENCHMARK = Benchmark(
     name="heap-sampling",
     title="Heap sampling: Poisson byte counter vs stateless address hash",
-    summary=("What sampling adds per allocation (malloc + free), decomposed: the decision "
+    summary=("What a sampling decision costs, the hash against Poisson, inlined in the malloc "
+             "path at the seed's settings; what sampling adds per allocation (malloc + free), "
+             "decomposed: the decision "
              "(on the size an allocator knows), the live-heap tracking on free, the "
              "interposer itself and the shipped preload's bookkeeping; what a decision and a "
              "sample cost, and how well 1/p-weighted samples "
