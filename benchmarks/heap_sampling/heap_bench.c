@@ -5,7 +5,10 @@
  *
  *   heap_bench --variant poisson --param workload=mode1 --param mean=4096 --param scale=0.1
  *
- * Two kinds of workload (METHOD.md has the details):
+ * Three kinds of workload (METHOD.md has the details):
+ * - inline-64, inline-4096: the decision inlined in a malloc path, in this process: batches of
+ *   glibc mallocs, each decided on right after it, and their frees, against the same batches
+ *   without the decision (the seed's question at its block sizes; per malloc+free).
  * - micro-64, micro-1024, micro-4096: the decision micro-benchmark, in this process, no real
  *   malloc. The decision code is sampler_schemes.h, the same the sampler runs. Timed in
  *   calibrated batches of malloc-path decisions and of free-path decisions over a heap-like
@@ -21,7 +24,8 @@
  *   summaries (SAMPLER_OUTPUT, in a private temp directory) become the errors and counters.
  *
  * Metrics (one JSON line each on stdout, see docs/ARCHITECTURE.md "The program protocol"):
- *   decide_ns_per_alloc                the decision alone minus NONE (micro: malloc path)
+ *   decide_ns_per_alloc                the decision alone minus NONE (inline: per
+ *                                      malloc+free; micro: the malloc-path batch alone)
  *   live_heap_ns_per_alloc             decision + tracking minus the decision (micro: free path)
  *   interposer_ns_per_alloc            NONE minus glibc past the interposer (modes)
  *   bookkeeping_ns_per_alloc           shipped minus decision + tracking (modes)
