@@ -225,6 +225,9 @@ class Question:
     named: every value the run measured.
     target_ci: the CI half-width (as a fraction of the answer) the default profile spends
     trials to reach on the cases this question reads.
+    claim: a claim the answer tests, named beside it as written where it was made
+    ("seed: hash 3–62× faster"); the answer then reads "<claim>; here: <answer>"
+    (report/answers/claim.py).
     """
 
     ask: str
@@ -238,6 +241,7 @@ class Question:
     param: str | None = None
     within: tuple[str, ...] = ()  # with `param`: the variants the values are compared in
     target_ci: float = 0.05
+    claim: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"ask": self.ask, "form": self.form, "against": self.against,
@@ -245,7 +249,7 @@ class Question:
                 "metrics": list(self.metrics),
                 "at": {k: list(v) for k, v in self.at.items()}, "along": self.along,
                 "param": self.param, "within": list(self.within),
-                "target_ci": self.target_ci}
+                "target_ci": self.target_ci, "claim": self.claim}
 
 
 @dataclass(frozen=True)

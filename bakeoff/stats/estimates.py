@@ -72,6 +72,12 @@ class SignedError:
     rms: float  # root mean square: the size of the error, bias included
     rms_ci_low: float
     rms_ci_high: float
+    # The value most values share and how many of the n do (a stuck estimator, e.g. an
+    # estimate of 0 in every run, gives one value many times: its RMS interval then only
+    # says how alike the runs were, report/answers/stuck.py says it in words instead).
+    n: int = 0
+    mode: float = math.nan
+    mode_count: int = 0
 
 
 @dataclass(frozen=True)
@@ -189,9 +195,12 @@ def signed_error(trials: Trials, rng: np.random.Generator | None = None,
     else:  # every value 0 in some trial: on the linear scale, floored at 0
         se_sq = float(squares.std(ddof=1)) / math.sqrt(n) if n > 1 else math.inf
         sq = _interval(mean_square, se_sq, n - 1, False)
+    values, counts = np.unique(pooled, return_counts=True)
+    top = int(np.argmax(counts))
     return SignedError(bias=bias, bias_ci_low=b.low, bias_ci_high=b.high,
                        rms=math.sqrt(mean_square), rms_ci_low=math.sqrt(max(sq.low, 0.0)),
-                       rms_ci_high=math.sqrt(max(sq.high, 0.0)))
+                       rms_ci_high=math.sqrt(max(sq.high, 0.0)), n=int(pooled.size),
+                       mode=float(values[top]), mode_count=int(counts[top]))
 
 
 # ---- the interval every reported CI uses ---------------------------------------------------

@@ -5,7 +5,10 @@
  *
  *   heap_bench --variant poisson --param workload=mode1 --param mean=4096 --param scale=0.1
  *
- * Two kinds of workload (METHOD.md has the details):
+ * Three kinds of workload (METHOD.md has the details):
+ * - inline-64, inline-4096: the decision inlined in a malloc path, in this process: batches of
+ *   glibc mallocs, each decided on right after it, and their frees, against the same batches
+ *   without the decision (the seed's question at its block sizes; per malloc+free).
  * - micro-64, micro-1024, micro-4096: the decision micro-benchmark, in this process, no real
  *   malloc. The decision code is sampler_schemes.h, the same the sampler runs. Timed in
  *   calibrated batches of malloc-path decisions and of free-path decisions over a heap-like
@@ -21,7 +24,8 @@
  *   summaries (SAMPLER_OUTPUT, in a private temp directory) become the errors and counters.
  *
  * Metrics (one JSON line each on stdout, see docs/ARCHITECTURE.md "The program protocol"):
- *   decide_ns_per_alloc                the decision alone minus NONE (micro: malloc path)
+ *   decide_ns_per_alloc                the decision alone minus NONE (inline: per
+ *                                      malloc+free; micro: the malloc-path batch alone)
  *   live_heap_ns_per_alloc             decision + tracking minus the decision (micro: free path)
  *   interposer_ns_per_alloc            NONE minus glibc past the interposer (modes)
  *   bookkeeping_ns_per_alloc           shipped minus decision + tracking (modes)
@@ -41,6 +45,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -70,7 +75,8 @@ static const struct bench_variant variants[] = {
 
 static const struct bench_param params[] = {
 	{ "workload", true, NULL,
-	  "micro-64 | micro-1024 | micro-4096 | mode1 | mode2 | mode3 | mode4" },
+	  "inline-64 | inline-4096 | micro-64 | micro-1024 | micro-4096 | mode1 | mode2 | "
+	  "mode3 | mode4" },
 	{ "mean", false, "4096", "mean bytes between samples (SAMPLER_POISSON_MEAN_BYTES)" },
 	{ "scale", false, "1", "modes: fraction of the seed's allocation count (1 = the seed's)" },
 	{ "accuracy_runs", false, "8",
@@ -485,6 +491,217 @@ static void run_micro(uint64_t size)
 	bench_emit_counter("decisions_per_sample", 2.0 * MICRO_PAIRS * (double)m.k);
 	free(m.addr);
 	free(m.tag);
+}
+
+/* ==== the decision inlined in the malloc path ============================================== */
+
+/*
+ * inline-64, inline-4096: what deciding adds to a malloc and its free when the decision sits
+ * inside the allocation path, as an allocator ships it (tcmalloc's sampler: a decrement and a
+ * sign test inline in its malloc fast path, the sample's work out of line), not as a call of
+ * its own around each decision. The seed's question at the seed's block sizes (METHOD.md
+ * "The decision inlined in the malloc path").
+ *
+ * A batch: INLINE_K blocks of one size malloc'd (glibc's, in this process), each decided on
+ * right after its malloc, then all freed; one clock read before the first malloc and one after
+ * the last free, so the batch brackets malloc + decision + free and the figure is per
+ * malloc+free. NONE's batch is the same loop with no decision. A sample is the median over
+ * INLINE_PAIRS (NONE, scheme) pairs of batches, which goes first alternating.
+ *
+ * The decision: Poisson takes the block's class (glibc's chunk of the request: the size an
+ * allocator knows) off a thread-local counter and tests the sign; on a sample (out of line)
+ * it draws the next gap (a log) and the weight (an expm1). The hash tests mix64(address)
+ * against the class's threshold (every block at class >= mean); on a sample (out of line) the
+ * weight. No stack is taken, nothing is recorded: the decision, not what a profiler does with
+ * a sample. The same sampler_schemes.h code the sampler runs.
+ */
+#define INLINE_K 4096
+#define INLINE_PAIRS 9
+
+struct inline_state {
+	struct poisson_state ps;
+	struct hash_params hp;
+	double mean;
+	uint64_t samples;
+	double est_total;
+};
+
+/* Thread-local, as an allocator keeps its sampler's counter: malloc and free are calls into
+ * libc, so the counter is loaded and stored around each, as in an allocator's fast path. */
+static __thread struct inline_state inl;
+static void *inline_blocks[INLINE_K];
+
+/* glibc's chunk of a request, less its size word: the class an allocator knows (sampler.c
+ * request_class without the header layout). */
+static inline uint64_t inline_class(size_t n)
+{
+	size_t chunk = (n + 8 + 15) & ~(size_t)15;
+
+	return (chunk < 32 ? 32 : chunk) - 8;
+}
+
+static __attribute__((noinline)) void inline_poisson_sample(uint64_t u)
+{
+	inl.ps.until = poisson_gap(&inl.ps, inl.mean);
+	inl.samples++;
+	inl.est_total += poisson_weighted_bytes(u, inl.mean);
+}
+
+static __attribute__((noinline)) void inline_hash_sample(uint64_t u)
+{
+	inl.samples++;
+	inl.est_total += hash_weighted_bytes(u, &inl.hp);
+}
+
+static inline __attribute__((always_inline)) void *inline_malloc(enum scheme s, size_t n)
+{
+	void *p = malloc(n);
+
+	if (unlikely(!p))
+		bench_fatal("out of memory in the inline batch");
+	if (s == S_POISSON || s == S_TAGGED) {
+		uint64_t u = inline_class(n);
+		inl.ps.until -= (int64_t)u;
+		if (unlikely(inl.ps.until < 0))
+			inline_poisson_sample(u);
+	} else if (s == S_HASH) {
+		uint64_t u = inline_class(n);
+		if (unlikely(hash_sampled((uintptr_t)p, u, &inl.hp)))
+			inline_hash_sample(u);
+	}
+	return p;
+}
+
+static inline __attribute__((always_inline)) uint64_t inline_loop(enum scheme s, size_t n)
+{
+	uint64_t t0 = bench_now_ns();
+
+	for (size_t i = 0; i < INLINE_K; i++) {
+		void *p = inline_malloc(s, n);
+		*(volatile char *)p = 1;
+		inline_blocks[i] = p;
+	}
+	for (size_t i = 0; i < INLINE_K; i++)
+		free(inline_blocks[i]);
+	return bench_now_ns() - t0;
+}
+
+/* One function per scheme, each with its decision compiled into its loop (as a build of an
+ * allocator has one scheme), none inlined into the others' callers. */
+static __attribute__((noinline)) uint64_t inline_batch_none(size_t n)
+{
+	return inline_loop(S_NONE, n);
+}
+
+static __attribute__((noinline)) uint64_t inline_batch_poisson(size_t n)
+{
+	return inline_loop(S_POISSON, n);
+}
+
+static __attribute__((noinline)) uint64_t inline_batch_hash(size_t n)
+{
+	return inline_loop(S_HASH, n);
+}
+
+static uint64_t inline_batch(enum scheme s, size_t n)
+{
+	switch (s) {
+	case S_POISSON:
+	case S_TAGGED:
+		return inline_batch_poisson(n);
+	case S_HASH:
+		return inline_batch_hash(n);
+	default:
+		return inline_batch_none(n);
+	}
+}
+
+static void run_inline(size_t size)
+{
+	enum scheme s = variant_scheme();
+	bool sampling = s == S_POISSON || s == S_TAGGED || s == S_HASH;
+	bool paired = variant != V_NO_PRELOAD; /* none is paired with itself: the A/A check */
+	uint64_t hash_mean = variant == V_HASH_EQUAL_P ?
+				     equal_p_hash_mean_one(inline_class(size)) : mean;
+
+	/* Freed memory stays with the heap, so every batch after the first reuses it: the
+	 * batches time the allocator, not first-touch page faults. */
+	mallopt(M_TRIM_THRESHOLD, INT_MAX);
+	inl.mean = (double)mean;
+	inl.hp = hash_params_make(hash_mean);
+	poisson_seed(&inl.ps, tsc_start() ^ (uint64_t)getpid(), inl.mean);
+	for (int w = 0; w < 3; w++) { /* the heap's pages, the code, the branch history */
+		inline_batch(S_NONE, size);
+		inline_batch(s, size);
+	}
+
+	bench_meta_begin();
+	bench_meta_str("variant", args.variant);
+	bench_meta_str("workload", bench_param(&args, "workload"));
+	bench_meta_num("mean", (double)mean);
+	bench_meta_num("hash_mean", (double)hash_mean);
+	bench_meta_num("batch", INLINE_K);
+	bench_meta_num("pairs_per_sample", INLINE_PAIRS);
+	bench_meta_str("timing", "batches: k mallocs of one size, each decided on inline right "
+				 "after it, then k frees, between one pair of clock reads; a sample "
+				 "is the median over its (NONE, scheme) pairs of batches");
+	bench_meta_str("counted_window", "the scheme's batches of a counted sample, per "
+					 "malloc+free");
+	bench_meta_end();
+
+	uint64_t total = args.warmup + bench_samples_total(&args), decisions = 0, sampled = 0;
+	double k = INLINE_K;
+	for (uint64_t i = 0; i < total; i++) {
+		bool counted = i >= args.warmup && bench_sample_counted(&args, i - args.warmup);
+		if (counted && i == args.warmup + args.samples) {
+			bench_counters_open_late(HEAP_TRACEPOINTS);
+			bench_counters_start(); /* the warm-up window (counters.h) */
+			for (int w = 0; w < MICRO_COUNTED_WARMUP; w++)
+				inline_batch(s, size);
+			bench_counters_stop();
+			bench_counters_discard();
+		}
+		double full_ns[INLINE_PAIRS], decide[INLINE_PAIRS];
+		uint64_t before = inl.samples;
+
+		for (int j = 0; j < INLINE_PAIRS; j++) {
+			uint64_t none = 0, full;
+			bool none_first = paired && (i + (uint64_t)j) % 2;
+
+			if (none_first)
+				none = inline_batch(S_NONE, size);
+			if (counted)
+				bench_counters_start();
+			full = inline_batch(s, size);
+			if (counted)
+				bench_counters_stop();
+			if (paired && !none_first)
+				none = inline_batch(S_NONE, size);
+			full_ns[j] = (double)full / k;
+			decide[j] = ((double)full - (double)none) / k;
+		}
+		if (i < args.warmup)
+			continue;
+		if (!counted) {
+			decisions += (uint64_t)INLINE_PAIRS * INLINE_K;
+			sampled += inl.samples - before;
+		}
+		bench_emit_sample(bench_metric(counted, "ns_per_alloc"),
+				  micro_median(full_ns, INLINE_PAIRS));
+		if (paired)
+			bench_emit_sample(bench_metric(counted, "decide_ns_per_alloc"),
+					  micro_median(decide, INLINE_PAIRS));
+		if (counted)
+			bench_counters_emit(k * INLINE_PAIRS);
+	}
+	if (sampling) {
+		bench_emit_counter("sampled_pct", 100.0 * (double)sampled / (double)decisions);
+		bench_emit_counter("hash_mean_bytes", (double)hash_mean);
+		bench_emit_counter("hash_hashes", inline_class(size) < hash_mean ? 1 : 0);
+	}
+	bench_emit_counter("decisions_per_sample", (double)INLINE_PAIRS * INLINE_K);
+	/* What the decisions weighed, so none of them is dead code. */
+	bench_emit_counter("inline_estimate_bytes", inl.est_total);
 }
 
 /* ==== the driver for the allocation patterns =============================================== */
@@ -1173,7 +1390,11 @@ int main(int argc, char **argv)
 	accuracy_runs = (unsigned)runs;
 	const char *workload = bench_param(&args, "workload");
 
-	if (strcmp(workload, "micro-64") == 0)
+	if (strcmp(workload, "inline-64") == 0)
+		run_inline(64);
+	else if (strcmp(workload, "inline-4096") == 0)
+		run_inline(4096);
+	else if (strcmp(workload, "micro-64") == 0)
 		run_micro(64);
 	else if (strcmp(workload, "micro-1024") == 0)
 		run_micro(1024);
@@ -1183,7 +1404,7 @@ int main(int argc, char **argv)
 		 workload[5] == '\0')
 		run_pattern(workload[4] - '0', scale);
 	else
-		bench_usage_error("--param workload=%s: use micro-64, micro-1024, micro-4096, mode1, "
-				  "mode2, mode3 or mode4", workload);
+		bench_usage_error("--param workload=%s: use inline-64, inline-4096, micro-64, "
+				  "micro-1024, micro-4096, mode1, mode2, mode3 or mode4", workload);
 	return 0;
 }

@@ -15,8 +15,26 @@
  * its NONE through the same dispatch, part 4, in the other two; the independent one forwards). Without bakeoff's sampler preloaded the round has no "bakeoff"
  * run. One JSON line a round on stdout, ns per allocation (its free included) of each run.
  * Stops after ROUNDS rounds or MAX_SECONDS, whichever comes first.
+ *
+ *   INDEP_MEAN_BYTES=4096 indep_check poisson|hash ROUNDS BLOCKS MAX_SECONDS inline-SIZE
+ *
+ * "inline-SIZE" (no interposer needed, none consulted): the decision written into this
+ * program's own allocation path, as an allocator has it, and what it adds to a malloc and
+ * its free: a run mallocs BLOCKS blocks of SIZE bytes, deciding on each right after its
+ * malloc, and then frees them, one clock read either side. Each round runs it without the
+ * decision ("off") and with it ("indep"), in an order drawn per round. Its own code, from the
+ * definitions (the same ones indep_interposer.c states): Poisson a thread-local byte count
+ * that the block's usable size (glibc's chunk of the request, less its size word) is taken
+ * off, and on going negative (out of line) a new gap -mean ln U from splitmix64, the
+ * sample counted and its weight n / (1 - e^(-n/mean)) added; the hash MurmurHash3's fmix64
+ * of the address against n * floor(2^64 / mean), every block at n >= mean, on a sample
+ * (out of line) the sample counted and its weight added. The class n is known before the
+ * decision (the allocator computed it to serve the request).
  */
 #include <dlfcn.h>
+#include <limits.h>
+#include <malloc.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -87,12 +105,148 @@ static double run(uint64_t seed, long ops, bool cycle)
 	return (now_ns() - t0) / (double)ops;
 }
 
+/* ---- inline-SIZE: the decision in this program's own malloc path ---- */
+
+static __thread int64_t in_left;     /* bytes before the next Poisson sample point */
+static __thread uint64_t in_stream;  /* splitmix64 state */
+static __thread double in_weighted;  /* what the samples weigh: keeps them live */
+static __thread uint64_t in_samples; /* how many: a profiler counts its samples */
+static double in_mean = 524288.0;
+static uint64_t in_mean_bytes = 524288, in_step;
+static void *in_blocks[1 << 16];
+
+static size_t in_usable(size_t n)
+{
+	size_t chunk = (n + 8 + 15) & ~(size_t)15;
+
+	return (chunk < 32 ? 32 : chunk) - 8;
+}
+
+static __attribute__((noinline)) void in_poisson_hit(size_t n)
+{
+	double u = (double)((next(&in_stream) >> 11) + 1) / 9007199254740992.0; /* (0, 1] */
+
+	in_left = (int64_t)(-in_mean * log(u));
+	in_samples++;
+	in_weighted += (double)n / -expm1(-(double)n / in_mean);
+}
+
+static __attribute__((noinline)) void in_hash_hit(size_t n)
+{
+	in_samples++;
+	in_weighted += n >= in_mean_bytes ? (double)n :
+		(double)n / ((double)(n * in_step) / 18446744073709551616.0);
+}
+
+static inline uint64_t in_fmix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ULL;
+	k ^= k >> 33;
+	return k;
+}
+
+/* One run: `blocks` mallocs of `size`, each decided on by `scheme` (0 none, 1 Poisson,
+ * 2 hash) inline right after it, then their frees; ns per malloc+free. A function per
+ * scheme (the scheme a constant in each), as a build of an allocator has one. */
+static inline __attribute__((always_inline)) double in_run(int scheme, size_t size, long blocks)
+{
+	/* The class is what the allocator computed to serve the request anyway: known before
+	 * the decision, not part of it. */
+	size_t n = in_usable(size);
+	double t0 = now_ns();
+
+	for (long i = 0; i < blocks; i++) {
+		void *p = malloc(size);
+		if (!p) {
+			fprintf(stderr, "indep_check: out of memory\n");
+			exit(1);
+		}
+		if (scheme == 1) {
+			in_left -= (int64_t)n;
+			if (__builtin_expect(in_left < 0, 0))
+				in_poisson_hit(n);
+		} else if (scheme == 2) {
+			if (__builtin_expect(n >= in_mean_bytes ||
+					     in_fmix64((uint64_t)(uintptr_t)p) < n * in_step, 0))
+				in_hash_hit(n);
+		}
+		*(volatile char *)p = 1;
+		in_blocks[i] = p;
+	}
+	for (long i = 0; i < blocks; i++)
+		free(in_blocks[i]);
+	return (now_ns() - t0) / (double)blocks;
+}
+
+static __attribute__((noinline)) double in_run_off(size_t size, long blocks)
+{
+	return in_run(0, size, blocks);
+}
+
+static __attribute__((noinline)) double in_run_poisson(size_t size, long blocks)
+{
+	return in_run(1, size, blocks);
+}
+
+static __attribute__((noinline)) double in_run_hash(size_t size, long blocks)
+{
+	return in_run(2, size, blocks);
+}
+
+static int run_inline(int scheme, long rounds, long blocks, double limit_ns, size_t size)
+{
+	const char *m = getenv("INDEP_MEAN_BYTES");
+	uint64_t order_rng = 54321;
+
+	if (blocks < 1 || blocks > (long)(sizeof(in_blocks) / sizeof(in_blocks[0])) || size < 1) {
+		fprintf(stderr, "indep_check: inline needs BLOCKS 1..65536 and SIZE >= 1\n");
+		return 2;
+	}
+	if (m && strtoull(m, NULL, 10) >= 1)
+		in_mean_bytes = strtoull(m, NULL, 10);
+	in_mean = (double)in_mean_bytes;
+	in_step = UINT64_MAX / in_mean_bytes;
+	in_stream = (uint64_t)now_ns() ^ 0x2545f4914f6cdd1dULL;
+	in_poisson_hit(1); /* the first gap */
+	/* Freed blocks stay with the heap (no trim of its top), so every run after the first
+	 * reuses them: the runs time malloc and free, not the kernel faulting pages back in. */
+	mallopt(M_TRIM_THRESHOLD, INT_MAX);
+	double (*with)(size_t, long) = scheme == 1 ? in_run_poisson : in_run_hash;
+	double start = now_ns();
+	for (long round = -3; round < rounds; round++) { /* three warm-up rounds */
+		double off, on;
+		if (next(&order_rng) & 1) {
+			off = in_run_off(size, blocks);
+			on = with(size, blocks);
+		} else {
+			on = with(size, blocks);
+			off = in_run_off(size, blocks);
+		}
+		if (round < 0)
+			continue;
+		printf("{\"round\":%ld,\"off\":%.4f,\"indep\":%.4f}\n", round, off, on);
+		if (now_ns() - start > limit_ns)
+			break;
+	}
+	fprintf(stderr, "indep_check: weighted total %.0f, %llu samples\n", in_weighted,
+		(unsigned long long)in_samples);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 6 && strncmp(argv[5], "inline-", 7) == 0 &&
+	    (!strcmp(argv[1], "poisson") || !strcmp(argv[1], "hash")))
+		return run_inline(strcmp(argv[1], "poisson") == 0 ? 1 : 2, atol(argv[2]),
+				  atol(argv[3]), atof(argv[4]) * 1e9,
+				  (size_t)strtoull(argv[5] + 7, NULL, 10));
 	if (argc != 6 || (strcmp(argv[1], "poisson") && strcmp(argv[1], "hash")) ||
 	    (strcmp(argv[5], "pool") && strcmp(argv[5], "cycle"))) {
 		fprintf(stderr, "usage: indep_check poisson|hash ROUNDS ALLOCS_PER_RUN MAX_SECONDS "
-				"pool|cycle\n");
+				"pool|cycle|inline-SIZE\n");
 		return 2;
 	}
 	bool cycle = strcmp(argv[5], "cycle") == 0;

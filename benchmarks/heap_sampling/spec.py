@@ -1,6 +1,8 @@
 """heap-sampling: Poisson vs stateless-hash allocation sampling, cost and accuracy (seed 001).
 
-One trial is `heap_bench` (heap_bench.c): the decision micro-benchmark in-process, or a driver
+One trial is `heap_bench` (heap_bench.c): the decision inlined in a malloc path in-process (the
+seed's question, hash against Poisson at its 4 KiB mean on 64 B and 4 KiB blocks), the decision
+micro-benchmark in-process, or a driver
 that runs the seed's allocation patterns (alloc_patterns.c) under libbakeoff_sampler.so
 (sampler.c): once paired against NONE inside one process for the added cost, and in
 accuracy_runs fresh processes for the estimation errors. `bakeoff sample -- CMD` runs any
@@ -25,8 +27,16 @@ from .sample_command import KIB, MAX_MEAN, MIN_MEAN, SEED_MEAN, sample_command
 GO_JEMALLOC_MEAN = 512 * KIB  # Go's runtime.MemProfileRate; jemalloc's lg_prof_sample 19
 TCMALLOC_MEAN = 2 * KIB * KIB  # tcmalloc's default profile sampling interval
 MEANS = (SEED_MEAN, GO_JEMALLOC_MEAN, TCMALLOC_MEAN)
-WORKLOADS = ("micro-64", "micro-1024", "micro-4096", "mode1", "mode2", "mode3", "mode4")
-DEFAULT_WORKLOADS = tuple(w for w in WORKLOADS if w not in ("micro-4096", "mode3"))
+WORKLOADS = ("inline-64", "inline-4096", "micro-64", "micro-1024", "micro-4096", "mode1",
+             "mode2", "mode3", "mode4")
+# The seed's block sizes with the decision inlined (its question), micro-1024 for the live-heap
+# question, the seed's patterns for the error question. Not the micro at 64 and 4096 (the
+# inline workloads ask what they asked, as an allocator runs it) nor mode3 (eight threads on
+# the one pinned CPU; no question reads it): both in full.
+DEFAULT_WORKLOADS = ("inline-64", "inline-4096", "micro-1024", "mode1", "mode2", "mode4")
+INLINE_WORKLOADS = ("inline-64", "inline-4096")
+# What the seed (001, "Key Takeaways") claims, named beside the answer that tests it.
+SEED_CLAIM = "seed: hash 3–62× faster"
 
 
 def _sane_scale(value: ParamValue) -> str | None:
@@ -50,7 +60,9 @@ def _sweep() -> list[str]:
 BENCHMARK = Benchmark(
     name="heap-sampling",
     title="Heap sampling: Poisson byte counter vs stateless address hash",
-    summary=("What sampling adds per allocation (malloc + free), decomposed: the decision "
+    summary=("What a sampling decision costs, the hash against Poisson, inlined in the malloc "
+             "path at the seed's settings; what sampling adds per allocation (malloc + free), "
+             "decomposed: the decision "
              "(on the size an allocator knows), the live-heap tracking on free, the "
              "interposer itself and the shipped preload's bookkeeping; what a decision and a "
              "sample cost, and how well 1/p-weighted samples "
@@ -79,9 +91,12 @@ BENCHMARK = Benchmark(
                 "sizes", color="#d62728", diagnostic=True),
     ),
     params=(
-        Param("workload", "str", "micro-64 / micro-1024 / micro-4096: decision micro-benchmark "
-              "(no malloc, blocks of that many bytes); mode1 monotonic heap, mode2 steady pool, "
-              "mode3 8-thread churn, mode4 address reuse (seed's alloc patterns)",
+        Param("workload", "str", "inline-64 / inline-4096: malloc and free of blocks of that "
+              "many bytes with the decision inlined in the malloc path (as an allocator ships "
+              "it); micro-64 / micro-1024 / micro-4096: decision micro-benchmark "
+              "(no malloc, blocks of that many bytes, each decision a call); mode1 monotonic "
+              "heap, mode2 steady pool, mode3 8-thread churn, mode4 address reuse (seed's "
+              "alloc patterns)",
               choices=WORKLOADS),
         Param("mean", "bytes", "mean bytes between samples (SAMPLER_POISSON_MEAN_BYTES); Poisson "
               "samples a block of u bytes with p = 1-exp(-u/m), the hash with p = min(1, u/m): "
@@ -101,8 +116,10 @@ BENCHMARK = Benchmark(
         Metric("decide_ns_per_alloc", "ns", "what the scheme adds on the allocation path to "
                "decide, on the size an allocator knows (the class of the request, no "
                "malloc_usable_size): the decision alone minus NONE through the same dispatch, "
-               "free() doing nothing (micro: the malloc-path batch minus NONE's, a sample's "
-               "table insert or tag included)"),
+               "free() doing nothing, per malloc+free (inline: batches of malloc, the decision "
+               "inlined after it, and free, minus the same batches without the decision: per "
+               "malloc+free; micro: the malloc-path batch of calls minus NONE's, a sample's "
+               "table insert or tag included: per malloc-path decision, no malloc or free)"),
         Metric("live_heap_ns_per_alloc", "ns", "what tracking the live heap adds: the "
                "decision with its tracking (Poisson: table insert, and on every free the "
                "table's filter and probe; tagged: the header flag set and tested; hash: "
@@ -119,7 +136,8 @@ BENCHMARK = Benchmark(
                "(decide + live_heap + bookkeeping; micro: batches of decisions against batches "
                "of NONE's dispatch), one value per round"),
         Metric("ns_per_alloc", "ns", "time per allocation of the workload, its free included; "
-               "micro: the decisions of one allocation (malloc path + free path)",
+               "inline: one malloc, its decision and its free; micro: the decisions of one "
+               "allocation (malloc path + free path)",
                overhead_pct=True),
         Metric("ticks_per_test", "TSC ticks", "micro: the decrement (Poisson) or the hash test, "
                "malloc path + free path (Poisson: the table's filter; tagged: the tag) of one "
@@ -143,37 +161,36 @@ BENCHMARK = Benchmark(
                "at the end") + "; only where the live heap holds >= 64 means", signed=True),
     ),
     profiles={
-        "quick": Profile("quick", {"workload": ("micro-64", "mode2", "mode4"),
+        "quick": Profile("quick", {"workload": ("inline-64", "inline-4096", "micro-64",
+                                                "mode2", "mode4"),
                                    "mean": (SEED_MEAN,), "scale": (0.005,),
                                    "accuracy_runs": (4,)},
                          trials=3, samples=3, warmup_samples=1, warmup_trials=0, timeout_s=60),
-        # The production means the questions read (Go's and jemalloc's 512 KiB, tcmalloc's
-        # 2 MiB); the seed's 4 KiB is in full. Not micro-4096 (at these means it is one more
-        # block size; its point is the 4 KiB mean, where the hash never hashes) nor mode3
-        # (eight threads on the one pinned CPU; no question reads it): both in full. 2
-        # samples, each a round of five runs since the cost is decomposed (the warm-up round
-        # a pair): as many runs of a pattern as the 5 pairs before, so the default run stays
-        # within its earlier wall time (METHOD.md "Run time").
-        # A fixed count: the primary metric is a difference with no ratio to the
-        # baseline, so sequential allocation has no verdict to settle. No warm-up round:
-        # every case's first trial is measured in the same shuffled round, so a cold start
-        # falls on all variants alike. 4 accuracy processes a trial, 20 estimates a case (the
-        # fewest that show a p5/p95): with 8, they were over half of a mode1 trial and no
-        # finding uses them (docs/notes/profile-choices-20261125-vm.md).
-        # The cases no question reads (no-preload, the micro workloads but micro-1024, the
-        # variants the questions do not name) 3 trials (Profile.other_trials).
-        # trial_s: the mean trial of the default run scripts/trial_s.py --write read (it
-        # prints the run); only the estimate of the time left reads it.
-        # answer_trials: the micro-1024 cases the cost questions read get up to 15 trials
-        # until their CI is within 5% (a micro trial takes a fraction of the modes'; a slow
-        # spell of the shared core can double a trial's figures, and only more trials
-        # average it out: METHOD.md "Questions"); the error question's target (1.0) is met
-        # at 5 trials, so the modes get no more.
-        "default": Profile("default", {"workload": DEFAULT_WORKLOADS,
-                                       "mean": (GO_JEMALLOC_MEAN, TCMALLOC_MEAN),
+        # The seed's 4 KiB mean (its question, and its patterns' errors) and the production
+        # means (Go's and jemalloc's 512 KiB, tcmalloc's 2 MiB). 2 samples, each a round of
+        # five runs in the modes (the warm-up round a pair); the micro and inline samples are
+        # medians of 9 pairs of batches. A fixed count: the primary metric is a difference
+        # with no ratio to the baseline, so sequential allocation has no verdict to settle.
+        # No warm-up round: every case's first trial is measured in the same shuffled round,
+        # so a cold start falls on all variants alike. 4 accuracy processes a trial, 20
+        # estimates a case (the fewest that show a p5/p95).
+        # The cases no question reads 3 trials (Profile.other_trials).
+        # counted_samples=0: no PMU here, and in a warm heap the kernel counters are ~0 for
+        # every variant (METHOD.md "Counters"): no answer's why reads them, and the two
+        # counted trials a case took were a third of mode1's time (METHOD.md "Run time";
+        # the full profile still counts).
+        # trial_s: the mean trial of the default run in METHOD.md "Run time"; only the
+        # estimate of the time left reads it.
+        # answer_trials: the inline and micro cases the cost questions read get up to 15
+        # trials until their CI is within target (their trials are a fraction of the
+        # modes'; a slow spell of the shared core can double a trial's figures, and only
+        # more trials average it out); the error question's target (1.0) is met at 5 trials,
+        # so the modes get no more.
+        "default": Profile("default", {"workload": DEFAULT_WORKLOADS, "mean": MEANS,
                                        "scale": (0.01,), "accuracy_runs": (4,)},
                            trials=5, samples=2, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, other_trials=3, trial_s=0.32, answer_trials=15),
+                           timeout_s=120, other_trials=3, trial_s=0.32, answer_trials=15,
+                           counted_samples=0),
         "full": Profile("full", {"workload": WORKLOADS, "mean": MEANS, "scale": (1.0,),
                                  "accuracy_runs": (8,)},
                         trials=10, samples=5, warmup_samples=1, warmup_trials=1,
@@ -185,30 +202,39 @@ BENCHMARK = Benchmark(
     # heap all are ~0 for every variant: a sampler's cost is user-space CPU work, which no
     # counter here measures without a PMU (cycles, instructions where the host has one).
     questions=(
-        # Asked of the micro-benchmark (micro-1024: blocks below both means, so the hash
-        # hashes), where decisions are timed in batches against NONE's, medians of 9 pairs a
-        # sample: a decision is under a ns, which the modes' runs of the pattern (tens of ns
-        # of noise a trial) cannot resolve (METHOD.md "Questions"). poisson-tagged makes
-        # Poisson's decision: it differs on free, so it answers the second question only.
-        Question("What does each scheme add to decide on the allocation path, per malloc+free, "
-                 "at the means profilers ship with?", "added", against="none",
+        # The seed's question at the seed's settings: what a decision costs, the hash against
+        # Poisson, at its 4 KiB mean on its 64 B and 4 KiB blocks, the decision inlined in the
+        # malloc path (METHOD.md "The decision inlined in the malloc path"). The ratio of
+        # the two schemes' decide_ns_per_alloc, paired by round; the seed's claim beside it.
+        Question("What does a decision cost, the hash against Poisson, at the seed's 4 KiB "
+                 "mean on 64 B and 4 KiB blocks, inlined in the malloc path (per "
+                 "malloc+free)?", "ratio", against="poisson", variants=("stateless-hash",),
+                 metric="decide_ns_per_alloc",
+                 at={"mean": (SEED_MEAN,), "workload": INLINE_WORKLOADS}, target_ci=0.10,
+                 claim=SEED_CLAIM),
+        Question("What does deciding add per malloc+free, inlined in the malloc path, at the "
+                 "means profilers ship with?", "added", against="none",
                  variants=("poisson", "stateless-hash"), metric="decide_ns_per_alloc",
-                 at={"mean": (GO_JEMALLOC_MEAN, TCMALLOC_MEAN), "workload": ("micro-1024",)}),
+                 at={"mean": (GO_JEMALLOC_MEAN, TCMALLOC_MEAN), "workload": INLINE_WORKLOADS}),
+        # Asked of the micro-benchmark (micro-1024: blocks below both means, so the hash
+        # hashes), whose free-path batches time the tracking alone, against NONE's, medians
+        # of 9 pairs a sample: tracking is about a ns, which the modes' runs of the pattern
+        # (tens of ns of noise a trial) cannot resolve (METHOD.md "Questions").
         Question("What does tracking the live heap add on free: Poisson's table, its tag, the "
                  "hash's recompute?", "added", against="none",
                  variants=("poisson", "poisson-tagged", "stateless-hash"),
                  metric="live_heap_ns_per_alloc",
                  at={"mean": (GO_JEMALLOC_MEAN, TCMALLOC_MEAN), "workload": ("micro-1024",)}),
-        # The seed's heaps and address reuse (mode4, where the hash's error grows); not mode3
-        # (eight threads on one pinned CPU). The tagged variant's estimate is Poisson's.
+        # The seed's heaps and address reuse (mode4, where the hash's error grows), at the
+        # seed's mean and the production ones; not mode3 (eight threads on one pinned CPU).
+        # The tagged variant's estimate is Poisson's.
         # target_ci 1.0: an RMS from 20 estimates is known to within tens of % either way
         # (METHOD.md "Questions"), and what the answer turns on is its scale (a few % against
         # tens of %), so the modes' trials (the dearest of the room) are not spent on it.
         Question("How far off is each scheme's estimate of the bytes allocated (RMS error)?",
                  "error", metrics=("poisson_total_error_pct", "hash_total_error_pct"),
                  variants=("poisson", "stateless-hash"),
-                 at={"mean": (GO_JEMALLOC_MEAN, TCMALLOC_MEAN),
-                     "workload": ("mode1", "mode2", "mode4")}, target_ci=1.0),
+                 at={"mean": MEANS, "workload": ("mode1", "mode2", "mode4")}, target_ci=1.0),
     ),
     why_counters=("page_faults_minor", "syscalls.sys_enter_brk", "syscalls.sys_enter_mmap",
                   "context_switches"),
