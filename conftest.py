@@ -337,12 +337,13 @@ def group_time_lines(groups: dict[str, GroupTime], shown: int = 15) -> list[str]
 
 def _remember_unit_seconds(config: pytest.Config) -> None:
     """Each unit's seconds, for the next run's order (pytest's cache, .pytest_cache/)."""
-    if config.cache is None:
+    cache = getattr(config, "cache", None)  # None, or absent with -p no:cacheprovider
+    if cache is None:
         return
-    seconds = dict(config.cache.get(UNIT_SECONDS_KEY, {}))
+    seconds = dict(cache.get(UNIT_SECONDS_KEY, {}))
     for g in _GROUP_TIMES.values():
         seconds.update({u: round(s, 1) for u, s in g.units.items()})
-    config.cache.set(UNIT_SECONDS_KEY, seconds)
+    cache.set(UNIT_SECONDS_KEY, seconds)
 
 
 def _slowest_first(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -351,7 +352,8 @@ def _slowest_first(config: pytest.Config, items: list[pytest.Item]) -> None:
     that no unit of minutes starts last and leaves two workers idle. pytest-xdist's own
     order (the most tests first) put the fault-injection tests, a unit each, at the end. A
     unit's tests keep their order, so a module's fixtures are set up once."""
-    known: dict[str, float] = config.cache.get(UNIT_SECONDS_KEY, {}) if config.cache else {}
+    cache = getattr(config, "cache", None)
+    known: dict[str, float] = cache.get(UNIT_SECONDS_KEY, {}) if cache is not None else {}
 
     def unit(item: pytest.Item) -> str:
         group = item.get_closest_marker("xdist_group")
