@@ -90,7 +90,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # `bakeoff compare` says (bakeoff/stats/drift.py): tests see an empty state directory of their
     # own (a test that wants a spread writes one there), removed at the end.
     _STATE_DIR.append(tempfile.mkdtemp(prefix="bakeoff-test-state-"))
-    # The work units go out in the order the workers collected them (_slowest_first), not
+    # The work units go out in the order the workers collected them (slowest_first), not
     # pytest-xdist's (the units with the most tests first).
     if getattr(config.option, "dist", "no") == "loadgroup":
         config.option.loadscopereorder = False
@@ -346,7 +346,7 @@ def _remember_unit_seconds(config: pytest.Config) -> None:
     cache.set(UNIT_SECONDS_KEY, seconds)
 
 
-def _slowest_first(config: pytest.Config, items: list[pytest.Item]) -> None:
+def slowest_first(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under --dist loadgroup, the units in the order their worker is to take them: the
     longest first (its seconds in the last run's cache, else a guess from its live runs), so
     that no unit of minutes starts last and leaves two workers idle. pytest-xdist's own
@@ -423,7 +423,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             group = SHARED_FIXTURE_GROUPS.get(item.path.name, item.path.name)
             item.add_marker(pytest.mark.xdist_group(group))
     if getattr(config.option, "loadgroup", False):  # an xdist worker of --dist loadgroup
-        _slowest_first(config, items)
+        slowest_first(config, items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
