@@ -360,10 +360,17 @@ def slowest_first(config: pytest.Config, items: list[pytest.Item]) -> None:
         return str(group.args[0]) if group is not None else item.nodeid
 
     def guess(item: pytest.Item) -> float:
-        # A test of a LOCK_PER_TEST module makes whole runs of its own (minutes each).
+        """Seconds, roughly, by what a test with a live run does: a test handed out alone
+        makes whole runs of its own (fault injection: minutes); a fleet test, minutes; a
+        test that reads outcomes its module fixture made, little; any other, a run."""
+        name = item.path.name
         if item.get_closest_marker("slow") is None:
             return 0.1
-        return 60.0 if item.path.name in LOCK_PER_TEST else 10.0
+        if name in INDEPENDENT_MODULES:
+            return 120.0
+        if name in LOCK_WHEN_RUNNING:
+            return 1.0
+        return 60.0 if name in LOCK_PER_TEST else 10.0
 
     cost: dict[str, float] = {}
     for item in items:
