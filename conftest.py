@@ -18,8 +18,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # `bakeoff compare` says (bakeoff/stats/drift.py): tests see an empty state directory of their
     # own (a test that wants a spread writes one there), removed at the end.
     _STATE_DIR.append(tempfile.mkdtemp(prefix="bakeoff-test-state-"))
+    # The work units go out in the order the workers collected them (slowest_first), not
+    # pytest-xdist's (the units with the most tests first).
+    if getattr(config.option, "dist", "no") == "loadgroup":
+        config.option.loadscopereorder = False
     os.environ["XDG_STATE_HOME"] = _STATE_DIR[0]
     real_init = subprocess.Popen.__init__
 
@@ -97,6 +102,10 @@ def pytest_configure(config: pytest.Config) -> None:
             if FAST_TIER:
                 pytest.fail(f"{_RUNNING[0]} starts {what}: the fast tier runs no live "
                             "benchmark; mark the test @pytest.mark.slow", pytrace=False)
+            if not _LOCKS_HELD and _LAZY_HOLDS:
+                with _LAZY_GUARD:  # outcomes' threads start runs at once: one takes it
+                    if not _LOCKS_HELD:
+                        _LAZY_HOLDS[-1].enter_context(suite_lock(False, _RUNNING[0]))
             if not _LOCKS_HELD:
                 pytest.fail(f"{_RUNNING[0]} starts {what} without the suite lock (a session "
                             "fixture's run? wrap it in `with live_run_lock(...)`)",
@@ -109,13 +118,16 @@ def pytest_configure(config: pytest.Config) -> None:
 # Modules whose tests share nothing but the build: pytest-xdist hands their tests out one by
 # one. Every other module's tests go to one worker together (`--dist loadgroup`), so that its
 # module-scoped fixtures (a live run, a fleet of hosts) are set up once, not once per worker.
-INDEPENDENT_MODULES = frozenset({"test_fault_injection.py", "test_bad_input.py",
-                                 "test_properties.py", "test_stats.py"})
+INDEPENDENT_MODULES = frozenset({"test_fault_injection.py", "test_properties.py",
+                                 "test_stats.py"})
 # Modules that take the suite lock test by test rather than for the whole module: the
-# independent ones, and the fleet's, whose tests run on one worker (its module fixture, three
+# independent ones; the fleet's, whose tests run on one worker (its module fixture, three
 # hosts each set up once, is made once) but last minutes each: a module-long shared hold
-# would keep a machine-wide module, and behind it every other test, waiting that long.
-LOCK_PER_TEST = INDEPENDENT_MODULES | {"test_fleet.py"}
+# would keep a machine-wide module, and behind it every other test, waiting that long; and
+# bad input's, whose module fixture runs the whole catalogue under the lock before its first
+# test. (Bad input's tests were handed out one by one until 2026-11-29: every worker that got
+# one ran the whole catalogue, 145 s and 129 s of set-up on two workers in CI.)
+LOCK_PER_TEST = INDEPENDENT_MODULES | {"test_fleet.py", "test_bad_input.py"}
 
 
 # Modules whose costly session fixture is the same run (every room's quick profile): one
@@ -142,6 +154,21 @@ TURNSTILE = Path("/tmp/bakeoff-test-suite.turnstile")
 
 def _open_lock(path: Path) -> int:
     return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+
+
+# Modules of LOCK_PER_TEST whose tests take the suite lock only when one starts a live run
+# (the Popen guard in pytest_configure), held to the test's end: most of bad input's tests
+# read outcomes its module fixture made, and queueing at the turnstile for each of 150 of
+# them cost minutes behind other engineers' exclusive modules. A test that makes things
+# before its first run (and so needs the lock from its start) does not belong here.
+LOCK_WHEN_RUNNING = frozenset({"test_bad_input.py"})
+_LAZY_HOLDS: list[contextlib.ExitStack] = []
+_LAZY_GUARD = threading.Lock()
+
+
+# Seconds this process waited for the suite lock since its last test report: each report
+# carries them (pytest_runtest_makereport), so the group summary can say who waited.
+_LOCK_WAITS: list[float] = []
 
 
 # The holds of the suite lock this process has (a worker's module or test, a fixture's
@@ -172,6 +199,7 @@ def suite_lock(exclusive: bool, holder: str) -> Iterator[None]:
             gate = -1
         _timeline({"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": holder,
                    "phase": "lock-wait", "start": start, "stop": time.time()})
+        _LOCK_WAITS.append(time.time() - start)
         _LOCKS_HELD.append((holder, exclusive))
         try:
             yield
@@ -214,6 +242,14 @@ def _suite_lock_per_test(request: pytest.FixtureRequest) -> Iterator[None]:
             alone or _starts_live_runs([request.node])):
         yield
         return
+    if request.path.name in LOCK_WHEN_RUNNING and not alone:
+        with contextlib.ExitStack() as held:  # taken by the first live run, if any
+            _LAZY_HOLDS.append(held)
+            try:
+                yield
+            finally:
+                _LAZY_HOLDS.pop()
+        return
     with suite_lock(alone, request.node.nodeid):
         yield
 
@@ -231,6 +267,129 @@ def _timeline(line: dict[str, Any]) -> None:
             f.write(json.dumps(line) + "\n")
 
 
+# ---- the time of each test group, printed at the end and remembered for the next order ----
+
+UNIT_SECONDS_KEY = "bakeoff/unit-seconds"
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit pytest-xdist hands to one worker: the test's xdist group (the suffix after
+    '@' that --dist loadgroup gives its ID), or the test alone."""
+    head, _, group = nodeid.rpartition("@")
+    return group if head and "]" not in group else nodeid
+
+
+def _group_of(nodeid: str) -> str:
+    """What the summary adds up: a unit, or the module of a test handed out alone."""
+    unit = unit_of(nodeid)
+    return unit.split("::", 1)[0].rsplit("/", 1)[-1] if unit == nodeid else unit
+
+
+class GroupTime:
+    """A group's tests, the workers they ran on, their set-up, call and tear-down seconds
+    (which include a set-up's live run and its wait for the suite lock), that wait alone,
+    and the wall-clock span from its first phase's start to its last's stop."""
+
+    def __init__(self) -> None:
+        self.tests: set[str] = set()
+        self.workers: set[str] = set()
+        self.busy_s = self.lock_wait_s = 0.0
+        self.start, self.stop = float("inf"), 0.0
+        self.units: dict[str, float] = {}
+
+    def add(self, report: pytest.TestReport, worker: str) -> None:
+        self.tests.add(report.nodeid)
+        self.workers.add(worker)
+        self.busy_s += report.duration
+        self.lock_wait_s += sum(float(v) for k, v in report.user_properties  # type: ignore[arg-type]
+                                if k == "lock_wait_s")
+        self.start, self.stop = min(self.start, report.start), max(self.stop, report.stop)
+        unit = unit_of(report.nodeid).split("@", 1)[0]
+        self.units[unit] = self.units.get(unit, 0.0) + report.duration
+
+
+_GROUP_TIMES: dict[str, GroupTime] = {}
+
+
+def group_time_lines(groups: dict[str, GroupTime], shown: int = 15) -> list[str]:
+    """The slowest groups, one line each, the rest in one line, and each worker's busy time
+    against the wall: where the suite's time went, and whether the workers stayed busy."""
+    t0 = min(g.start for g in groups.values())
+    wall = max(g.stop for g in groups.values()) - t0
+    ranked = sorted(groups.items(), key=lambda kv: -kv[1].busy_s)
+    lines = [f"{'group':44} {'tests':>5} {'busy s':>7} {'lock wait s':>11} "
+             f"{'span s':>13}  workers"]
+    for name, g in ranked[:shown]:
+        lines.append(f"{name[-44:]:44} {len(g.tests):5} {g.busy_s:7.1f} {g.lock_wait_s:11.1f} "
+                     f"{g.start - t0:6.0f}-{g.stop - t0:<6.0f}  {','.join(sorted(g.workers))}")
+    rest = ranked[shown:]
+    if rest:
+        lines.append(f"{len(rest)} more groups: {sum(len(g.tests) for _, g in rest)} tests, "
+                     f"{sum(g.busy_s for _, g in rest):.1f} s busy")
+    by_worker: dict[str, float] = {}
+    for g in groups.values():
+        for w in g.workers:  # a group on several workers (tests handed out alone): shared out
+            by_worker[w] = by_worker.get(w, 0.0) + g.busy_s / len(g.workers)
+    lines.append(f"wall {wall:.0f} s; busy by worker: "
+                 + ", ".join(f"{w} ~{s:.0f} s" for w, s in sorted(by_worker.items())))
+    return lines
+
+
+def _remember_unit_seconds(config: pytest.Config) -> None:
+    """Each unit's seconds, for the next run's order (pytest's cache, .pytest_cache/)."""
+    cache = getattr(config, "cache", None)  # None, or absent with -p no:cacheprovider
+    if cache is None:
+        return
+    seconds = dict(cache.get(UNIT_SECONDS_KEY, {}))
+    for g in _GROUP_TIMES.values():
+        seconds.update({u: round(s, 1) for u, s in g.units.items()})
+    cache.set(UNIT_SECONDS_KEY, seconds)
+
+
+def slowest_first(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under --dist loadgroup, the units in the order their worker is to take them: the
+    longest first (its seconds in the last run's cache, else a guess from its live runs), so
+    that no unit of minutes starts last and leaves two workers idle. pytest-xdist's own
+    order (the most tests first) put the fault-injection tests, a unit each, at the end. A
+    unit's tests keep their order, so a module's fixtures are set up once."""
+    cache = getattr(config, "cache", None)
+    known: dict[str, float] = cache.get(UNIT_SECONDS_KEY, {}) if cache is not None else {}
+
+    def unit(item: pytest.Item) -> str:
+        group = item.get_closest_marker("xdist_group")
+        return str(group.args[0]) if group is not None else item.nodeid
+
+    def guess(item: pytest.Item) -> float:
+        """Seconds, roughly, by what a test with a live run does: a test handed out alone
+        makes whole runs of its own (fault injection: minutes); a fleet test, minutes; a
+        test that reads outcomes its module fixture made, little; any other, a run."""
+        name = item.path.name
+        if item.get_closest_marker("slow") is None:
+            return 0.1
+        if name in INDEPENDENT_MODULES:
+            return 120.0
+        if name in LOCK_WHEN_RUNNING:
+            return 1.0
+        return 60.0 if name in LOCK_PER_TEST else 10.0
+
+    cost: dict[str, float] = {}
+    for item in items:
+        cost[unit(item)] = cost.get(unit(item), 0.0) + guess(item)
+    if known:
+        cost = {u: known.get(u, c) for u, c in cost.items()}
+    first_seen = {u: i for i, u in reversed(list(enumerate(unit(x) for x in items)))}
+    items.sort(key=lambda x: (-cost[unit(x)], first_seen[unit(x)]))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport() -> Iterator[None]:
+    """Each report carries the seconds its worker waited for the suite lock since the last."""
+    outcome = yield
+    if _LOCK_WAITS:
+        outcome.get_result().user_properties.append(("lock_wait_s", sum(_LOCK_WAITS)))  # type: ignore[attr-defined]
+        _LOCK_WAITS.clear()
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Tests that count things (where signals landed, what sweeps removed) hand a summary
     over with record_property("summary", text); it reaches here from xdist workers too."""
@@ -238,6 +397,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         _SUMMARIES.extend(str(v) for k, v in report.user_properties if k == "summary")
     if not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller: once per phase
         node = getattr(report, "node", None)
+        _GROUP_TIMES.setdefault(_group_of(report.nodeid), GroupTime()).add(
+            report, node.gateway.id if node is not None else "main")
         _timeline({"worker": node.gateway.id if node is not None else "main",
                    "test": report.nodeid, "phase": report.when, "outcome": report.outcome,
                    "start": report.start, "stop": report.stop})
@@ -248,10 +409,15 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("what the fault-injection tests counted")
         for text in _SUMMARIES:
             terminalreporter.write_line(text)
+    if _GROUP_TIMES:
+        terminalreporter.section("time per test group")
+        for line in group_time_lines(_GROUP_TIMES):
+            terminalreporter.write_line(line)
+        _remember_unit_seconds(terminalreporter.config)
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test that needs the built benchmarks (the `built` fixture, directly or through
     another fixture) runs them: slow, whether or not it says so. And the xdist groups:
     before xdist's own hook reads them into the test IDs (tryfirst; without it the groups
@@ -263,6 +429,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.path.name not in INDEPENDENT_MODULES:
             group = SHARED_FIXTURE_GROUPS.get(item.path.name, item.path.name)
             item.add_marker(pytest.mark.xdist_group(group))
+    if getattr(config.option, "loadgroup", False):  # an xdist worker of --dist loadgroup
+        slowest_first(config, items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -316,17 +484,48 @@ def built() -> Path:
     return build_dir()
 
 
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str,
+              make: Callable[[Path], None]) -> Path:
+    """A directory made by `make` once per test session, by whichever pytest-xdist worker
+    asks first; the others wait for it and read it (a session fixture alone is made once per
+    worker: the mremap quick run was made by up to three). Its readers must not write in it.
+    The suite lock is taken before the session's lock on the name, so that whoever holds
+    the latter never waits at the turnstile, behind a worker that waits for it."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's own directory, above each worker's
+    shared = root / "made-once"
+    shared.mkdir(exist_ok=True)
+    out, done, failed = shared / name, shared / f"{name}.done", shared / f"{name}.failed"
+    with live_run_lock(name):
+        fd = _open_lock(shared / f"{name}.lock")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if failed.exists():
+                pytest.fail(f"{name}, made by another worker, failed: {failed.read_text()}",
+                            pytrace=False)
+            if not done.exists():
+                try:
+                    make(out)
+                except BaseException as e:
+                    failed.write_text(str(e)[-4000:])
+                    raise
+                done.touch()
+        finally:
+            os.close(fd)
+    return out
+
+
 @pytest.fixture(scope="session")
 def mremap_quick_run(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real `bakeoff run mremap-vs-memcpy --profile quick`, shared by the tests that
-    check its results directory and its report."""
-    out = tmp_path_factory.mktemp("mremap") / "run"
-    with live_run_lock("mremap_quick_run"):
+    check its results directory and its report: made once per session (made_once)."""
+    def make(out: Path) -> None:
         res = run_bakeoff("run", "mremap-vs-memcpy", "--profile", "quick", "--out", str(out),
                           "--seed", "11")
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert f"wrote {out}/report.html" in res.stdout
-    return out
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert f"wrote {out}/report.html" in res.stdout
+    return made_once(tmp_path_factory, "mremap-quick-run", make)
 
 
 def rooms_the_session_reads(items: Iterable[pytest.Item]) -> list[str]:
@@ -348,12 +547,13 @@ def all_rooms_quick_run(built: Path, tmp_path_factory: pytest.TempPathFactory,
     profile with 3 trials: the report a user gets, for the tests of its findings, its
     length and its first screen. Only the rooms the selected tests read, when every one of
     them is a room's own (rooms_the_session_reads)."""
-    out = tmp_path_factory.mktemp("all-rooms") / "run"
-    with live_run_lock("all_rooms_quick_run"):
-        res = run_bakeoff("run", *rooms_the_session_reads(request.session.items), "--profile",
-                          "quick", "--trials", "3", "--out", str(out), "--seed", "7")
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    return out
+    rooms = rooms_the_session_reads(request.session.items)
+
+    def make(out: Path) -> None:
+        res = run_bakeoff("run", *rooms, "--profile", "quick", "--trials", "3", "--out",
+                          str(out), "--seed", "7")
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return made_once(tmp_path_factory, "all-rooms-quick-run", make)
 
 
 def counted_output(stdout: str) -> tuple[dict[str, Any], dict[str, list[float]],

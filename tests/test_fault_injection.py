@@ -435,11 +435,51 @@ def _moments(signum: int) -> tuple[str, ...]:
     return MOMENTS if signum == signal.SIGKILL else MOMENTS[:3]
 
 
-def _aims(rng: random.Random) -> list[tuple[int, Aim]]:
-    """Every signal at every kind of moment (_moments), PER_SIGNAL times, in a seeded order;
-    never a start-up one first (its window is the start-up an earlier cycle saw)."""
+# Every signal meets every kind of moment over the session, not in every room: a room's
+# things to leave are made by its session and trials whatever the signal, so each room gets
+# every kind of moment and every signal, and the pairs of the two are dealt among the rooms
+# the session selected (all of them with one room selected, or BAKEOFF_FI_FULL=1).
+FULL = os.environ.get("BAKEOFF_FI_FULL") == "1"
+
+
+def selected_rooms(session: pytest.Session, test: str) -> list[str]:
+    """The rooms whose `test` this session runs, in GRIDS order: the same on every xdist
+    worker (each collects and deselects alike), so the deal below is too."""
+    chosen = {item.callspec.params["grid"].name for item in session.items
+              if getattr(item, "originalname", "") == test and hasattr(item, "callspec")}
+    return [g.name for g in GRIDS if g.name in chosen]
+
+
+def dealt(room: str, rooms: list[str], hands: int) -> list[int]:
+    """Which of `hands` hands (0..hands-1) the room takes, dealt in turn among rooms, every
+    hand to one room at least and every room one hand at least (more rooms than hands: the
+    deal goes round again); every hand when it is the only room, or under BAKEOFF_FI_FULL.
+    The seed turns the deal, so another seed gives a room other hands."""
+    if FULL or room not in rooms:
+        return list(range(hands))
+    turn = (rooms.index(room) + SEED) % len(rooms)
+    return sorted({h % hands for h in range(max(hands, len(rooms))) if h % len(rooms) == turn})
+
+
+def early_pairs(room: str, rooms: list[str]) -> list[tuple[int, str]]:
+    """(signal, moment) before the last trial: diagonal d gives moment j the signal
+    SIGNALS[(d + j) % 3], so one diagonal meets every early moment and every signal once,
+    and three rooms' diagonals make every pair. A SIGKILL with the room's session up (what
+    only the sweeps can remove is the room's own) in every room: added where its diagonal
+    kills in start-up. After the last trial SIGKILL always (the late SIGINT and SIGTERM are
+    the other test's)."""
+    pairs = [(SIGNALS[(d + j) % len(SIGNALS)], moment)
+             for d in dealt(room, rooms, len(SIGNALS)) for j, moment in enumerate(MOMENTS[:3])]
+    if not any(n == signal.SIGKILL and m in MOMENTS[1:3] for n, m in pairs):
+        pairs.append((signal.SIGKILL, MOMENTS[2]))
+    return [*pairs, (signal.SIGKILL, MOMENTS[3])]
+
+
+def _aims(rng: random.Random, pairs: list[tuple[int, str]]) -> list[tuple[int, Aim]]:
+    """Each (signal, moment) pair PER_SIGNAL times, in a seeded order; never a start-up
+    one first (its window is the start-up an earlier cycle saw)."""
     plan = [(signum, Aim(moment, rng.random(), rng.choice(LATE_PHASES)))
-            for _ in range(PER_SIGNAL) for signum in SIGNALS for moment in _moments(signum)]
+            for _ in range(PER_SIGNAL) for signum, moment in pairs]
     rng.shuffle(plan)
     first = next(i for i, (_, aim) in enumerate(plan) if aim.moment != MOMENTS[0])
     return plan[first:] + plan[:first]
@@ -638,12 +678,14 @@ def ours(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ours]:
 
 @pytest.mark.parametrize("grid", GRIDS, ids=[g.name for g in GRIDS])
 def test_signals_at_every_moment(grid: Grid, built: Path, ours: Ours, tmp_path: Path,
+                                 request: pytest.FixtureRequest,
                                  record_property: Callable[[str, object], None]) -> None:
     rng = random.Random(f"{SEED}:{grid.name}")
     baseline = ours.snapshot()
     tally = Tally()
     start = time.monotonic()
-    plan = _aims(rng)
+    pairs = early_pairs(grid.name, selected_rooms(request.session, "test_signals_at_every_moment"))
+    plan = _aims(rng, pairs)
     planned = len(plan)
     cycle = 0
     while plan:
@@ -656,12 +698,13 @@ def test_signals_at_every_moment(grid: Grid, built: Path, ours: Ours, tmp_path: 
         if landed != aim.moment:  # the run was quicker than the aim: again, earlier in it
             plan.append((signum, Aim(aim.moment, aim.fraction / 2, aim.late_phase)))
     tally.seconds = time.monotonic() - start
-    for signum in SIGNALS:  # every signal met every kind of moment
+    for signum, moment in pairs:  # every pair dealt to this room was met
         phases = tally.phases.get(signal.Signals(signum).name, Counter())
-        assert all(phases[m] >= PER_SIGNAL for m in _moments(signum)), (signum, phases)
+        assert phases[moment] >= PER_SIGNAL, (signal.Signals(signum).name, moment, phases)
     startup = f"{tally.startup_s:.1f} s" if tally.startup_s is not None else "not seen"
     lines = [f"{grid.name}: {cycle} runs in {tally.seconds:.0f} s (seed {SEED}); "
-             f"results.json at {startup} in the first run that wrote it"]
+             f"results.json at {startup} in the first run that wrote it; dealt: "
+             + ", ".join(f"{signal.Signals(n).name} {m}" for n, m in pairs)]
     lines += [f"  {sig:8} " + ", ".join(f"{p}: {phases[p]}" for p in PHASES if phases[p])
               for sig, phases in tally.phases.items()]
     lines += [f"  removed after SIGKILL by {by}: "
@@ -676,7 +719,8 @@ def test_signals_at_every_moment(grid: Grid, built: Path, ours: Ours, tmp_path: 
 
 # Where a late signal is sent: as the harness announces each phase after the last trial
 # (LATE_PHASES, which bakeoff/run/interrupts.py writes to BAKEOFF_PHASE_LOG). Per round,
-# SIGINT and SIGTERM each at every phase: 16 late signals per benchmark.
+# SIGINT and SIGTERM each at the tear-down and at the later phases dealt to the room
+# (late_pairs): over the session, each signal at every phase.
 LATE_ROUNDS = int(os.environ.get("BAKEOFF_FI_LATE_ROUNDS", "1"))
 PHASE_WAIT_S = 120  # for the phase to come: a whole run of the grid, at load 4
 
@@ -749,8 +793,20 @@ def late_signal(grid: Grid, signum: int, phase: str, cycle: int, out: Path, ours
     return True
 
 
+def late_pairs(room: str, rooms: list[str]) -> list[tuple[str, int]]:
+    """(late phase, signal): both signals at the session's tear-down, which is the room's
+    own; the later phases (the harness's save, analysis and reports, the same for every
+    room) dealt among the rooms, each pair to one, so the session sends both signals at
+    every late phase."""
+    both = (signal.SIGINT, signal.SIGTERM)
+    harness = [(phase, signum) for phase in LATE_PHASES[1:] for signum in both]
+    return [*((LATE_PHASES[0], signum) for signum in both),
+            *(harness[h] for h in dealt(room, rooms, len(harness)))]
+
+
 @pytest.mark.parametrize("grid", GRIDS, ids=[g.name for g in GRIDS])
 def test_signals_after_the_last_trial(grid: Grid, built: Path, ours: Ours, tmp_path: Path,
+                                      request: pytest.FixtureRequest,
                                       record_property: Callable[[str, object], None]) -> None:
     """SIGINT and SIGTERM sent as the run enters each phase after its last trial (tear-down,
     final save, analysis, each report): the run is complete and saved, the exit status is
@@ -762,8 +818,9 @@ def test_signals_after_the_last_trial(grid: Grid, built: Path, ours: Ours, tmp_p
     os.mkfifo(fifo)
     fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # RDWR: no EOF between the runs' writes
     start = time.monotonic()
-    plan = [(phase, signum) for _ in range(LATE_ROUNDS)
-            for signum in (signal.SIGINT, signal.SIGTERM) for phase in LATE_PHASES]
+    pairs = late_pairs(grid.name,
+                       selected_rooms(request.session, "test_signals_after_the_last_trial"))
+    plan = [pair for _ in range(LATE_ROUNDS) for pair in pairs]
     planned = len(plan)
     landed = cycle = 0
     try:
@@ -944,3 +1001,27 @@ def _remove_probe(events: Path, name: str) -> None:
     if name in _read(events):
         with contextlib.suppress(OSError):
             _append(events, f"-:{name}\n")
+
+
+# ---- the deal: every pair over the session -------------------------------------------------
+
+
+@pytest.mark.parametrize("n_rooms", range(1, 8))
+def test_the_deal_sends_every_signal_at_every_moment_over_the_session(n_rooms: int) -> None:
+    """However many rooms a session selects: every (signal, moment) pair and every (late
+    phase, signal) pair is dealt to a room; every room meets every early moment, every
+    signal, a SIGKILL with its session up and both signals at its tear-down."""
+    rooms = [f"room-{i}" for i in range(n_rooms)]
+    early = {pair for r in rooms for pair in early_pairs(r, rooms)}
+    assert early == {(n, m) for n in SIGNALS for m in MOMENTS[:3]} | {
+        (signal.SIGKILL, MOMENTS[3])}
+    late = {pair for r in rooms for pair in late_pairs(r, rooms)}
+    assert late == {(p, n) for p in LATE_PHASES for n in (signal.SIGINT, signal.SIGTERM)}
+    for r in rooms:
+        mine = early_pairs(r, rooms)
+        assert {m for _, m in mine} == set(MOMENTS) and {n for n, _ in mine} == set(SIGNALS)
+        assert any(n == signal.SIGKILL and m in MOMENTS[1:3] for n, m in mine), mine
+        assert {(LATE_PHASES[0], signal.SIGINT), (LATE_PHASES[0], signal.SIGTERM)} <= set(
+            late_pairs(r, rooms))
+    if n_rooms >= 3:  # the point of the deal: fewer runs per room than every pair
+        assert all(len(early_pairs(r, rooms)) <= 5 for r in rooms)

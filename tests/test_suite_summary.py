@@ -1,0 +1,97 @@
+"""The suite's own bookkeeping (conftest.py): the units pytest-xdist hands out and the time
+summary printed at the end of `make test`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import UNIT_SECONDS_KEY, GroupTime, group_time_lines, slowest_first, unit_of
+
+
+def _report(nodeid: str, when: str, start: float, seconds: float,
+            lock_wait_s: float = 0.0) -> pytest.TestReport:
+    props = [("lock_wait_s", lock_wait_s)] if lock_wait_s else []
+    return pytest.TestReport(nodeid, ("x.py", 1, "t"), {}, "passed", None, when,
+                             duration=seconds, start=start, stop=start + seconds,
+                             user_properties=props)
+
+
+def test_a_unit_is_the_group_after_the_at_or_the_test_alone() -> None:
+    assert unit_of("tests/test_a.py::test_x@all-rooms") == "all-rooms"
+    assert unit_of("tests/test_a.py::test_x[p]@test_a.py") == "test_a.py"
+    assert unit_of("tests/test_a.py::test_x") == "tests/test_a.py::test_x"
+    assert unit_of("tests/test_a.py::test_x[a@b]") == "tests/test_a.py::test_x[a@b]"
+
+
+def test_the_summary_ranks_groups_and_counts_lock_waits_and_workers() -> None:
+    slow, fast = GroupTime(), GroupTime()
+    slow.add(_report("t.py::a@g", "setup", 100.0, 30.0, lock_wait_s=12.5), "gw0")
+    slow.add(_report("t.py::a@g", "call", 130.0, 5.0), "gw0")
+    slow.add(_report("t.py::b@g", "call", 135.0, 5.0), "gw0")
+    fast.add(_report("u.py::c", "call", 101.0, 1.0), "gw1")
+    lines = group_time_lines({"fast.py": fast, "g": slow})
+    assert lines[1].split()[:4] == ["g", "2", "40.0", "12.5"], lines
+    assert lines[1].endswith("gw0") and "0-40" in lines[1].replace(" ", ""), lines
+    assert lines[2].split()[:3] == ["fast.py", "1", "1.0"], lines
+    assert lines[-1] == "wall 40 s; busy by worker: gw0 ~40 s, gw1 ~1 s", lines
+    assert slow.units == {"g": 40.0}
+
+
+def test_groups_beyond_those_shown_are_summed_in_one_line() -> None:
+    groups = {}
+    for i in range(5):
+        g = GroupTime()
+        g.add(_report(f"m{i}.py::t", "call", float(i), float(i + 1)), "main")
+        groups[f"m{i}.py"] = g
+    lines = group_time_lines(groups, shown=2)
+    assert [ln.split()[0] for ln in lines[1:3]] == ["m4.py", "m3.py"]
+    assert lines[3] == "3 more groups: 3 tests, 6.0 s busy", lines
+
+
+class _Item:
+    """What slowest_first reads of a pytest item."""
+
+    def __init__(self, nodeid: str, group: str | None, slow: bool) -> None:
+        self.nodeid, self.path = nodeid, Path(nodeid.split("::")[0])
+        self._marks = {"slow": pytest.mark.slow.mark} if slow else {}
+        if group is not None:
+            self._marks["xdist_group"] = pytest.mark.xdist_group(group).mark
+
+    def get_closest_marker(self, name: str) -> pytest.Mark | None:
+        return self._marks.get(name)
+
+
+class _Config:
+    def __init__(self, known: dict[str, float] | None) -> None:
+        self.cache = _Cache(known) if known is not None else None
+
+
+class _Cache:
+    def __init__(self, known: dict[str, float]) -> None:
+        self.known = known
+
+    def get(self, key: str, default: object) -> object:
+        return self.known if key == UNIT_SECONDS_KEY else default
+
+
+def _order(items: list[_Item], known: dict[str, float] | None = None) -> list[str]:
+    listed: list[Any] = list(items)
+    slowest_first(_Config(known), listed)  # type: ignore[arg-type]
+    return [i.nodeid for i in listed]
+
+
+def test_the_longest_units_go_first_and_a_unit_keeps_its_order() -> None:
+    items = [_Item("tests/test_a.py::x", "test_a.py", False),
+             _Item("tests/test_b.py::y1", "b", True), _Item("tests/test_c.py::z", "b", False),
+             _Item("tests/test_b.py::y2", "b", True),
+             _Item("tests/test_fault_injection.py::f", None, True)]
+    # A guess: a fault-injection test (a unit alone, whole runs of its own) before a group
+    # of two tests with a live run, before one with none.
+    assert _order(items) == ["tests/test_fault_injection.py::f", "tests/test_b.py::y1",
+                             "tests/test_c.py::z", "tests/test_b.py::y2", "tests/test_a.py::x"]
+    # The last run's seconds, where known, over the guess.
+    assert _order(items, {"test_a.py": 500.0, "b": 1.0})[:2] == [
+        "tests/test_a.py::x", "tests/test_fault_injection.py::f"]
