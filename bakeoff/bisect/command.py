@@ -7,7 +7,9 @@ user's repository are removed however this ends (builds.BuildCache.close).
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import shlex
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -103,3 +105,18 @@ def run(args: Args, console: Console, say: Callable[[str], None]) -> tuple[Outco
         if created and not any(p.is_file() for p in out.rglob("*")):
             shutil.rmtree(out, ignore_errors=True)
         raise
+
+
+def resume_command(args: Args, good: str, bad: str, **changes: object) -> str:
+    """The `bakeoff bisect` that goes on from a range left open: args with the range narrowed
+    to good..bad (and any flag changed), the cache and the builds it holds reused."""
+    a = dataclasses.replace(args, good=good, bad=bad, out=None, **changes)  # type: ignore[arg-type]
+    words = ["bakeoff", "bisect", "--repo", str(a.repo), "--good", a.good, "--bad", a.bad,
+             "--build", a.build, "--measure", a.measure, "--threshold", a.threshold,
+             "--budget", str(a.budget), "--step-time", f"{a.step_time:g}", "--runs",
+             str(a.runs), "--metric", a.metric, "--seed", str(a.seed)]
+    if a.shell:
+        words.append("--shell")
+    if a.cache is not None:
+        words += ["--cache", str(a.cache)]
+    return shlex.join(words)

@@ -56,6 +56,8 @@ from bakeoff.store import schema
 #       `bakeoff cmd`, rebuilt from it by --resume); reports need nothing from it.
 #       Within 4, a benchmark info may carry "questions" (Benchmark.questions) and a variant
 #       "diagnostic": true; a reader that ignores them reports the generic findings only.
+#       Within 4, a metric may carry "subtracted" (what was taken off each value, floored at
+#       0: cmd's shell start-up); a reader that ignores it shows the figures as before.
 SCHEMA_VERSION = 4
 
 RESULTS_JSON = "results.json"
