@@ -170,3 +170,50 @@ def test_a_real_run_on_a_pipe(tmp_path: Path) -> None:
     # The quick profile: 2 values of n x 2 trials, no warm-up; the baseline alone.
     assert re.fullmatch(r"flaky: done, 4/4 trials in \d+ s; run 4/4 trials in \d+ s", lines[0])
     assert time.monotonic() - started < 300
+
+
+def test_the_plan_replaces_the_rounds_nobody_planned() -> None:
+    """An adaptive round used to add only the round being decided, so the time left read one
+    round for as long as the run went on ("about 3 s left" for ten minutes): the allocation's
+    plan now sets each case's trials still to take, and the time left is that plan at each
+    case's measured trial time, never past what --time-budget leaves."""
+    est = Estimate({FAST: 1, SLOW: 1})
+    est.done(FAST, 2.0)
+    est.done(SLOW, 4.0)
+    est.grow([FAST, SLOW])  # the old way: one round more
+    assert est.seconds_left() == (6.0, 0)
+    est.replan({FAST: 9, SLOW: 9})  # the plan: nine rounds more
+    assert est.seconds_left() == (54.0, 0)
+    est.budget_left = lambda: 30.0
+    assert est.seconds_left() == (30.0, 0)
+
+
+@pytest.mark.slow
+def test_the_time_left_said_at_25_50_75_percent_is_within_a_quarter(tmp_path: Path) -> None:
+    """A live `cmd` run whose target cannot be reached: the plan (run/target.py) knows from
+    the spread that the cap stops it, so the trials it counts are the trials taken, and the
+    time left said at 25%, 50% and 75% of the run, which the run records, lies within ±25% of
+    what remained. Trials of half a second of sleep: their length is the sleep's, whatever
+    else the machine runs, so the yardstick holds under load."""
+    out = tmp_path / "run"
+    res = subprocess.run(
+        [sys.executable, "-m", "bakeoff", "cmd", "--out", str(out), "--seed", "3",
+         "--runs", "1", "--warmup", "0", "--trials", "3", "--target-ratio-ci", "0.001",
+         "--max-trials", "12", "sleep 0.5", "sleep 0.55"],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "COLUMNS": "200"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    said = " ".join((res.stdout + res.stderr).split())
+    assert "--target-ratio-ci 0.001% not reached" in said, said
+    assert "the cap of 12 trials per case was reached" in said, said
+    assert re.search(r"time: set-up \d+ s; cmd \d+ s \(.*trials \d+ s\); time left said at "
+                     r"25%: ", said), said
+    timings = json.loads((out / "results.json").read_text())["timings"]
+    assert timings["benchmarks"]["cmd"]["trials"] == 2 * 12  # measured (warm-ups apart)
+    checkpoints = timings["time_left"]
+    assert [c["share"] for c in checkpoints] == [0.25, 0.5, 0.75]
+    for c in checkpoints:
+        assert abs(c["trials_said"] - c["trials_left"]) <= 0.25 * c["trials_left"], checkpoints
+        assert c["said_s"] is not None
+        assert abs(c["said_s"] - c["remained_s"]) <= 0.25 * c["remained_s"], checkpoints
+    assert "not reached" in (out / "report.md").read_text()

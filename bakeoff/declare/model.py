@@ -658,6 +658,9 @@ class RunRecord:
     # cases an adaptive run left above its CI target because a cap stopped them.
     stop_reason: str | None = None
     capped: list[Case] = field(default_factory=list)
+    # Where the run's time went (bakeoff/run/timings.py): its set-up, each benchmark's
+    # set-up, warm-up, trials and tear-down, and the time left it said against the truth.
+    timings: dict[str, Any] = field(default_factory=dict)
 
     def trials_of(self, case: Case) -> Iterator[Trial]:
         return (t for t in self.trials if t.case == case)

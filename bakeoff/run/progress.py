@@ -23,7 +23,7 @@ import json
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from rich.console import Console
@@ -99,6 +99,8 @@ class Estimate:
         # Benchmarks with no session: nothing to set up, so none of the others' set-up time
         # (a map of a million entries filled) is expected of them.
         self.no_set_up = set(no_set_up)
+        # The seconds --time-budget leaves (None: no budget): the time left never exceeds it.
+        self.budget_left: Callable[[], float | None] = lambda: None
 
     def done(self, case: Case, seconds: float) -> None:
         self.todo[case] = max(0, self.todo.get(case, 0) - 1)
@@ -107,6 +109,11 @@ class Estimate:
     def grow(self, cases: Iterable[Case]) -> None:
         for c in cases:
             self.todo[c] = self.todo.get(c, 0) + 1
+
+    def replan(self, left: Mapping[Case, int]) -> None:
+        """The allocation's plan after a round: the trials each of these cases is still
+        expected to take (run/allocation.py expected_trials, run/target.py)."""
+        self.todo.update(left)
 
     def set_up(self, benchmark: str, seconds: float) -> None:
         self.set_ups[benchmark] = seconds
@@ -155,7 +162,8 @@ class Estimate:
                    - self.no_set_up)
         if self.set_ups:
             total += len(waiting) * statistics.fmean(self.set_ups.values())
-        return total, len(untimed)
+        budget = self.budget_left()
+        return (total if budget is None else min(total, budget)), len(untimed)
 
 
 def left_text(estimate: Estimate) -> str:
@@ -188,6 +196,10 @@ class RunProgress:
         self.bench_done: dict[str, int] = defaultdict(int)
         self.bench_started: dict[str, float] = {}
         self.started = self.last_mark = self.last_line = time.monotonic()
+        # At each trial's end (seconds since the start, the time left said, trials done,
+        # trials planned in all): what the run's record keeps of its estimates
+        # (run/timings.py said_against_truth).
+        self.trace: list[tuple[float, float | None, int, int]] = []
         self.bar: Progress | None = None
         if self.fancy:
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
@@ -199,11 +211,26 @@ class RunProgress:
             self.bar.start()
 
     def grow(self, cases: list[Case]) -> None:
-        """An adaptive round adds trials nobody planned; the bar and the time left follow."""
-        self.total += len(cases)
-        self.estimate.grow(cases)
+        """An adaptive round adds trials nobody planned; the bar and the time left follow
+        (until replan says how many more the plan expects, which grow then only tops up)."""
         for c in cases:
+            if self.estimate.todo.get(c, 0) > 0:
+                continue  # already in the plan
+            self.total += 1
+            self.estimate.grow([c])
             self.planned[c.benchmark] += 1
+        if self.bar:
+            self.bar.update(self.task, total=self.total, left=left_text(self.estimate))
+
+    def replan(self, left: Mapping[Case, int]) -> None:
+        """The allocation's plan after a round (trials each case is still expected to take):
+        the total and the time left follow it, up or down."""
+        self.estimate.replan(left)
+        todo = self.estimate.todo
+        self.total = self.done + sum(max(0, n) for n in todo.values())
+        for bench in {c.benchmark for c in left}:
+            self.planned[bench] = self.bench_done[bench] + sum(
+                max(0, n) for c, n in todo.items() if c.benchmark == bench)
         if self.bar:
             self.bar.update(self.task, total=self.total, left=left_text(self.estimate))
 
@@ -225,6 +252,9 @@ class RunProgress:
         self.last_mark = now
         self.done += 1
         self.bench_done[case.benchmark] += 1
+        found = self.estimate.seconds_left()
+        self.trace.append((now - self.started, None if found is None else found[0], self.done,
+                           self.total))
         if self.bar:
             self.bar.update(self.task, advance=1, left=left_text(self.estimate))
         if result.status not in ("ok", "interrupted"):

@@ -98,7 +98,7 @@ RUN = {
     "seed": AtLeast(0), "host": dict, "warnings": [str], "benchmarks": Map(BENCHMARK_INFO),
     "cases": [CASE], "skips": [{"case": CASE, "reason": str}], "trials": [TRIAL],
     "settings?": _settings_shape(),
-    "stop_reason?": Optional(str), "capped?": [CASE],
+    "stop_reason?": Optional(str), "capped?": [CASE], "timings?": dict,
 }
 
 
