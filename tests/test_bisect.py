@@ -216,6 +216,36 @@ def test_bisect_finds_the_injected_commit_within_the_step_bound(tmp_path: Path) 
     assert repo.shas[7] not in built
 
 
+@pytest.mark.slow
+def test_a_range_left_with_only_unbuildable_commits_is_printed_with_how_to_go_on(
+        tmp_path: Path) -> None:
+    """The commit that grew the work does not build: the search narrows to it and its bad
+    neighbour, then cannot tell which, so it prints that range and the command that goes
+    on from it, exit 1, and bisect.json says "skipped" with the range left."""
+    repo = make_repo(tmp_path / "repo", commits=4, step_at=3, factor=1.30, work=8_000_000,
+                     broken={3})
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    res = run_bakeoff("bisect", "--repo", str(repo.path), "--good", repo.good, "--bad",
+                      repo.bad, "--build", BUILD, "--measure", MEASURE, "--metric",
+                      "user_time", "--runs", "2", "--budget", "60", "--step-time", "3600",
+                      "--seed", "3", "--out", str(out), "--cache", str(cache), timeout=3600,
+                      env={"COLUMNS": "300"})
+    assert res.returncode == 1, res.stdout + res.stderr
+    said = " ".join(res.stdout.split())
+    assert (f"the first bad commit is one of the 2 commits after {repo.shas[1][:10]} up to "
+            f"{repo.bad[:10]}, but those before {repo.bad[:10]} do not build "
+            f"({repo.shas[2][:10]})") in said, said
+    assert (f"run: bakeoff bisect --repo {repo.path} --good {repo.shas[1]} --bad {repo.bad} "
+            "--build 'make -s'") in said, said
+    import json
+
+    summary = json.loads((out / "bisect.json").read_text())
+    assert summary["status"] == "skipped"
+    assert [c["sha"] for c in summary["left"]] == repo.shas[2:]
+    assert [c["sha"] for c in summary["skipped"]] == [repo.shas[2]]
+    assert _worktrees(repo.path) == [f"worktree {repo.path}"]
+
+
 def test_the_next_candidate_is_the_middle_or_its_nearest_that_builds() -> None:
     from bakeoff.bisect.search import next_candidate
 
@@ -305,6 +335,11 @@ def test_sigterm_while_a_step_measures_leaves_nothing_behind(tmp_path: Path) -> 
     assert proc.returncode == 143, err
     assert "Traceback" not in err
     assert "bisect.json" in err.strip().splitlines()[-1]
+    import json
+
+    # The record of the bisect the signal ended says so: never "running" once it has ended.
+    summary = json.loads((out / "bisect.json").read_text())
+    assert summary["status"] == "interrupted" and "signal 15" in summary["error"], summary
     assert _worktrees(repo.path) == [f"worktree {repo.path}"]
     assert not _scratch_of(proc.pid)
     assert not list(cache.glob("*/*/tree/.git"))

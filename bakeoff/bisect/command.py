@@ -20,7 +20,7 @@ from rich.console import Console
 from bakeoff.bisect import repo as git_repo
 from bakeoff.bisect.builds import BuildCache
 from bakeoff.bisect.measure import METRICS, Measurer, Request, check_measure
-from bakeoff.bisect.search import Outcome, bisect
+from bakeoff.bisect.search import SUMMARY, Outcome, bisect
 from bakeoff.core.errors import UsageError
 from bakeoff.declare import registry
 from bakeoff.run import cleanup
@@ -102,7 +102,7 @@ def run(args: Args, console: Console, say: Callable[[str], None]) -> tuple[Outco
     except BaseException:
         # A bisect that ends before anything was measured (a build that fails, a measure
         # command that does, a signal during the first build) leaves no empty record.
-        if created and not any(p.is_file() for p in out.rglob("*")):
+        if created and not any(p.is_file() and p.name != SUMMARY for p in out.rglob("*")):
             shutil.rmtree(out, ignore_errors=True)
         raise
 

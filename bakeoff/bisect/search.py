@@ -49,6 +49,7 @@ class Step:
     built: bool  # built by this step (not from the cache)
     build_error: str | None = None  # SKIPPED: the build output's first error line
     build_log: str | None = None  # SKIPPED: where the build's whole output is
+    build_s: float = 0.0  # the step's build (checkout and build command; 0 from the cache)
 
 
 @dataclass
@@ -109,7 +110,7 @@ def bisect(commits: list[Commit], good: Commit, builds: BuildCache, measurer: Me
         raise
     finally:
         outcome.steps.sort(key=lambda s: s.number)
-        if (out / SUMMARY).exists():  # nothing measured yet: no record to finish
+        if (out / SUMMARY).exists():
             _save(outcome, out)
     return outcome
 
@@ -121,6 +122,7 @@ def _search(commits: list[Commit], good: Commit, builds: BuildCache, measurer: M
     say(f"bisect: {len(commits)} commits after good {good.short} up to bad {bad.short}; "
         f"metric {req.metric}, threshold {req.threshold * 100:g}%")
     _story(out)
+    _save(outcome, out)  # from here on, however the bisect ends, the record says how
     good_tree = _build(builds, good, say)
     ends_boundary = rule.ends_boundary(req.threshold)
     ends = _step(0, bad, len(commits) - 1, builds, measurer, good_tree, out, req.threshold / 2,
@@ -198,7 +200,9 @@ def _step(number: int, candidate: Commit, index: int, builds: BuildCache, measur
           say: Callable[[str], None]) -> Step:
     good_short = good_tree.parent.name[:10]
     fresh = candidate.sha not in builds.built_now
+    build_started = time.monotonic()
     tree = _build(builds, candidate, say)
+    build_s = time.monotonic() - build_started
     interrupts.checkpoint("bisect-measure")
     started = time.monotonic()
     step_dir = out / f"step-{number:02d}-{candidate.short}"
@@ -209,7 +213,7 @@ def _step(number: int, candidate: Commit, index: int, builds: BuildCache, measur
         _story(out)  # the step's run told its own (`bakeoff run --resume`), not the bisect's
     verdict = rule.classify(ci, boundary)
     step = Step(number, candidate, index, ci, looks, verdict, time.monotonic() - started,
-                fresh and candidate.sha in builds.built_now)
+                fresh and candidate.sha in builds.built_now, build_s=round(build_s, 3))
     what = "ends: bad" if number == 0 else f"step {number}: #{index + 1}"
     say(f"{what} {candidate.short} vs good {good_short}: {measurer.request.metric} ratio "
         f"{ci.words()}, "

@@ -341,7 +341,9 @@ class _Measurement:
             if warning and not self.warned:
                 self.warned = True
                 self.record.warnings.append(warning)
-                self.progress.console.print(Text("warning: ", style="yellow") + Text(warning))
+                if not self.progress.quiet:
+                    self.progress.console.print(Text("warning: ", style="yellow")
+                                                + Text(warning))
             # What the budget lets a round still be taken (each open case once a round).
             budget_rounds = (int(status.budget_left_s / status.round_s)
                              if status.budget_left_s is not None and status.round_s
@@ -416,8 +418,9 @@ class _Measurement:
         missed = status.missed(self.budget.stopped)
         if missed is None:
             return
-        self.record.stop_reason = missed
-        self.progress.console.print(Text("warning: ", style="yellow") + Text(missed))
+        self.record.stop_reason = missed  # the report's "measuring stopped early"
+        if not self.progress.quiet:
+            self.progress.console.print(Text("warning: ", style="yellow") + Text(missed))
 
     def _sweep_if_trials_were_killed(self, killed_before: int) -> None:
         if ActiveChild.killed_after_grace == killed_before:
