@@ -198,16 +198,15 @@ def _plan_errors(ratio: float, spread: float, rule: allocation.Rule, draws: int,
     out: dict[float, tuple[list[float], list[float]]] = {s: ([], []) for s in (0.25, 0.5, 0.75)}
     for _ in range(draws):
         data: dict[Case, list[list[float]]] = {VARIANT: [], BASE: []}
+        samples = data.__getitem__
         said: list[tuple[int, int]] = []
         while todo := allocation.cases_needing_trials(
-                [BASE, VARIANT], {c: len(d) for c, d in data.items()}, lambda c: data[c],
-                "base", rule):
+                [BASE, VARIANT], {c: len(d) for c, d in data.items()}, samples, "base", rule):
             for case in todo:
                 data[case].append(_trial(rng, 100.0 * (ratio if case == VARIANT else 1.0),
                                          spread))
             counts = {c: len(d) for c, d in data.items()}
-            plan = allocation.expected_trials([BASE, VARIANT], counts, lambda c: data[c],
-                                              "base", rule)
+            plan = allocation.expected_trials([BASE, VARIANT], counts, samples, "base", rule)
             said.append((sum(counts.values()), sum(plan.values())))
         final = sum(len(d) for d in data.values())
         for share, (new, old) in out.items():
