@@ -30,11 +30,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from bakeoff.declare.model import Case
+from bakeoff.declare.model import Case, is_counted
 from bakeoff.run.trial_process import ProcessResult
 
 HEARTBEAT_S = 60.0  # on a pipe, at most this long without a line while trials run
 EARLIER_RUNS = 20  # newest results directories read for earlier trial times
+RECENT_TRIALS = 5  # a case's trial time: the median of its latest this many
 
 
 def earlier_seconds(results_root: Path, cases: Iterable[Case]) -> dict[Case, float]:
@@ -89,6 +90,7 @@ class Estimate:
                  no_set_up: Iterable[str] = ()) -> None:
         self.todo: dict[Case, int] = dict(todo)
         self.took: dict[Case, list[float]] = defaultdict(list)
+        self.took_counted: dict[Case, list[float]] = defaultdict(list)
         self.earlier: dict[Case, float] = dict(earlier or {})
         self.declared: dict[str, float] = {b: s for b, s in (declared or {}).items() if s > 0}
         # Per benchmark started, what passed before its first trial began (its session's
@@ -102,9 +104,17 @@ class Estimate:
         # The seconds --time-budget leaves (None: no budget): the time left never exceeds it.
         self.budget_left: Callable[[], float | None] = lambda: None
 
-    def done(self, case: Case, seconds: float) -> None:
+    def done(self, case: Case, seconds: float, counted: bool = False) -> None:
+        """A trial of case ended after seconds; counted: it also took counted samples (a
+        case's first Profile.counted_trials do), so it cost more than the trials after it,
+        and it stands for the case's trials only until one without them is timed."""
         self.todo[case] = max(0, self.todo.get(case, 0) - 1)
-        self.took[case].append(seconds)
+        if counted:
+            self.took_counted[case].append(seconds)
+        else:
+            self.took[case].append(seconds)
+        if not self.took[case]:
+            self.took[case] = []  # a case timed, if only by counted trials, for seconds_left
 
     def grow(self, cases: Iterable[Case]) -> None:
         for c in cases:
@@ -131,12 +141,13 @@ class Estimate:
     def seconds_left(self) -> tuple[float, int] | None:
         """(seconds, benchmarks still to run whose time is a guess from the others); None
         before any trial has finished."""
-        everything = [s for took in self.took.values() for s in took]
+        took = {c: t or self.took_counted.get(c, []) for c, t in self.took.items()}
+        everything = [s for t in took.values() for s in t]
         if not everything and not self.earlier:
             return None
         by_bench: dict[str, list[float]] = defaultdict(list)
-        for case, took in self.took.items():
-            by_bench[case.benchmark] += took
+        for case, times in took.items():
+            by_bench[case.benchmark] += times
         run_median = statistics.median(everything or list(self.earlier.values()))
         speed = self.speed(by_bench)
         total = 0.0
@@ -144,8 +155,10 @@ class Estimate:
         for case, n in self.todo.items():
             if n <= 0:
                 continue
-            if self.took.get(case):
-                per = statistics.median(self.took[case])
+            if took.get(case):
+                # Its latest trials: a machine whose load changes mid-run changes what a
+                # trial costs, and the time left follows within a few trials.
+                per = statistics.median(took[case][-RECENT_TRIALS:])
             elif case in self.earlier:
                 per = self.earlier[case]
             elif by_bench.get(case.benchmark):
@@ -248,7 +261,8 @@ class RunProgress:
         now = time.monotonic()
         # From the previous trial's end: the harness's own work (saving the trial, planning the
         # next) is part of what a trial costs the run; a session's set-up is counted apart.
-        self.estimate.done(case, now - self.last_mark)
+        self.estimate.done(case, now - self.last_mark,
+                           counted=any(is_counted(k) for k in result.output.samples))
         self.last_mark = now
         self.done += 1
         self.bench_done[case.benchmark] += 1

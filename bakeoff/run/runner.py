@@ -374,7 +374,8 @@ class _Measurement:
         # A round of the cases still open: each one's typical trial, as the run spends it
         # (from one trial's end to the next's: the harness's own work included).
         took = self.progress.estimate.took
-        open_walls = [float(np.median(took[c] or self.walls[c])) for c, n in need.items()
+        open_walls = [float(np.median((took.get(c) or self.walls[c])[-5:]))
+                      for c, n in need.items()
                       if n > self.count[c] and (took.get(c) or self.walls.get(c))]
         per_round = sum(open_walls) if open_walls else None
         status = precision_target.Progress(
