@@ -363,7 +363,9 @@ def _summary(defn: Definition) -> str:
         text += (f" Commands run through `{defn.shell} -c`; the shell's start-up (`{defn.shell} "
                  "-c ''`, timed beside every execution) is subtracted from wall, user and sys "
                  "time by its median per trial (counters shell_*), as hyperfine does; a value "
-                 "below 0 is shown as 0; peak RSS includes the shell.")
+                 "below 0 is shown as 0, and a command whose figure cannot then be told from 0 "
+                 "is said to be below the shell start-up's resolution, with no ratio formed "
+                 "with it; peak RSS includes the shell.")
     else:
         text += " Commands are executed directly, without a shell."
     if defn.prepare:
