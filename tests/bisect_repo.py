@@ -5,13 +5,15 @@ prog.c (a loop of WORK iterations of a multiply-add chain, CPU-bound and not vec
 so its CPU time is proportional to WORK) and a Makefile; commit number `step_at` (1-based,
 above 1) multiplies WORK by `factor`; every other commit changes only unrelated text (a line
 of NOTES, a comment of prog.c that the compiler drops). Which text each commit touches comes
-from the seed. Used by tests/test_bisect.py and scripts/bisect-selftest.
+from the seed. Commits numbered in `broken` do not build (prog.c carries an #error that the
+next commit removes), for the search's skip. Used by tests/test_bisect.py and scripts/bisect-selftest.
 """
 
 from __future__ import annotations
 
 import random
 import subprocess
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +35,7 @@ int main(void)
     return x == 1 ? 3 : 0; /* the result used, so the loop stays; exit 0 */
 }}
 """
+BROKEN = "#error this commit does not build\n"
 MAKEFILE = "prog: prog.c\n\tcc -O2 -o prog prog.c\n"
 
 
@@ -61,7 +64,8 @@ def _git(path: Path, *args: str) -> str:
 
 
 def make_repo(path: Path, commits: int = 64, step_at: int | None = None, factor: float = 1.10,
-              seed: int = 0, work: int = DEFAULT_WORK) -> BisectRepo:
+              seed: int = 0, work: int = DEFAULT_WORK,
+              broken: Collection[int] = ()) -> BisectRepo:
     """The repository; step_at None: a seeded choice among commits 2..commits."""
     rng = random.Random(seed)
     if step_at is None:
@@ -83,7 +87,10 @@ def make_repo(path: Path, commits: int = 64, step_at: int | None = None, factor:
         else:
             notes.append(f"note {number}: {rng.getrandbits(32):08x}")
             subject = f"commit {number}: add a note"
-        (path / "prog.c").write_text(PROG.format(comment=comment, work=work))
+        if number in broken:
+            subject += ", and a typo that does not build"
+        text = PROG.format(comment=comment, work=work)
+        (path / "prog.c").write_text(text + BROKEN if number in broken else text)
         (path / "Makefile").write_text(MAKEFILE)
         (path / "NOTES").write_text("\n".join(notes) + "\n")
         (path / ".gitignore").write_text("prog\n")

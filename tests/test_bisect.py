@@ -154,18 +154,29 @@ def test_a_signal_during_a_build_stops_it_and_leaves_no_registration(
 
 @pytest.mark.slow
 def test_bisect_finds_the_injected_commit_within_the_step_bound(tmp_path: Path) -> None:
+    """With commit 8, the first middle, not building: it is skipped (recorded with its
+    build's first error line), a neighbour is measured instead, and commit 6 is still named.
+
+    At any load: user time (which waiting for a CPU does not lengthen) against a 30% step,
+    each step bounded by rounds (--budget), not by seconds (--step-time far above what a step
+    takes even here at load 18); the assertions are on the commit and the count of steps."""
     commits = 16
     repo = make_repo(tmp_path / "repo", commits=commits, step_at=6, factor=1.30,
-                     work=8_000_000)
+                     work=8_000_000, broken={8})
     out, cache = tmp_path / "out", tmp_path / "cache"
     proc = subprocess.Popen(
         [sys.executable, "-m", "bakeoff", "bisect", "--repo", str(repo.path), "--good",
          repo.good, "--bad", repo.bad, "--build", BUILD, "--measure", MEASURE, "--metric",
-         "user_time", "--runs", "2", "--budget", "60", "--step-time", "20", "--seed", "3",
+         "user_time", "--runs", "2", "--budget", "60", "--step-time", "3600", "--seed", "3",
          "--out", str(out), "--cache", str(cache)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "COLUMNS": "200"})
-    stdout, stderr = proc.communicate(timeout=300)
+    try:
+        stdout, stderr = proc.communicate(timeout=3600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 0, (stdout, stderr)
     assert f"first bad commit: {repo.step_sha} (commit 6: more work" in stdout, stdout
     import json
@@ -173,13 +184,26 @@ def test_bisect_finds_the_injected_commit_within_the_step_bound(tmp_path: Path) 
     summary = json.loads((out / "bisect.json").read_text())
     assert summary["status"] == "found"
     assert summary["first_bad"]["sha"] == repo.step_sha
+    # One skip costs at most one more step than the bound of a search without it.
     assert summary["measurement_steps"] <= math.ceil(math.log2(commits)) + 3
-    # Every step printed its commits, ratio with CI, rounds and verdict.
+    skipped = [s for s in summary["steps"] if s["verdict"] == "SKIPPED"]
+    assert [s["candidate"]["sha"] for s in skipped] == [repo.shas[7]], summary["steps"]
+    assert "error" in skipped[0]["build_error"] and "does not build" in \
+        skipped[0]["build_error"], skipped[0]
+    assert [c["sha"] for c in summary["skipped"]] == [repo.shas[7]]
+    # The step after the skip measured a neighbour of the skipped middle.
+    after = summary["steps"][summary["steps"].index(skipped[0]) + 1]
+    assert abs(after["index"] - skipped[0]["index"]) == 1
+    # Every step printed its commits, ratio with CI, rounds and verdict; the skip its error.
     step_lines = [ln for ln in stdout.splitlines() if ln.startswith(("ends:", "step "))]
-    assert len(step_lines) == summary["measurement_steps"]
-    assert all("95% CI" in ln and "rounds" in ln and "->" in ln for ln in step_lines)
+    assert len(step_lines) == summary["measurement_steps"] + 1
+    assert sum("95% CI" in ln and "rounds" in ln and "->" in ln for ln in step_lines) \
+        == summary["measurement_steps"]
+    assert any("does not build -> SKIPPED" in ln and "#error" in ln for ln in step_lines)
     # The last good and the first bad were told apart by the CI against the boundary.
     for step in summary["steps"]:
+        if step["verdict"] == "SKIPPED":
+            continue
         b = summary["boundary"] if step["number"] else verdict.ends_boundary(0.05)
         ci = step["ci"]
         assert (ci["low"] > b) == (step["verdict"] == "DIFFERENT")
@@ -189,6 +213,49 @@ def test_bisect_finds_the_injected_commit_within_the_step_bound(tmp_path: Path) 
     assert not _scratch_of(proc.pid)
     built = {p.parent.name for p in cache.glob("*/*/built")}
     assert {repo.good, repo.bad, repo.step_sha} <= built
+    assert repo.shas[7] not in built
+
+
+@pytest.mark.slow
+def test_a_range_left_with_only_unbuildable_commits_is_printed_with_how_to_go_on(
+        tmp_path: Path) -> None:
+    """The commit that grew the work does not build: the search narrows to it and its bad
+    neighbour, then cannot tell which, so it prints that range and the command that goes
+    on from it, exit 1, and bisect.json says "skipped" with the range left."""
+    repo = make_repo(tmp_path / "repo", commits=4, step_at=3, factor=1.30, work=8_000_000,
+                     broken={3})
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    res = run_bakeoff("bisect", "--repo", str(repo.path), "--good", repo.good, "--bad",
+                      repo.bad, "--build", BUILD, "--measure", MEASURE, "--metric",
+                      "user_time", "--runs", "2", "--budget", "60", "--step-time", "3600",
+                      "--seed", "3", "--out", str(out), "--cache", str(cache), timeout=3600,
+                      env={"COLUMNS": "300"})
+    assert res.returncode == 1, res.stdout + res.stderr
+    said = " ".join(res.stdout.split())
+    assert (f"the first bad commit is one of the 2 commits after {repo.shas[1][:10]} up to "
+            f"{repo.bad[:10]}, but those before {repo.bad[:10]} do not build "
+            f"({repo.shas[2][:10]})") in said, said
+    assert (f"run: bakeoff bisect --repo {repo.path} --good {repo.shas[1]} --bad {repo.bad} "
+            "--build 'make -s'") in said, said
+    import json
+
+    summary = json.loads((out / "bisect.json").read_text())
+    assert summary["status"] == "skipped"
+    assert [c["sha"] for c in summary["left"]] == repo.shas[2:]
+    assert [c["sha"] for c in summary["skipped"]] == [repo.shas[2]]
+    assert _worktrees(repo.path) == [f"worktree {repo.path}"]
+
+
+def test_the_next_candidate_is_the_middle_or_its_nearest_that_builds() -> None:
+    from bakeoff.bisect.search import next_candidate
+
+    assert next_candidate(-1, 14, set()) == 6
+    assert next_candidate(-1, 14, {6}) == 7  # the later neighbour first
+    assert next_candidate(-1, 14, {6, 7}) == 5
+    assert next_candidate(-1, 14, {5, 6, 7}) == 8
+    assert next_candidate(3, 5, {4}) is None  # only a skipped commit left: cannot narrow
+    assert next_candidate(3, 7, {4, 5, 6}) is None
+    assert next_candidate(3, 7, {4, 5}) == 6
 
 
 def test_a_measure_command_that_exits_non_zero_is_exit_2_naming_it(
@@ -268,6 +335,11 @@ def test_sigterm_while_a_step_measures_leaves_nothing_behind(tmp_path: Path) -> 
     assert proc.returncode == 143, err
     assert "Traceback" not in err
     assert "bisect.json" in err.strip().splitlines()[-1]
+    import json
+
+    # The record of the bisect the signal ended says so: never "running" once it has ended.
+    summary = json.loads((out / "bisect.json").read_text())
+    assert summary["status"] == "interrupted" and "signal 15" in summary["error"], summary
     assert _worktrees(repo.path) == [f"worktree {repo.path}"]
     assert not _scratch_of(proc.pid)
     assert not list(cache.glob("*/*/tree/.git"))

@@ -65,7 +65,10 @@ BAD = [
     (("",), "command 1 is empty"),
     (("   ",), "command 1 is empty"),
     (("nosuchcommand-bakeoff -x",), "'nosuchcommand-bakeoff' is not found on PATH"),
-    (("echo a | nosuchcommand-bakeoff",), "'nosuchcommand-bakeoff' is not found on PATH"),
+    (("nosuchcommand-bakeoff | cat",), "'nosuchcommand-bakeoff' is not found on PATH"),
+    (("X=1 nosuchcommand-bakeoff",), "'nosuchcommand-bakeoff' is not found on PATH"),
+    (("echo $((1+",), "the shell cannot parse it"),
+    (("--setup", "if true; then", "true"), "--setup 'if true; then': the shell cannot parse"),
     (("-P", "n", "4", "1", "head -c {n} /dev/zero"), "the range is empty"),
     (("-P", "n", "1", "4", "-D", "0", "head -c {n} /dev/zero"), "the step must be above 0"),
     (("head -c {n} /dev/zero",), "{n} names no scan"),
@@ -101,8 +104,13 @@ def test_shell_syntax_and_the_words_checked_on_path() -> None:
     assert not adhoc.needs_shell("head -c {n}M /dev/zero")  # a placeholder is not syntax
     for text in ("a | b", "a > f", "echo $HOME", "ls *.c", "X=1 cmd", "a && b", "(a)"):
         assert adhoc.needs_shell(text), text
-    # Redirection targets and assignments are not commands; each pipeline stage's is.
-    assert adhoc._shell_words("X=1 a 2>/dev/null | b >> log && c < in") == ["a", "b", "c"]
+    # Only the program a line certainly starts with is looked up before the run: after any
+    # assignments, a plain first word that is not a keyword nor a function being defined.
+    assert adhoc._first_word("X=1 a 2>/dev/null | b >> log && c < in") == "a"
+    for text in ("echo $((1+1))", "/bin/echo x", "a|b"):
+        assert adhoc._first_word(text) == text.split(" ")[0].split("|")[0], text
+    for text in ("f() { :; }; f", "if a; then b; fi", "(a)", "$CMD x", "'a b' c", "{ a; }"):
+        assert adhoc._first_word(text) is None, text
 
 
 def test_the_question_is_each_command_against_the_first() -> None:
@@ -253,6 +261,48 @@ def test_the_shells_start_up_is_measured_and_subtracted(executor: Path, tmp_path
     assert true_median < 0.1, (true_median, shell_walls)
     floor = 0.1 - (max(shell_walls) - min(shell_walls)) - 0.005
     assert floor <= sleep_median < 0.2, (sleep_median, shell_walls)
+    # `true` is work far below the start-up's spread: no figure of it is ever below 0, and
+    # where it cannot be told from 0 the report says so and forms no ratio with it (sleep's
+    # would be its figure over one that may be 0).
+    _assert_below_resolution_said(out)
+
+
+def _assert_below_resolution_said(out: Path) -> None:
+    from bakeoff.analysis.within_run import analyze
+    from bakeoff.store import results as store
+
+    run = store.load(out)
+    report = (out / "report.md").read_text()
+    for ba in analyze(run).benchmarks:
+        for metric in ("wall_time", "user_time", "sys_time"):
+            for r in ba.for_metric(metric):
+                assert r.summary is not None
+                assert r.summary.median >= 0 and r.summary.ci_low >= 0, (metric, r)
+                medians = [sorted(t.samples[metric])[len(t.samples[metric]) // 2]
+                           for t in run.trials if t.case == r.case and t.ok]
+                if 0 in medians or r.summary.ci_low == 0:
+                    assert r.below_resolution == "the shell start-up", (metric, r)
+                    assert r.vs_baseline is None
+                if r.vs_baseline is not None:
+                    assert r.vs_baseline.ci_low > 0, (metric, r.vs_baseline)
+        walls = ba.for_metric("wall_time")
+        if any(r.below_resolution for r in walls):
+            assert "below the shell start-up's resolution: " in report
+            assert not any(r.vs_baseline for r in walls)
+
+
+def test_any_line_sh_takes_runs(executor: Path, tmp_path: Path) -> None:
+    """Arithmetic, a function, a loop: lines whose words are not all programs run as
+    `sh -c` runs them; one whose later program is missing fails its trials with the reason."""
+    out = tmp_path / "run"
+    _ok(_cmd(out, "--trials", "1", "--runs", "2", "--warmup-trials", "0",
+             "echo $((1+1))", "f() { :; }; f", "for i in 1 2; do :; done"))
+    assert {t["case"]["variant"] for t in saved_results(out)["trials"] if t["status"] == "ok"} \
+        == {"echo $((1+1))", "f() { :; }; f", "for i in 1 2; do :; done"}
+    res = _cmd(tmp_path / "missing", "--trials", "1", "--runs", "1", "--warmup-trials", "0",
+               "echo a | nosuchcommand-bakeoff")
+    said = " ".join((res.stdout + res.stderr).split())  # as one line, whatever the wrapping
+    assert res.returncode == 1 and "127 (a program it names was not found)" in said, said
 
 
 def test_shell_syntax_picks_the_shell_and_plain_commands_run_without(

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -16,7 +17,14 @@ import pytest
 from rich.console import Console
 
 from bakeoff.declare.model import Case
-from bakeoff.run.progress import Estimate, RunProgress, earlier_seconds, fmt_duration, left_text
+from bakeoff.run.progress import (
+    RECENT_TRIALS,
+    Estimate,
+    RunProgress,
+    earlier_seconds,
+    fmt_duration,
+    left_text,
+)
 from bakeoff.run.protocol import ProgramOutput
 from bakeoff.run.trial_process import ProcessResult
 from conftest import FIXTURES, REPO
@@ -170,3 +178,69 @@ def test_a_real_run_on_a_pipe(tmp_path: Path) -> None:
     # The quick profile: 2 values of n x 2 trials, no warm-up; the baseline alone.
     assert re.fullmatch(r"flaky: done, 4/4 trials in \d+ s; run 4/4 trials in \d+ s", lines[0])
     assert time.monotonic() - started < 300
+
+
+def test_the_plan_replaces_the_rounds_nobody_planned() -> None:
+    """An adaptive round used to add only the round being decided, so the time left read one
+    round for as long as the run went on ("about 3 s left" for ten minutes): the allocation's
+    plan now sets each case's trials still to take, and the time left is that plan at each
+    case's measured trial time, never past what --time-budget leaves."""
+    est = Estimate({FAST: 1, SLOW: 1})
+    est.done(FAST, 2.0)
+    est.done(SLOW, 4.0)
+    est.grow([FAST, SLOW])  # the old way: one round more
+    assert est.seconds_left() == (6.0, 0)
+    est.replan({FAST: 9, SLOW: 9})  # the plan: nine rounds more
+    assert est.seconds_left() == (54.0, 0)
+    est.budget_left = lambda: 30.0
+    assert est.seconds_left() == (30.0, 0)
+
+
+@pytest.mark.slow
+def test_the_time_left_said_at_25_50_75_percent_is_within_a_quarter(tmp_path: Path) -> None:
+    """A live `cmd` run whose target cannot be reached: the plan (run/target.py) knows from
+    the spread that the cap stops it, so at 25%, 50% and 75% of the run the trials it still
+    counts are the trials truly still taken, and the time left the estimator makes of them,
+    given the trials' recorded durations (each case's latest, as progress.Estimate takes
+    them), is within ±25% of what those trials then took. Eight executions a trial: a case's
+    first trials run one more, counted (Profile.counted_trials), an eighth more than the
+    rest, which the estimate cannot know until a trial without it is timed. On the recorded durations, not the
+    clock: the harness's own time between trials moves with the machine's load, which no
+    estimate can foresee (the run records the clock's figures too, and prints them)."""
+    out = tmp_path / "run"
+    res = subprocess.run(
+        [sys.executable, "-m", "bakeoff", "cmd", "--out", str(out), "--seed", "3",
+         "--runs", "8", "--warmup", "0", "--trials", "3", "--target-ratio-ci", "0.001",
+         "--max-trials", "12", "sleep 0.05", "sleep 0.055"],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "COLUMNS": "200"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    said = " ".join((res.stdout + res.stderr).split())
+    assert "--target-ratio-ci 0.001% not reached" in said, said
+    assert "the cap of 12 trials per case was reached" in said, said
+    assert re.search(r"time: set-up \d+ s; cmd \d+ s \(.*trials \d+ s\); time left said at "
+                     r"25%: ", said), said
+    data = json.loads((out / "results.json").read_text())
+    timings = data["timings"]
+    assert timings["benchmarks"]["cmd"]["trials"] == 2 * 12  # measured (warm-ups apart)
+    checkpoints = timings["time_left"]
+    assert [c["share"] for c in checkpoints] == [0.25, 0.5, 0.75]
+    trials = data["trials"]  # in the order they ran
+    for c in checkpoints:
+        assert c["said_s"] is not None and c["remained_s"] > 0
+        assert abs(c["trials_said"] - c["trials_left"]) <= 0.25 * c["trials_left"], checkpoints
+        before, after = trials[:len(trials) - c["trials_left"]], trials[-c["trials_left"]:]
+        # A case's first trials also take its counted samples (Profile.counted_trials): the
+        # estimate takes the trials without them once there are some.
+        typical = {}
+        for v in ("sleep 0.05", "sleep 0.055"):
+            mine = [t for t in before if t["case"]["variant"] == v]
+            plain = [t["wall_s"] for t in mine
+                     if not any(k.startswith("counted.") for k in t["samples"])]
+            typical[v] = statistics.median((plain or [t["wall_s"] for t in mine])
+                                           [-RECENT_TRIALS:])
+        # The plan's trials, shared by the two commands as the rounds share them.
+        estimate = c["trials_said"] / 2 * sum(typical.values())
+        truth = sum(t["wall_s"] for t in after)
+        assert abs(estimate - truth) <= 0.25 * truth, (c, estimate, truth)
+    assert "not reached" in (out / "report.md").read_text()

@@ -99,6 +99,9 @@ class CaseResult:
     per_op_vs_baseline: dict[str, stats.Ratio | None] = field(default_factory=dict)
     # counted.<metric> / <metric> in the same trials: what counting cost this case.
     counting_cost: CountingCost | None = None
+    # A metric measured with something subtracted (Metric.subtracted: the shell's start-up)
+    # whose CI reaches 0: what it is below the resolution of. No ratio is formed with it.
+    below_resolution: str | None = None
 
     @property
     def vs_baseline(self) -> stats.Ratio | None:
@@ -306,6 +309,9 @@ def _case_results(
             per_trial = _compared_samples(info, trials, metric)
             signed_values = _ok_samples(trials, metric) if info.is_signed(metric) else []
             summary = stats.summarize(per_trial, rng) if per_trial else None
+            below = None
+            if summary is not None and info.subtracted(metric):
+                summary, below = _floored(summary, per_trial, info.subtracted(metric))
             if summary is not None:
                 # n counts what was measured, also for trials kept as quantiles.
                 summary = dataclasses.replace(summary, n=sum(
@@ -324,12 +330,16 @@ def _case_results(
                 sys_s=_median_or_none([t.rusage.sys_s for t in ok if t.rusage]),
                 max_rss_kib=_median_or_none([float(t.rusage.max_rss_kib) for t in ok if t.rusage]),
                 wall_s=_median_or_none([t.wall_s for t in ok]),
+                below_resolution=below,
             )
             results.append(result)
-            if per_trial and case.variant != info.baseline:
+            if per_trial and case.variant != info.baseline and below is None:
                 base_trials = trials_by_case.get(
                     Case(case.benchmark, info.baseline, case.params), [])
                 base = _compared_samples(info, base_trials, metric)
+                if base and info.subtracted(metric) and _floored(
+                        stats.summarize(base, rng), base, info.subtracted(metric))[1]:
+                    continue  # the baseline below resolution: no ratio of positive figures
                 if base and float(np.median(np.concatenate(base))) != 0:
                     # Rounds pair the two sides' trials (they ran interleaved): the CI's t
                     # is on the per-round ratios, where a round's drift cancels.
@@ -341,6 +351,17 @@ def _case_results(
                                     stats.cliffs_delta(per_trial, base)))
     _decide(info, pending, threshold)
     return results
+
+
+def _floored(summary: stats.Summary, per_trial: list[list[float]], subtracted: str | None
+             ) -> tuple[stats.Summary, str | None]:
+    """A subtracted metric's summary (values floored at 0, so its median is never below 0)
+    with its CI floored at 0 too, and what it is below the resolution of when the figure
+    cannot be told from 0 after the subtraction: its CI reaches 0, or a trial's median is 0
+    (then no interval on log scale exists, and a ratio's would reach below 0)."""
+    floored = dataclasses.replace(summary, ci_low=max(summary.ci_low, 0.0))
+    zero = floored.ci_low <= 0 or any(float(np.median(t)) <= 0 for t in per_trial if len(t))
+    return floored, (subtracted if zero else None)
 
 
 def _decide(

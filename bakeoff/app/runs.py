@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,7 @@ def start(request: RunRequest, benches: list[Benchmark],
           profile_name: str | None = None) -> tuple[RunRecord, Path]:
     """A new run of the request: checked, planned, measured; returns its record and
     directory (the reports are report_run's)."""
+    started = time.monotonic()
     request.check()
     profile = profile_name or request.profile
     # Bad input answers at once: before the host is probed (a quarter second) and numpy loads.
@@ -109,6 +111,7 @@ def start(request: RunRequest, benches: list[Benchmark],
         run, run_dir = new_run(plans, opts, env.facts, err_console)
         # After new_run: a bad --out is refused (exit 2) before anything is swept.
         sweep_dead_runs(request.quiet)
+        run.timings["set_up_s"] = round(time.monotonic() - started, 3)
         measure(run, run_dir, plans, err_console, ctx, request.quiet,
                 earlier_runs=opts.results_root)
     return run, run_dir

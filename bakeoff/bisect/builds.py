@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -46,7 +47,24 @@ def command_key(build_command: str) -> str:
 
 
 class BuildFailed(UsageError):
-    pass
+    """A commit that did not build: the whole message, and what a skipped step records."""
+
+    def __init__(self, message: str, first_error: str, log: Path) -> None:
+        super().__init__(message)
+        self.first_error = first_error  # the build output's first error line (or its last)
+        self.log = log
+
+
+# What a compiler, make or a linker prints on the line that says what went wrong.
+_ERROR_LINE = re.compile(r"\berror\b|\*\*\*|undefined reference|not found|fatal",
+                         re.IGNORECASE)
+
+
+def first_error_line(lines: list[str]) -> str:
+    """The first line of a build's output that reads as an error; the last line when none
+    does; "no output" for none."""
+    found = next((ln for ln in lines if _ERROR_LINE.search(ln)), None)
+    return found or (lines[-1] if lines else "no output")
 
 
 class BuildCache:
@@ -87,7 +105,7 @@ class BuildCache:
             status = self._run_build(tree, log)
             if status != 0:
                 self._discard(tree)
-                raise BuildFailed(self._failure(commit, status, log))
+                raise self._failure(commit, status, log)
             self._unregister(tree)
             (home / STAMP).write_text(f"{self.command}\n")
             self.built_now.add(commit.sha)
@@ -156,14 +174,14 @@ class BuildCache:
             _stop_group(proc)
             raise
 
-    def _failure(self, commit: Commit, status: int, log: Path) -> str:
+    def _failure(self, commit: Commit, status: int, log: Path) -> BuildFailed:
         lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
         last = " | ".join(lines[-LAST_LINES:]) or "no output"
         why = (f"timed out after {BUILD_TIMEOUT_S:g} s" if status == 124
                else f"exit {status}" if status >= 0 else f"killed by signal {-status}")
-        return (f"the build of {commit.short} ({commit.subject}) failed ({why}); its last "
-                f"lines: {last}; the whole output: {log}; fix the build command or the "
-                "commit range")
+        return BuildFailed(f"the build of {commit.short} ({commit.subject}) failed ({why}); its "
+                           f"last lines: {last}; the whole output: {log}; fix the build "
+                           "command or the commit range", first_error_line(lines), log)
 
 
 def _stop_group(proc: subprocess.Popen[bytes]) -> None:

@@ -7,7 +7,9 @@ user's repository are removed however this ends (builds.BuildCache.close).
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import shlex
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +20,7 @@ from rich.console import Console
 from bakeoff.bisect import repo as git_repo
 from bakeoff.bisect.builds import BuildCache
 from bakeoff.bisect.measure import METRICS, Measurer, Request, check_measure
-from bakeoff.bisect.search import Outcome, bisect
+from bakeoff.bisect.search import SUMMARY, Outcome, bisect
 from bakeoff.core.errors import UsageError
 from bakeoff.declare import registry
 from bakeoff.run import cleanup
@@ -100,6 +102,21 @@ def run(args: Args, console: Console, say: Callable[[str], None]) -> tuple[Outco
     except BaseException:
         # A bisect that ends before anything was measured (a build that fails, a measure
         # command that does, a signal during the first build) leaves no empty record.
-        if created and not any(p.is_file() for p in out.rglob("*")):
+        if created and not any(p.is_file() and p.name != SUMMARY for p in out.rglob("*")):
             shutil.rmtree(out, ignore_errors=True)
         raise
+
+
+def resume_command(args: Args, good: str, bad: str, **changes: object) -> str:
+    """The `bakeoff bisect` that goes on from a range left open: args with the range narrowed
+    to good..bad (and any flag changed), the cache and the builds it holds reused."""
+    a = dataclasses.replace(args, good=good, bad=bad, out=None, **changes)  # type: ignore[arg-type]
+    words = ["bakeoff", "bisect", "--repo", str(a.repo), "--good", a.good, "--bad", a.bad,
+             "--build", a.build, "--measure", a.measure, "--threshold", a.threshold,
+             "--budget", str(a.budget), "--step-time", f"{a.step_time:g}", "--runs",
+             str(a.runs), "--metric", a.metric, "--seed", str(a.seed)]
+    if a.shell:
+        words.append("--shell")
+    if a.cache is not None:
+        words += ["--cache", str(a.cache)]
+    return shlex.join(words)

@@ -2,7 +2,9 @@
 
 Parse -> the feature (bakeoff/bisect/command.py: check, build, measure interleaved, narrow
 down) -> the answer printed. Exit 0 when the first bad commit is found, 1 when it could not
-be told (no step between the ends, or a step still UNKNOWN at its budget), 2 for bad input.
+be told (no step between the ends, a step still UNKNOWN at its budget, or only commits that
+do not build left in the range: then the range and the command that goes on are printed), 2
+for bad input or an end that does not build.
 """
 
 from __future__ import annotations
@@ -56,21 +58,36 @@ def cmd_bisect(
                         threshold=threshold, budget=budget, step_time=step_time, runs=runs,
                         metric=metric, shell=shell, seed=seed, out=out, cache=cache)
     outcome, out_dir = command.run(args, err_console, say)
-    last = outcome.steps[-1]
+    measured = [s for s in outcome.steps if s.ci is not None]
+    last = measured[-1]
+    assert last.ci is not None
+    skipped = (f"; skipped (did not build): {', '.join(c.short for c in outcome.skipped)}"
+               if outcome.skipped else "")
     if outcome.status == "found" and outcome.first_bad is not None:
-        by = next((s for s in outcome.steps if s.candidate == outcome.first_bad), last)
+        by = next((s for s in measured if s.candidate == outcome.first_bad), last)
+        assert by.ci is not None
         say(f"first bad commit: {outcome.first_bad.sha} ({outcome.first_bad.subject}); "
             f"{outcome.metric} ratio to good {by.ci.words()}; {outcome.measurement_steps} "
-            f"measurement steps; record: {out_dir}")
+            f"measurement steps{skipped}; record: {out_dir}")
         return
     if outcome.status == "no-step":
         say(f"no slowdown to bisect: bad/good {last.ci.words()} is {last.verdict}, not "
             f"wholly above 1 + threshold/2; record: {out_dir}")
+        raise typer.Exit(1)
+    lo = outcome.last_good or outcome.good
+    hi = outcome.known_bad or outcome.bad
+    if outcome.status == "skipped":
+        between = [c.short for c in outcome.left[:-1]]
+        say(f"not found: the first bad commit is one of the {len(outcome.left)} commits after "
+            f"{lo.short} up to {hi.short}, but those before {hi.short} do not build "
+            f"({', '.join(between)}), so the search cannot tell which; record: {out_dir}")
+        say("to go on once they build (fix the build, or a --build that does), run: "
+            + command.resume_command(args, lo.sha, hi.sha))
     else:
-        lo = outcome.last_good or outcome.good
-        hi = outcome.known_bad or outcome.bad
         say(f"not found: step {last.number} ({last.candidate.short}) is still UNKNOWN after "
             f"{last.ci.rounds} rounds ({last.ci.words()}); the first bad commit is after "
-            f"{lo.short} and at or before {hi.short}; raise --budget/--step-time or --runs; "
-            f"record: {out_dir}")
+            f"{lo.short} and at or before {hi.short}{skipped}; record: {out_dir}")
+        say("to go on with more rounds a step, run: " + command.resume_command(
+            args, lo.sha, hi.sha, budget=args.budget * 2, step_time=args.step_time * 2))
     raise typer.Exit(1)
+

@@ -9,11 +9,17 @@ and `--resume DIR` work from the results directory alone (`from_record`).
 
 Shell: a command is split into argv without a shell, unless it uses shell syntax (a pipe, a
 redirection, `$`, a glob, ...) or `--shell` is given; then every command of the run goes
-through the same shell, whose own start-up bakeoff-cmd-exec measures and subtracts.
+through the same shell, whose own start-up bakeoff-cmd-exec measures and subtracts. Any line
+`sh -c` takes is taken: before anything runs, the shell itself parses each line (`sh -n`),
+and only the program a line certainly starts with must be found; the rest is the shell's to
+run, and a name it cannot find fails the trial with its own message. A command whose work is
+below the shell start-up's resolution (its figure cannot be told from 0 once the start-up is
+taken off) is said to be, and no ratio is formed with it (Metric.subtracted).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import shlex
@@ -55,6 +61,8 @@ _SCAN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Characters after which a command means more than its words: operators, expansions, globs.
 # Erring towards the shell only costs its start-up, which is subtracted.
 _SHELL_SYNTAX = re.compile(r"[|&;<>()$`*?\[\]~{}\\\n]|^\s*\w+=")
+_PLAIN_WORD = re.compile(r"^[A-Za-z0-9_./+@%:,-]+$")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SHELL_KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for",
                    "case", "esac", "in", "!", "{", "}", "time", "exec", "command"}
 
@@ -195,32 +203,36 @@ def _argv(text: str) -> list[str]:
         raise UsageError(f"command {text!r}: {exc}; close the quote") from None
 
 
-def _shell_words(text: str) -> list[str]:
-    """The first word of each simple command of a shell line (what must be on PATH)."""
+def _shell_syntax_error(shell: str, text: str) -> str | None:
+    """The shell's own word on a line it cannot parse (`SH -n -c`: parsed, nothing run);
+    None when it parses."""
+    proc = subprocess.run([shell, "-n", "-c", text], capture_output=True, text=True,
+                          check=False, timeout=30, stdin=subprocess.DEVNULL)
+    if proc.returncode == 0:
+        return None
+    return (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+
+
+def _first_word(text: str) -> str | None:
+    """The program a shell line certainly starts with: its first word, when that is a plain
+    word (no quote, expansion, glob, operator or keyword) after any VAR=value assignments;
+    None otherwise. Which programs the rest of the line runs is left to the shell (a line it
+    parses may define functions, loop, or run words it builds): a name it does not find there
+    fails the trial with the shell's own message."""
     lex = shlex.shlex(text, posix=True, punctuation_chars=True)
     lex.whitespace_split = True
     try:
-        tokens = list(lex)
-    except ValueError as exc:
-        raise UsageError(f"command {text!r}: {exc}; close the quote") from None
-    words, expect, target = [], True, False
-    for tok in tokens:
-        if target:  # the file of a redirection, not a command
-            target = False
-            continue
-        if tok and all(ch in "();<>|&" for ch in tok):
-            target = any(ch in "<>" for ch in tok)
-            expect = expect or not target
-            continue
-        if expect and re.match(r"^\w+=", tok):
-            continue  # VAR=value before the command
-        if expect:
-            expect = False
-            if tok not in _SHELL_KEYWORDS and not re.search(r"[$`*?\[\]~{}\\]", tok):
-                words.append(tok)
-            elif tok in _SHELL_KEYWORDS:
-                expect = True
-    return words
+        tokens = iter(lex)
+        for token in tokens:
+            if _ASSIGNMENT.match(token):
+                continue
+            if not _PLAIN_WORD.match(token) or token in _SHELL_KEYWORDS:
+                return None
+            after = next(tokens, "")
+            return None if after.startswith("(") else token  # `f() {...}` defines f
+    except ValueError:
+        return None
+    return None
 
 
 def _missing_in_shell(shell: str, words: Sequence[str]) -> list[str]:
@@ -280,10 +292,12 @@ def check(defn: Definition) -> None:
 
 
 def _check_found(defn: Definition) -> None:
-    """Every command's program exists (with each scan value, as it will run)."""
+    """What is certainly wrong before anything runs, with each scan value as it will run: a
+    line the shell cannot parse, and a program that is not found where the line certainly
+    runs it (without a shell, the command's own; through one, the first word of the line)."""
     combos = [dict(zip((s.name for s in defn.scans), values, strict=True))
               for values in itertools.product(*(s.values for s in defn.scans))]
-    shell_words: dict[str, str] = {}  # word -> the command it is from
+    lines: dict[str, tuple[str, str]] = {}  # line -> (what it is, its shell)
     for cmd in defn.commands:
         for params in combos:
             text = substitute(cmd.command, params)
@@ -293,18 +307,28 @@ def _check_found(defn: Definition) -> None:
                     raise UsageError(f"command {text!r}: {argv[0]!r} is not found on PATH "
                                      "(nor executable); check the spelling or give its path")
             else:
-                for word in _shell_words(text):
-                    shell_words.setdefault(word, text)
-    for hook in (defn.setup, defn.prepare, defn.cleanup):
-        if hook:
+                lines.setdefault(text, ("command", defn.shell))
+    for flag, hook in (("--setup", defn.setup), ("--prepare", defn.prepare),
+                       ("--cleanup", defn.cleanup)):
+        if hook:  # bakeoff-cmd-exec runs hooks under /bin/sh
             for params in combos:
-                for word in _shell_words(substitute(hook, params)):
-                    shell_words.setdefault(word, hook)
-    if shell_words:
-        missing = _missing_in_shell(defn.shell or "/bin/sh", list(shell_words))
+                lines.setdefault(substitute(hook, params), (flag, "/bin/sh"))
+    first: dict[str, tuple[str, str]] = {}  # word -> (line, what)
+    for text, (what, shell) in lines.items():
+        problem = _shell_syntax_error(shell, text)
+        if problem:
+            raise UsageError(f"{what} {text!r}: the shell cannot parse it ({problem}); fix "
+                             "the line, e.g. close a quote or a bracket")
+        word = _first_word(text)
+        if word is not None:
+            first.setdefault(word, (text, what))
+    for shell in {shell for _, shell in lines.values()}:
+        words = [w for w, (text, _) in first.items() if lines[text][1] == shell]
+        missing = _missing_in_shell(shell, words)
         if missing:
-            raise UsageError(f"command {shell_words[missing[0]]!r}: {missing[0]!r} is not found "
-                             "on PATH nor a shell builtin; check the spelling or give its path")
+            text, what = first[missing[0]]
+            raise UsageError(f"{what} {text!r}: {missing[0]!r} is not found on PATH nor a "
+                             "shell builtin; check the spelling or give its path")
 
 
 def shell_path(program: str) -> str:
@@ -323,6 +347,7 @@ METRICS = (
     Metric("sys_time", "s", "system CPU time of one execution and its children (wait4)"),
     Metric("peak_rss", "KiB", "peak resident set of one execution or its largest child (wait4)"),
 )
+SUBTRACTED = ("wall_time", "user_time", "sys_time")  # the shell's start-up taken off
 SHELL_COUNTERS = (
     Metric("shell_wall_time", "s", "the shell's start-up, median per trial, subtracted"),
     Metric("shell_user_time", "s", "the shell's start-up user CPU, subtracted"),
@@ -338,7 +363,9 @@ def _summary(defn: Definition) -> str:
         text += (f" Commands run through `{defn.shell} -c`; the shell's start-up (`{defn.shell} "
                  "-c ''`, timed beside every execution) is subtracted from wall, user and sys "
                  "time by its median per trial (counters shell_*), as hyperfine does; a value "
-                 "below 0 is shown as 0; peak RSS includes the shell.")
+                 "below 0 is shown as 0, and a command whose figure cannot then be told from 0 "
+                 "is said to be below the shell start-up's resolution, with no ratio formed "
+                 "with it; peak RSS includes the shell.")
     else:
         text += " Commands are executed directly, without a shell."
     if defn.prepare:
@@ -360,6 +387,10 @@ def benchmark(defn: Definition, trials: int, runs: int, warmup: int, warmup_tria
     profiles = {name: Profile(name, values, **counts)  # type: ignore[arg-type]
                 for name in ("quick", "default", "full")}
     counters: tuple[Metric, ...] = SHELL_COUNTERS if defn.shell else ()
+    # Through a shell, wall, user and sys time are what is left once the shell's start-up is
+    # taken off (floored at 0): a command below its resolution is said to be.
+    metrics = tuple(dataclasses.replace(m, subtracted="the shell start-up")
+                    if defn.shell and m.name in SUBTRACTED else m for m in METRICS)
     if defn.ignore_failure:
         counters += (Metric("failed_executions", "", "executions that exited non-zero"),)
 
@@ -373,7 +404,7 @@ def benchmark(defn: Definition, trials: int, runs: int, warmup: int, warmup_tria
         variants=tuple(Variant(c.name, c.command, baseline=(i == 0))
                        for i, c in enumerate(defn.commands)),
         params=params,
-        metrics=METRICS,
+        metrics=metrics,
         profiles=profiles,
         program=PROGRAM,
         fits=tuple(Fit("wall_time", s.name, f"wall time against the first command along "

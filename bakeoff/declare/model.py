@@ -171,6 +171,11 @@ class Metric:
     # verdicts, charts and `bakeoff compare` use |value|, so -50% never ranks above +1%;
     # the report adds the bias (mean signed value) and the RMS, each with its CI.
     signed: bool = False
+    # What was taken off each value before it was recorded, the remainder floored at 0 (the
+    # shell's start-up, for `bakeoff cmd --shell`). A case whose CI reaches 0 is below that
+    # start-up's resolution: the report says so in place of its figure, and no ratio is
+    # formed to or from it (a ratio of a figure that may be 0 has no finite CI).
+    subtracted: str | None = None
 
     def __post_init__(self) -> None:
         if self.signed and not self.lower_is_better:
@@ -489,7 +494,8 @@ class Benchmark:
             metrics=[
                 {"name": m.name, "unit": m.unit, "description": m.description,
                  "lower_is_better": m.lower_is_better, "overhead_pct": m.overhead_pct,
-                 **({"signed": True} if m.signed else {})}
+                 **({"signed": True} if m.signed else {}),
+                 **({"subtracted": m.subtracted} if m.subtracted else {})}
                 for m in self.metrics
             ],
             crossover_ratios=list(self.crossover_ratios),
@@ -545,6 +551,11 @@ class BenchmarkInfo:
     def is_diagnostic(self, variant: str) -> bool:
         """Kept to explain another variant: never answers a question (Variant.diagnostic)."""
         return any(v["name"] == variant and v.get("diagnostic") for v in self.variants)
+
+    def subtracted(self, metric: str) -> str | None:
+        """What was taken off the metric's values, floored at 0 (Metric.subtracted)."""
+        found = self.metric(metric).get("subtracted")
+        return str(found) if found else None
 
     def is_signed(self, metric: str) -> bool:
         """Closer to zero is better: compared and ranked by |value| (Metric.signed)."""
@@ -651,6 +662,9 @@ class RunRecord:
     # cases an adaptive run left above its CI target because a cap stopped them.
     stop_reason: str | None = None
     capped: list[Case] = field(default_factory=list)
+    # Where the run's time went (bakeoff/run/timings.py): its set-up, each benchmark's
+    # set-up, warm-up, trials and tear-down, and the time left it said against the truth.
+    timings: dict[str, Any] = field(default_factory=dict)
 
     def trials_of(self, case: Case) -> Iterator[Trial]:
         return (t for t in self.trials if t.case == case)

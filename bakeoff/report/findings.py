@@ -452,7 +452,7 @@ def _answer_findings(ba: BenchmarkAnalysis) -> list[Finding]:
     whys: set[str] = set()
     for q, a in answers(ba):
         if a is None:
-            out.append(Finding("unanswered", unanswered(q), question=str(q["ask"]),
+            out.append(Finding("unanswered", unanswered(q, ba), question=str(q["ask"]),
                                form=str(q["form"])))
         else:
             # Two questions read at one point share their why: the top says it once.

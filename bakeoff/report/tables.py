@@ -130,6 +130,14 @@ def tail_quantiles(s: Summary, unit: str) -> str:
     return f"{fmt_value(s.p5, unit)} / {fmt_value(s.p95, unit)}"
 
 
+def below_resolution_text(s: Summary, unit: str, what: str) -> str:
+    """A figure that cannot be told from 0 once `what` was subtracted: its median ± the
+    farther end of its CI (Metric.subtracted)."""
+    spread = max(s.median - s.ci_low, s.ci_high - s.median)
+    return (f"below {what}'s resolution: {fmt_value(s.median, unit)} ± "
+            f"{fmt_value(spread, unit)}")
+
+
 def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
     lower_better = lower_is_better(ba, metric)
     rows: list[CaseRow] = []
@@ -162,11 +170,16 @@ def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
                          if r.outliers else MISSING),
             "failed": str(r.n_failed) + (" (all)" if r.n_failed and s is None else ""),
         }
+        if s is not None and r.below_resolution:
+            cells["median"] = below_resolution_text(s, r.unit, r.below_resolution)
+            cells["ratio"] = f"{MISSING} (below resolution)"
         if vs:
             point, lo, hi = speedup(vs, lower_better)
             cells["speedup"] = f"{fmt_times(point)} ({fmt_number(lo)}–{fmt_number(hi)})"
-        elif not is_base and s is not None:
-            cells["ratio"] = f"{MISSING} (no baseline data)"
+        elif not is_base and s is not None and not r.below_resolution:
+            below = any(b.below_resolution for b in ba.for_metric(metric)
+                        if b.case.variant == ba.info.baseline and b.case.params == r.case.params)
+            cells["ratio"] = f"{MISSING} ({'baseline below resolution' if below else 'no baseline data'})"
         rows.append(CaseRow(r, is_base, verdict(r, ba.info.baseline), cells))
     return rows
 

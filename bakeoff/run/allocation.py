@@ -38,6 +38,7 @@ import numpy as np
 
 from bakeoff.declare import questions
 from bakeoff.declare.model import Case
+from bakeoff.run.target import rounds_needed
 from bakeoff.stats import estimates as stats
 
 # How much wider than the 95% t interval (in log ratio) the interval a case must keep clear of
@@ -374,3 +375,71 @@ def answer_cases_needing_trials(counts: Mapping[Case, int], values: Values,
                           if c is not None and counts.get(c, precision.max_trials)
                           < precision.max_trials)
     return needed
+
+
+# ---- the plan: how many trials each case will most likely take ---------------------------------
+#
+# What the rules above will most likely give each case in all, at the spread measured so far:
+# the estimate of the time left (run/progress.py) is made from it after every round, so that
+# it counts the trials the rules will add, not only the round being decided. A t interval
+# narrows as t(n-1)/√n (run/target.py rounds_needed): a case open on the levels needs its
+# widened interval to shrink to its distance from the nearest level; a reading wider than its
+# target, to its target; each within its cap.
+
+
+def _trials_to_settle(variant: stats.Trials, baseline: stats.Trials, rule: Rule) -> int:
+    """The trials a variant's case most likely needs before the levels settle it."""
+    interval = log_ratio_interval(variant, baseline, stats.CONFIDENCE)
+    n = min(sum(1 for t in variant if len(t)), sum(1 for t in baseline if len(t)))
+    if interval is None:
+        return rule.max_trials
+    low, high = interval
+    centre = math.sqrt(low * high)
+    half = math.log(high / low) / 2 * rule.margin
+    distance = min((abs(math.log(centre / level)) for level in rule.levels), default=math.inf)
+    if distance == 0:
+        return rule.max_trials
+    if half <= distance:
+        return n
+    needed = rounds_needed(half, distance, n)
+    return rule.max_trials if needed is None else needed
+
+
+def expected_trials(
+    cases: Sequence[Case],
+    counts: Mapping[Case, int],
+    samples: Callable[[Case], stats.Trials],
+    baseline: str,
+    rule: Rule,
+    precision: Precision | None = None,
+    values: Values | None = None,
+    others: Others | None = None,
+) -> dict[Case, int]:
+    """Each case's trials in all, as the rules above will most likely leave them (never
+    below what it has, nor above its cap); arguments as cases_needing_trials takes them."""
+    extra = others.cases if others is not None else frozenset()
+    out = {c: max(counts[c], others.trials if others is not None and c in extra
+                  else rule.min_trials) for c in cases}
+    if rule.sequential:
+        base_of = {c.params: c for c in cases if c.variant == baseline}
+        for case in cases:
+            base = base_of.get(case.params)
+            if case.variant == baseline or case in extra or base is None:
+                continue
+            n = min(rule.max_trials, max(counts[case], _trials_to_settle(
+                samples(case), samples(base), rule)))
+            out[case] = max(out[case], n)
+            out[base] = max(out[base], n)
+    if precision is not None and values is not None:
+        for r in precision.readings:
+            if r.target_ci is None or r.kind == "level":
+                continue
+            sides = [c for c in (r.case, r.reference) if c is not None and c in out]
+            n = min((counts[c] for c in sides), default=0)
+            needed = rounds_needed(reading_half_width(r, values), r.target_ci, n)
+            for c in sides:
+                if c not in extra:
+                    out[c] = max(out[c], min(precision.max_trials,
+                                             needed if needed is not None
+                                             else precision.max_trials))
+    return out

@@ -23,18 +23,19 @@ import json
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from bakeoff.declare.model import Case
+from bakeoff.declare.model import Case, is_counted
 from bakeoff.run.trial_process import ProcessResult
 
 HEARTBEAT_S = 60.0  # on a pipe, at most this long without a line while trials run
 EARLIER_RUNS = 20  # newest results directories read for earlier trial times
+RECENT_TRIALS = 5  # a case's trial time: the median of its latest this many
 
 
 def earlier_seconds(results_root: Path, cases: Iterable[Case]) -> dict[Case, float]:
@@ -89,6 +90,7 @@ class Estimate:
                  no_set_up: Iterable[str] = ()) -> None:
         self.todo: dict[Case, int] = dict(todo)
         self.took: dict[Case, list[float]] = defaultdict(list)
+        self.took_counted: dict[Case, list[float]] = defaultdict(list)
         self.earlier: dict[Case, float] = dict(earlier or {})
         self.declared: dict[str, float] = {b: s for b, s in (declared or {}).items() if s > 0}
         # Per benchmark started, what passed before its first trial began (its session's
@@ -99,14 +101,29 @@ class Estimate:
         # Benchmarks with no session: nothing to set up, so none of the others' set-up time
         # (a map of a million entries filled) is expected of them.
         self.no_set_up = set(no_set_up)
+        # The seconds --time-budget leaves (None: no budget): the time left never exceeds it.
+        self.budget_left: Callable[[], float | None] = lambda: None
 
-    def done(self, case: Case, seconds: float) -> None:
+    def done(self, case: Case, seconds: float, counted: bool = False) -> None:
+        """A trial of case ended after seconds; counted: it also took counted samples (a
+        case's first Profile.counted_trials do), so it cost more than the trials after it,
+        and it stands for the case's trials only until one without them is timed."""
         self.todo[case] = max(0, self.todo.get(case, 0) - 1)
-        self.took[case].append(seconds)
+        if counted:
+            self.took_counted[case].append(seconds)
+        else:
+            self.took[case].append(seconds)
+        if not self.took[case]:
+            self.took[case] = []  # a case timed, if only by counted trials, for seconds_left
 
     def grow(self, cases: Iterable[Case]) -> None:
         for c in cases:
             self.todo[c] = self.todo.get(c, 0) + 1
+
+    def replan(self, left: Mapping[Case, int]) -> None:
+        """The allocation's plan after a round: the trials each of these cases is still
+        expected to take (run/allocation.py expected_trials, run/target.py)."""
+        self.todo.update(left)
 
     def set_up(self, benchmark: str, seconds: float) -> None:
         self.set_ups[benchmark] = seconds
@@ -124,12 +141,13 @@ class Estimate:
     def seconds_left(self) -> tuple[float, int] | None:
         """(seconds, benchmarks still to run whose time is a guess from the others); None
         before any trial has finished."""
-        everything = [s for took in self.took.values() for s in took]
+        took = {c: t or self.took_counted.get(c, []) for c, t in self.took.items()}
+        everything = [s for t in took.values() for s in t]
         if not everything and not self.earlier:
             return None
         by_bench: dict[str, list[float]] = defaultdict(list)
-        for case, took in self.took.items():
-            by_bench[case.benchmark] += took
+        for case, times in took.items():
+            by_bench[case.benchmark] += times
         run_median = statistics.median(everything or list(self.earlier.values()))
         speed = self.speed(by_bench)
         total = 0.0
@@ -137,8 +155,10 @@ class Estimate:
         for case, n in self.todo.items():
             if n <= 0:
                 continue
-            if self.took.get(case):
-                per = statistics.median(self.took[case])
+            if took.get(case):
+                # Its latest trials: a machine whose load changes mid-run changes what a
+                # trial costs, and the time left follows within a few trials.
+                per = statistics.median(took[case][-RECENT_TRIALS:])
             elif case in self.earlier:
                 per = self.earlier[case]
             elif by_bench.get(case.benchmark):
@@ -155,7 +175,8 @@ class Estimate:
                    - self.no_set_up)
         if self.set_ups:
             total += len(waiting) * statistics.fmean(self.set_ups.values())
-        return total, len(untimed)
+        budget = self.budget_left()
+        return (total if budget is None else min(total, budget)), len(untimed)
 
 
 def left_text(estimate: Estimate) -> str:
@@ -188,6 +209,10 @@ class RunProgress:
         self.bench_done: dict[str, int] = defaultdict(int)
         self.bench_started: dict[str, float] = {}
         self.started = self.last_mark = self.last_line = time.monotonic()
+        # At each trial's end (seconds since the start, the time left said, trials done,
+        # trials planned in all): what the run's record keeps of its estimates
+        # (run/timings.py said_against_truth).
+        self.trace: list[tuple[float, float | None, int, int]] = []
         self.bar: Progress | None = None
         if self.fancy:
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
@@ -199,11 +224,26 @@ class RunProgress:
             self.bar.start()
 
     def grow(self, cases: list[Case]) -> None:
-        """An adaptive round adds trials nobody planned; the bar and the time left follow."""
-        self.total += len(cases)
-        self.estimate.grow(cases)
+        """An adaptive round adds trials nobody planned; the bar and the time left follow
+        (until replan says how many more the plan expects, which grow then only tops up)."""
         for c in cases:
+            if self.estimate.todo.get(c, 0) > 0:
+                continue  # already in the plan
+            self.total += 1
+            self.estimate.grow([c])
             self.planned[c.benchmark] += 1
+        if self.bar:
+            self.bar.update(self.task, total=self.total, left=left_text(self.estimate))
+
+    def replan(self, left: Mapping[Case, int]) -> None:
+        """The allocation's plan after a round (trials each case is still expected to take):
+        the total and the time left follow it, up or down."""
+        self.estimate.replan(left)
+        todo = self.estimate.todo
+        self.total = self.done + sum(max(0, n) for n in todo.values())
+        for bench in {c.benchmark for c in left}:
+            self.planned[bench] = self.bench_done[bench] + sum(
+                max(0, n) for c, n in todo.items() if c.benchmark == bench)
         if self.bar:
             self.bar.update(self.task, total=self.total, left=left_text(self.estimate))
 
@@ -221,10 +261,14 @@ class RunProgress:
         now = time.monotonic()
         # From the previous trial's end: the harness's own work (saving the trial, planning the
         # next) is part of what a trial costs the run; a session's set-up is counted apart.
-        self.estimate.done(case, now - self.last_mark)
+        self.estimate.done(case, now - self.last_mark,
+                           counted=any(is_counted(k) for k in result.output.samples))
         self.last_mark = now
         self.done += 1
         self.bench_done[case.benchmark] += 1
+        found = self.estimate.seconds_left()
+        self.trace.append((now - self.started, None if found is None else found[0], self.done,
+                           self.total))
         if self.bar:
             self.bar.update(self.task, advance=1, left=left_text(self.estimate))
         if result.status not in ("ok", "interrupted"):

@@ -35,14 +35,15 @@ from bakeoff.declare.model import Case, RunContext, RunRecord, RunSettings, Tria
 from bakeoff.machine import cpus
 from bakeoff.machine import host as hostmod
 from bakeoff.plan.cases import BenchmarkPlan
-from bakeoff.run import allocation, cleanup, interrupts
+from bakeoff.run import allocation, cleanup, interrupts, timings
+from bakeoff.run import target as precision_target
 from bakeoff.run.progress import RunProgress, earlier_seconds
 from bakeoff.run.protocol import ProgramOutput, plan_trial
 from bakeoff.run.trial_process import ActiveChild, ProcessResult, run_program
 from bakeoff.stats import estimates as stats
 from bakeoff.store import results as store
 
-DEFAULT_MAX_TRIALS = 50  # per case, when --target-ci is given without --max-trials
+DEFAULT_MAX_TRIALS = precision_target.DEFAULT_MAX_TRIALS  # with a target, no --max-trials
 MIN_TRIALS_FOR_TARGET = 3  # a case meets --target-ci only from this many trials on
 
 
@@ -114,6 +115,12 @@ class _Budget:
     def __init__(self, seconds: float | None) -> None:
         self.seconds = seconds
         self.start = time.monotonic()
+        self.stopped = False  # it stopped a trial from starting
+
+    def left(self) -> float | None:
+        if self.seconds is None:
+            return None
+        return max(0.0, self.seconds - (time.monotonic() - self.start))
 
     def allows(self, expected_s: float) -> bool:
         if self.seconds is None:
@@ -162,6 +169,7 @@ def measure(
             if not quiet:
                 console.print(Text("warning: ", style="yellow") + Text(cpu.warning))
         budget = _Budget(run.settings.time_budget_s)
+        progress.estimate.budget_left = budget.left
         # From here to the process's exit a signal is recorded, not raised
         # (bakeoff/run/interrupts.py).
         interrupts.latch()
@@ -181,8 +189,13 @@ def measure(
             raise
         finally:
             progress.stop()
+            measured_s = time.monotonic() - progress.started
+            run.timings["measure_s"] = round(measured_s, 3)
+            run.timings["time_left"] = timings.said_against_truth(progress.trace, measured_s)
             run.finished_at = store.utc_now()
             store.finish(run, run_dir)
+        if not quiet:
+            console.print(timings.words(run.timings), highlight=False)
 
 
 def _readings(plan: BenchmarkPlan) -> list[questions.Reading]:
@@ -261,9 +274,13 @@ class _Measurement:
         # does not replay the order of the rounds it already ran.
         self.order_rng = random.Random(f"{run.seed}:{plan.benchmark.name}:{self.round_no}")
         self.settings = run.settings
-        adaptive = self.settings.target_ci or self.settings.target_ratio_ci
+        self.adaptive = bool(self.settings.target_ci or self.settings.target_ratio_ci)
         self.max_trials = self.settings.max_trials or (
-            DEFAULT_MAX_TRIALS if adaptive else plan.profile.trials)
+            DEFAULT_MAX_TRIALS if self.adaptive else plan.profile.trials)
+        # With a target and no --max-trials, the cap is fitted to what the target needs
+        # (run/target.py); the target's one warning is said once.
+        self.fit_cap = self.adaptive and self.settings.max_trials is None
+        self.warned = False
         self.rule = _rule(plan, self.settings)
         self.precision = _precision(plan, self.settings, run.seed)
         self.others = _others(plan, self.settings)
@@ -280,20 +297,131 @@ class _Measurement:
             # A resumed run that had measured everything (a signal came in the session's
             # tear-down): no session to set up, no warm-up to spend.
             return
-        with ExitStack() as stack:
-            # Last, after the session's tear-down: what a trial SIGKILLed after its grace
-            # could not remove (its temp directory, a probe) is a dead process's, so swept.
-            stack.callback(self._sweep_if_trials_were_killed, ActiveChild.killed_after_grace)
-            if bench.session is not None:
-                self.state = stack.enter_context(bench.session(self.ctx))
-            for _ in range(profile.warmup_trials):
-                self._round(self.plan.cases, warmup=True)
-            while todo:
-                if not self._round(todo, warmup=False):
-                    break
-                todo = self._cases_needing_trials()
-            interrupts.log_phase("teardown")  # the session's, as the stack closes
+        clock = timings.BenchmarkClock(bench.name)
+        before = sum(self.count.values())
+        try:
+            with ExitStack() as stack:
+                # Last, after the session's tear-down: what a trial SIGKILLed after its grace
+                # could not remove (its temp directory, a probe) is a dead process's, so swept.
+                stack.callback(self._sweep_if_trials_were_killed,
+                               ActiveChild.killed_after_grace)
+                clock.enter("set_up")
+                if bench.session is not None:
+                    self.state = stack.enter_context(bench.session(self.ctx))
+                clock.enter("warm_up")
+                for _ in range(profile.warmup_trials):
+                    self._round(self.plan.cases, warmup=True)
+                clock.enter("trials")
+                while todo:
+                    if not self._round(todo, warmup=False):
+                        break
+                    self._replan()
+                    todo = self._cases_needing_trials()
+                interrupts.log_phase("teardown")  # the session's, as the stack closes
+                clock.enter("tear_down")
+        finally:
+            clock.stop()
+            timings.record_benchmark(self.record, clock, sum(self.count.values()) - before)
+        self._say_target_missed()
         self.progress.benchmark_done(bench.name)
+
+    # ---- the plan: what the time left is estimated from, and the target's words -----------
+
+    def _replan(self) -> None:
+        """After a round: the trials each case is still expected to take, from the
+        allocation's own rule at the measured spread; with a target, the fitted cap and, once,
+        the warning that it will not be reached."""
+        if self.adaptive and not (self.rule.sequential or self.precision or self.others):
+            status, need = self._target_status()
+            if self.fit_cap:
+                self.max_trials = precision_target.fitted_cap(status.needed, None,
+                                                              status.rounds)
+                status = dataclasses.replace(status, cap=self.max_trials)
+            warning = status.warning()
+            if warning and not self.warned:
+                self.warned = True
+                self.record.warnings.append(warning)
+                if not self.progress.quiet:
+                    self.progress.console.print(Text("warning: ", style="yellow")
+                                                + Text(warning))
+            # What the budget lets a round still be taken (each open case once a round).
+            budget_rounds = (int(status.budget_left_s / status.round_s)
+                             if status.budget_left_s is not None and status.round_s
+                             else None)
+            left = {c: max(0, min(n, self.max_trials) - self.count[c]) for c, n in need.items()}
+            if budget_rounds is not None:
+                left = {c: min(n, budget_rounds) for c, n in left.items()}
+        elif self.rule.sequential or self.precision or self.others:
+            expected = allocation.expected_trials(
+                self.plan.cases, self.count, self._ranked_samples,
+                self.plan.benchmark.baseline.name, self.rule, self.precision,
+                self._metric_samples, self.others)
+            left = {c: max(0, n - self.count[c]) for c, n in expected.items()}
+        else:
+            return
+        self.progress.replan({c: n for c, n in left.items() if c not in self.ended})
+
+    def _target_status(self) -> tuple[precision_target.Progress, dict[Case, int]]:
+        """Where the target stands (its widest case), and each case's rounds needed."""
+        flag = "--target-ratio-ci" if self.settings.target_ratio_ci else "--target-ci"
+        goal = (self.settings.target_ratio_ci or self.settings.target_ci) or 0.0
+        widths = self._half_widths()
+        need: dict[Case, int] = {}
+        for case, width in widths.items():
+            needed = precision_target.rounds_needed(width, goal, self.count[case])
+            need[case] = self.max_trials if needed is None else needed
+        widest = max(widths, key=lambda c: widths[c], default=None)
+        # A round of the cases still open: each one's typical trial, as the run spends it
+        # (from one trial's end to the next's: the harness's own work included).
+        took = self.progress.estimate.took
+        open_walls = [float(np.median((took.get(c) or self.walls[c])[-5:]))
+                      for c, n in need.items()
+                      if n > self.count[c] and (took.get(c) or self.walls.get(c))]
+        per_round = sum(open_walls) if open_walls else None
+        status = precision_target.Progress(
+            flag=flag, target=goal,
+            widest=widths[widest] if widest is not None else 0.0,
+            widest_case=widest.key if widest is not None else "",
+            rounds=self.count[widest] if widest is not None else 0,
+            needed=need.get(widest) if widest is not None else None,
+            cap=self.max_trials, round_s=per_round, budget_left_s=self.budget.left())
+        return status, need
+
+    def _half_widths(self) -> dict[Case, float]:
+        """Each case's half-width against its target (a fraction; inf when not formable):
+        a ratio's for --target-ratio-ci (its baseline takes its widest variant's), the
+        median's for --target-ci."""
+        widths: dict[Case, float] = {}
+        if self.settings.target_ratio_ci:
+            metric = self.plan.benchmark.primary_metric.name
+            baseline = self.plan.benchmark.baseline.name
+            base_of = {c.params: c for c in self.plan.cases if c.variant == baseline}
+            for case in self.plan.cases:
+                base = base_of.get(case.params)
+                if case.variant == baseline or base is None:
+                    continue
+                width = self._ratio_half_width(case, base, metric)
+                widths[case] = width
+                widths[base] = max(widths.get(base, 0.0), width)
+        if self.settings.target_ci:
+            for case in self.plan.cases:
+                widths[case] = max(widths.get(case, 0.0), self._median_half_width(case))
+        return widths
+
+    def _say_target_missed(self) -> None:
+        """A target not reached is said, with what was reached and why, in the terminal and
+        in the run's stop_reason (the report's "measuring stopped early")."""
+        if not self.adaptive or self.rule.sequential or self.precision or self.others:
+            return
+        if not any(self.count.values()):
+            return
+        status, _ = self._target_status()
+        missed = status.missed(self.budget.stopped)
+        if missed is None:
+            return
+        self.record.stop_reason = missed  # the report's "measuring stopped early"
+        if not self.progress.quiet:
+            self.progress.console.print(Text("warning: ", style="yellow") + Text(missed))
 
     def _sweep_if_trials_were_killed(self, killed_before: int) -> None:
         if ActiveChild.killed_after_grace == killed_before:
@@ -353,6 +481,11 @@ class _Measurement:
         return [[abs(v) for v in t] for t in per_trial] if signed else per_trial
 
     def _ci_narrow_enough(self, case: Case) -> bool:
+        return self._median_half_width(case) <= (self.settings.target_ci or 0.0)
+
+    def _median_half_width(self, case: Case) -> float:
+        """The case's median CI half-width as a fraction of the median; inf when it cannot
+        count yet."""
         metric = self.plan.benchmark.primary_metric.name
         per_trial = [t.samples[metric] for t in self.record.trials
                      if t.case == case and t.ok and t.samples.get(metric)]
@@ -361,15 +494,14 @@ class _Measurement:
         # under an impossible target. Three trials at least, and a zero-wide CI only counts
         # when every sample is the same value.
         if len(per_trial) < MIN_TRIALS_FOR_TARGET:
-            return False
+            return math.inf
         pooled = np.concatenate([np.asarray(p, dtype=float) for p in per_trial])
         ci = stats.median_ci(per_trial)  # the report's CI of the median
         low, high = ci.low, ci.high
         if high == low and pooled.min() != pooled.max():
-            return False
+            return math.inf
         center = float(np.median(pooled))
-        target = self.settings.target_ci or 0.0
-        return center != 0 and (high - low) / 2 <= target * abs(center)
+        return (high - low) / 2 / abs(center) if center != 0 else math.inf
 
     def _ratios_too_wide(self) -> set[Case]:
         """--target-ratio-ci: each variant case whose ratio to the baseline at the same
@@ -389,22 +521,27 @@ class _Measurement:
         return wide
 
     def _ratio_narrow_enough(self, case: Case, base: Case, metric: str) -> bool:
+        return self._ratio_half_width(case, base, metric) <= (self.settings.target_ratio_ci
+                                                               or 0.0)
+
+    def _ratio_half_width(self, case: Case, base: Case, metric: str) -> float:
+        """The half-width of the case's ratio CI to its baseline, as a fraction of the ratio
+        (log-centred); inf when it cannot count yet."""
         def ok(c: Case) -> list[Trial]:
             return [t for t in self.record.trials if t.case == c and t.ok and t.samples.get(metric)]
         v, b = ok(case), ok(base)
         # As for --target-ci: from 3 trials a side, so that two trials that happen to agree
         # do not end a case.
         if min(len(v), len(b)) < MIN_TRIALS_FOR_TARGET:
-            return False
+            return math.inf
         try:
             r = stats.ratio_ci([t.samples[metric] for t in v], [t.samples[metric] for t in b],
                                variant_rounds=[t.round for t in v],
                                baseline_rounds=[t.round for t in b])
         except ValueError:  # a baseline median of 0: no ratio, so never precise enough
-            return False
+            return math.inf
         centre = math.sqrt(r.ci_low * r.ci_high) if r.ci_low > 0 else r.ratio
-        target = self.settings.target_ratio_ci or 0.0
-        return allocation.relative_half_width(r.ci_low, r.ci_high, centre) <= target
+        return allocation.relative_half_width(r.ci_low, r.ci_high, centre)
 
     def _expected_wall(self, case: Case) -> float:
         walls = self.walls.get(case) or [w for ws in self.walls.values() for w in ws]
@@ -419,6 +556,7 @@ class _Measurement:
                 continue
             interrupts.checkpoint("trial")
             if not self.budget.allows(self._expected_wall(case)):
+                self.budget.stopped = True
                 self.record.stop_reason = (f"time budget of {self.settings.time_budget_s:g} s "
                                         "reached")
                 short = (self._open_cases()

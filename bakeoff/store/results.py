@@ -56,6 +56,10 @@ from bakeoff.store import schema
 #       `bakeoff cmd`, rebuilt from it by --resume); reports need nothing from it.
 #       Within 4, a benchmark info may carry "questions" (Benchmark.questions) and a variant
 #       "diagnostic": true; a reader that ignores them reports the generic findings only.
+#       Within 4, a run may carry "timings" (where its time went: set-up, each benchmark's
+#       parts, the time left it said); a reader that ignores it loses no figure.
+#       Within 4, a metric may carry "subtracted" (what was taken off each value, floored at
+#       0: cmd's shell start-up); a reader that ignores it shows the figures as before.
 SCHEMA_VERSION = 4
 
 RESULTS_JSON = "results.json"
@@ -152,6 +156,7 @@ def run_to_json(run: RunRecord) -> dict[str, Any]:
         "settings": vars(run.settings),
         "stop_reason": run.stop_reason,
         "capped": [c.to_json() for c in run.capped],
+        "timings": run.timings,
     }
 
 
@@ -230,6 +235,7 @@ def run_from_json(d: dict[str, Any]) -> RunRecord:
         settings=RunSettings(**_known(RunSettings, d.get("settings", {}))),
         stop_reason=d.get("stop_reason"),
         capped=[Case.from_json(c) for c in d.get("capped", [])],
+        timings=dict(d.get("timings") or {}),
     )
 
 

@@ -52,7 +52,8 @@ BENCHMARK_INFO = {
     "variants": NonEmpty({"name": str, "control?": bool, "diagnostic?": bool}),
     "params": [{"name": str, "kind": ("int", "float", "bytes", "str"), "unit?": str}],
     "metrics": NonEmpty({"name": str, "unit": str, "lower_is_better": bool,
-                         "overhead_pct?": bool, "signed?": bool}),
+                         "overhead_pct?": bool, "signed?": bool,
+                         "subtracted?": str}),
     "legacy_csv?": Optional({"filename": str, "columns": Map(str)}),
     "crossover_ratios?": [float],
     "fits?": [{"metric": str, "param": str, "description": str}],
@@ -97,7 +98,7 @@ RUN = {
     "seed": AtLeast(0), "host": dict, "warnings": [str], "benchmarks": Map(BENCHMARK_INFO),
     "cases": [CASE], "skips": [{"case": CASE, "reason": str}], "trials": [TRIAL],
     "settings?": _settings_shape(),
-    "stop_reason?": Optional(str), "capped?": [CASE],
+    "stop_reason?": Optional(str), "capped?": [CASE], "timings?": dict,
 }
 
 

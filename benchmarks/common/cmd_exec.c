@@ -156,10 +156,15 @@ static void fail(const char *fmt, ...)
 	bench_fatal("%s", msg);
 }
 
-/* Status as words: "exited with status 3", "was killed by signal 9". */
+/* Status as words: "exited with status 3", "was killed by signal 9"; the two statuses a shell
+ * gives a program it could not start, with what they mean (its own message went to stderr). */
 static const char *status_words(int status, char *buf, size_t len)
 {
-	if (WIFEXITED(status))
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+		snprintf(buf, len, "exited with status 127 (a program it names was not found)");
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == 126)
+		snprintf(buf, len, "exited with status 126 (a program it names is not executable)");
+	else if (WIFEXITED(status))
 		snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
 	else
 		snprintf(buf, len, "was killed by signal %d", WTERMSIG(status));
@@ -257,7 +262,7 @@ static struct execution execute_checked(const struct options *o, uint64_t i,
 		bench_counters_stop();
 	if (stop_signal)
 		fail("stopped by signal %d after %" PRIu64 " executions", (int)stop_signal, i);
-	char words[64];
+	char words[96];
 	if (!succeeded(e.status) && !o->ignore_failure)
 		fail("the command %s (--ignore-failure measures it anyway)",
 		     status_words(e.status, words, sizeof(words)));
@@ -271,7 +276,7 @@ static void run_hook(const char *flag, const char *command)
 {
 	char *argv[] = { "/bin/sh", "-c", (char *)command, NULL };
 	struct execution e = execute(argv, false);
-	char words[64];
+	char words[96];
 	if (!WIFEXITED(e.status) || WEXITSTATUS(e.status) != 0)
 		fail("%s '%s' %s", flag, command, status_words(e.status, words, sizeof(words)));
 }
@@ -342,7 +347,7 @@ int main(int argc, char **argv)
 		runs[i] = execute_checked(&o, i, runs[0].output_hash, false);
 		if (!succeeded(runs[i].status) && i >= o.warmup)
 			failed++;
-		char words[64];
+		char words[96];
 		if (o.shell) {
 			struct execution s = execute(empty_shell, false);
 			if (!WIFEXITED(s.status) || WEXITSTATUS(s.status) != 0)

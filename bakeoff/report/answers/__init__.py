@@ -49,6 +49,14 @@ def answers(ba: BenchmarkAnalysis) -> list[tuple[dict[str, Any], Answer | None]]
             for q in ba.info.questions]
 
 
-def unanswered(q: dict[str, Any]) -> str:
+def unanswered(q: dict[str, Any], ba: BenchmarkAnalysis | None = None) -> str:
+    below = [r for r in (ba.for_metric(str(q.get("metric") or ba.info.primary_metric))
+                         if ba is not None else []) if r.below_resolution]
+    if below:
+        names = ", ".join(dict.fromkeys(r.case.variant for r in below))
+        return (f"Not answered by this run: {names} cannot be told from 0 once "
+                f"{below[0].below_resolution} is taken off (below its resolution), and a "
+                "ratio needs positive figures on both sides; give each execution more work "
+                "(a loop of it), or compare without the shell (--no-shell).")
     return (f"Not answered by this run: it measured none of the cases \"{q['ask']}\" reads "
             "(skipped, or not in the profile run).")
