@@ -275,12 +275,13 @@ def answer_interval(kind: questions.ReadingKind, case: stats.Trials, reference: 
     if reference:
         pooled -= float(np.median(np.concatenate(
             [np.asarray(t, dtype=float) for t in reference])))
-    # The calibrated method (trial-t, docs/STATISTICS.md): a t interval of the typical
-    # trial's difference, stretched to reach the pooled figure the report prints.
+    # The calibrated method (trial-t, docs/STATISTICS.md): the t interval's half-width from
+    # the trials' spread, centred on the pooled figure the report prints (estimate ± t·SE).
     interval = difference_interval(case, reference, stats.CONFIDENCE)
     if interval is None:
         return None
-    return pooled, min(interval[0], pooled), max(interval[1], pooled)
+    half = (interval[1] - interval[0]) / 2
+    return pooled, pooled - half, pooled + half
 
 
 def reading_half_width(reading: questions.Reading, values: Values,
