@@ -39,10 +39,11 @@ from bakeoff.report.findings import (
     ratio_figure,
 )
 from bakeoff.report.format import (
+    fmt_estimate,
     fmt_number,
-    fmt_range,
     fmt_ratio,
     fmt_value,
+    fmt_with_ci,
     param_estimate_label,
     swept_label,
 )
@@ -124,17 +125,23 @@ def test_findings_of_the_known_answer() -> None:
 def test_every_figure_carries_its_ci_and_its_trials() -> None:
     """Each ratio quoted has its CI and both sides' trials, and is the analysis's own."""
     analysis, bf = _findings(make_run())
-    ratios = {(fmt_number(r.vs_baseline.ratio), fmt_number(r.vs_baseline.ci_low),
-               fmt_number(r.vs_baseline.ci_high), str(trials_of(r)))
-              for r in analysis.benchmarks[0].for_metric(METRIC) if r.vs_baseline}
+    ratios = {(e.point, *(e.interval or "–").split("–"), str(trials_of(r)))
+              for r in analysis.benchmarks[0].for_metric(METRIC) if r.vs_baseline
+              for e in [fmt_estimate(r.vs_baseline.ratio, r.vs_baseline.ci_low,
+                                     r.vs_baseline.ci_high, "")]}
     quoted = [m for f in bf.findings for m in RATIO_FIGURE.findall(f.text)]
-    assert len(quoted) == 2
+    # The other end's ratio is 1 in every trial (a variant replaying memcpy's samples): said
+    # so, with no interval of one value.
+    assert len(quoted) == 1
+    assert all("ratio 1.00, the same in every trial; 5 + 5 trials" in f.text
+               for f in bf.findings if f.kind == "winner")
     for ratio, low, high, n_variant, n_base in quoted:
         assert (ratio, low, high, n_variant) in ratios
         assert int(n_base) == TRIALS
     # No bare 'ratio' without its CI anywhere.
     for f in bf.findings:
-        assert len(re.findall(r"\bratio \d", f.text)) == len(RATIO_FIGURE.findall(f.text)), f.text
+        assert len(re.findall(r"\bratio \d", f.text)) == len(RATIO_FIGURE.findall(f.text)) + \
+            len(re.findall(r"\bratio [\d.]+, the same in every trial", f.text)), f.text
 
 
 def test_too_few_trials_make_every_finding_tentative() -> None:
@@ -194,7 +201,7 @@ def test_a_ci_that_touches_the_threshold_is_tentative() -> None:
     (winner,) = [f for f in bf.findings if f.kind == "winner"]
     q = r.vs_baseline
     assert winner.text == (
-        f"No variant is shown to differ from base by more than ±2%: the best, v, is "
+        f"No variant is shown to differ from base by more than ±2%: v is "
         f"{fmt_number((1 - q.ratio) * 100)}% faster ({ratio_figure(q)}; 8 + 8 trials) "
         "[tentative: its CI touches the ±2% threshold].")
     assert winner.tentative == "its CI touches the ±2% threshold"
@@ -206,7 +213,7 @@ def test_a_control_is_never_named_the_winner() -> None:
                            control="aa-check")
     analysis, bf = _findings(run)
     (winner,) = [f for f in bf.findings if f.kind == "winner"]
-    assert "fast wins, 30.0% faster than base (ratio 0.700, 95% CI 0.700–0.700" in winner.text
+    assert "fast wins, 30.0% faster than base (ratio 0.700, the same in every trial" in winner.text
     assert "aa-check" not in winner.text
     # It is still measured and shown: the compact table has its column.
     table = compact_table(analysis.benchmarks[0])
@@ -225,13 +232,14 @@ def test_without_a_ratio_the_best_median_is_named_with_its_ci() -> None:
     b = next(r for r in analysis.benchmarks[0].for_metric("ns") if r.case.variant == "b")
     assert b.summary is not None
     s = b.summary
-    assert ranking.text == (f"The lowest ns is b's, {fmt_value(s.median, 'ns')} (95% CI "
-                            f"{fmt_range(s.ci_low, s.ci_high, 'ns')}; 5 trials).")
+    # b is told apart from the next (a): its ratio to a, paired by round, excludes 1.
+    assert ranking.text.startswith(
+        f"The lowest ns is b's, {fmt_with_ci(s.median, s.ci_low, s.ci_high, 'ns')[:-1]}; "
+        "5 trials); against the next, a, b / a "), ranking.text
     table = compact_table(analysis.benchmarks[0])
     assert table is not None and "there is no ratio to it" in table.legend
     assert table.variants == ["a", "b"]  # the baseline has no ns: no column
-    assert table.rows[0].cells[1].text == \
-        f"{fmt_value(s.median, 'ns')} ({fmt_range(s.ci_low, s.ci_high, 'ns')})"
+    assert table.rows[0].cells[1].text == fmt_with_ci(s.median, s.ci_low, s.ci_high, "ns", "")
 
 
 def test_a_fit_finding_quotes_both_constants_with_their_cis() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from bakeoff.analysis.within_run import MIN_TRIALS_FOR_VERDICT, BenchmarkAnalysis, CaseResult
 from bakeoff.report.answers.common import Answer, Figure, read_results, where_label, with_tentative
-from bakeoff.report.format import fmt_range, fmt_value
+from bakeoff.report.format import fmt_with_ci
 from bakeoff.report.grid import trials_of
 
 
@@ -32,12 +32,11 @@ def error_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
             where = where_label(ba, r.case.params)
             figures.append(Figure(f"RMS of {metric}: {r.case.variant}"
                                   + (f" at {where}" if where else ""), e.rms, e.rms_ci_low,
-                                  e.rms_ci_high, f"{fmt_value(e.rms, unit)} (95% CI "
-                                  f"{fmt_range(e.rms_ci_low, e.rms_ci_high, unit)}; "
-                                  f"{trials_of(r)} trials)"))
+                                  e.rms_ci_high, fmt_with_ci(e.rms, e.rms_ci_low, e.rms_ci_high, unit)
+                                  .removesuffix(")") + f"; {trials_of(r)} trials)"))
             parts.append(f"{r.case.variant}{' at ' + where if where else ''} "
-                         f"{fmt_value(e.rms, unit)} (95% CI {fmt_range(e.rms_ci_low, e.rms_ci_high, unit)}"
-                         f"; {trials_of(r)} trials)")
+                         + fmt_with_ci(e.rms, e.rms_ci_low, e.rms_ci_high, unit).removesuffix(")")
+                         + f"; {trials_of(r)} trials)")
             if trials_of(r) < MIN_TRIALS_FOR_VERDICT:
                 tentative.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
             results.append(r)
@@ -61,7 +60,7 @@ def _error_range(ba: BenchmarkAnalysis, metric: str, rows: Sequence[CaseResult])
         e = r.signed
         assert e is not None
         where = where_label(ba, r.case.params)
-        return (f"{fmt_value(e.rms, unit)} ({fmt_range(e.rms_ci_low, e.rms_ci_high, unit)})"
+        return (fmt_with_ci(e.rms, e.rms_ci_low, e.rms_ci_high, unit, "")
                 + (f" at {where}" if where else ""))
 
     by: dict[str, list[CaseResult]] = {}
