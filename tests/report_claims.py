@@ -95,9 +95,10 @@ def _prose(line: str) -> bool:
 
 def _without_intervals(line: str) -> str:
     """The line with what states intervals and differences taken out: parenthesised text,
-    'difference a to b', 'CI a to b'."""
+    'difference [a − b] x to y', 'CI x to y'."""
     line = re.sub(r"\([^()]*\)", "", re.sub(r"\([^()]*\)", "", line))
-    return re.sub(rf"(?:difference|CI|from)\s{_NUM}\s?{_UNIT}?\s(?:to|–)\s\S+", "", line)
+    return re.sub(rf"(?:difference(?: [\w.-]+ − [\w.-]+)?|CI|from)\s{_NUM}\s?{_UNIT}?\s"
+                  rf"(?:to|–)\s[-+−]?{_NUM}\s?{_UNIT}?", "", line)
 
 
 def _negative_cost(line: str) -> list[str]:

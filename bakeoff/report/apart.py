@@ -31,7 +31,7 @@ class Apart:
     shown: bool
 
     def words(self, unit: str) -> str:
-        """'difference -0.34 to +0.42 ns' (a − b, 95% CI), or 'a / b 0.957, 95% CI
+        """'difference a − b -0.34 to +0.42 ns (95% CI)', or 'a / b 0.957, 95% CI
         0.883–1.04' where both are positive: named, so no reader takes it for a ratio to the
         baseline."""
         if self.ratio is not None:
@@ -41,10 +41,11 @@ class Apart:
                     f"{ratio} in every trial")
         d = self.difference
         e = fmt_estimate(d.estimate, d.low, d.high, unit)
+        named = f"difference {self.a.case.variant} − {self.b.case.variant}"
         if e.interval is None:
-            return f"difference {e.point} in every trial"
+            return f"{named} {e.point} in every trial"
         low, _, high = e.interval.partition("–")
-        return f"difference {_signed(low)} to {_signed(high)}"
+        return f"{named} {_signed(low)} to {_signed(high)} (95% CI)"
 
 
 def _signed(text: str) -> str:
