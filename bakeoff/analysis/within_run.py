@@ -456,8 +456,11 @@ def _answer_precision(info: BenchmarkInfo, cases: list[Case],
         if not mine:
             continue
         signed = _ok_samples(trials_by_case.get(r.case, []), r.metric)
+        rounds = (_ok_rounds(trials_by_case.get(r.case, []), r.metric),
+                  _ok_rounds(trials_by_case.get(r.reference, []), r.metric)
+                  if r.reference is not None else [])
         quoted = allocation.answer_interval(r.kind, signed if r.kind == "error" else mine,
-                                            ref, rng)
+                                            ref, rng, rounds=rounds)
         if quoted is None:
             continue
         value, low, high = quoted
