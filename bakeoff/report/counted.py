@@ -60,7 +60,11 @@ MIN_COUNTED_TRIALS_FOR_CI = 3
 
 
 def _few(s: Summary) -> str:
-    return (f"{s.n_trials} counted trial{'s' if s.n_trials != 1 else ''}: too few for a CI")
+    """Why a counter's median from few counted trials has no CI: it was the same in each
+    (an exact count), or they are too few to give one."""
+    if s.n_trials > 1 and s.ci_low == s.ci_high == s.median:
+        return f"the same in {'both' if s.n_trials == 2 else f'all {s.n_trials}'} counted trials"
+    return f"{s.n_trials} counted trial{'s' if s.n_trials != 1 else ''}: too few for a CI"
 
 
 def per_op_figure(s: Summary) -> str:
