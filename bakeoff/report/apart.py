@@ -29,6 +29,14 @@ class Apart:
     difference: stats.TInterval
     ratio: stats.Ratio | None
     shown: bool
+    comparisons: int = 1  # the CIs are Bonferroni's over this many (95% at 1)
+
+    def _ci(self, interval: str) -> str:
+        """'95% CI a–b', or '98.3% CI a–b, Bonferroni over 3': the CI decided on."""
+        if self.comparisons <= 1:
+            return f"95% CI {interval}"
+        level = (1 - stats.ALPHA / self.comparisons) * 100
+        return f"{level:.3g}% CI {interval}, Bonferroni over {self.comparisons}"
 
     def words(self, unit: str) -> str:
         """'difference a − b -0.34 to +0.42 ns (95% CI)', or 'a / b 0.957, 95% CI
@@ -37,7 +45,7 @@ class Apart:
         if self.ratio is not None:
             e = fmt_estimate(self.ratio.ratio, self.ratio.ci_low, self.ratio.ci_high, "")
             ratio = f"{self.a.case.variant} / {self.b.case.variant} {e.point}"
-            return (f"{ratio}, 95% CI {e.interval}" if e.interval else
+            return (f"{ratio}, {self._ci(e.interval)}" if e.interval else
                     f"{ratio} in every trial")
         d = self.difference
         e = fmt_estimate(d.estimate, d.low, d.high, unit)
@@ -45,7 +53,7 @@ class Apart:
         if e.interval is None:
             return f"{named} {e.point} in every trial"
         low, _, high = e.interval.partition("–")
-        return f"{named} {_signed(low)} to {_signed(high)} (95% CI)"
+        return f"{named}, {self._ci(f'{_signed(low)} to {_signed(high)}')}"
 
 
 def _signed(text: str) -> str:
@@ -58,14 +66,19 @@ def apart(a: CaseResult, b: CaseResult, comparisons: int = 1) -> Apart | None:
     makes (Bonferroni: p × comparisons < ALPHA)."""
     if len(a.trial_medians) < 2 or len(b.trial_medians) < 2:
         return None
-    d = stats.difference_ci(a.trial_medians, b.trial_medians, a.trial_rounds, b.trial_rounds)
+    m = max(comparisons, 1)
+    # The interval printed is the one decided on: Bonferroni's level over the comparisons.
+    confidence = 1 - stats.ALPHA / m
+    d = stats.difference_ci(a.trial_medians, b.trial_medians, a.trial_rounds, b.trial_rounds,
+                            confidence)
     ratio = None
     if min(*a.trial_medians, *b.trial_medians) > 0:
-        ratio = stats.ratio_ci([[m] for m in a.trial_medians], [[m] for m in b.trial_medians],
-                               variant_rounds=a.trial_rounds, baseline_rounds=b.trial_rounds)
+        ratio = stats.ratio_ci([[x] for x in a.trial_medians], [[x] for x in b.trial_medians],
+                               confidence, variant_rounds=a.trial_rounds,
+                               baseline_rounds=b.trial_rounds)
     p = ratio.p_ci if ratio is not None else d.p_zero
-    shown = not math.isnan(p) and p * max(comparisons, 1) < stats.ALPHA
-    return Apart(a, b, d, ratio, shown)
+    shown = not math.isnan(p) and p * m < stats.ALPHA
+    return Apart(a, b, d, ratio, shown, m)
 
 
 def resolved_from_zero(r: CaseResult) -> bool:

@@ -251,7 +251,9 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
                 f"±{ba.threshold * 100:g}%: {named_best} is {phrase} {figure}{level}")
     return Clause(where, text, why, involved,
                   abs(math.log(ratio.ratio)) if ratio.ratio > 0 else 0.0, verdict == "faster",
-                  named_first=verdict not in NO_DIFFERENCE, foil=base)
+                  named_first=verdict not in NO_DIFFERENCE,
+                  # A "why" explains a difference shown, never one the verdict did not find.
+                  foil=base if verdict not in NO_DIFFERENCE else None)
 
 
 def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | None:
@@ -305,7 +307,8 @@ def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | No
         diff = f"; {told.words(unit)}" if told is not None else ""
         text = (f"{best.case.variant} and {runner.case.variant} cannot be told apart on "
                 f"{metric}: {figure} against {other}{diff}")
-        return Clause(where, text, why, (best, runner), 0.0, named_first=True, foil=runner)
+        # No foil: a "why" would explain a difference that is not shown.
+        return Clause(where, text, why, (best, runner), 0.0, named_first=True)
     text = (f"the {word} {metric} is {best.case.variant}'s, {figure}; "
             f"against the next, {runner.case.variant}, {told.words(unit)}")
     return Clause(where, text, why, (best, runner), 0.0, named_first=False, foil=runner)
