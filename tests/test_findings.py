@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import plotly.offline  # type: ignore[import-untyped]
 import pytest
+from report_claims import flaws
 from test_report import METRIC, SIZES, TRIALS, XSS, make_run
 
 from bakeoff.analysis.within_run import MIN_TRIALS_FOR_VERDICT, Analysis, CaseResult, analyze
@@ -406,6 +407,16 @@ def _measures_no_point_asked(run: RunRecord, info: BenchmarkInfo) -> bool:
                    for name, values in q.get("at", {}).items()
                    if not set(values) & {"largest", "smallest"})
                for q in info.questions)
+
+
+@pytest.mark.slow
+def test_real_run_reports_say_nothing_a_reviewer_refuses(all_rooms_quick_run: Path) -> None:
+    """Every room's report of a fresh run: no interval ending at its point, no ranking of
+    overlapping cases, no negative cost or count, no two figures for one cell
+    (tests/report_claims.py)."""
+    found = [str(f) for name in ("report.md", "details.md")
+             for f in flaws((all_rooms_quick_run / name).read_text(), name)]
+    assert found == []
 
 
 def test_real_run_report_md_opens_with_the_answers(all_rooms_quick_run: Path) -> None:
