@@ -90,7 +90,9 @@ def log_ratio_interval(variant: stats.Trials, baseline: stats.Trials,
 
 def settled(variant: stats.Trials, baseline: stats.Trials, rule: Rule) -> bool:
     """True when the ratio's interval, widened by the rule's margin, lies clear of every level
-    of the rule, and the report's point ratio (pooled medians) lies in it."""
+    of the rule, and the ratio of pooled medians lies in it too (the report's point is the
+    interval's own centre; a pooled ratio outside says the trials disagree with their
+    samples, which more trials settle)."""
     interval = log_ratio_interval(variant, baseline, stats.CONFIDENCE)
     if interval is None:
         return False
