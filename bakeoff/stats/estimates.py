@@ -368,6 +368,8 @@ def ratio_ci(variant: Trials, baseline: Trials, confidence: float = CONFIDENCE,
         se2, df = _delta_ratio_se2(mv, mb)
         t = _interval(point - 1.0, math.sqrt(se2), df, False, confidence)
         lo, hi, p = t.low + 1.0, t.high + 1.0, t.p_zero
+        if bool(np.all(mv >= 0)) and bool(np.all(mb >= 0)):
+            lo = max(lo, 0.0)  # a ratio of counts (or times) is never below 0
     return Ratio(ratio=point, ci_low=lo, ci_high=hi, p_value=mann_whitney_p(v, b), p_ci=p)
 
 
