@@ -157,6 +157,29 @@ def _two_figures(section: list[str]) -> list[str]:
     return out
 
 
+_PAIR_SAID = re.compile(rf"(?P<pair>(?:difference )?[\w.-]+ [/−] [\w.-]+)(?P<fig>(?: {_NUM})?,? "
+                        rf"[\d.]+% CI [^,;)\]]+)")
+
+
+def _pair_twice(section: str) -> list[str]:
+    """Two cases set side by side at one point ('a / b 0.95, 95% CI …', the point the last
+    'at …' before it names) with different figures within one benchmark's section: the same
+    comparison said two ways."""
+    said: dict[tuple[str, str], set[str]] = {}
+    for line in section.splitlines():
+        # 'Along fields with content=legacy: at 40 fields …': the line's fixed params, then
+        # the point of the clause (carried to the next clause that names none).
+        lead = " ".join(re.findall(r"\bwith ((?:[\w-]+=[^,:;()]+(?:, )?)+)", line))
+        where = lead
+        for clause in line.split("; "):
+            at = re.findall(r"\b[Aa]t ((?:[\w-]+=[^,:;()]+(?:, )?)+|[^,:;()]+)", clause)
+            where = f"{lead} {at[-1].strip()}".strip() if at else where
+            for m in _PAIR_SAID.finditer(clause):
+                said.setdefault((where, m["pair"]), set()).add(m["fig"].strip(", "))
+    return [f"at {where or '(every point)'}, {pair}: {' | '.join(sorted(figs))}"
+            for (where, pair), figs in said.items() if len(figs) > 1]
+
+
 def flaws(text: str, name: str) -> list[Flaw]:
     """Every flaw of the module docstring in one report's text (name: for the messages)."""
     lines = text.splitlines()
@@ -177,5 +200,5 @@ def flaws(text: str, name: str) -> list[Flaw]:
               for row in _split_columns(lines) for s in _ends_at_point(row)]
     sections = re.split(r"\n(?=## )", text)
     found += [Flaw("two figures for one cell", name, s)
-              for sec in sections for s in _two_figures(sec.splitlines())]
+              for sec in sections for s in _two_figures(sec.splitlines()) + _pair_twice(sec)]
     return found

@@ -117,3 +117,7 @@ def test_the_check_finds_each_flaw_in_what_was_printed_before() -> None:
             "(ratio 58.8, 95% CI 57.2–61.5; 5 + 5 trials).\n\n| size | m |\n|---|---:|\n"
             "| 4 KiB | 59.3 (57.2–61.5) ✗ |\n")
     assert [f.kind for f in flaws(cell, "cell")] == ["two figures for one cell"]
+    pair = ("## x\n\n- At y, a and b cannot be told apart (a / b 0.910, 95% CI 0.723–1.15).\n"
+            "- At y, a beats c, and cannot be told apart from b (a / b 0.910, 97.5% CI "
+            "0.653–1.27, Bonferroni over 2).\n")
+    assert [f.kind for f in flaws(pair, "pair")] == ["two figures for one cell"]

@@ -115,7 +115,8 @@ def added_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     figures: list[Figure] = []
     skip = [q["param"]] if q.get("param") else []
     fixed = fixed_params(q)
-    comparisons = max(1, sum(len(v) - 1 for v in by.values()))
+    # Bonferroni over the benchmark's points, as the findings' rankings: one pair, one CI.
+    comparisons = len(grid(ba, metric).points)
     for params, added in sorted(by.items(), key=lambda item: order.get(
             item[1][0].result.case.params, len(order))):
         added = sorted(added, key=lambda a: a.estimate)

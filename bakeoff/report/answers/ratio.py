@@ -75,7 +75,9 @@ def ratio_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
         if len(sides) > len(shown):
             words += f"; {len(sides) - len(shown)} more in the table"
         # The order above is a ranking only where the first two are told apart.
-        pair = apart(shown[0].result, shown[1].result, comparisons=len(points)) \
+        # Bonferroni over the benchmark's points, as the findings' rankings: one pair, one CI.
+        pair = apart(shown[0].result, shown[1].result,
+                     comparisons=len(grid(ba, metric).points)) \
             if len(shown) > 1 else None
         if len(shown) > 1 and (pair is None or not pair.shown):
             how = f" ({pair.words(shown[0].result.unit)})" if pair is not None else ""
