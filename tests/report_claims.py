@@ -108,9 +108,8 @@ def _negative_cost(line: str) -> list[str]:
 
 def _negative_count(line: str) -> list[str]:
     """A per-operation counter's figure or interval below 0 (counts are >= 0)."""
-    if "per op" not in line:
-        return []
-    return re.findall(r"\([^()]*(?<![\w.])[-−]\d[^()]*\)", line)
+    return [m for sentence in re.split(r"\.\s", line) if re.search(r"\bper op\b", sentence)
+            for m in re.findall(r"\([^()]*(?<![\w.])[-−]\d[^()]*\)", sentence)]
 
 
 def _cells(lines: list[str]) -> dict[tuple[str, str], str]:
