@@ -4,15 +4,20 @@ Generated from the analysis alone, from what a benchmark declares (baseline, pri
 params, crossover levels, fits): nothing here knows a benchmark by name. The rules:
 - no finding without a number from the run, and no number without its 95% CI and its n;
 - a finding says why it is tentative: too few trials for a verdict, a CI that touches the
-  verdict's threshold, a runner-up whose CI overlaps the winner's, a crossover whose CIs
-  include the level crossed, a fitted constant whose CI includes 0.
+  verdict's threshold, a crossover whose CIs include the level crossed, a fitted constant
+  whose CI includes 0;
+- no ranking that noise could reverse: a case is named the lowest (best, closest) only where
+  the next is told apart from it (report/apart.py, Bonferroni over the benchmark's points);
+  otherwise the two "cannot be told apart", with the CI of their ratio or difference; and
+  where no case's CI excludes 0, no cost is resolved, ranked or quoted as one.
 A benchmark that declares questions (BenchmarkInfo.questions) is answered first, one finding
 per question (report/answers/); those answers are its headline, and the generic contrasts
 below follow under their own heading. Diagnostic and control variants never win one.
 A crossover whose CI at an end includes its level is not stated: details.md lists it.
 After the headline's winner finding, a benchmark that declares why_counters gets a "why"
 finding: those kernel counters per operation (counted samples) of the best variant and the
-baseline at each point it names, the one furthest from the baseline first (report/counted.py).
+baseline at each point it names where a difference is shown, only those the dearer case
+makes more of, the one furthest apart first (report/counted.py), or none.
 
 Sentences are raw text; each renderer escapes them for its own format.
 """
