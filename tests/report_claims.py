@@ -103,7 +103,8 @@ def _without_intervals(line: str) -> str:
 
 def _negative_cost(line: str) -> list[str]:
     said = _without_intervals(line)
-    return re.findall(rf"(?<![\w.])[-−]\d[\d.,]*\s?{_TIME}", said)
+    # A slope ('b = -40.4 ns per µs') is a rate, not a cost.
+    return re.findall(rf"(?<![\w.])[-−]\d[\d.,]*\s?{_TIME}(?!\s*per\b)", said)
 
 
 def _negative_count(line: str) -> list[str]:

@@ -37,6 +37,7 @@ from bakeoff.report.findings import (
     Finding,
     all_findings,
     benchmark_findings,
+    fit_constant,
     ratio_figure,
 )
 from bakeoff.report.format import (
@@ -329,7 +330,8 @@ def test_real_run_report_md_is_short_and_every_figure_is_the_analysis(
                 base = next(b for b in ba.for_metric(ba.info.primary_metric)
                             if b.case.variant == ba.info.baseline and b.case.params == r.case.params)
                 q = r.vs_baseline
-                known[(fmt_number(q.ratio), fmt_number(q.ci_low), fmt_number(q.ci_high),
+                e = fmt_estimate(q.ratio, q.ci_low, q.ci_high, "")
+                known[(e.point, *(e.interval or "–").split("–"),
                        str(trials_of(r)), str(trials_of(base)))] = r
     quoted = RATIO_FIGURE.findall(md)
     assert quoted, "no ratio quoted"
@@ -338,8 +340,7 @@ def test_real_run_report_md_is_short_and_every_figure_is_the_analysis(
     for ba in analysis.benchmarks:
         for sf in ba.fits:
             unit = str(ba.info.metric(sf.metric)["unit"])
-            assert (f"a = {fmt_value(sf.fit.a, unit)} (95% CI {fmt_value(sf.fit.a_low, unit)} to "
-                    f"{fmt_value(sf.fit.a_high, unit)})") in md
+            assert fit_constant(sf.fit.a, sf.fit.a_low, sf.fit.a_high, unit) in md
         # A crossover is stated only when settled (each end's CI excludes its level).
         for sc in ba.crossovers:
             if not sc.crossover.confident or ba.info.is_diagnostic(sc.variant) or \

@@ -294,9 +294,14 @@ def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | No
               + f"; {s.n_trials} trials)" if s.n_trials > 1 else
               f"{fmt_value(s.median, unit)} (no CI from one trial)")
     if lower and s.median < 0 and is_time_unit(unit):
-        # A time below zero is a difference the program measured, not a cost to rank.
-        return Clause(where, f"{best.case.variant}'s {metric} is below zero, {figure}: no "
-                      "cost to rank", why, (best,), 0.0, named_first=False)
+        # A time below zero is a difference the program measured, not a cost to rank; its
+        # figure is said as how far below 0, or as the interval alone where that holds 0.
+        ci = (f"95% CI {fmt_value(s.ci_low, unit)} to {fmt_value(s.ci_high, unit)}; "
+              f"{s.n_trials} trials")
+        said = (f"is not resolved from 0 ({ci})" if s.ci_low <= 0 <= s.ci_high else
+                f"lies {fmt_value(-s.median, unit)} below 0 ({ci})")
+        return Clause(where, f"{best.case.variant}'s {metric} {said}: no cost to rank", why,
+                      (best,), 0.0, named_first=False)
     if len(ba.info.variants) == 1 or len(ranked) == 1:
         # Alone (one command under `bakeoff cmd`), a variant ranks against nothing.
         return Clause(where, f"{best.case.variant}'s {metric} is {figure}", why, (best,), 0.0,
@@ -428,6 +433,18 @@ def _crossover_findings(ba: BenchmarkAnalysis, g: Grid) -> list[Finding]:
     return out
 
 
+def fit_constant(a: float, low: float, high: float, unit: str) -> str:
+    """'a = 1.2 µs (95% CI 1.1 µs to 1.3 µs)'; a constant whose CI includes 0 is not resolved
+    from 0 (the interval alone), and one below 0 is said as how far below: a fitted cost is
+    never printed as a negative one."""
+    ci = f"95% CI {fmt_value(low, unit)} to {fmt_value(high, unit)}"
+    if low <= 0 <= high and low < high:
+        return f"a not resolved from 0 ({ci})"
+    if a < 0:
+        return f"a {fmt_value(-a, unit)} below 0 ({ci})"
+    return f"a = {fmt_value(a, unit)} ({ci})"
+
+
 def _fit_finding(ba: BenchmarkAnalysis, g: Grid, sf: SweepFit) -> Finding:
     f, unit = sf.fit, str(ba.info.metric(sf.metric)["unit"])
     param_unit = next((str(p["unit"]) for p in ba.info.params if p["name"] == sf.param), "")
@@ -444,8 +461,7 @@ def _fit_finding(ba: BenchmarkAnalysis, g: Grid, sf: SweepFit) -> Finding:
     # Fitted alone (a benchmark of one variant): the metric itself, not a difference.
     minus = "" if sf.variant == ba.info.baseline else f" − {ba.info.baseline}"
     text = (f"Fit for {sf.variant}{fixed}: {sf.metric}{minus} = a + b·{sf.param}, "
-            f"a = {fmt_value(f.a, unit)} (95% CI {fmt_value(f.a_low, unit)} to "
-            f"{fmt_value(f.a_high, unit)}), b = {fmt_number(f.b)} {unit} per "
+            f"{fit_constant(f.a, f.a_low, f.a_high, unit)}, b = {fmt_number(f.b)} {unit} per "
             f"{param_unit or sf.param} (95% CI {fmt_number(f.b_low)} to {fmt_number(f.b_high)}); "
             f"R² = {f.r2:.2f} over {f.n_points} points, at least {trials} trials each")
     text += f" [tentative: {', '.join(why)}]." if why else "."
