@@ -40,7 +40,7 @@ from bakeoff.report.answers.common import readings
 from bakeoff.report.compare import question_changes, render_comparison_markdown
 from bakeoff.report.exporters import MarkdownExporter
 from bakeoff.report.findings import BenchmarkFindings, Finding, benchmark_findings
-from bakeoff.report.format import fmt_number, fmt_range, fmt_value, swept_label
+from bakeoff.report.format import fmt_number, fmt_range, fmt_value, ratio_with_ci, swept_label
 from bakeoff.report.html import render_html
 from bakeoff.report.markdown import md_escape, render_markdown
 from bakeoff.report.terminal import print_summary
@@ -193,8 +193,8 @@ def test_ratio_answer_quotes_the_analysis_at_the_largest_size(found: BenchmarkFi
     fast = _at(ba, "fast", SIZES[-1]).vs_baseline
     assert fast is not None
     assert f.text.startswith("At size=16 KiB, fast is 4.00× faster than ref"), f.text
-    assert (f"ratio {fmt_number(fast.ratio)}, 95% CI {fmt_number(fast.ci_low)}–"
-            f"{fmt_number(fast.ci_high)}; {TRIALS} + {TRIALS} trials") in f.text
+    assert (f"{ratio_with_ci(fast.ratio, fast.ci_low, fast.ci_high)}; {TRIALS} + {TRIALS} "
+            "trials") in f.text
     assert "size=8 KiB" not in f.text  # only where the question reads it
     assert "more in the table" in f.text  # five variants answer; three are named
 

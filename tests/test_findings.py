@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import plotly.offline  # type: ignore[import-untyped]
 import pytest
+from report_claims import flaws
 from test_report import METRIC, SIZES, TRIALS, XSS, make_run
 
 from bakeoff.analysis.within_run import MIN_TRIALS_FOR_VERDICT, Analysis, CaseResult, analyze
@@ -36,13 +37,15 @@ from bakeoff.report.findings import (
     Finding,
     all_findings,
     benchmark_findings,
+    fit_constant,
     ratio_figure,
 )
 from bakeoff.report.format import (
+    fmt_estimate,
     fmt_number,
-    fmt_range,
     fmt_ratio,
     fmt_value,
+    fmt_with_ci,
     param_estimate_label,
     swept_label,
 )
@@ -124,17 +127,23 @@ def test_findings_of_the_known_answer() -> None:
 def test_every_figure_carries_its_ci_and_its_trials() -> None:
     """Each ratio quoted has its CI and both sides' trials, and is the analysis's own."""
     analysis, bf = _findings(make_run())
-    ratios = {(fmt_number(r.vs_baseline.ratio), fmt_number(r.vs_baseline.ci_low),
-               fmt_number(r.vs_baseline.ci_high), str(trials_of(r)))
-              for r in analysis.benchmarks[0].for_metric(METRIC) if r.vs_baseline}
+    ratios = {(e.point, *(e.interval or "–").split("–"), str(trials_of(r)))
+              for r in analysis.benchmarks[0].for_metric(METRIC) if r.vs_baseline
+              for e in [fmt_estimate(r.vs_baseline.ratio, r.vs_baseline.ci_low,
+                                     r.vs_baseline.ci_high, "")]}
     quoted = [m for f in bf.findings for m in RATIO_FIGURE.findall(f.text)]
-    assert len(quoted) == 2
+    # The other end's ratio is 1 in every trial (a variant replaying memcpy's samples): said
+    # so, with no interval of one value.
+    assert len(quoted) == 1
+    assert all("ratio 1.00, the same in every trial; 5 + 5 trials" in f.text
+               for f in bf.findings if f.kind == "winner")
     for ratio, low, high, n_variant, n_base in quoted:
         assert (ratio, low, high, n_variant) in ratios
         assert int(n_base) == TRIALS
     # No bare 'ratio' without its CI anywhere.
     for f in bf.findings:
-        assert len(re.findall(r"\bratio \d", f.text)) == len(RATIO_FIGURE.findall(f.text)), f.text
+        assert len(re.findall(r"\bratio \d", f.text)) == len(RATIO_FIGURE.findall(f.text)) + \
+            len(re.findall(r"\bratio [\d.]+, the same in every trial", f.text)), f.text
 
 
 def test_too_few_trials_make_every_finding_tentative() -> None:
@@ -194,7 +203,7 @@ def test_a_ci_that_touches_the_threshold_is_tentative() -> None:
     (winner,) = [f for f in bf.findings if f.kind == "winner"]
     q = r.vs_baseline
     assert winner.text == (
-        f"No variant is shown to differ from base by more than ±2%: the best, v, is "
+        f"No variant is shown to differ from base by more than ±2%: v is "
         f"{fmt_number((1 - q.ratio) * 100)}% faster ({ratio_figure(q)}; 8 + 8 trials) "
         "[tentative: its CI touches the ±2% threshold].")
     assert winner.tentative == "its CI touches the ±2% threshold"
@@ -206,7 +215,7 @@ def test_a_control_is_never_named_the_winner() -> None:
                            control="aa-check")
     analysis, bf = _findings(run)
     (winner,) = [f for f in bf.findings if f.kind == "winner"]
-    assert "fast wins, 30.0% faster than base (ratio 0.700, 95% CI 0.700–0.700" in winner.text
+    assert "fast wins, 30.0% faster than base (ratio 0.700, the same in every trial" in winner.text
     assert "aa-check" not in winner.text
     # It is still measured and shown: the compact table has its column.
     table = compact_table(analysis.benchmarks[0])
@@ -225,13 +234,14 @@ def test_without_a_ratio_the_best_median_is_named_with_its_ci() -> None:
     b = next(r for r in analysis.benchmarks[0].for_metric("ns") if r.case.variant == "b")
     assert b.summary is not None
     s = b.summary
-    assert ranking.text == (f"The lowest ns is b's, {fmt_value(s.median, 'ns')} (95% CI "
-                            f"{fmt_range(s.ci_low, s.ci_high, 'ns')}; 5 trials).")
+    # b is told apart from the next (a): its ratio to a, paired by round, excludes 1.
+    assert ranking.text.startswith(
+        f"The lowest ns is b's, {fmt_with_ci(s.median, s.ci_low, s.ci_high, 'ns')[:-1]}; "
+        "5 trials); against the next, a, b / a "), ranking.text
     table = compact_table(analysis.benchmarks[0])
     assert table is not None and "there is no ratio to it" in table.legend
     assert table.variants == ["a", "b"]  # the baseline has no ns: no column
-    assert table.rows[0].cells[1].text == \
-        f"{fmt_value(s.median, 'ns')} ({fmt_range(s.ci_low, s.ci_high, 'ns')})"
+    assert table.rows[0].cells[1].text == fmt_with_ci(s.median, s.ci_low, s.ci_high, "ns", "")
 
 
 def test_a_fit_finding_quotes_both_constants_with_their_cis() -> None:
@@ -320,7 +330,8 @@ def test_real_run_report_md_is_short_and_every_figure_is_the_analysis(
                 base = next(b for b in ba.for_metric(ba.info.primary_metric)
                             if b.case.variant == ba.info.baseline and b.case.params == r.case.params)
                 q = r.vs_baseline
-                known[(fmt_number(q.ratio), fmt_number(q.ci_low), fmt_number(q.ci_high),
+                e = fmt_estimate(q.ratio, q.ci_low, q.ci_high, "")
+                known[(e.point, *(e.interval or "–").split("–"),
                        str(trials_of(r)), str(trials_of(base)))] = r
     quoted = RATIO_FIGURE.findall(md)
     assert quoted, "no ratio quoted"
@@ -329,8 +340,7 @@ def test_real_run_report_md_is_short_and_every_figure_is_the_analysis(
     for ba in analysis.benchmarks:
         for sf in ba.fits:
             unit = str(ba.info.metric(sf.metric)["unit"])
-            assert (f"a = {fmt_value(sf.fit.a, unit)} (95% CI {fmt_value(sf.fit.a_low, unit)} to "
-                    f"{fmt_value(sf.fit.a_high, unit)})") in md
+            assert fit_constant(sf.fit.a, sf.fit.a_low, sf.fit.a_high, unit) in md
         # A crossover is stated only when settled (each end's CI excludes its level).
         for sc in ba.crossovers:
             if not sc.crossover.confident or ba.info.is_diagnostic(sc.variant) or \
@@ -346,14 +356,15 @@ def test_real_run_report_md_is_short_and_every_figure_is_the_analysis(
     assert winners and all("fewer than 5 trials" in f.tentative for f in winners)
     # A room that names why_counters (optional: the skeleton of `bakeoff new` names none)
     # counts them: it says why, with the counters per op of a case it names (a winner's, or
-    # with no ratio a ranking's); a room that names none says no "why".
+    # with no ratio a ranking's), where a counter the dearer case makes more of is shown
+    # apart, and says nothing otherwise; a room that names none says no "why".
     for bf in found:
         why = [f for f in bf.findings if f.kind == "why"]
         if not bf.analysis.info.why_counters:
             assert not why, (bf.analysis.info.name, [f.text for f in why])
             continue
-        assert len(why) == 1 and "per op" in why[0].text and "counted samples" in why[0].text, (
-            [f.kind for f in bf.findings])
+        assert len(why) <= 1 and all("per op" in f.text and "counted samples" in f.text
+                                     for f in why), [f.kind for f in bf.findings]
     # One compact table per benchmark in report.md; the full ones, with counters, in details.
     assert len(re.findall(r"^\|---", md, re.M)) == len(analysis.benchmarks)
     details = (out / "details.md").read_text()
@@ -397,6 +408,16 @@ def _measures_no_point_asked(run: RunRecord, info: BenchmarkInfo) -> bool:
                    for name, values in q.get("at", {}).items()
                    if not set(values) & {"largest", "smallest"})
                for q in info.questions)
+
+
+@pytest.mark.slow
+def test_real_run_reports_say_nothing_a_reviewer_refuses(all_rooms_quick_run: Path) -> None:
+    """Every room's report of a fresh run: no interval ending at its point, no ranking of
+    overlapping cases, no negative cost or count, no two figures for one cell
+    (tests/report_claims.py)."""
+    found = [str(f) for name in ("report.md", "details.md")
+             for f in flaws((all_rooms_quick_run / name).read_text(), name)]
+    assert found == []
 
 
 def test_real_run_report_md_opens_with_the_answers(all_rooms_quick_run: Path) -> None:

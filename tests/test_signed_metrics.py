@@ -120,7 +120,7 @@ def test_reports_say_what_a_signed_figure_is_of() -> None:
     rough = _result(run, "rough")
     assert rough.vs_baseline is not None
     summary = render_markdown(run, analysis)
-    assert (f"exact (the baseline) wins: the closest, rough, is "
+    assert (f"exact (the baseline) wins: rough is "
             f"{fmt_number(rough.vs_baseline.ratio)}× higher \\|error_pct\\|") in summary
     assert re.search(r"^\| \(all\) \| [\d.]+ \([\d.]+–[\d.]+\) ✗ \| 8 \|$", summary, re.M)
     page = render_html(run, analysis)

@@ -73,7 +73,8 @@ def test_ratio_point_value_and_test() -> None:
     base = [[10.0, 10.0], [10.0, 10.0], [10.0, 10.0], [10.0, 10.0], [10.0, 10.0]]
     fast = [[5.0, 5.0], [5.0, 5.0], [5.0, 5.0], [5.0, 5.0], [5.0, 5.0]]
     r = stats.ratio_of_medians(fast, base, rng)
-    assert r.ratio == 0.5 and r.ci_low == 0.5 and r.ci_high == 0.5
+    # No spread: the interval is the point (reports say "the same in every trial").
+    assert r.ratio == pytest.approx(0.5) and r.ci_low == r.ratio == r.ci_high
     assert r.p_value < 0.01  # 5 vs 5 trials, complete separation: exact p = 2/252
     same = stats.ratio_of_medians(base, base, rng)
     assert same.p_value == 1.0
@@ -298,8 +299,10 @@ def test_paired_ratio_cancels_what_a_trial_shares() -> None:
     apart = stats.ratio_of_medians(counted, measured, np.random.default_rng(1))
     assert paired.ci_low <= 1.10 <= paired.ci_high
     assert paired.ci_high - paired.ci_low < (apart.ci_high - apart.ci_low) / 3
-    assert paired.ratio == pytest.approx(
-        np.median(np.concatenate(counted)) / np.median(np.concatenate(measured)))
+    # The point is the interval's own centre: the geometric mean of the trials' ratios.
+    assert paired.ratio == pytest.approx(float(np.exp(np.mean(
+        [np.log(np.median(c) / np.median(m)) for c, m in zip(counted, measured, strict=True)]))))
+    assert paired.ci_low < paired.ratio < paired.ci_high
     assert paired.p_boot < 0.01 and math.isnan(paired.p_value)
 
 

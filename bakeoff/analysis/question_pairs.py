@@ -4,9 +4,9 @@ A comparison to the baseline is in every CaseResult (analysis.BaselineComparison
 question may set a case against another reference: a variant other than the baseline
 (Question.against), or one value of a param against another within a variant
 (Question.param, e.g. the BPF iterator against text content, both read through a held fd).
-Those pairs get the same statistics as a comparison to the baseline (stats.py: ratio of
-medians with its cluster-bootstrap CI, Hodges-Lehmann shift), drawn from their own random
-stream so that declaring a question never moves another figure of the analysis.
+Those pairs get the same statistics as a comparison to the baseline, by the same functions
+(stats.ratio_ci, paired by round; the Hodges-Lehmann shift), so that declaring a question
+never moves another figure of the analysis.
 """
 
 from __future__ import annotations
@@ -44,6 +44,11 @@ def _compared(info: BenchmarkInfo, trials: Sequence[Trial], metric: str) -> list
     return [[abs(v) for v in t] for t in per_trial] if info.is_signed(metric) else per_trial
 
 
+def _rounds(trials: Sequence[Trial], metric: str) -> list[int]:
+    """The round of each trial _compared keeps, in its order."""
+    return [t.round for t in trials if t.ok and t.samples.get(metric)]
+
+
 def _pairs(info: BenchmarkInfo, cases: Sequence[Case]) -> Iterator[PairKey]:
     """Every (case, reference, metric) a question reads (declare/questions.py resolves it, as
     for the allocation and the report) whose reference is not the case's baseline case; and
@@ -78,7 +83,12 @@ def pair_comparisons(info: BenchmarkInfo, cases: Sequence[Case],
         if not mine or not theirs:
             continue
         zero = float(np.median(np.concatenate(theirs))) == 0
-        out[key] = PairComparison(case, ref, metric,
-                                  None if zero else stats.ratio_of_medians(mine, theirs, rng),
+        # The one ratio every report prints (stats.ratio_ci, as against the baseline):
+        # paired by round where the two cases ran interleaved, so a table's ratio and an
+        # answer's are the same figure.
+        ratio = None if zero else stats.ratio_ci(
+            mine, theirs, variant_rounds=_rounds(trials_by_case.get(case, []), metric),
+            baseline_rounds=_rounds(trials_by_case.get(ref, []), metric))
+        out[key] = PairComparison(case, ref, metric, ratio,
                                   stats.hodges_lehmann(mine, theirs, rng), len(mine), len(theirs))
     return out

@@ -102,6 +102,11 @@ class CaseResult:
     # A metric measured with something subtracted (Metric.subtracted: the shell's start-up)
     # whose CI reaches 0: what it is below the resolution of. No ratio is formed with it.
     below_resolution: str | None = None
+    # Each ok trial's median of the compared values (|value| of a signed metric) and its
+    # round, in one order: a report sets two cases side by side (stats.ratio_ci,
+    # stats.difference_ci, paired by round) with the functions the analysis uses.
+    trial_medians: tuple[float, ...] = ()
+    trial_rounds: tuple[int, ...] = ()
 
     @property
     def vs_baseline(self) -> stats.Ratio | None:
@@ -250,8 +255,8 @@ def _per_op_vs_baseline(info: BenchmarkInfo, case: Case, trials_by_case: dict[Ca
         if not a or not b:
             continue
         zero = float(np.median(np.concatenate(b))) == 0
-        out[name.removeprefix(PER_OP_PREFIX)] = None if zero else stats.ratio_of_medians(
-            a, b, rng, n_boot=COUNTER_BOOT)
+        out[name.removeprefix(PER_OP_PREFIX)] = None if zero else stats.ratio_ci(
+            a, b, variant_rounds=_ok_rounds(mine, name), baseline_rounds=_ok_rounds(base, name))
     return out
 
 
@@ -325,6 +330,8 @@ def _case_results(
                     for t in ok if t.samples.get(metric)]) if per_trial else None,
                 counters=counters, per_op=per_op, per_op_vs_baseline=per_op_vs_base,
                 counting_cost=_counting_cost(info, trials, metric, counter_rng),
+                trial_medians=tuple(float(np.median(t)) for t in per_trial),
+                trial_rounds=tuple(_ok_rounds(trials, metric)),
                 signed=stats.signed_error(signed_values, rng) if signed_values else None,
                 user_s=_median_or_none([t.rusage.user_s for t in ok if t.rusage]),
                 sys_s=_median_or_none([t.rusage.sys_s for t in ok if t.rusage]),
@@ -470,8 +477,11 @@ def _answer_precision(info: BenchmarkInfo, cases: list[Case],
         if not mine:
             continue
         signed = _ok_samples(trials_by_case.get(r.case, []), r.metric)
+        rounds = (_ok_rounds(trials_by_case.get(r.case, []), r.metric),
+                  _ok_rounds(trials_by_case.get(r.reference, []), r.metric)
+                  if r.reference is not None else [])
         quoted = allocation.answer_interval(r.kind, signed if r.kind == "error" else mine,
-                                            ref, rng)
+                                            ref, rng, rounds=rounds)
         if quoted is None:
             continue
         value, low, high = quoted

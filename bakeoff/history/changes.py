@@ -269,12 +269,13 @@ def _level(s: _Series, points: Sequence[RunPoint], a: int, b: int, var: FloatArr
     pooled = np.concatenate([np.asarray(p.values, dtype=float) for p in points[a:b]])
     median = float(np.median(pooled))
     half = _t(df) * math.sqrt(var_mean)
-    lo, hi = mean - half, mean + half
-    if s.log:
-        lo, hi = math.exp(lo), math.exp(hi)
-    # A CI holds its own point (stats._around): the pooled median may lie outside the
-    # interval of the runs' mean level.
-    return Level(median, min(lo, median), max(hi, median), b - a), mean, var_mean
+    # Centred on the pooled median it is printed beside (estimate ± t·SE, as stats' every
+    # interval): the point lies inside, never at an end.
+    if s.log and median > 0:
+        lo, hi = median * math.exp(-half), median * math.exp(half)
+    else:
+        lo, hi = median - half, median + half
+    return Level(median, lo, hi, b - a), mean, var_mean
 
 
 def _t(df: int) -> float:

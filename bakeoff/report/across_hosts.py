@@ -39,9 +39,9 @@ from bakeoff.report.findings import Finding
 from bakeoff.report.format import (
     case_params_label,
     fmt_p,
-    fmt_range,
     fmt_ratio,
     fmt_value,
+    fmt_with_ci,
     params_label,
 )
 from bakeoff.report.sections import (
@@ -109,7 +109,7 @@ def median_table(a: HostsAnalysis, bench: str) -> tuple[list[str], list[list[str
                 cases.append(r.case)
             s = r.summary
             per_host.setdefault(h.label, {})[r.case] = (
-                f"{fmt_value(s.median, unit)} ({fmt_range(s.ci_low, s.ci_high, unit)}), "
+                f"{fmt_with_ci(s.median, s.ci_low, s.ci_high, unit, '')}, "
                 f"{s.n_trials} trials" if s else "no data")
     headers = ["variant", "params", *(f"{h}: median {metric} (95% CI)" for h in a.labels)]
     rows = [[c.variant + (" (baseline)" if c.variant == info.baseline else ""),

@@ -16,7 +16,15 @@ from bakeoff.analysis.within_run import MIN_TRIALS_FOR_VERDICT
 from bakeoff.declare.model import BenchmarkInfo, Case
 from bakeoff.report.counted import counter_words
 from bakeoff.report.exporters import MarkdownExporter
-from bakeoff.report.format import MISSING, case_params_label, fmt_number, fmt_p, fmt_range, fmt_value
+from bakeoff.report.format import (
+    MISSING,
+    case_params_label,
+    fmt_number,
+    fmt_p,
+    fmt_range,
+    fmt_value,
+    fmt_with_ci,
+)
 from bakeoff.report.sections import Block, Item, Items, Page, Paragraph, Section, table
 from bakeoff.stats.estimates import Summary
 
@@ -36,7 +44,7 @@ def per_op_cell(s: Summary | None) -> str:
         return MISSING
     if s.n_trials < 2:
         return f"{fmt_value(s.median, '')} (no CI from one trial)"
-    return f"{fmt_value(s.median, '')} ({fmt_range(s.ci_low, s.ci_high, '')}), {s.n_trials} trials"
+    return f"{fmt_with_ci(s.median, s.ci_low, s.ci_high, '', '')}, {s.n_trials} trials"
 
 
 def change_cell(c: CounterAcross) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bakeoff.analysis.within_run import BenchmarkAnalysis, CaseResult
-from bakeoff.report.format import MISSING, fmt_range, fmt_ratio, fmt_value, params_label
+from bakeoff.report.format import MISSING, fmt_ratio, fmt_value, fmt_with_ci, params_label
 from bakeoff.report.grid import Grid, Params, Point, grid, trials_of
 from bakeoff.report.words import better_phrase
 
@@ -56,7 +56,8 @@ def _cell(ba: BenchmarkAnalysis, g: Grid, point: Point, variant: str,
         return CompactCell(f"{fmt_ratio(ratio.ratio, ratio.ci_low, ratio.ci_high)} "
                            f"{GLYPHS[verdict]}", verdict)
     s = r.summary
-    return CompactCell(f"{fmt_value(s.median, r.unit)} ({fmt_range(s.ci_low, s.ci_high, r.unit)})")
+    return CompactCell(fmt_with_ci(s.median, s.ci_low, s.ci_high, r.unit, "") if s.n_trials > 1
+                       else f"{fmt_value(s.median, r.unit)} (one trial)")
 
 
 def _trials(point: Point) -> str:
@@ -89,7 +90,7 @@ def compact_table(ba: BenchmarkAnalysis) -> CompactTable | None:
     unit = str(info.metric(metric)["unit"])
     if g.with_ratios:
         legend = (f"Primary metric {shown} ({unit}, {better}); baseline {base}. Table: "
-                  f"{shown} of each variant / {base}'s (ratio of medians, 95% CI; "
+                  f"{shown} of each variant / {base}'s (ratio of trial medians, 95% CI; "
                   f"{GLYPHS['faster']} better beyond ±{ba.threshold * 100:g}%, "
                   f"{GLYPHS['slower']} worse, {GLYPHS['equivalent']} equivalent: the whole CI "
                   f"within ±{ba.threshold * 100:g}%, {GLYPHS['same']} no such difference "

@@ -21,7 +21,7 @@ from bakeoff.declare.model import BenchmarkInfo, RunRecord
 from bakeoff.report.answers import Answer, answers, figures_agree
 from bakeoff.report.exporters import MarkdownExporter
 from bakeoff.report.facts import machine
-from bakeoff.report.format import case_params_label, fmt_p, fmt_range, fmt_ratio, fmt_value
+from bakeoff.report.format import case_params_label, fmt_p, fmt_ratio, fmt_with_ci
 from bakeoff.report.sections import Block, Cell, Column, Paragraph, code, strong, table
 from bakeoff.report.sections import Table as SectionTable
 from bakeoff.stats import estimates as stats
@@ -37,10 +37,8 @@ def _cells(c: CaseChange) -> list[str]:
     of = "|value| " if c.signed else ""  # a signed metric is compared by its size
     return [
         c.case.benchmark, c.case.variant, case_params_label(c.info, c.case),
-        f"{of}{fmt_value(c.old.median, c.unit)} "
-        f"({fmt_range(c.old.ci_low, c.old.ci_high, c.unit)})",
-        f"{of}{fmt_value(c.new.median, c.unit)} "
-        f"({fmt_range(c.new.ci_low, c.new.ci_high, c.unit)})",
+        f"{of}{fmt_with_ci(c.old.median, c.old.ci_low, c.old.ci_high, c.unit, '')}",
+        f"{of}{fmt_with_ci(c.new.median, c.new.ci_low, c.new.ci_high, c.unit, '')}",
         fmt_ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high),
         f"{(c.ratio.ratio - 1) * 100:+.1f}%", c.verdict,
         fmt_p(c.p_holm) if c.tellable else "— (drift untold)",

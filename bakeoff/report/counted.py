@@ -14,7 +14,17 @@ import math
 from dataclasses import dataclass
 
 from bakeoff.analysis.within_run import BenchmarkAnalysis, CaseResult
-from bakeoff.report.format import MISSING, case_params_label, fmt_number, fmt_range, fmt_value, is_time_unit
+from bakeoff.report.format import (
+    MISSING,
+    case_params_label,
+    fmt_estimate,
+    fmt_number,
+    fmt_ratio,
+    fmt_value,
+    fmt_with_ci,
+    is_time_unit,
+    ratio_with_ci,
+)
 from bakeoff.report.tables import measured_results
 from bakeoff.stats.estimates import Summary
 
@@ -42,11 +52,27 @@ def counter_words(name: str) -> str:
     return f"{subsystem}:{event} events" if dot else name
 
 
+# Counted samples come from few trials (Profile.counted_trials: often 2). A t interval from 2
+# (t = 12.7 on one degree of freedom, on log scale) spans orders of magnitude and says
+# nothing a reader can use ("2.88e-13–73.8 M" from trials of 1.25 and 17.0): below this many
+# counted trials a counter's median is given with its trial count and no CI.
+MIN_COUNTED_TRIALS_FOR_CI = 3
+
+
+def _few(s: Summary) -> str:
+    """Why a counter's median from few counted trials has no CI: it was the same in each
+    (an exact count), or they are too few to give one."""
+    if s.n_trials > 1 and s.ci_low == s.ci_high == s.median:
+        return f"the same in {'both' if s.n_trials == 2 else f'all {s.n_trials}'} counted trials"
+    return f"{s.n_trials} counted trial{'s' if s.n_trials != 1 else ''}: too few for a CI"
+
+
 def per_op_figure(s: Summary) -> str:
-    """'1.00 (95% CI 1.00–1.00)', or the median alone with why there is no CI."""
-    if s.n_trials < 2:
-        return f"{fmt_value(s.median, '')} (no CI from one trial)"
-    return f"{fmt_value(s.median, '')} (95% CI {fmt_range(s.ci_low, s.ci_high, '')})"
+    """'1.00 (95% CI 0.990–1.01)', '1.00 (the same in every trial)', or the median alone
+    with how few counted trials it is from."""
+    if s.n_trials < MIN_COUNTED_TRIALS_FOR_CI:
+        return f"{fmt_value(s.median, '')} ({_few(s)})"
+    return fmt_with_ci(s.median, s.ci_low, s.ci_high, "")
 
 
 # ---- the cost of counting ----------------------------------------------------------------
@@ -90,12 +116,12 @@ def counting_cost_table(ba: BenchmarkAnalysis) -> tuple[list[str], list[list[str
     for r in rows:
         c = r.counting_cost
         assert c is not None
-        ratio = (f"{fmt_number(c.ratio.ratio)} (no CI from one trial)" if c.n_trials < 2 else
-                 f"{fmt_number(c.ratio.ratio)} ({fmt_number(c.ratio.ci_low)}–"
-                 f"{fmt_number(c.ratio.ci_high)})")
-        slow = (f"{fmt_number((c.slowdown - 1) * 100)}%" + ("" if c.n_trials < 2 else
-                f" ({fmt_number((c.slowdown_low - 1) * 100)}–"
-                f"{fmt_number((c.slowdown_high - 1) * 100)}%)"))
+        few = c.n_trials < MIN_COUNTED_TRIALS_FOR_CI
+        ratio = (f"{fmt_number(c.ratio.ratio)} ({c.n_trials} counted trials: too few for a CI)"
+                 if few else fmt_ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high))
+        e = fmt_estimate((c.slowdown - 1) * 100, (c.slowdown_low - 1) * 100,
+                         (c.slowdown_high - 1) * 100, "")
+        slow = f"{e.point}%" + ("" if few or e.interval is None else f" ({e.interval}%)")
         out.append([r.case.variant, case_params_label(ba.info, r.case), str(c.n_trials),
                     ratio, slow])
     return headers, out
@@ -137,9 +163,9 @@ def per_op_tables(ba: BenchmarkAnalysis) -> list[CounterPerOpTable]:
 
 
 def _median_cell(s: Summary) -> str:
-    if s.n_trials < 2:
-        return f"{fmt_value(s.median, '')} (no CI from one trial)"
-    return f"{fmt_value(s.median, '')} ({fmt_range(s.ci_low, s.ci_high, '')})"
+    if s.n_trials < MIN_COUNTED_TRIALS_FOR_CI:
+        return f"{fmt_value(s.median, '')} ({_few(s)})"
+    return fmt_with_ci(s.median, s.ci_low, s.ci_high, "", "")
 
 
 def _ratio_cell(ba: BenchmarkAnalysis, r: CaseResult, name: str) -> str:
@@ -150,7 +176,12 @@ def _ratio_cell(ba: BenchmarkAnalysis, r: CaseResult, name: str) -> str:
     ratio = r.per_op_vs_baseline[name]
     if ratio is None:
         return f"{MISSING} (both 0)" if r.per_op[name].median == 0 else f"{MISSING} (baseline 0)"
-    return f"{fmt_number(ratio.ratio)} ({fmt_number(ratio.ci_low)}–{fmt_number(ratio.ci_high)})"
+    base = next((x for x in ba.for_metric(r.metric) if x.case.variant == ba.info.baseline
+                 and x.case.params == r.case.params and name in x.per_op), None)
+    if base is None or min(r.per_op[name].n_trials,
+                           base.per_op[name].n_trials) < MIN_COUNTED_TRIALS_FOR_CI:
+        return f"{fmt_number(ratio.ratio)} (too few counted trials for a CI)"
+    return fmt_ratio(ratio.ratio, ratio.ci_low, ratio.ci_high)
 
 
 # ---- why: the counters where a winner finding is made ------------------------------------
@@ -227,19 +258,24 @@ def why_sentence(ba: BenchmarkAnalysis, where: str, best: CaseResult,
                  called: tuple[str, str] | None = None) -> WhySentence | None:
     """At a winner finding's point: the why_counters of its best variant against the variant
     whose counters differ most from its own (_rival: the baseline unless another differs
-    more; `rival` when given, as an answer sets a case against its question's reference),
-    the counter furthest apart first, each with its CI; counters both count 0 of are left
-    out; `called` says what the two cases are called when not their variants (an answer that
-    sets one value of a param against another). None when the benchmark names none or
-    neither case counted them."""
+    more; `rival` when given, as an answer sets a case against its question's reference).
+    A why explains a cost: it names only counters (per operation) that the costlier case
+    makes more of, shown apart (their CIs do not overlap), the one furthest apart first,
+    each with its CI. None when there is no such counter (a counter the cheaper case makes
+    more of, such as a move's TLB flush against a copy's none, says what the cheaper one
+    costs, not why it is cheaper), or the two cost the same, or the benchmark names none;
+    `called` says what the two cases are called when not their variants (an answer that
+    sets one value of a param against another)."""
     other = rival if rival is not None else _rival(ba, best, base)
-    names = [n for n in ba.info.why_counters if n in best.per_op and n in other.per_op]
+    costs_less = _costs_less(ba, best, other)
+    if costs_less is None:
+        return None
+    names = [n for n in ba.info.why_counters if n in best.per_op and n in other.per_op
+             and _explains(best.per_op[n].median, other.per_op[n].median, costs_less) == 0
+             and _apart(best.per_op[n], other.per_op[n]) > 0]
     if not names:
         return None
-    costs_less = _costs_less(ba, best, other)
-    names.sort(key=lambda n: (_explains(best.per_op[n].median, other.per_op[n].median,
-                                        costs_less),
-                              -_apart(best.per_op[n], other.per_op[n]),
+    names.sort(key=lambda n: (-_apart(best.per_op[n], other.per_op[n]),
                               -_strength(best.per_op[n].median, other.per_op[n].median)))
     a, b = best.per_op, other.per_op
     lead = names[0]
@@ -251,18 +287,13 @@ def why_sentence(ba: BenchmarkAnalysis, where: str, best: CaseResult,
     best_name = best.case.variant
     if called is not None:
         best_name, named = called
-    if _strength(a[lead].median, b[lead].median) == 0:
-        text = (f"{at}{best_name} and {named} make the same "
-                f"{counter_words(lead)} per op: {per_op_figure(a[lead])} against "
-                f"{per_op_figure(b[lead])}")
-    else:
-        text = (f"{at}{best_name} makes {per_op_figure(a[lead])} "
-                f"{counter_words(lead)} per op against {per_op_figure(b[lead])} for {named}")
-        ratio = best.per_op_vs_baseline.get(lead) if is_baseline else None
-        if ratio is not None and a[lead].n_trials > 1 and b[lead].n_trials > 1 and \
-                math.isfinite(ratio.ci_low) and math.isfinite(ratio.ci_high):
-            text += (f" (ratio {fmt_number(ratio.ratio)}, 95% CI {fmt_number(ratio.ci_low)}–"
-                     f"{fmt_number(ratio.ci_high)})")
+    text = (f"{at}{best_name} makes {per_op_figure(a[lead])} "
+            f"{counter_words(lead)} per op against {per_op_figure(b[lead])} for {named}")
+    ratio = best.per_op_vs_baseline.get(lead) if is_baseline else None
+    if ratio is not None and min(a[lead].n_trials, b[lead].n_trials) >= \
+            MIN_COUNTED_TRIALS_FOR_CI and math.isfinite(ratio.ci_low) and \
+            math.isfinite(ratio.ci_high):
+        text += f" ({ratio_with_ci(ratio.ratio, ratio.ci_low, ratio.ci_high)})"
     others = [f"{counter_words(n)} {fmt_value(a[n].median, '')} against {fmt_value(b[n].median, '')}"
               + _ci_pair(a[n], b[n]) for n in names[1:]
               if not (a[n].median == b[n].median == 0 and a[n].ci_high == b[n].ci_high == 0)]
@@ -271,17 +302,17 @@ def why_sentence(ba: BenchmarkAnalysis, where: str, best: CaseResult,
     trials = min(a[lead].n_trials, b[lead].n_trials)
     text += f" ({a[lead].n_trials} + {b[lead].n_trials} trials, counted samples)"
     why = []
-    if trials < 2:  # counters are no verdict: two trials give a CI (Profile.counted_trials)
-        why.append("one trial, no CI")
-    if trials >= 2 and _strength(a[lead].median, b[lead].median) > 0 and \
-            a[lead].ci_low <= b[lead].ci_high and b[lead].ci_low <= a[lead].ci_high:
-        why.append("their CIs overlap")
+    if trials < MIN_COUNTED_TRIALS_FOR_CI and not (
+            a[lead].ci_low == a[lead].ci_high and b[lead].ci_low == b[lead].ci_high):
+        why.append("too few counted trials for a CI")
     text += f" [tentative: {', '.join(why)}]." if why else "."
     return WhySentence(text, "; ".join(why), tuple(names), other,
                        differs=_apart(a[lead], b[lead]) > 0)
 
 
 def _ci_pair(a: Summary, b: Summary) -> str:
-    if a.n_trials < 2 or b.n_trials < 2:
-        return " (no CI from one trial)"
-    return f" (95% CIs {fmt_range(a.ci_low, a.ci_high, '')} and {fmt_range(b.ci_low, b.ci_high, '')})"
+    if min(a.n_trials, b.n_trials) < MIN_COUNTED_TRIALS_FOR_CI:
+        return f" ({_few(a if a.n_trials <= b.n_trials else b)})"
+    ea = fmt_estimate(a.median, a.ci_low, a.ci_high, "").interval or "the same in every trial"
+    eb = fmt_estimate(b.median, b.ci_low, b.ci_high, "").interval or "the same in every trial"
+    return f" (95% CIs {ea} and {eb})"

@@ -4,15 +4,20 @@ Generated from the analysis alone, from what a benchmark declares (baseline, pri
 params, crossover levels, fits): nothing here knows a benchmark by name. The rules:
 - no finding without a number from the run, and no number without its 95% CI and its n;
 - a finding says why it is tentative: too few trials for a verdict, a CI that touches the
-  verdict's threshold, a runner-up whose CI overlaps the winner's, a crossover whose CIs
-  include the level crossed, a fitted constant whose CI includes 0.
+  verdict's threshold, a crossover whose CIs include the level crossed, a fitted constant
+  whose CI includes 0;
+- no ranking that noise could reverse: a case is named the lowest (best, closest) only where
+  the next is told apart from it (report/apart.py, Bonferroni over the benchmark's points);
+  otherwise the two "cannot be told apart", with the CI of their ratio or difference; and
+  where no case's CI excludes 0, no cost is resolved, ranked or quoted as one.
 A benchmark that declares questions (BenchmarkInfo.questions) is answered first, one finding
 per question (report/answers/); those answers are its headline, and the generic contrasts
 below follow under their own heading. Diagnostic and control variants never win one.
 A crossover whose CI at an end includes its level is not stated: details.md lists it.
 After the headline's winner finding, a benchmark that declares why_counters gets a "why"
 finding: those kernel counters per operation (counted samples) of the best variant and the
-baseline at each point it names, the one furthest from the baseline first (report/counted.py).
+baseline at each point it names where a difference is shown, only those the dearer case
+makes more of, the one furthest apart first (report/counted.py), or none.
 
 Sentences are raw text; each renderer escapes them for its own format.
 """
@@ -36,13 +41,16 @@ from bakeoff.analysis.within_run import (
 )
 from bakeoff.declare.model import ParamValue
 from bakeoff.report.answers import answers, unanswered
+from bakeoff.report.apart import apart, resolved_from_zero
 from bakeoff.report.counted import why_sentence
 from bakeoff.report.format import (
     fmt_number,
-    fmt_range,
     fmt_value,
+    fmt_with_ci,
+    is_time_unit,
     param_estimate_label,
     params_label,
+    ratio_with_ci,
     swept_label,
 )
 from bakeoff.report.grid import Grid, Params, Point, grid, point_label, trials_of
@@ -134,7 +142,7 @@ def _better(ba: BenchmarkAnalysis, metric: str, ratio: float) -> bool:
 
 def ratio_figure(r: Ratio) -> str:
     """'ratio 0.0285, 95% CI 0.0192–0.0410': the figure every ratio finding quotes."""
-    return f"ratio {fmt_number(r.ratio)}, 95% CI {fmt_number(r.ci_low)}–{fmt_number(r.ci_high)}"
+    return ratio_with_ci(r.ratio, r.ci_low, r.ci_high)
 
 
 def _touches_threshold(r: Ratio, threshold: float) -> bool:
@@ -143,18 +151,21 @@ def _touches_threshold(r: Ratio, threshold: float) -> bool:
     return any(r.ci_low <= edge <= r.ci_high for edge in (1 - threshold, 1 + threshold))
 
 
-def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    return a[0] <= b[1] and b[0] <= a[1]
-
-
-def _runner_up(why: list[str], runner_up: CaseResult, best_ci: tuple[float, float],
-               its_ci: tuple[float, float], shown: str) -> tuple[CaseResult, ...]:
-    """The runner-up, if its CI overlaps the best's: the reason is added to why, and the
-    runner-up is returned to join the cases the finding involves."""
-    if not _overlap(best_ci, its_ci):
-        return ()
-    why.append(f"runner-up {runner_up.case.variant}'s CI overlaps ({shown})")
-    return (runner_up,)
+def _named_best(g: Grid, ranked: list[CaseResult],
+                which: str) -> tuple[str, str, tuple[CaseResult, ...]]:
+    """How the best of `ranked` is named, and what follows its figure: 'the best, X,' only
+    where the next is told apart from it (report/apart.py, Bonferroni over the grid's
+    points); else 'X' and ', and cannot be told apart from Y (X / Y …)', the runner-up
+    joining the cases quoted."""
+    best = ranked[0]
+    if len(ranked) < 2:
+        return best.case.variant, "", ()
+    told = apart(best, ranked[1], comparisons=len(g.points))
+    if told is not None and told.shown:
+        return f"the {which}, {best.case.variant},", "", ()
+    how = f" ({told.words(best.unit)})" if told is not None else ""
+    return (best.case.variant, f", and cannot be told apart from {ranked[1].case.variant}{how}",
+            (ranked[1],))
 
 
 # ---- winner at a point -------------------------------------------------------------------
@@ -216,45 +227,46 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
         why.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
     if _touches_threshold(ratio, ba.threshold):
         why.append(f"its CI touches the ±{ba.threshold * 100:g}% threshold")
-    elif verdict == "same":
+    elif verdict not in ("faster", "slower", "equivalent"):
         why.append(f"not significant after Holm correction (p = {best.comparison.p_holm:.2g})")
     involved: tuple[CaseResult, ...] = (best, base)
+    which = "best" if _better(ba, g.metric, ratio.ratio) else "closest"
+    named_best, level, runner = _named_best(g, ranked, which)
+    involved += runner
+    phrase = change_phrase(ba, g.metric, ratio.ratio)
     if verdict == "faster":
-        text = (f"{best.case.variant} wins, "
-                f"{change_phrase(ba, g.metric, ratio.ratio)} than {base_name} {figure}")
-        if len(ranked) > 1 and (second := ranked[1].vs_baseline) is not None:
-            involved += _runner_up(why, ranked[1], (ratio.ci_low, ratio.ci_high),
-                                   (second.ci_low, second.ci_high),
-                                   f"{fmt_number(second.ci_low)}–{fmt_number(second.ci_high)}")
+        text = (f"{best.case.variant} wins, {phrase} than {base_name} {figure}{level}" if not
+                runner else f"{best.case.variant} beats {base_name}, {phrase} {figure}{level}, "
+                f"which beats it too")
     elif verdict == "slower":
         named = base_name if base_name == "baseline" else f"{base_name} (the baseline)"
-        text = (f"{named} wins: the closest, "
-                f"{best.case.variant}, is {change_phrase(ba, g.metric, ratio.ratio)} {figure}")
+        text = f"{named} wins: {named_best} is {phrase} {figure}{level}"
     elif verdict == "equivalent":
         # A claim: the whole CI lies within the band, so any difference is smaller than it.
-        which = "best" if _better(ba, g.metric, ratio.ratio) else "closest"
-        text = (f"every variant is equivalent to {base_name} within "
-                f"±{ba.threshold * 100:g}%: the {which}, {best.case.variant}, is "
-                f"{change_phrase(ba, g.metric, ratio.ratio)} {figure}"
+        band = f"±{ba.threshold * 100:g}%"
+        text = (f"every variant is equivalent to {base_name} within {band}: {named_best} is "
+                f"{phrase} {figure}{level}"
                 if all(r.verdict == "equivalent" for r in compared) else
-                f"the {which}, {best.case.variant}, is equivalent to {base_name} within "
-                f"±{ba.threshold * 100:g}%: {change_phrase(ba, g.metric, ratio.ratio)} "
-                f"{figure}")
+                f"{named_best} is equivalent to {base_name} within {band}: "
+                f"{phrase} {figure}{level}")
     else:
-        which = "best" if _better(ba, g.metric, ratio.ratio) else "closest"
-        # "shown": a "same" verdict is a CI that reaches the threshold, which may be a wide
-        # one (noise), not a proof that the variants are level.
+        # "shown": a CI that reaches the threshold may be a wide one (noise), not a proof
+        # that the variants are level.
         text = (f"no variant is shown to differ from {base_name} by more than "
-                f"±{ba.threshold * 100:g}%: the {which}, {best.case.variant}, is "
-                f"{change_phrase(ba, g.metric, ratio.ratio)} {figure}")
+                f"±{ba.threshold * 100:g}%: {named_best} is {phrase} {figure}{level}")
     return Clause(where, text, why, involved,
                   abs(math.log(ratio.ratio)) if ratio.ratio > 0 else 0.0, verdict == "faster",
-                  named_first=verdict not in NO_DIFFERENCE, foil=base)
+                  named_first=verdict not in NO_DIFFERENCE,
+                  # A "why" explains a difference shown, never one the verdict did not find.
+                  foil=base if verdict not in NO_DIFFERENCE else None)
 
 
 def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | None:
     """Without a ratio (the baseline does not report the metric): the best median with its
-    CI, and the runner-up's when their CIs overlap."""
+    CI, named the lowest (highest) only where the runner-up is told apart from it
+    (report/apart.py, Bonferroni over the grid's points); otherwise the two cannot be told
+    apart, said with their difference. Where no case's CI excludes 0, no cost is resolved,
+    and none is ranked or quoted as one."""
     measured = [r for r in point.results
                 if r.summary is not None and not _never_wins(ba, r.case.variant)]
     if not measured:
@@ -266,22 +278,50 @@ def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | No
     assert best.summary is not None
     s, unit = best.summary, best.unit
     word = "lowest" if lower else "highest"
-    # Alone (one command under `bakeoff cmd`), a variant ranks against nothing: its figure.
-    lead = (f"{best.case.variant}'s {shown_metric(ba, g.metric)} is"
-            if len(ba.info.variants) == 1 else
-            f"the {word} {shown_metric(ba, g.metric)} is {best.case.variant}'s,")
-    text = (f"{lead} {fmt_value(s.median, unit)} "
-            + (f"(95% CI {fmt_range(s.ci_low, s.ci_high, unit)}; {s.n_trials} trials)"
-               if s.n_trials > 1 else "(no CI from one trial)"))
+    metric = shown_metric(ba, g.metric)
+    n = min(trials_of(r) for r in ranked)
     why: list[str] = []
-    if s.n_trials < MIN_TRIALS_FOR_VERDICT:
+    if n < MIN_TRIALS_FOR_VERDICT:
         why.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
-    involved: tuple[CaseResult, ...] = (best,)
-    if len(ranked) > 1 and (t := ranked[1].summary) is not None:
-        involved += _runner_up(why, ranked[1], (s.ci_low, s.ci_high), (t.ci_low, t.ci_high),
-                               fmt_range(t.ci_low, t.ci_high, unit))
-    return Clause(_where(ba, g, point), text, why, involved, 0.0, named_first=False,
-                  foil=ranked[1] if len(ranked) > 1 else None)
+    where = _where(ba, g, point)
+    if len(ranked) > 1 and not any(resolved_from_zero(r) for r in ranked):
+        # Every CI includes 0: the timer does not resolve these costs; a ranking of them,
+        # or a negative one quoted as a cost, would be noise said as a finding.
+        text = (f"no variant's {metric} is resolved from 0: every 95% CI includes 0 "
+                f"(≥ {n} trials each)")
+        return Clause(where, text, why, tuple(ranked), 0.0, named_first=False)
+    figure = (fmt_with_ci(s.median, s.ci_low, s.ci_high, unit).removesuffix(")")
+              + f"; {s.n_trials} trials)" if s.n_trials > 1 else
+              f"{fmt_value(s.median, unit)} (no CI from one trial)")
+    if lower and s.median < 0 and is_time_unit(unit):
+        # A time below zero is a difference the program measured, not a cost to rank; its
+        # figure is said as how far below 0, or as the interval alone where that holds 0.
+        ci = (f"95% CI {fmt_value(s.ci_low, unit)} to {fmt_value(s.ci_high, unit)}; "
+              f"{s.n_trials} trials")
+        said = (f"is not resolved from 0 ({ci})" if s.ci_low <= 0 <= s.ci_high else
+                f"lies {fmt_value(-s.median, unit)} below 0 ({ci})")
+        return Clause(where, f"{best.case.variant}'s {metric} {said}: no cost to rank", why,
+                      (best,), 0.0, named_first=False)
+    if len(ba.info.variants) == 1 or len(ranked) == 1:
+        # Alone (one command under `bakeoff cmd`), a variant ranks against nothing.
+        return Clause(where, f"{best.case.variant}'s {metric} is {figure}", why, (best,), 0.0,
+                      named_first=False)
+    runner = ranked[1]
+    told = apart(best, runner, comparisons=len(g.points))
+    if told is None or not told.shown:
+        t = runner.summary
+        assert t is not None
+        other = (fmt_with_ci(t.median, t.ci_low, t.ci_high, unit).removesuffix(")")
+                 + f"; {t.n_trials} trials)" if t.n_trials > 1 else
+                 f"{fmt_value(t.median, unit)} (no CI from one trial)")
+        diff = f"; {told.words(unit)}" if told is not None else ""
+        text = (f"{best.case.variant} and {runner.case.variant} cannot be told apart on "
+                f"{metric}: {figure} against {other}{diff}")
+        # No foil: a "why" would explain a difference that is not shown.
+        return Clause(where, text, why, (best, runner), 0.0, named_first=True)
+    text = (f"the {word} {metric} is {best.case.variant}'s, {figure}; "
+            f"against the next, {runner.case.variant}, {told.words(unit)}")
+    return Clause(where, text, why, (best, runner), 0.0, named_first=False, foil=runner)
 
 
 def _with_why(clause: Clause) -> str:
@@ -393,6 +433,18 @@ def _crossover_findings(ba: BenchmarkAnalysis, g: Grid) -> list[Finding]:
     return out
 
 
+def fit_constant(a: float, low: float, high: float, unit: str) -> str:
+    """'a = 1.2 µs (95% CI 1.1 µs to 1.3 µs)'; a constant whose CI includes 0 is not resolved
+    from 0 (the interval alone), and one below 0 is said as how far below: a fitted cost is
+    never printed as a negative one."""
+    ci = f"95% CI {fmt_value(low, unit)} to {fmt_value(high, unit)}"
+    if low <= 0 <= high and low < high:
+        return f"a not resolved from 0 ({ci})"
+    if a < 0:
+        return f"a {fmt_value(-a, unit)} below 0 ({ci})"
+    return f"a = {fmt_value(a, unit)} ({ci})"
+
+
 def _fit_finding(ba: BenchmarkAnalysis, g: Grid, sf: SweepFit) -> Finding:
     f, unit = sf.fit, str(ba.info.metric(sf.metric)["unit"])
     param_unit = next((str(p["unit"]) for p in ba.info.params if p["name"] == sf.param), "")
@@ -409,8 +461,7 @@ def _fit_finding(ba: BenchmarkAnalysis, g: Grid, sf: SweepFit) -> Finding:
     # Fitted alone (a benchmark of one variant): the metric itself, not a difference.
     minus = "" if sf.variant == ba.info.baseline else f" − {ba.info.baseline}"
     text = (f"Fit for {sf.variant}{fixed}: {sf.metric}{minus} = a + b·{sf.param}, "
-            f"a = {fmt_value(f.a, unit)} (95% CI {fmt_value(f.a_low, unit)} to "
-            f"{fmt_value(f.a_high, unit)}), b = {fmt_number(f.b)} {unit} per "
+            f"{fit_constant(f.a, f.a_low, f.a_high, unit)}, b = {fmt_number(f.b)} {unit} per "
             f"{param_unit or sf.param} (95% CI {fmt_number(f.b_low)} to {fmt_number(f.b_high)}); "
             f"R² = {f.r2:.2f} over {f.n_points} points, at least {trials} trials each")
     text += f" [tentative: {', '.join(why)}]." if why else "."
@@ -499,6 +550,20 @@ def benchmark_findings(ba: BenchmarkAnalysis) -> BenchmarkFindings:
 
 def all_findings(analysis: Analysis) -> list[BenchmarkFindings]:
     return [benchmark_findings(ba) for ba in analysis.benchmarks]
+
+
+def more_trials_hint(found: Sequence[BenchmarkFindings]) -> str:
+    """'; more trials (--trials 10) settle those held back by too few', naming more trials
+    than any such finding's cases had (twice the most, at least 2 × MIN_TRIALS_FOR_VERDICT);
+    '' when no finding is held back by too few trials (more of them would settle nothing
+    that is said to want them)."""
+    few = f"fewer than {MIN_TRIALS_FOR_VERDICT} trials"
+    had = [trials_of(r) for bf in found for f in bf.every if few in f.tentative
+           for r in f.results]
+    if not had:
+        return ""
+    return (f"; more trials (--trials {max(2 * MIN_TRIALS_FOR_VERDICT, 2 * max(had))}) settle "
+            "those held back by too few")
 
 
 def tentative_count(findings: Sequence[Finding]) -> int:

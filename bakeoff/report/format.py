@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from bakeoff.declare.model import BenchmarkInfo, Case, ParamValue
 
@@ -61,8 +62,9 @@ def scale_for(x: float, unit: str) -> tuple[float, str]:
     return chosen_factor / own, chosen_name + suffix
 
 
-def fmt_number(x: float) -> str:
-    """3 significant digits with thousands grouping: 7.08, 70.8, 708, 7,084, 0.0123."""
+def fmt_number(x: float, digits: int = 3) -> str:
+    """3 significant digits (or `digits`) with thousands grouping: 7.08, 70.8, 708, 7,084,
+    0.0123."""
     if math.isnan(x):
         return MISSING
     if math.isinf(x):
@@ -71,9 +73,65 @@ def fmt_number(x: float) -> str:
         return "0"
     a = abs(x)
     if a < 1e-4 or a >= 1e15:
-        return f"{x:.3g}"
-    decimals = max(0, 2 - math.floor(math.log10(a)))
+        return f"{x:.{digits}g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(a)))
     return f"{x:,.{decimals}f}"
+
+
+# Digits an estimate and its CI may take so that neither end reads as the point itself.
+_MAX_DIGITS = 6
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point and its CI as text, in one unit and with the same digits: `point` '1.05 ns',
+    `interval` '1.02–1.34 ns'; None when every trial gave the same figure (no spread to
+    show: an interval of one value would say nothing, and end at its point)."""
+
+    point: str
+    interval: str | None
+
+    def said(self, label: str = "95% CI ") -> str:
+        """'1.05 ns (95% CI 1.02–1.34 ns)', or '1.05 ns (the same in every trial)'."""
+        if self.interval is None:
+            return f"{self.point} (the same in every trial)"
+        return f"{self.point} ({label}{self.interval})"
+
+
+def fmt_with_ci(point: float, low: float, high: float, unit: str, label: str = "95% CI ") -> str:
+    """'1.05 ns (95% CI 1.02–1.34 ns)': fmt_estimate said."""
+    return fmt_estimate(point, low, high, unit).said(label)
+
+
+def ratio_with_ci(ratio: float, low: float, high: float) -> str:
+    """'ratio 0.0285, 95% CI 0.0192–0.0410': how every sentence quotes a ratio."""
+    e = fmt_estimate(ratio, low, high, "")
+    return f"ratio {e.point}, " + (f"95% CI {e.interval}" if e.interval else
+                                    "the same in every trial")
+
+
+def fmt_estimate(point: float, low: float, high: float, unit: str) -> Estimate:
+    """A point and its CI with digits enough that each end differs from the point as printed
+    (3 significant digits, up to 6): '1.05 ns' and '1.02–1.34 ns', never '1.05 (1.05–1.34)'.
+    A count's CI that stops at 0 where its point is 0 reads 'up to 0.3'."""
+    if any(math.isnan(x) for x in (point, low, high)):
+        return Estimate(fmt_value(point, unit), None if low == high == point else MISSING)
+    top = max(abs(low), abs(high), abs(point))
+    divisor, shown = scale_for(top, unit)
+    if _ladder_of(unit) is None and math.isfinite(top):
+        for factor, prefix in _SI:
+            if top >= factor * 0.9995:
+                divisor, shown = factor, f"{prefix} {unit}".strip()
+                break
+    if low == high == point:
+        return Estimate(f"{fmt_number(point / divisor)} {shown}".strip(), None)
+    if point == low == 0:
+        return Estimate("0", f"up to {fmt_number(high / divisor)} {shown}".strip())
+    # An end equal to the point itself (a method that cannot centre) stays visible as such.
+    digits = next((d for d in range(3, _MAX_DIGITS + 1)
+                   if len({fmt_number(x / divisor, d) for x in (point, low, high)}) == 3), 3)
+    p, lo, hi = (fmt_number(x / divisor, digits) for x in (point, low, high))
+    return Estimate(f"{p} {shown}".strip(), f"{lo}–{hi} {shown}".strip())
 
 
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"))
@@ -108,8 +166,9 @@ def fmt_range(low: float | None, high: float | None, unit: str) -> str:
 
 
 def fmt_ratio(ratio: float, low: float, high: float) -> str:
-    """'0.0912 (0.0850–0.0970)': a ratio and its CI, unitless."""
-    return f"{fmt_number(ratio)} ({fmt_number(low)}–{fmt_number(high)})"
+    """'0.0912 (0.0850–0.0970)': a ratio and its CI, unitless (fmt_estimate's digits)."""
+    e = fmt_estimate(ratio, low, high, "")
+    return e.point + (f" ({e.interval})" if e.interval else " (the same in every trial)")
 
 
 def fmt_times(x: float) -> str:

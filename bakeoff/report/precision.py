@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from bakeoff.analysis.within_run import AnswerPrecision, BenchmarkAnalysis
-from bakeoff.report.format import case_params_label, fmt_number, fmt_ratio, fmt_value
+from bakeoff.report.format import case_params_label, fmt_number, fmt_ratio, fmt_with_ci
 
 HEADERS = ("question", "case", "against", "figure (95% CI)", "± half-width", "target",
            "trials")
@@ -18,8 +18,7 @@ def _figure(ba: BenchmarkAnalysis, a: AnswerPrecision) -> str:
         return "ratio " + fmt_ratio(a.value, a.ci_low, a.ci_high)
     unit = str(ba.info.metric(a.metric)["unit"])
     what = "RMS " if a.kind == "error" else "added " if a.reference is not None else ""
-    return (f"{what}{a.metric} {fmt_value(a.value, unit)} "
-            f"({fmt_value(a.ci_low, unit)}–{fmt_value(a.ci_high, unit)})")
+    return f"{what}{a.metric} {fmt_with_ci(a.value, a.ci_low, a.ci_high, unit, '')}"
 
 
 def _against(ba: BenchmarkAnalysis, a: AnswerPrecision) -> str:

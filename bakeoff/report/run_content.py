@@ -29,7 +29,13 @@ from bakeoff.report.counted import (
     per_op_tables,
 )
 from bakeoff.report.facts import run_rows
-from bakeoff.report.findings import BenchmarkFindings, Finding, all_findings, tentative_count
+from bakeoff.report.findings import (
+    BenchmarkFindings,
+    Finding,
+    all_findings,
+    more_trials_hint,
+    tentative_count,
+)
 from bakeoff.report.findings_chart import findings_chart
 from bakeoff.report.format import case_params_label
 from bakeoff.report.precision import HEADERS, answer_rows
@@ -324,12 +330,13 @@ def top_findings_html(found: list[BenchmarkFindings]) -> Section:
                        link=bench_anchor(i)) for i, bf in enumerate(found))
     total = sum(len(bf.every) for bf in found)
     unsure = sum(tentative_count(bf.every) for bf in found)
-    note = (f"{unsure} of the {total} findings are tentative, each saying why in grey brackets; "
-            "more trials (--trials 10) settle those held back by too few."
+    note = (f"{unsure} of the {total} findings are tentative, each saying why in grey brackets"
+            f"{more_trials_hint(found)}."
             if unsure else "Every finding is settled: enough trials, and no CI reaches a "
             "verdict's threshold.")
     return Section("Findings", (Items(items), Paragraph((
-        f"{note} Every figure is a ratio of medians to the baseline (or a median) with its "
+        f"{note} Every figure is a ratio to the baseline (of trial medians, paired by round) or "
+        "a median, with its "
         "95% CI and its trials.",), "note")), anchor="findings")
 
 
@@ -344,9 +351,10 @@ def top_findings_md(found: list[BenchmarkFindings]) -> Section:
     unsure = sum(tentative_count(bf.every) for bf in found)
     settled = ("Every finding below is settled: enough trials, and no CI reaches a verdict's "
                "threshold. " if not unsure else
-               f"{unsure} of the {total} findings below are tentative, each saying why; more "
-               "trials (--trials 10) settle those held back by too few. ")
-    legend = (settled + "In the tables, a cell is a ratio of medians to the baseline with its "
+               f"{unsure} of the {total} findings below are tentative, each saying why"
+               f"{more_trials_hint(found)}. ")
+    legend = (settled + "In the tables, a cell is a ratio to the baseline (of trial medians, "
+              "paired by round) with its "
               f"95% CI: {GLYPHS['faster']} better than the baseline beyond the verdict's "
               f"threshold, {GLYPHS['slower']} worse, {GLYPHS['equivalent']} equivalent (the "
               f"whole CI within the threshold), {GLYPHS['same']} no difference of that size "

@@ -6,6 +6,7 @@ for its own format, so escaping cannot be forgotten in one place and doubled in 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from bakeoff.analysis.within_run import BenchmarkAnalysis, CaseResult
@@ -14,12 +15,12 @@ from bakeoff.report.format import (
     MISSING,
     case_params_label,
     fmt_count,
+    fmt_estimate,
     fmt_number,
     fmt_p,
-    fmt_range,
     fmt_ratio,
-    fmt_times,
     fmt_value,
+    fmt_with_ci,
     params_label,
 )
 from bakeoff.report.words import Verdict, lower_is_better, speedup, verdict
@@ -148,23 +149,22 @@ def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
             "variant": r.case.variant,
             "params": case_params_label(ba.info, r.case),
             "n": f"{fmt_count(s.n)} / {s.n_trials}" if s else "0 / 0",
-            "median": fmt_value(s.median, r.unit) if s else (
+            "median": fmt_estimate(s.median, s.ci_low, s.ci_high, r.unit).point if s else (
                 MISSING if r.n_failed else f"{MISSING} (not run)"),
-            "ci": fmt_range(s.ci_low, s.ci_high, r.unit) if s else MISSING,
+            "ci": ((fmt_estimate(s.median, s.ci_low, s.ci_high, r.unit).interval
+                    or "the same in every trial") if s.n_trials > 1 else "no CI from one trial")
+            if s else MISSING,
             "p5_p95": tail_quantiles(s, r.unit) if s else MISSING,
-            "bias": (f"{fmt_value(r.signed.bias, r.unit)} ("
-                     f"{fmt_range(r.signed.bias_ci_low, r.signed.bias_ci_high, r.unit)})"
-                     if r.signed else MISSING),
-            "rms": (f"{fmt_value(r.signed.rms, r.unit)} ("
-                    f"{fmt_range(r.signed.rms_ci_low, r.signed.rms_ci_high, r.unit)})"
-                    if r.signed else MISSING),
+            "bias": (fmt_with_ci(r.signed.bias, r.signed.bias_ci_low, r.signed.bias_ci_high,
+                                 r.unit, "") if r.signed else MISSING),
+            "rms": (fmt_with_ci(r.signed.rms, r.signed.rms_ci_low, r.signed.rms_ci_high,
+                                r.unit, "") if r.signed else MISSING),
             "ratio": fmt_ratio(vs.ratio, vs.ci_low, vs.ci_high) if vs else MISSING,
             "speedup": MISSING,
             "verdict": verdict(r, ba.info.baseline),
             "p": f"{fmt_p(cmp.ratio.p_value)} ({fmt_p(cmp.p_holm)})" if cmp else MISSING,
-            "shift": (f"{fmt_value(cmp.shift.estimate, r.unit)} "
-                      f"({fmt_range(cmp.shift.ci_low, cmp.shift.ci_high, r.unit)})"
-                      if cmp else MISSING),
+            "shift": (fmt_with_ci(cmp.shift.estimate, cmp.shift.ci_low, cmp.shift.ci_high,
+                                  r.unit, "") if cmp else MISSING),
             "cliff": f"{cmp.cliffs_delta:+.2f}" if cmp else MISSING,
             "outliers": (f"{r.outliers.tukey_low}/{r.outliers.tukey_high}, {r.outliers.mad}"
                          if r.outliers else MISSING),
@@ -175,7 +175,8 @@ def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
             cells["ratio"] = f"{MISSING} (below resolution)"
         if vs:
             point, lo, hi = speedup(vs, lower_better)
-            cells["speedup"] = f"{fmt_times(point)} ({fmt_number(lo)}–{fmt_number(hi)})"
+            cells["speedup"] = (fmt_with_ci(point, lo, hi, "×", "").replace(" ×", "×")
+                                if math.isfinite(point) else MISSING)
         elif not is_base and s is not None and not r.below_resolution:
             below = any(b.below_resolution for b in ba.for_metric(metric)
                         if b.case.variant == ba.info.baseline and b.case.params == r.case.params)

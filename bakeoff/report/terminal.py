@@ -13,7 +13,7 @@ from rich.text import Text
 
 from bakeoff.analysis.within_run import Analysis, BenchmarkAnalysis
 from bakeoff.declare.model import RunRecord
-from bakeoff.report.findings import Finding, all_findings, tentative_count
+from bakeoff.report.findings import Finding, all_findings, more_trials_hint, tentative_count
 from bakeoff.report.tables import CaseRow, case_rows, failed_trials
 from bakeoff.report.words import better_phrase
 
@@ -111,5 +111,5 @@ def print_summary(run: RunRecord, analysis: Analysis, console: Console) -> None:
         unsure = sum(tentative_count(bf.every) for bf in found)
         if unsure:
             console.print(Text(f"{unsure} of {sum(len(bf.every) for bf in found)} findings "
-                               "are tentative, each saying why; more trials (--trials 10) "
-                               "settle those held back by too few", style="dim"))
+                               f"are tentative, each saying why{more_trials_hint(found)}",
+                               style="dim"))

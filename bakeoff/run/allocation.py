@@ -91,7 +91,9 @@ def log_ratio_interval(variant: stats.Trials, baseline: stats.Trials,
 
 def settled(variant: stats.Trials, baseline: stats.Trials, rule: Rule) -> bool:
     """True when the ratio's interval, widened by the rule's margin, lies clear of every level
-    of the rule, and the report's point ratio (pooled medians) lies in it."""
+    of the rule, and the ratio of pooled medians lies in it too (the report's point is the
+    interval's own centre; a pooled ratio outside says the trials disagree with their
+    samples, which more trials settle)."""
     interval = log_ratio_interval(variant, baseline, stats.CONFIDENCE)
     if interval is None:
         return False
@@ -254,20 +256,23 @@ def relative_half_width(low: float, high: float, centre: float) -> float:
 
 
 def answer_interval(kind: questions.ReadingKind, case: stats.Trials, reference: stats.Trials,
-                    rng: np.random.Generator,
-                    n_boot: int = stats.N_BOOT) -> tuple[float, float, float] | None:
+                    rng: np.random.Generator, n_boot: int = stats.N_BOOT,
+                    rounds: tuple[Sequence[int], Sequence[int]] | None = None,
+                    ) -> tuple[float, float, float] | None:
     """The figure of a reading and the 95% CI the report quotes for it, by stats' calibrated
     interval: (value, low, high); None when there is none (no values; a ratio to 0).
 
-    ratio: ratio of medians; difference: median(case) - median(reference), or the case's
-    median when the reference has no values; error: the RMS of the case's values."""
+    ratio: stats.ratio_ci, paired by round when `rounds` gives each side's (the answer's own
+    figure); difference: median(case) - median(reference), or the case's median when the
+    reference has no values; error: the RMS of the case's values."""
     if not case:
         return None
     if kind == "ratio":
         if not reference or float(np.median(np.concatenate(
                 [np.asarray(t, dtype=float) for t in reference]))) == 0:
             return None
-        r = stats.ratio_of_medians(case, reference, rng, n_boot=n_boot)
+        r = stats.ratio_ci(case, reference, variant_rounds=rounds[0] if rounds else None,
+                           baseline_rounds=rounds[1] if rounds else None)
         return r.ratio, r.ci_low, r.ci_high
     if kind == "error":
         e = stats.signed_error(case, rng, n_boot=n_boot)
@@ -276,12 +281,13 @@ def answer_interval(kind: questions.ReadingKind, case: stats.Trials, reference: 
     if reference:
         pooled -= float(np.median(np.concatenate(
             [np.asarray(t, dtype=float) for t in reference])))
-    # The calibrated method (trial-t, docs/STATISTICS.md): a t interval of the typical
-    # trial's difference, stretched to reach the pooled figure the report prints.
+    # The calibrated method (trial-t, docs/STATISTICS.md): the t interval's half-width from
+    # the trials' spread, centred on the pooled figure the report prints (estimate ± t·SE).
     interval = difference_interval(case, reference, stats.CONFIDENCE)
     if interval is None:
         return None
-    return pooled, min(interval[0], pooled), max(interval[1], pooled)
+    half = (interval[1] - interval[0]) / 2
+    return pooled, pooled - half, pooled + half
 
 
 def reading_half_width(reading: questions.Reading, values: Values,

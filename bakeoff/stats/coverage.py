@@ -129,7 +129,7 @@ def welch_t_log(v: Side, b: Side, rng: np.random.Generator) -> Interval:
 
 def bakeoff_ratio_ci(v: Side, b: Side, rng: np.random.Generator) -> Interval:
     """The method bakeoff uses (stats.ratio_ci): paired by round, t on log per-trial medians,
-    stretched to reach the pooled ratio."""
+    centred on the pooled ratio."""
     r = stats.ratio_ci(_samples(v), _samples(b), variant_rounds=[r for r, _ in v],
                        baseline_rounds=[r for r, _ in b])
     return r.ci_low, r.ci_high

@@ -208,9 +208,12 @@ def signed_error(trials: Trials, rng: np.random.Generator | None = None,
 # One method for every 95% CI bakeoff prints, and for its verdicts and its sequential
 # allocation: a t interval over trials. Per trial, its median (or mean, for a signed metric's
 # bias); the spread of those per-trial figures gives the standard error, Student's t (Welch's
-# degrees of freedom for two sides) the small-sample width, and the interval is centred on
-# the pooled estimate the report prints. Ratios and positive medians are done on log scale
-# (a ratio's error is about symmetric there, and the ends stay positive). Why not the trial
+# degrees of freedom for two sides) the small-sample width; the interval is centred on its
+# point, so a point is never at an end: a ratio's point is the t's own centre (the geometric
+# mean of the per-round ratios: pooling would undo the pairing), a median's and a
+# difference's the pooled figure the report prints (estimate ± t·SE). Ratios and positive
+# medians are done on log scale (a ratio's error is about symmetric there, and the ends
+# stay positive). Why not the trial
 # bootstrap it replaced: with 3 to 5 trials a side, resampling the trials that happened
 # misses the spread they come from (docs/STATISTICS.md has the coverage table of both;
 # scripts/coverage regenerates it).
@@ -300,33 +303,29 @@ def _interval(centre: float, se: float, df: float, log: bool,
 
 def median_ci(trials: Trials, confidence: float = CONFIDENCE,
               log: bool | None = None) -> TInterval:
-    """The pooled median with its calibrated CI: one-sample t over the trials' medians (on log
-    scale when every one is positive, or as `log` says: a difference that may be 0, such as
-    an added cost, wants the linear scale), n - 1 degrees of freedom; an interval of the
-    typical trial's median, stretched to reach the pooled median where that lies outside it.
-    estimate is the pooled median; p_zero is NaN (no "zero" to test)."""
+    """The pooled median with its calibrated CI: the standard error of the trials' medians
+    (one-sample t, on log scale when every one is positive, or as `log` says: a difference
+    that may be 0, such as an added cost, wants the linear scale), n - 1 degrees of freedom,
+    centred on the pooled median it is printed beside (estimate ± t·SE), so the point lies
+    inside its interval, never at an end. Where every value is >= 0 (a count, a time) the
+    interval stops at 0. p_zero is NaN (no "zero" to test)."""
     arrays = _as_arrays(trials)
     if not arrays:
         raise ValueError("no samples")
-    pooled = float(np.median(np.concatenate(arrays)))
+    pooled_values = np.concatenate(arrays)
+    pooled = float(np.median(pooled_values))
     meds = _trial_figures(arrays)
     n = meds.size
     positive = pooled > 0 and bool(np.all(meds > 0))
     log = positive if log is None else (log and positive)
     x = np.log(meds) if log else meds
     se = float(x.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
-    t = _interval(float(x.mean()) if n > 1 else (math.log(pooled) if log else pooled), se,
-                  n - 1, log, confidence)
-    low, high = _around(pooled, t)
-    return dataclasses.replace(t, estimate=pooled, low=low, high=high, p_zero=math.nan)
-
-
-def _around(point: float, t: TInterval) -> tuple[float, float]:
-    """t's ends, stretched to reach point (a CI never excludes its own point); the point
-    itself when t saw no spread (or could see none)."""
-    if t.se == 0 or not math.isfinite(t.se):
-        return point, point
-    return min(t.low, point), max(t.high, point)
+    t = _interval(math.log(pooled) if log else pooled, se, n - 1, log, confidence)
+    if se == 0:  # no spread seen: the interval is the point itself, exactly (exp(log(x)) != x)
+        t = dataclasses.replace(t, estimate=pooled, low=pooled, high=pooled)
+    if not log and bool(np.all(pooled_values >= 0)):
+        t = dataclasses.replace(t, low=max(t.low, 0.0))
+    return dataclasses.replace(t, p_zero=math.nan)
 
 
 def _two_sample(a: FloatArray, b: FloatArray) -> tuple[float, float]:
@@ -346,20 +345,22 @@ def _two_sample(a: FloatArray, b: FloatArray) -> tuple[float, float]:
 def ratio_ci(variant: Trials, baseline: Trials, confidence: float = CONFIDENCE,
              variant_rounds: Sequence[int] | None = None,
              baseline_rounds: Sequence[int] | None = None) -> Ratio:
-    """median(variant) / median(baseline), pooled, with bakeoff's calibrated 95% CI.
+    """The ratio variant / baseline with bakeoff's calibrated 95% CI, both from one t.
 
-    With rounds (variant_rounds[i]: the round trial i ran in), the CI is a one-sample t on
-    the per-round log ratios of trial medians, over the rounds both sides have a trial in
-    (n - 1 df): trials of one round ran interleaved, so what the round shared, a machine
-    slowing down or a busy neighbour, cancels, as in any paired design. Without rounds, or
-    fewer than 2 shared, it is Welch's t on the log per-trial medians of the two sides. Either
-    interval is of the typical trial's ratio (the t mean on log scale); the pooled ratio the
-    report prints is close to it, and where it is not inside, the interval is stretched to
-    reach it (a CI never excludes its own point). p_ci is the t test's p of "ratio = 1";
-    p_value the Mann-Whitney test on per-trial medians.
+    With rounds (variant_rounds[i]: the round trial i ran in), the ratio is the geometric
+    mean of the per-round ratios of trial medians, over the rounds both sides have a trial
+    in, and its CI a one-sample t on those log ratios (n - 1 df): trials of one round ran
+    interleaved, so what the round shared, a machine slowing down or a busy neighbour,
+    cancels, in the point as in its interval. Without rounds, or fewer than 2 shared, it is
+    the ratio of the two sides' geometric mean trial medians, with Welch's t. The point is
+    the interval's own centre on log scale: inside it, never at an end (a ratio of pooled
+    medians does not cancel a round's drift, and lies outside a paired interval as often as
+    the drift is large). p_ci is the t test's p of "ratio = 1" (the CI excludes 1 exactly
+    when p_ci < 0.05); p_value the Mann-Whitney test on per-trial medians.
 
     Where some trial's median is 0 or below (a difference metric), log scale cannot be
-    used: the ratio's SE is then the delta method's, on the trial medians' means."""
+    used: the ratio is then of the pooled medians, its SE the delta method's, on the trial
+    medians' means."""
     v, b = _as_arrays(variant), _as_arrays(baseline)
     if not v or not b:
         raise ValueError("no samples")
@@ -369,19 +370,24 @@ def ratio_ci(variant: Trials, baseline: Trials, confidence: float = CONFIDENCE,
     point = float(np.median(np.concatenate(v)) / base_median)
     mv, mb = _trial_figures(v), _trial_figures(b)
     if point > 0 and bool(np.all(mv > 0)) and bool(np.all(mb > 0)):
-        t = _log_ratio_t(variant, baseline, variant_rounds, baseline_rounds, confidence)
-        (lo, hi), p = _around(point, t), t.p_zero
+        centre, se, df = _log_ratio_t(variant, baseline, variant_rounds, baseline_rounds)
+        t = _interval(centre, se, df, True, confidence)
+        point, lo, hi, p = t.estimate, t.low, t.high, t.p_zero
     else:
         se2, df = _delta_ratio_se2(mv, mb)
         t = _interval(point - 1.0, math.sqrt(se2), df, False, confidence)
         lo, hi, p = t.low + 1.0, t.high + 1.0, t.p_zero
+        if bool(np.all(mv >= 0)) and bool(np.all(mb >= 0)):
+            lo = max(lo, 0.0)  # a ratio of counts (or times) is never below 0
     return Ratio(ratio=point, ci_low=lo, ci_high=hi, p_value=mann_whitney_p(v, b), p_ci=p)
 
 
 def _log_ratio_t(variant: Trials, baseline: Trials, variant_rounds: Sequence[int] | None,
-                 baseline_rounds: Sequence[int] | None, confidence: float) -> TInterval:
-    """The t interval of the ratio on log scale: paired by round where two or more rounds
-    have a trial of each side, else Welch's (allocation's rule of stopping uses the same)."""
+                 baseline_rounds: Sequence[int] | None) -> tuple[float, float, float]:
+    """The log ratio, its standard error and df: the mean of the per-round log ratios of
+    trial medians where two or more rounds have a trial of each side (paired), else the
+    difference of the two sides' mean log per-trial medians with Welch's SE (allocation's
+    rule of stopping uses the same)."""
     if variant_rounds is not None and baseline_rounds is not None:
         base_by_round = {r: float(np.median(t)) for r, t in
                          zip(baseline_rounds, _as_arrays_keep(baseline), strict=True) if t.size}
@@ -389,11 +395,10 @@ def _log_ratio_t(variant: Trials, baseline: Trials, variant_rounds: Sequence[int
                       for r, t in zip(variant_rounds, _as_arrays_keep(variant), strict=True)
                       if t.size and r in base_by_round])
         if d.size >= 2:
-            return _interval(float(d.mean()), float(d.std(ddof=1)) / math.sqrt(d.size),
-                             d.size - 1, True, confidence)
+            return float(d.mean()), float(d.std(ddof=1)) / math.sqrt(d.size), float(d.size - 1)
     lv, lb = np.log(_trial_figures(variant)), np.log(_trial_figures(baseline))
     se2, df = _two_sample(lv, lb)
-    return _interval(float(lv.mean() - lb.mean()), math.sqrt(se2), df, True, confidence)
+    return float(lv.mean() - lb.mean()), math.sqrt(se2), df
 
 
 def _delta_ratio_se2(mv: FloatArray, mb: FloatArray) -> tuple[float, float]:
@@ -464,9 +469,9 @@ def paired_ratio_of_medians(
     rng: np.random.Generator | None = None,
     n_boot: int = N_BOOT,
 ) -> Ratio:
-    """Ratio of pooled medians of two metrics measured in the same trials (numerator[i] and
-    denominator[i] come from trial i), its CI a one-sample t over the trials' own log ratios
-    (numerator median / denominator median; stretched to reach the pooled ratio): what a trial
+    """Ratio of two metrics measured in the same trials (numerator[i] and denominator[i] come
+    from trial i): the geometric mean of the trials' own ratios of medians, and its CI a
+    one-sample t over their logs, centred on it (one trial: its ratio, no CI): what a trial
     shares (its page layout, its CPU) cancels out, as it does in the point estimate. No rank
     test: the sides are not two independent groups (p_value is NaN; p_ci is the t test's).
     rng and n_boot are unused (kept for callers)."""
@@ -486,12 +491,33 @@ def paired_ratio_of_medians(
     if point > 0 and bool(np.all(top > 0)) and bool(np.all(bottom > 0)):
         d = np.log(top) - np.log(bottom)
         t = _interval(float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n), n - 1, True)
-        return Ratio(point, *_around(point, t), p_value=math.nan, p_ci=t.p_zero)
+        return Ratio(t.estimate, t.low, t.high, p_value=math.nan, p_ci=t.p_zero)
     # Some trial's median is 0 or below: the delta method on the trials' ratio of means.
     d = top - point * bottom
     t = _interval(point - 1.0, float(d.std(ddof=1)) / math.sqrt(n) / abs(float(bottom.mean())),
                   n - 1, False)
     return Ratio(point, t.low + 1.0, t.high + 1.0, p_value=math.nan, p_ci=t.p_zero)
+
+
+def difference_ci(a: Sequence[float], b: Sequence[float],
+                  a_rounds: Sequence[int] | None = None, b_rounds: Sequence[int] | None = None,
+                  confidence: float = CONFIDENCE) -> TInterval:
+    """a - b from per-trial figures (each trial's median), with INTERVAL_METHOD's CI: the mean
+    of the per-round differences where two or more rounds have a trial of each (paired, as
+    ratio_ci), else the difference of the two means with Welch's SE; the estimate is the
+    interval's centre, p_zero its t test of "no difference"."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.size == 0 or y.size == 0:
+        raise ValueError("no samples")
+    if a_rounds is not None and b_rounds is not None:
+        by_round = dict(zip(b_rounds, y, strict=True))
+        d = np.array([v - by_round[r] for r, v in zip(a_rounds, x, strict=True)
+                      if r in by_round])
+        if d.size >= 2:
+            return _interval(float(d.mean()), float(d.std(ddof=1)) / math.sqrt(d.size),
+                             d.size - 1, False, confidence)
+    se2, df = _two_sample(x, y)
+    return _interval(float(x.mean() - y.mean()), math.sqrt(se2), df, False, confidence)
 
 
 def _as_arrays_keep(trials: Trials) -> list[FloatArray]:

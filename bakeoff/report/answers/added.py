@@ -4,6 +4,7 @@ metric (a metric that is itself the addition), the case's own median."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,8 @@ from bakeoff.report.answers.common import (
     where_label,
     with_tentative,
 )
-from bakeoff.report.format import fmt_range, fmt_value
+from bakeoff.report.apart import apart
+from bakeoff.report.format import fmt_estimate
 from bakeoff.report.grid import Params, grid, trials_of
 
 
@@ -60,6 +62,45 @@ def _added(ba: BenchmarkAnalysis, r: CaseResult, reading: Reading) -> _Added | N
     return _Added(r, None, r.summary.median, r.summary.ci_low, r.summary.ci_high)
 
 
+def _interval_words(low: float, high: float, unit: str) -> str:
+    """'−0.34 to +0.42 ns': an interval that straddles 0, said alone."""
+    e = fmt_estimate((low + high) / 2, low, high, unit)
+    lo, _, hi = (e.interval or "").partition("–")
+    return f"{lo} to {hi if hi.startswith('-') else '+' + hi}"
+
+
+def _what_it_adds(a: _Added, unit: str, against: str) -> tuple[str, str]:
+    """(the full clause's figure, the short one): what the case adds, with its CI; where the
+    CI includes 0, the interval alone (no cost resolved); where the whole CI is below 0, how
+    much less it takes (never a negative cost said as a cost)."""
+    if a.low <= 0 <= a.high and a.low < a.high:
+        span = _interval_words(a.low, a.high, unit)
+        return (f"adds no cost resolved from 0 (95% CI {span}; {a.trials})",
+                f"not resolved from 0 ({span})")
+    if a.estimate < 0:
+        e = fmt_estimate(-a.estimate, -a.high, -a.low, unit)
+        ci = f"95% CI {e.interval}" if e.interval else "the same in every trial"
+        return (f"takes {e.point} less than {against} ({ci}; {a.trials})",
+                f"{e.point} less ({e.interval or 'every trial'})")
+    e = fmt_estimate(a.estimate, a.low, a.high, unit)
+    ci = f"95% CI {e.interval}" if e.interval else "the same in every trial"
+    return f"adds {e.point} ({ci}; {a.trials})", f"{e.point} ({e.interval or 'every trial'})"
+
+
+def _not_told_apart(q: dict[str, Any], added: list[_Added], where: str, unit: str,
+                    comparisons: int) -> list[str]:
+    """Neighbours in the order of their figures that cannot be told apart (report/apart.py):
+    the order is no ranking there, and the answer says so."""
+    out = []
+    for x, y in itertools.pairwise(added):
+        told = apart(x.result, y.result, comparisons)
+        if told is None or not told.shown:
+            how = f": {told.words(unit)}" if told is not None else ": too few trials"
+            out.append(f"{side_name(q, x.result)} and {side_name(q, y.result)} cannot be told "
+                       f"apart{' at ' + where if where else ''}{how}")
+    return out
+
+
 def added_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     metric = question_metric(ba, q)
     unit = str(ba.info.metric(metric)["unit"])
@@ -74,23 +115,24 @@ def added_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     figures: list[Figure] = []
     skip = [q["param"]] if q.get("param") else []
     fixed = fixed_params(q)
+    # Bonferroni over the benchmark's points, as the findings' rankings: one pair, one CI.
+    comparisons = len(grid(ba, metric).points)
     for params, added in sorted(by.items(), key=lambda item: order.get(
             item[1][0].result.case.params, len(order))):
+        added = sorted(added, key=lambda a: a.estimate)
         where = where_label(ba, params, skip=skip)
         brief_where = where_label(ba, params, skip=[*skip, *fixed])
+        level = _not_told_apart(q, added, brief_where, unit, comparisons)
         shorts.append((f"{brief_where}: " if brief_where else "") + ", ".join(
-            f"{side_name(q, a.result)} {fmt_value(a.estimate, unit)} "
-            f"({fmt_range(a.low, a.high, unit)})" for a in sorted(added, key=lambda a: a.estimate)))
+            f"{side_name(q, a.result)} {_what_it_adds(a, unit, against)[1]}" for a in added)
+            + "".join(f"; {x}" for x in level))
         parts = []
-        for a in sorted(added, key=lambda a: a.estimate):
+        for a in added:
             name = side_name(q, a.result)
-            shown = (f"{fmt_value(a.estimate, unit)} (95% CI {fmt_range(a.low, a.high, unit)}; "
-                     f"{a.trials})")
-            parts.append(f"{name} adds {shown}")
+            said = _what_it_adds(a, unit, against)[0]
+            parts.append(f"{name} {said}")
             figures.append(Figure(f"{name} over {against}" + (f" at {where}" if where else ""),
-                                  a.estimate, a.low, a.high, shown))
-            if a.low <= 0 <= a.high:
-                tentative.append(f"{name}'s CI includes 0")
+                                  a.estimate, a.low, a.high, said))
             if min(trials_of(a.result), trials_of(a.against) if a.against else 99) < \
                     MIN_TRIALS_FOR_VERDICT:
                 tentative.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
@@ -98,7 +140,8 @@ def added_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
         lead = f"at {where}, " if where else ""
         # Measured inside the program (the reference has no such figure): said as measured.
         how = "" if all(a.against for a in added) else f" ({metric} as measured)"
-        clauses.append(lead + f"over {against}{how}: " + "; ".join(parts))
+        clauses.append(lead + f"over {against}{how}: " + "; ".join(
+            parts + _not_told_apart(q, added, "", unit, comparisons)))
     if not clauses:
         return None
     text = "; ".join(clauses)

@@ -19,7 +19,14 @@ from bakeoff.analysis.within_run import MIN_TRIALS_FOR_VERDICT, BenchmarkAnalysi
 from bakeoff.declare.model import LARGEST, SMALLEST, Case, ParamValue
 from bakeoff.declare.questions import Reading, question_from_dict, question_readings
 from bakeoff.report.counted import counter_words, why_sentence
-from bakeoff.report.format import fmt_number, fmt_value, is_time_unit, params_label
+from bakeoff.report.format import (
+    fmt_estimate,
+    fmt_number,
+    fmt_value,
+    is_time_unit,
+    params_label,
+    ratio_with_ci,
+)
 from bakeoff.report.grid import Params, grid, trials_of
 from bakeoff.report.words import FACTOR_FROM, change_phrase, lower_is_better
 from bakeoff.stats import estimates as stats
@@ -174,8 +181,7 @@ def fixed_params(q: dict[str, Any]) -> list[str]:
 def ratio_figure(s: Side) -> str:
     if min(trials_of(s.result), trials_of(s.against)) < 2:
         return f"ratio {fmt_number(s.ratio.ratio)}, no CI from one trial; {s.trials}"
-    return (f"ratio {fmt_number(s.ratio.ratio)}, 95% CI {fmt_number(s.ratio.ci_low)}–"
-            f"{fmt_number(s.ratio.ci_high)}; {s.trials}")
+    return f"{ratio_with_ci(s.ratio.ratio, s.ratio.ci_low, s.ratio.ci_high)}; {s.trials}"
 
 
 def side_words(ba: BenchmarkAnalysis, q: dict[str, Any], s: Side, against: str) -> str:
@@ -220,8 +226,7 @@ def short_side(ba: BenchmarkAnalysis, q: dict[str, Any], s: Side) -> str:
     r, name = s.ratio, side_name(q, s.result)
     if not s.settled or not (r.ratio > 0 and r.ci_low > 0):
         # ≈ as in the compact table: no difference beyond the verdict's threshold shown.
-        return (f"{name} ≈ {side_name(q, s.against)} (ratio {fmt_number(r.ratio)}, 95% CI "
-                f"{fmt_number(r.ci_low)}–{fmt_number(r.ci_high)})")
+        return f"{name} ≈ {side_name(q, s.against)} ({ratio_with_ci(r.ratio, r.ci_low, r.ci_high)})"
     better = (r.ratio < 1) == lower_is_better(ba, s.result.metric)
     point, low, high = (1 / r.ratio, 1 / r.ci_high, 1 / r.ci_low) if r.ratio < 1 else \
         (r.ratio, r.ci_low, r.ci_high)
@@ -230,9 +235,10 @@ def short_side(ba: BenchmarkAnalysis, q: dict[str, Any], s: Side) -> str:
     word = ("faster" if better else "slower") if time_like else \
         ("lower" if r.ratio < 1 else "higher")
     if point >= FACTOR_FROM:
-        return f"{name} {fmt_number(point)}× {word} (95% CI {fmt_number(low)}–{fmt_number(high)}×)"
-    return (f"{name} {fmt_number((point - 1) * 100)}% {word} (95% CI "
-            f"{fmt_number((low - 1) * 100)}–{fmt_number((high - 1) * 100)}%)")
+        e = fmt_estimate(point, low, high, "")
+        return f"{name} {e.point}× {word} (95% CI {e.interval}×)"
+    e = fmt_estimate((point - 1) * 100, (low - 1) * 100, (high - 1) * 100, "")
+    return f"{name} {e.point}% {word} (95% CI {e.interval}%)"
 
 
 def short_why(ba: BenchmarkAnalysis, q: dict[str, Any], s: Side) -> str:

@@ -22,7 +22,7 @@ from bakeoff.report.answers.common import (
     where_label,
     with_tentative,
 )
-from bakeoff.report.format import fmt_number, param_estimate_label, swept_label
+from bakeoff.report.format import fmt_with_ci, param_estimate_label, swept_label
 from bakeoff.report.grid import Params, trials_of
 from bakeoff.report.words import lower_is_better
 from bakeoff.stats import estimates as stats
@@ -58,8 +58,21 @@ def crossings(ba: BenchmarkAnalysis, along: str, sides: list[Side],
 
 def ratio_at(ba: BenchmarkAnalysis, along: str, s: Side) -> str:
     x = swept_label(ba.info, along, float(s.result.case.param(along)))
-    return f"{fmt_number(s.ratio.ratio)} (95% CI {fmt_number(s.ratio.ci_low)}–" \
-           f"{fmt_number(s.ratio.ci_high)}) at {x}"
+    return f"{fmt_with_ci(s.ratio.ratio, s.ratio.ci_low, s.ratio.ci_high, '')} at {x}"
+
+
+def _no_crossing(ba: BenchmarkAnalysis, metric: str, along: str, sides: list[Side],
+                 against: str, name: str) -> str:
+    """A line that never crosses 1, said as what it is: 'X beats Y at every measured n', or
+    'X beats Y at no measured n' (never "does not beat at every", which reads as "at some"),
+    with the points where a CI includes 1, where that is so."""
+    lower = lower_is_better(ba, metric)
+    wins = sides[0].ratio.ratio < 1 if lower else sides[0].ratio.ratio > 1
+    unsure = sum(1 for s in sides if s.ratio.ci_low <= 1 <= s.ratio.ci_high)
+    said = (f"{name} beats {against} at {'every' if wins else 'no'} measured {along}")
+    if unsure:
+        said += f" (a CI includes 1 at {unsure} of the {len(sides)} points)"
+    return said
 
 
 def crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
@@ -112,14 +125,11 @@ def crossover_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
             figures.append(Figure(label, math.nan, math.nan, math.nan,
                                   "not settled" if unsure else "none in the measured range"))
         if not found:
-            last = sides[-1].ratio.ratio
-            side = "beats" if (last < 1 if lower_is_better(ba, metric) else last > 1) \
-                else "does not beat"
-            parts.append(f"{name} {side} {against}{where} at every measured {along}, from "
-                         f"{ratio_at(ba, along, sides[0])} to {ratio_at(ba, along, sides[-1])}: "
-                         "no crossover in the measured range")
-            brief.append(f"{name} {side} {against}{where} at every measured {along} (ratio "
-                         f"{ratio_at(ba, along, sides[0])} to {ratio_at(ba, along, sides[-1])})")
+            side = _no_crossing(ba, metric, along, sides, against + where, name)
+            parts.append(f"{side}, from {ratio_at(ba, along, sides[0])} to "
+                         f"{ratio_at(ba, along, sides[-1])}: no crossover in the measured range")
+            brief.append(f"{side} (ratio {ratio_at(ba, along, sides[0])} to "
+                         f"{ratio_at(ba, along, sides[-1])})")
         trials = min(min(trials_of(s.result), trials_of(s.against)) for s in sides)
         clauses.append("; ".join(parts) + f" (at least {trials} trials a side)")
         shorts.append("; ".join(brief) + f" (≥ {trials} trials a side)")

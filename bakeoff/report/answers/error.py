@@ -11,7 +11,7 @@ from typing import Any
 from bakeoff.analysis.within_run import MIN_TRIALS_FOR_VERDICT, BenchmarkAnalysis, CaseResult
 from bakeoff.report.answers.common import Answer, Figure, read_results, where_label, with_tentative
 from bakeoff.report.answers.stuck import stuck_words
-from bakeoff.report.format import fmt_range, fmt_value
+from bakeoff.report.format import fmt_with_ci
 from bakeoff.report.grid import trials_of
 
 
@@ -33,15 +33,13 @@ def error_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
             where = where_label(ba, r.case.params)
             figures.append(Figure(f"RMS of {metric}: {r.case.variant}"
                                   + (f" at {where}" if where else ""), e.rms, e.rms_ci_low,
-                                  e.rms_ci_high, f"{fmt_value(e.rms, unit)} (95% CI "
-                                  f"{fmt_range(e.rms_ci_low, e.rms_ci_high, unit)}; "
-                                  f"{trials_of(r)} trials)"))
+                                  e.rms_ci_high, fmt_with_ci(e.rms, e.rms_ci_low, e.rms_ci_high, unit)
+                                  .removesuffix(")") + f"; {trials_of(r)} trials)"))
             stuck = stuck_words(e, unit)
             parts.append(f"{r.case.variant}{' at ' + where if where else ''} "
                          + (f"{stuck}; {trials_of(r)} trials" if stuck else
-                            f"{fmt_value(e.rms, unit)} (95% CI "
-                            f"{fmt_range(e.rms_ci_low, e.rms_ci_high, unit)}"
-                            f"; {trials_of(r)} trials)"))
+                            fmt_with_ci(e.rms, e.rms_ci_low, e.rms_ci_high, unit)
+                            .removesuffix(")") + f"; {trials_of(r)} trials)"))
             if trials_of(r) < MIN_TRIALS_FOR_VERDICT:
                 tentative.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
             results.append(r)
@@ -66,8 +64,7 @@ def _error_range(ba: BenchmarkAnalysis, metric: str, rows: Sequence[CaseResult])
         assert e is not None
         where = where_label(ba, r.case.params)
         stuck = stuck_words(e, unit)
-        return ((stuck or f"{fmt_value(e.rms, unit)} "
-                 f"({fmt_range(e.rms_ci_low, e.rms_ci_high, unit)})")
+        return ((stuck or fmt_with_ci(e.rms, e.rms_ci_low, e.rms_ci_high, unit, ""))
                 + (f" at {where}" if where else ""))
 
     by: dict[str, list[CaseResult]] = {}

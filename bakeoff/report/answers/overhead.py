@@ -22,7 +22,7 @@ from bakeoff.report.answers.common import (
     with_tentative,
 )
 from bakeoff.report.answers.crossover import crossings, lines_along, ratio_at
-from bakeoff.report.format import fmt_range, fmt_value, param_estimate_label, swept_label
+from bakeoff.report.format import fmt_estimate, param_estimate_label, swept_label
 from bakeoff.report.grid import Params, trials_of
 from bakeoff.report.words import lower_is_better
 
@@ -41,10 +41,12 @@ def _level_words(ba: BenchmarkAnalysis, along: str, sides: list[Side],
         s = sides[-1]
         # Over the level at the last point, but its CI reaching under it: not shown either way.
         sure = not (s.ratio.ci_low <= level <= s.ratio.ci_high)
+        e = fmt_estimate((s.ratio.ratio - 1) * 100, (s.ratio.ci_low - 1) * 100,
+                         (s.ratio.ci_high - 1) * 100, "")
+        lo, _, hi = (e.interval or f"{e.point}–{e.point}").partition("–")
         return (f"under {pct}: {'not reached in the measured range' if sure else 'not settled'}"
                 f" (at {swept_label(ba.info, along, float(s.result.case.param(along)))}: "
-                f"{(s.ratio.ratio - 1) * 100:+.1f}%, 95% CI {(s.ratio.ci_low - 1) * 100:+.1f}% "
-                f"to {(s.ratio.ci_high - 1) * 100:+.1f}%)", sure)
+                f"{_plus(e.point)}%, 95% CI {_plus(lo)}% to {_plus(hi)}%)", sure)
     k = len(sides) - 1
     while k > 0 and under(sides[k - 1]):
         k -= 1
@@ -61,6 +63,10 @@ def _level_words(ba: BenchmarkAnalysis, along: str, sides: list[Side],
     return (f"under {pct} from ≈ {param_estimate_label(ba.info, along, c.estimate)} (between "
             f"{swept_label(ba.info, along, c.low)} and {swept_label(ba.info, along, c.high)})",
             True)
+
+
+def _plus(number: str) -> str:
+    return number if number.startswith("-") or number == "0" else "+" + number
 
 
 def _fit_of(ba: BenchmarkAnalysis, variant: str, along: str, metric: str,
@@ -87,15 +93,24 @@ def overhead_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
         why: list[str] = []
         if sf is not None:
             f = sf.fit
-            added = (f"{name} adds {fmt_value(f.a, unit)} per operation{at} (the fit's a, 95% "
-                     f"CI {fmt_range(f.a_low, f.a_high, unit)}; {metric} − "
-                     f"{against_name(ba, q)} = a + b·{along} over {f.n_points} points)")
+            e = fmt_estimate(f.a, f.a_low, f.a_high, unit)
+            ci = e.interval or "the same at every point"
+            how = (f"the fit's a, 95% CI {ci}; {metric} − {against_name(ba, q)} = a + "
+                   f"b·{along} over {f.n_points} points")
             if f.a_low <= 0 <= f.a_high:
+                # No cost resolved from 0: the interval alone, never a negative cost.
+                added = f"{name} adds no cost per operation resolved from 0{at} ({how})"
+                brief = f"{name} not resolved from 0 ({ci})"
                 why.append("a's CI includes 0")
-            brief = f"{name} +{fmt_value(f.a, unit)} ({fmt_range(f.a_low, f.a_high, unit)})"
+            elif f.a < 0:
+                less = fmt_estimate(-f.a, -f.a_high, -f.a_low, unit)
+                added = f"{name} takes {less.point} less per operation{at} ({how})"
+                brief = f"{name} {less.point} less ({less.interval})"
+            else:
+                added = f"{name} adds {e.point} per operation{at} ({how})"
+                brief = f"{name} +{e.point} ({ci})"
             figures.append(Figure(f"{name}: added per operation{at}", f.a, f.a_low, f.a_high,
-                                  f"{fmt_value(f.a, unit)} (95% CI "
-                                  f"{fmt_range(f.a_low, f.a_high, unit)})"))
+                                  f"{e.point} (95% CI {ci})"))
         else:
             added = f"{name}{at}: no fit of {metric} along {along} declared"
             brief = name

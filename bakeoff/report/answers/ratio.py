@@ -29,6 +29,7 @@ from bakeoff.report.answers.common import (
     why_of,
     with_tentative,
 )
+from bakeoff.report.apart import apart
 from bakeoff.report.grid import Params, grid
 from bakeoff.report.words import lower_is_better
 
@@ -73,9 +74,15 @@ def ratio_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
         words = "; ".join(side_words(ba, q, s, against) for s in shown)
         if len(sides) > len(shown):
             words += f"; {len(sides) - len(shown)} more in the table"
-        if len(shown) > 1 and shown[0].ratio.ci_low <= shown[1].ratio.ci_high and \
-                shown[1].ratio.ci_low <= shown[0].ratio.ci_high:
-            tentative.append(f"{side_name(q, shown[1].result)}'s CI overlaps the best's")
+        # The order above is a ranking only where the first two are told apart.
+        # Bonferroni over the benchmark's points, as the findings' rankings: one pair, one CI.
+        pair = apart(shown[0].result, shown[1].result,
+                     comparisons=len(grid(ba, metric).points)) \
+            if len(shown) > 1 else None
+        if len(shown) > 1 and (pair is None or not pair.shown):
+            how = f" ({pair.words(shown[0].result.unit)})" if pair is not None else ""
+            words += (f"; {side_name(q, shown[0].result)} and {side_name(q, shown[1].result)} "
+                      f"cannot be told apart{how}")
         clauses.append(f"at {where}, {words}" if where else words)
         # The top of a report names the best two when a question compares many.
         brief = shown if len(sides) <= MAX_NAMED else shown[:2]

@@ -1,0 +1,204 @@
+"""What a report must never say, found by reading its text as a reviewer would: report.md and
+details.md, whatever produced them.
+
+- an interval that ends at its own point ("3.94× faster (95% CI 3.94–8.24×)", "1.00 (95% CI
+  1.00–1.00)"): it says the estimate is its least likely value, or claims a certainty no
+  trial showed;
+- a ranking of cases whose CIs overlap ("the lowest … [tentative: runner-up's CI overlaps]");
+- a negative cost said as a cost ("the lowest decide_ns is X's, -165 ns"), or a count with an
+  interval below zero ("-5.85–6.85 context switches");
+- two figures for one cell: a ratio or median a sentence quotes for a case at a point that
+  differs from the one the table shows in that case's cell.
+
+Used by tests/test_report_claims.py on recorded runs and a fresh one, and on the output of
+the code before the fix (there it finds each kind).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+_NUM = r"[-−]?(?:\d[\d,]*\.?\d*|\.\d+)(?:e[-+]?\d+)?"
+_UNIT = r"(?:ns|µs|ms|s|B|KiB|MiB|GiB|TiB|%|×|k|M|G|T)"
+_SCALE = {"ns": 1.0, "µs": 1e3, "ms": 1e6, "s": 1e9, "B": 1.0, "KiB": 1024.0,
+          "MiB": 1024.0**2, "GiB": 1024.0**3, "TiB": 1024.0**4, "k": 1e3, "M": 1e6, "G": 1e9,
+          "T": 1e12, "%": 1.0, "×": 1.0, "": 1.0}
+# A point and the interval printed right after it, in the forms the reports use:
+# "1.05 ns (95% CI 1.02–1.34 ns", "0.826 ns (0.585–0.933 ns)", "3.94× faster (95% CI
+# 3.94–8.24×)", "ratio 0.792, 95% CI 0.582–1.30".
+_POINT_THEN_CI = re.compile(
+    rf"(?<![\w.–-])(?P<p>{_NUM})\s?(?P<pu>{_UNIT})?(?:\s(?:faster|slower|lower|higher))?"
+    rf"(?:\s\(|,\s)(?:95% CI\s)?(?P<lo>{_NUM})\s?(?P<lu>{_UNIT})?–(?P<hi>{_NUM})\s?"
+    rf"(?P<hu>{_UNIT})?(?![\d])")
+_TIME = r"(?:ns|µs|ms|s)\b"
+
+
+def _value(number: str, unit: str | None) -> float:
+    return float(number.replace(",", "").replace("−", "-")) * _SCALE[unit or ""]
+
+
+@dataclass(frozen=True)
+class Flaw:
+    kind: str  # 'interval ends at its point', 'ranking of overlapping cases', ...
+    where: str  # the file and line
+    text: str  # what was said
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.kind}: {self.text[:240]}"
+
+
+def _ends_at_point(line: str) -> list[str]:
+    out = []
+    for m in _POINT_THEN_CI.finditer(line):
+        unit = m["hu"] or m["pu"] or ""
+        lo_unit = m["lu"] or unit
+        try:
+            p = _value(m["p"], m["pu"] or unit)
+            lo, hi = _value(m["lo"], lo_unit), _value(m["hi"], unit)
+        except (ValueError, KeyError):
+            continue
+        if any(math.isclose(p, end, rel_tol=1e-9, abs_tol=0.0) for end in (lo, hi)):
+            out.append(m.group(0))
+    return out
+
+
+def _table_rows(lines: list[str]) -> list[tuple[int, list[str], list[str]]]:
+    """Each markdown table row with the header of its table: (line number, header, cells)."""
+    out = []
+    header: list[str] | None = None
+    for i, line in enumerate(lines):
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if header is None:
+            header = cells
+        elif not all(set(c) <= set("-: ") for c in cells):
+            out.append((i, header, cells))
+    return out
+
+
+def _split_columns(lines: list[str]) -> list[str]:
+    """A table whose median and its CI sit in two columns, read as one 'median (CI)' text."""
+    out = []
+    for _, header, cells in _table_rows(lines):
+        if "median" in header and "95% CI" in header and len(cells) == len(header):
+            out.append(f"{cells[header.index('median')]} ({cells[header.index('95% CI')]})")
+    return out
+
+
+def _prose(line: str) -> bool:
+    return line.startswith(("- ", "* ")) or (bool(line) and not line.startswith(("|", "#")))
+
+
+def _without_intervals(line: str) -> str:
+    """The line with what states intervals and differences taken out: parenthesised text,
+    'difference [a − b] x to y', 'CI x to y'."""
+    line = re.sub(r"\([^()]*\)", "", re.sub(r"\([^()]*\)", "", line))
+    return re.sub(rf"(?:difference(?: [\w.-]+ − [\w.-]+)?|CI|from)\s{_NUM}\s?{_UNIT}?\s"
+                  rf"(?:to|–)\s[-+−]?{_NUM}\s?{_UNIT}?", "", line)
+
+
+def _negative_cost(line: str) -> list[str]:
+    said = _without_intervals(line)
+    # A slope ('b = -40.4 ns per µs') is a rate, not a cost.
+    return re.findall(rf"(?<![\w.])[-−]\d[\d.,]*\s?{_TIME}(?!\s*per\b)", said)
+
+
+def _negative_count(line: str) -> list[str]:
+    """A per-operation counter's figure or interval below 0 (counts are >= 0)."""
+    return [m for sentence in re.split(r"\.\s", line) if re.search(r"\bper op\b", sentence)
+            for m in re.findall(r"\([^()]*(?<![\w.])[-−]\d[^()]*\)", sentence)]
+
+
+def _cells(lines: list[str]) -> dict[tuple[str, str], str]:
+    """The compact tables' cells: (row label, column) -> the cell's text, glyph aside."""
+    out = {}
+    for _, header, cells in _table_rows(lines):
+        for col, cell in zip(header[1:], cells[1:], strict=False):
+            out[(cells[0], col)] = re.sub(r"\s*[✓✗=≈]$", "", cell)
+    return out
+
+
+_RATIO_SAID = re.compile(rf"\((?:ratio )?(?P<r>{_NUM}), 95% CI (?P<lo>{_NUM})–(?P<hi>{_NUM})")
+
+
+def _two_figures(section: list[str]) -> list[str]:
+    """A ratio a sentence quotes at a point (a row of the section's table) for a variant (a
+    column, the last one named before the figure) that differs from the table's cell there:
+    the same cell said twice, two ways."""
+    cells = _cells(section)
+    rows = sorted({row for row, _ in cells}, key=len, reverse=True)
+    columns = {col for _, col in cells}
+    out = []
+    for line in section:
+        if not _prose(line):
+            continue
+        for clause in re.split(r"; |\. ", re.sub(r"\b[\w-]+=", "", line)):
+            row = next((r for r in rows if re.search(rf"\b[Aa]t {re.escape(r)}(?![\w])", clause)),
+                       None)
+            if row is None:
+                continue
+            for m in _RATIO_SAID.finditer(clause):
+                before = clause[:m.start()]
+                named = [(n.start(), c) for c in columns
+                         for n in re.finditer(rf"(?<![\w-]){re.escape(c)}(?![\w-])", before)]
+                if not named:
+                    continue
+                col = max(named)[1]
+                cell = cells.get((row, col))
+                if cell is None or not re.match(_NUM, cell):
+                    continue
+                said = f"{m['r']} ({m['lo']}–{m['hi']})"
+                if cell != said:
+                    out.append(f"at {row}, {col}: said {said}, table {cell}")
+    return out
+
+
+_PAIR_SAID = re.compile(rf"(?P<pair>(?:difference )?[\w.-]+ [/−] [\w.-]+)(?P<fig>(?: {_NUM})?,? "
+                        rf"[\d.]+% CI [^,;)\]]+)")
+
+
+def _pair_twice(section: str) -> list[str]:
+    """Two cases set side by side at one point ('a / b 0.95, 95% CI …', the point the last
+    'at …' before it names) with different figures within one benchmark's section: the same
+    comparison said two ways."""
+    said: dict[tuple[str, str], set[str]] = {}
+    for line in section.splitlines():
+        # 'Along fields with content=legacy: at 40 fields …': the line's fixed params, then
+        # the point of the clause (carried to the next clause that names none).
+        lead = " ".join(re.findall(r"\bwith ((?:[\w-]+=[^,:;()]+(?:, )?)+)", line))
+        where = lead
+        for clause in line.split("; "):
+            at = re.findall(r"\b[Aa]t ((?:[\w-]+=[^,:;()]+(?:, )?)+|[^,:;()]+)", clause)
+            where = f"{lead} {at[-1].strip()}".strip() if at else where
+            for m in _PAIR_SAID.finditer(clause):
+                said.setdefault((where, m["pair"]), set()).add(m["fig"].strip(", "))
+    return [f"at {where or '(every point)'}, {pair}: {' | '.join(sorted(figs))}"
+            for (where, pair), figs in said.items() if len(figs) > 1]
+
+
+def flaws(text: str, name: str) -> list[Flaw]:
+    """Every flaw of the module docstring in one report's text (name: for the messages)."""
+    lines = text.splitlines()
+    found: list[Flaw] = []
+    for i, line in enumerate(lines, 1):
+        where = f"{name}:{i}"
+        found += [Flaw("interval ends at its point", where, s) for s in _ends_at_point(line)]
+        if re.search(r"CIs? overlaps?\b", line):
+            found.append(Flaw("ranking of overlapping cases", where, line))
+        if _prose(line):
+            found += [Flaw("negative cost", where, s) for s in _negative_cost(line)]
+        found += [Flaw("count below zero", where, s) for s in _negative_count(line)]
+    for _, header, cells in _table_rows(lines):
+        if any("per op" in h for h in header):
+            found += [Flaw("count below zero", name, c) for c in cells
+                      if re.search(rf"(?<![\w.]){'[-−]'}\d", c)]
+    found += [Flaw("interval ends at its point", f"{name} (table)", s)
+              for row in _split_columns(lines) for s in _ends_at_point(row)]
+    sections = re.split(r"\n(?=## )", text)
+    found += [Flaw("two figures for one cell", name, s)
+              for sec in sections for s in _two_figures(sec.splitlines()) + _pair_twice(sec)]
+    return found

@@ -1,0 +1,123 @@
+"""report.md and details.md say nothing a reviewer would refuse (tests/report_claims.py): no
+interval ending at its point, no ranking of cases whose CIs overlap, no negative cost or
+count, no two figures for one cell. Read on the two recorded runs of tests/fixtures/fleet_runs,
+on synthetic runs made to tempt each flaw (costs that noise cannot resolve, two variants level
+with each other, counters from two trials), and on a fresh `bakeoff run` (the session's
+mremap quick run). The scanner itself is shown to find each flaw in text the code before
+this check printed (docs/runs' committed reports are such text)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from report_claims import flaws
+from test_findings import _two_variant_run
+
+from bakeoff.analysis.within_run import analyze
+from bakeoff.declare.model import RunRecord, Trial
+from bakeoff.report.markdown import render_details, render_markdown
+from bakeoff.store import results as store
+
+RECORDED = Path(__file__).parent / "fixtures" / "fleet_runs"
+COMMITTED = Path(__file__).resolve().parents[1] / "docs" / "runs"
+
+
+def _said(run: RunRecord) -> dict[str, str]:
+    analysis = analyze(run)
+    return {"report.md": render_markdown(run, analysis),
+            "details.md": render_details(run, analysis)}
+
+
+def _flaws(said: dict[str, str]) -> list[str]:
+    return [str(f) for name, text in said.items() for f in flaws(text, name)]
+
+
+@pytest.mark.parametrize("recorded", ["a", "b"])
+def test_the_recorded_runs_reports_say_nothing_refused(recorded: str) -> None:
+    said = _said(store.load(RECORDED / recorded))
+    assert _flaws(said) == []
+
+
+def _noisy(values: dict[str, tuple[float, float]], seed: int, trials: int = 6) -> RunRecord:
+    """Per variant (mean, sd) of its per-trial values, drawn: a cost at the timer's floor
+    (0.4 ns each, noise 0.2 ns) is the case that tempts a ranking, and a negative cost."""
+    rng = np.random.default_rng(seed)
+    return _two_variant_run({v: [float(x) for x in rng.normal(m, sd, trials)]
+                             for v, (m, sd) in values.items()},
+                            metric_of={next(iter(values)): "other"}, sizes=(4096, 65536))
+
+
+def test_costs_noise_cannot_resolve_are_neither_ranked_nor_said_as_costs() -> None:
+    """heap-sampling's pattern: the reference reports no cost; schemes at 0.4 ns whose CIs
+    overlap, and a mode where every figure is noise around 0 (medians below 0)."""
+    for seed in range(4):
+        level = _said(_noisy({"base": (0, 1), "poisson": (0.45, 0.2), "hash": (0.43, 0.2)},
+                             seed))
+        assert _flaws(level) == [], seed
+        noise = _said(_noisy({"base": (0, 1), "poisson": (-20, 80), "hash": (-5, 80)}, seed))
+        assert _flaws(noise) == [], seed
+        assert "resolved from 0" in noise["report.md"] or \
+            "cannot be told apart" in noise["report.md"], noise["report.md"]
+    told = _said(_noisy({"base": (0, 1), "poisson": (0.45, 0.2), "hash": (0.43, 0.2)}, 0))
+    assert "cannot be told apart" in told["report.md"]
+
+
+def test_two_variants_level_with_each_other_are_not_ranked() -> None:
+    """Both 30% faster than the baseline, within noise of each other: no 'wins' alone."""
+    rng = np.random.default_rng(5)
+    run = _two_variant_run({"base": [float(x) for x in rng.normal(100, 2, 6)],
+                            "a": [float(x) for x in rng.normal(70, 2, 6)],
+                            "b": [float(x) for x in rng.normal(70, 2, 6)]})
+    said = _said(run)
+    assert _flaws(said) == []
+    assert "cannot be told apart" in said["report.md"]
+
+
+def test_counters_from_two_trials_get_no_interval() -> None:
+    """A page-fault count of 1.25 and 17.0 in two counted trials: the t interval from 2
+    (2.88e-13–73.8 M) is refused, its trial count said; a count from more trials never
+    reaches below 0."""
+    run = _two_variant_run({"base": [100.0] * 3, "v": [50.0] * 3})
+    faults = {("base", 0): 1.25, ("base", 1): 17.0, ("v", 0): 0.0, ("v", 1): 3.0, ("v", 2): 0.0}
+    trials = []
+    for t in run.trials:
+        count = faults.get((t.case.variant, t.index))
+        if count is not None:
+            t = Trial(t.case, t.index, t.round, t.status, t.started_at, t.wall_s, t.exit_code,
+                      {**t.samples, "per_op.page_faults_minor": [count]}, t.counters, t.meta,
+                      t.rusage)
+        trials.append(t)
+    run.trials = trials
+    said = _said(run)
+    assert _flaws(said) == []
+    assert "2 counted trials: too few for a CI" in said["details.md"]
+    assert "e-13" not in said["details.md"]
+
+
+def test_a_fresh_runs_reports_say_nothing_refused(mremap_quick_run: Path) -> None:
+    said = {name: (mremap_quick_run / name).read_text() for name in ("report.md", "details.md")}
+    assert _flaws(said) == []
+
+
+def test_the_check_finds_each_flaw_in_what_was_printed_before() -> None:
+    """The committed reports were written before this check: it finds in them each kind of
+    flaw the issue quotes (so a test above that passes is no check that cannot fail)."""
+    text = "\n".join(p.read_text() for p in sorted(COMMITTED.glob("*-epyc.md")))
+    kinds = {f.kind for f in flaws(text, "docs/runs")}
+    assert {"interval ends at its point", "ranking of overlapping cases",
+            "negative cost"} <= kinds, kinds
+    quoted = ("- **x**: batch-256 3.94× faster (95% CI 3.94–8.24×); poisson 1.22 ns "
+              "(95% CI 0.880–1.57 ns).\n- At n=2, a makes 0.500 (95% CI -5.85–6.85) context "
+              "switches per op against 1.00 for b.\n")
+    assert [f.kind for f in flaws(quoted, "quoted")] == ["interval ends at its point",
+                                                         "count below zero"]
+    cell = ("## x\n\n- At 4 KiB memcpy (the baseline) wins: the closest, m, is 58.8× slower "
+            "(ratio 58.8, 95% CI 57.2–61.5; 5 + 5 trials).\n\n| size | m |\n|---|---:|\n"
+            "| 4 KiB | 59.3 (57.2–61.5) ✗ |\n")
+    assert [f.kind for f in flaws(cell, "cell")] == ["two figures for one cell"]
+    pair = ("## x\n\n- At y, a and b cannot be told apart (a / b 0.910, 95% CI 0.723–1.15).\n"
+            "- At y, a beats c, and cannot be told apart from b (a / b 0.910, 97.5% CI "
+            "0.653–1.27, Bonferroni over 2).\n")
+    assert [f.kind for f in flaws(pair, "pair")] == ["two figures for one cell"]
