@@ -216,7 +216,7 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
         why.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
     if _touches_threshold(ratio, ba.threshold):
         why.append(f"its CI touches the ±{ba.threshold * 100:g}% threshold")
-    elif verdict == "same":
+    elif verdict == "inconclusive":
         why.append(f"not significant after Holm correction (p = {best.comparison.p_holm:.2g})")
     involved: tuple[CaseResult, ...] = (best, base)
     if verdict == "faster":
@@ -242,7 +242,7 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
                 f"{figure}")
     else:
         which = "best" if _better(ba, g.metric, ratio.ratio) else "closest"
-        # "shown": a "same" verdict is a CI that reaches the threshold, which may be a wide
+        # "shown": an "inconclusive" verdict is a CI that reaches the threshold, which may be a wide
         # one (noise), not a proof that the variants are level.
         text = (f"no variant is shown to differ from {base_name} by more than "
                 f"±{ba.threshold * 100:g}%: the {which}, {best.case.variant}, is "

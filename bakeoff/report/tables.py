@@ -22,7 +22,7 @@ from bakeoff.report.format import (
     fmt_value,
     params_label,
 )
-from bakeoff.report.words import Verdict, lower_is_better, speedup, verdict
+from bakeoff.report.words import Verdict, lower_is_better, speedup, verdict, verdict_cell
 from bakeoff.stats.estimates import MIN_VALUES_FOR_TAIL_QUANTILES, Summary
 
 
@@ -152,7 +152,7 @@ def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
                     if r.signed else MISSING),
             "ratio": fmt_ratio(vs.ratio, vs.ci_low, vs.ci_high) if vs else MISSING,
             "speedup": MISSING,
-            "verdict": verdict(r, ba.info.baseline),
+            "verdict": verdict_cell(r, ba.info.baseline),
             "p": f"{fmt_p(cmp.ratio.p_value)} ({fmt_p(cmp.p_holm)})" if cmp else MISSING,
             "shift": (f"{fmt_value(cmp.shift.estimate, r.unit)} "
                       f"({fmt_range(cmp.shift.ci_low, cmp.shift.ci_high, r.unit)})"
