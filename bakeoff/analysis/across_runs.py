@@ -36,10 +36,14 @@ from bakeoff.stats import estimates as stats
 
 ChangeVerdict = verdicts.Verdict
 Basis = Literal["runs", "drift", "one run", "interleaved"]
-# What an inconclusive case of one run a side with no measured drift needs.
+# What an inconclusive case of one run a side with no measured drift needs: for `cmd` runs,
+# a rerun or the command's drift; for a room's, more runs a side (--rerun and selftest --of
+# measure commands, and a room's runs record none).
 NO_DRIFT_FIX: Final = ("`bakeoff compare OLD NEW --rerun` (`cmd` runs: both measured again, "
                        "interleaved), or `bakeoff selftest --of OLD` (measures this command's "
                        "drift and keeps it with the run), or two or more runs a side")
+NO_DRIFT_FIX_ROOM: Final = ("two or more runs a side (`bakeoff compare OLD NEW --old OLD2 --new "
+                            "NEW2`): each run is then one observation, drift and all")
 
 
 @dataclass
@@ -111,10 +115,12 @@ class RunComparison:
             parts.append("old and new measured again in one run, interleaved (--rerun): the "
                          "machine's drift hit both alike, so the run's own CI holds")
         if "one run" in bases:
+            rooms = any(c.basis == "one run" and c.info.definition is None
+                        for c in self.changes)
             parts.append("one run a side and no drift measured for these cases: the runs' "
                          "own CIs are shown, but a change between runs cannot be told from "
                          "drift on them, so the verdict is inconclusive; to settle it: "
-                         + NO_DRIFT_FIX)
+                         + (NO_DRIFT_FIX_ROOM if rooms else NO_DRIFT_FIX))
         return "CIs: " + "; ".join(parts) + "."
 
     def rule_sentence(self, threshold: float) -> str:
@@ -185,10 +191,11 @@ def _across_runs(per_run_old: list[list[list[float]]], per_run_new: list[list[li
 
 
 def _settle(ratio: stats.Ratio, basis: Basis, threshold: float, tests: int, units: int,
-            benchmark: str, metric: str) -> str:
+            info: BenchmarkInfo, metric: str) -> str:
     """What would settle an inconclusive change, in words."""
     if basis == "one run":
-        return f"no drift measured for {benchmark} {metric} on this host; run " + NO_DRIFT_FIX
+        return (f"no drift measured for {info.name} {metric} on this host; to settle it: "
+                + (NO_DRIFT_FIX if info.definition is not None else NO_DRIFT_FIX_ROOM))
     found = verdicts.to_settle(ratio, threshold, tests)
     if found is None:
         return "no CI to settle it from"
@@ -255,7 +262,7 @@ def compare_runs(old: RunRecord | Sequence[RunRecord], new: RunRecord | Sequence
         units = (min(sum(case in r for r in runs_old), sum(case in r for r in runs_new))
                  if basis in ("runs", "drift") else min(s_old.n_trials, s_new.n_trials))
         settle = (_settle(ratio, basis, threshold, max(1, len(tellable)), units,
-                          case.benchmark, metric)
+                          info, metric)
                   if verdict == verdicts.INCONCLUSIVE else "")
         changes.append(CaseChange(
             case=case, info=info, metric=metric, unit=str(info.metric(metric)["unit"]),
