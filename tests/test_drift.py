@@ -310,7 +310,7 @@ def test_selftest_of_a_run_keeps_its_drift_with_it_and_compare_prints_it(
     [found] = drift.load_drifts(tmp_path / "old")
     assert (found.benchmark, found.metric, found.cases) == ("cmd", "wall_time", ("cmd/work[]",))
     assert found.pairs == 3 and found.sigma >= 0  # the run itself, then 3 runs: 3 pairs
-    assert found.measured_at[:4] == "20" and "--of" in found.how
+    assert found.measured_at[:2] == "20" and "--of" in found.how
     res = run_bakeoff("compare", str(tmp_path / "old"), str(tmp_path / "new"),
                       "--fail-on-regression", "5")
     assert res.returncode == 1, res.stdout + res.stderr

@@ -26,6 +26,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Final, Literal
 
 import numpy as np
@@ -109,8 +110,8 @@ class RunComparison:
                          "observation (a t interval over the runs' log medians)")
         for d in self.drifts:
             parts.append(f"one run a side, widened by the drift measured for {d.benchmark} "
-                         f"{d.metric} on this host, {d.words()}, kept with the run "
-                         f"(drift.json; {d.how})")
+                         f"{d.metric} on this host, {d.words()}{_apart(d, self.new)}, kept "
+                         f"with the run (drift.json; {d.how})")
         if "interleaved" in bases:
             parts.append("old and new measured again in one run, interleaved (--rerun): the "
                          "machine's drift hit both alike, so the run's own CI holds")
@@ -128,6 +129,19 @@ class RunComparison:
         return ("Verdicts (Holm across the compared cases): " + verdicts.rule(threshold)
                 + ". --fail-on-regression fails a case only where that verdict is slower and "
                 "its whole CI lies beyond the given percentage.")
+
+
+def _apart(d: drift.Drift, new: RunRecord) -> str:
+    """How far from the new run the drift was measured: a drift measured at another load
+    than the runs' understates or overstates theirs (docs/STATISTICS.md measures how much)."""
+    try:
+        gap = (datetime.fromisoformat(d.measured_at.replace("Z", "+00:00"))
+               - datetime.fromisoformat(new.started_at.replace("Z", "+00:00")))
+    except (ValueError, TypeError):
+        return ""
+    minutes = gap.total_seconds() / 60
+    when = "after" if minutes >= 0 else "before"
+    return f", {abs(minutes):.0f} min {when} the new run started"
 
 
 def _samples_by_case(run: RunRecord, metric_of: dict[str, str],
