@@ -145,8 +145,9 @@ def _gate(cmp: Any, fail_on_regression: float) -> None:
             f"not failed: {len(untold)} case(s) read more than {fail_on_regression:g}% slower "
             "but the verdict is not slower (" + "; ".join(
                 f"{c.case.key} {(c.ratio.ratio - 1) * 100:+.1f}%, {c.verdict}"
-                for c in untold[:5]) + ("; ..." if len(untold) > 5 else "") + "); to settle: "
-            + (untold[0].settle or "more trials"), highlight=False, soft_wrap=True)
+                for c in untold[:5]) + ("; ..." if len(untold) > 5 else "") + "); "
+            + (untold[0].settle or "more trials would settle it"), highlight=False,
+            soft_wrap=True)
     if worse:
         raise typer.Exit(1)
 
