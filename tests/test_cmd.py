@@ -591,20 +591,19 @@ def test_a_load_started_halfway_biases_back_to_back_order_not_interleaved_order(
 
 def test_compare_with_an_earlier_run_fails_on_a_regression(executor: Path, tmp_path: Path) -> None:
     """The same name, a command five times slower: `--compare OLD --fail-on-regression 10`
-    with one run a side and no run-to-run spread cannot tell it from drift and does not fail;
-    with this host's spread recorded (as `bakeoff selftest` does) it fails; compared with
-    itself's equal, it passes."""
+    with one run a side and no drift measured is inconclusive and does not fail; with the
+    command's drift kept with the old run (as `bakeoff selftest --of` does) it fails;
+    compared with its equal, it passes."""
     counts = ("--trials", "3", "--runs", "2", "--warmup", "0", "--warmup-trials", "0")
     _ok(_cmd(tmp_path / "old", *counts, "-n", "work", "sleep 0.01"))
     res = _cmd(tmp_path / "untold", *counts, "--compare", str(tmp_path / "old"),
                "--fail-on-regression", "10", "-n", "work", "sleep 0.05")
     _ok(res)
-    assert "not failed: 1 case(s)" in res.stderr and "bakeoff selftest" in res.stderr
-    state = tmp_path / "state"
-    drift.save_spread(drift.RunSpread(0.05, 10, drift.host_key(
-        saved_results(tmp_path / "old")["host"]), "2026-01-01", "test"),
-        state / "bakeoff" / drift.SPREAD_FILE)
-    env = {"XDG_STATE_HOME": str(state)}
+    assert "not failed: 1 case(s)" in res.stderr and "selftest --of" in res.stderr
+    drift.save_drift(tmp_path / "old", drift.Drift(0.05, 10, drift.host_key(
+        saved_results(tmp_path / "old")["host"]), "2026-01-01", "test", "cmd", "wall_time",
+        ("cmd/work[]",)))
+    env: dict[str, str] = {}
     res = _cmd(tmp_path / "new", *counts, "--compare", str(tmp_path / "old"),
                "--fail-on-regression", "10", "-n", "work", "sleep 0.05", env=env)
     assert res.returncode == 1, res.stdout + res.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,27 +57,31 @@ def before_after(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return old, new
 
 
-def _with_spread(tmp_path: Path, sigma: float, pairs: int = 10, host: str = "h") -> dict[str, str]:
-    """An environment whose state directory holds a run-to-run spread for host `host` (the
-    made-up runs' hostname), as `bakeoff selftest` would have recorded it."""
-    state = tmp_path / "state"
-    drift.save_spread(drift.RunSpread(sigma, pairs, host, "2026-01-01T00:00:00+00:00",
-                                      "made up for a test"),
-                      state / "bakeoff" / drift.SPREAD_FILE)
-    return {"XDG_STATE_HOME": str(state)}
+def _with_drift(tmp_path: Path, old: Path, sigma: float, pairs: int = 10,
+                host: str = "h") -> Path:
+    """A copy of the old run with a drift kept beside it for host `host` (the made-up runs'
+    hostname), its benchmark, metric and cases, as `bakeoff selftest --of` records it."""
+    copy = tmp_path / "old-with-drift"
+    shutil.copytree(old, copy)
+    keys = tuple(Case("demo", v, (("size", s),)).key for v in "ab" for s in (4096, 65536))
+    drift.save_drift(copy, drift.Drift(sigma, pairs, host, "2026-01-01T00:00:00+00:00",
+                                       "made up for a test", "demo", "ns_per_op", keys))
+    return copy
 
 
-def test_one_run_a_side_without_a_spread_cannot_tell(before_after: tuple[Path, Path]) -> None:
-    """No run-to-run spread measured on the runs' host: a 20% change between two runs is
-    shown with its within-run CI but not called: it cannot be told from drift."""
+def test_one_run_a_side_without_a_drift_is_inconclusive(before_after: tuple[Path, Path]) -> None:
+    """No drift measured for the runs' cases: a 20% change between two runs is shown with
+    its within-run CI but not called, and the fix is named."""
     old, new = before_after
     res = run_bakeoff("compare", str(old), str(new))
     assert res.returncode == 0, res.stderr
     lines = [ln for ln in res.stdout.splitlines() if "64 KiB" in ln or "4 KiB" in ln]
-    assert len(lines) == 4 and all("can't tell" in ln for ln in lines), res.stdout
+    assert len(lines) == 4 and all("inconclusive" in ln for ln in lines), res.stdout
     assert any("64 KiB" in ln and "+20." in ln for ln in lines)
-    assert "cannot be told from drift" in res.stdout and "bakeoff selftest" in res.stdout
-    assert "0 of 4 cases differ" in res.stdout
+    said = " ".join(res.stdout.split())
+    # A room's runs: the fix is more runs a side (--rerun and selftest --of take cmd runs).
+    assert "cannot be told from drift" in said and "two or more runs a side" in said, said
+    assert "0 of 4 cases differ" in res.stdout and " same" not in said
 
 
 def test_compare_shows_every_case_with_a_verdict(before_after: tuple[Path, Path],
@@ -84,33 +89,39 @@ def test_compare_shows_every_case_with_a_verdict(before_after: tuple[Path, Path]
     """With a small spread recorded for the runs' host, the 20% case is called slower and
     the sentence under the table names the spread used."""
     old, new = before_after
-    res = run_bakeoff("compare", str(old), str(new), env=_with_spread(tmp_path, 0.01))
+    res = run_bakeoff("compare", str(_with_drift(tmp_path, old, 0.01)), str(new))
     assert res.returncode == 0, res.stderr
     lines = [ln for ln in res.stdout.splitlines() if "64 KiB" in ln or "4 KiB" in ln]
     assert len(lines) == 4
     slower = [ln for ln in lines if "slower" in ln]
     assert len(slower) == 1 and "64 KiB" in slower[0] and "+20." in slower[0]
-    # Unchanged cases: "same" (no difference shown) or "equivalent" (the CI within ±2%).
-    assert sum("same" in ln or "equivalent" in ln for ln in lines) == 3
-    assert "run-to-run spread (±1.0% a run, from 10 run pairs" in res.stdout
+    # Unchanged cases: "inconclusive" or "equivalent" (the CI within ±2%), never "same".
+    assert sum("inconclusive" in ln or "equivalent" in ln for ln in lines) == 3
+    said = " ".join(res.stdout.split())
+    assert ("drift measured for demo ns_per_op on this host, ±1.0% a run (10 run pairs, "
+            "measured 2026-01-01 00:00 UTC)") in said, said
 
 
-def test_a_spread_too_large_for_the_change_says_same(before_after: tuple[Path, Path],
-                                                     tmp_path: Path) -> None:
-    """A run-to-run spread of 30% swallows a 20% change: the widened CI holds 1."""
+def test_a_drift_too_large_for_the_change_is_inconclusive(before_after: tuple[Path, Path],
+                                                          tmp_path: Path) -> None:
+    """A run-to-run drift of 30% swallows a 20% change: the widened CI holds 1, and the
+    verdict says how many runs a side would settle it."""
     old, new = before_after
-    res = run_bakeoff("compare", str(old), str(new), "--fail-on-regression", "5",
-                      env=_with_spread(tmp_path, 0.30))
+    res = run_bakeoff("compare", str(_with_drift(tmp_path, old, 0.30)), str(new),
+                      "--fail-on-regression", "5")
     assert res.returncode == 0, res.stderr
     assert not any("slower" in ln for ln in res.stdout.splitlines() if "KiB" in ln)
+    said = " ".join(res.stdout.split())
+    assert "inconclusive: demo/b[size=65536]: about" in said and "runs a side" in said, said
 
 
 def test_a_spread_of_another_host_is_not_used(before_after: tuple[Path, Path],
                                               tmp_path: Path) -> None:
     old, new = before_after
-    res = run_bakeoff("compare", str(old), str(new), env=_with_spread(tmp_path, 0.01,
-                                                                        host="elsewhere"))
-    assert res.returncode == 0 and "cannot be told from drift" in res.stdout, res.stdout
+    res = run_bakeoff("compare", str(_with_drift(tmp_path, old, 0.01, host="elsewhere")),
+                      str(new))
+    said = " ".join(res.stdout.split())
+    assert res.returncode == 0 and "cannot be told from drift" in said, said
 
 
 def test_fail_on_regression_exit_codes(before_after: tuple[Path, Path], tmp_path: Path) -> None:
@@ -118,18 +129,19 @@ def test_fail_on_regression_exit_codes(before_after: tuple[Path, Path], tmp_path
     # One run a side, no spread: not failed, and told how to get a verdict.
     res = run_bakeoff("compare", str(old), str(new), "--fail-on-regression", "5")
     assert res.returncode == 0, res.stderr
-    assert "not failed: 1 case(s)" in res.stderr and "demo/b[size=65536] +20." in res.stderr
-    assert "bakeoff selftest" in res.stderr and "--old DIR --new DIR" in res.stderr
-    env = _with_spread(tmp_path, 0.01)
-    res = run_bakeoff("compare", str(old), str(new), "--fail-on-regression", "5", env=env)
+    said = " ".join(res.stderr.split())
+    assert "not failed: 1 case(s)" in said and "demo/b[size=65536] +20." in said
+    assert "to settle it: two or more runs a side" in said, said
+    old = _with_drift(tmp_path, old, 0.01)
+    res = run_bakeoff("compare", str(old), str(new), "--fail-on-regression", "5")
     assert res.returncode == 1
-    assert "regression: demo/b[size=65536]" in res.stderr and "spread" in res.stderr
+    assert "regression: demo/b[size=65536]" in res.stderr and "drift" in res.stderr
     # 20% slower is not wholly beyond 50%: no failure.
-    assert run_bakeoff("compare", str(old), str(new), "--fail-on-regression", "50",
-                       env=env).returncode == 0
+    assert run_bakeoff("compare", str(old), str(new), "--fail-on-regression",
+                       "50").returncode == 0
     # The old run against itself: nothing regressed.
-    assert run_bakeoff("compare", str(old), str(old), "--fail-on-regression", "0",
-                       env=env).returncode == 0
+    assert run_bakeoff("compare", str(old), str(old), "--fail-on-regression",
+                       "0").returncode == 0
 
 
 def test_two_runs_a_side_are_the_unit(tmp_path: Path) -> None:
@@ -156,12 +168,14 @@ def test_two_runs_a_side_are_the_unit(tmp_path: Path) -> None:
 
 def test_compare_markdown(before_after: tuple[Path, Path], tmp_path: Path) -> None:
     old, new = before_after
-    res = run_bakeoff("compare", str(old), str(new), "--format", "md",
-                      env=_with_spread(tmp_path, 0.01))
+    res = run_bakeoff("compare", str(_with_drift(tmp_path, old, 0.01)), str(new), "--format",
+                      "md")
     assert res.returncode == 0, res.stderr
     assert "| benchmark | variant | params | old median (95% CI) |" in res.stdout
     assert "| demo | b | size=64 KiB |" in res.stdout and "| slower |" in res.stdout
-    assert "CIs: one run a side, widened by this host" in res.stdout
+    said = " ".join(res.stdout.split())
+    assert "CIs: one run a side, widened by the drift measured for demo ns_per_op" in said
+    assert "--fail-on-regression fails a case only where that verdict is slower" in said
 
 
 def test_compare_bad_input(before_after: tuple[Path, Path], tmp_path: Path) -> None:
@@ -266,7 +280,7 @@ def test_a_case_whose_old_median_is_0_is_named_not_a_crash(tmp_path: Path) -> No
     assert res.returncode == 0, res.stderr
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("no ratio"))
     assert "demo/b[size=4096]" in line and "demo/a[size=65536]" in line
-    assert sum(1 for ln in res.stdout.splitlines() if "KiB" in ln and "can't tell" in ln) == 2
+    assert sum(1 for ln in res.stdout.splitlines() if "KiB" in ln and "inconclusive" in ln) == 2
     md = run_bakeoff("compare", str(old), str(new), "--format", "md")
     assert md.returncode == 0 and "demo/b\\[size=4096\\]" in md.stdout
     assert "RuntimeWarning" not in res.stderr + md.stderr

@@ -9,6 +9,7 @@ commands (seconds each), asserting on counts and invariants, not on timings.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import math
@@ -55,7 +56,7 @@ def test_widened_ci_covers_at_its_nominal_rate() -> None:
         # k pairs to estimate the spread from, then the pair judged.
         d = rng.normal(0, math.sqrt(2 * sigma**2 + 2 * se**2), k)
         est = drift.estimate_sigma(list(d), [2 * se**2] * k)
-        spread = drift.RunSpread(est, k, "h", "now", "simulated")
+        spread = drift.Drift(est, k, "h", "now", "simulated")
         judged = rng.normal(0, math.sqrt(2 * sigma**2 + 2 * se**2))
         lo, hi, _ = drift.widened(math.exp(judged), math.sqrt(2) * se, spread)
         covered += lo <= 1 <= hi
@@ -89,19 +90,34 @@ def test_sigma_estimate_recovers_the_simulated_drift() -> None:
     assert drift.estimate_sigma([0.001, -0.001], [0.01, 0.01]) == 0.0
 
 
-def test_a_damaged_spread_file_is_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
-    assert drift.load_spread() is None
-    path = tmp_path / "bakeoff" / drift.SPREAD_FILE
-    path.parent.mkdir()
-    for text in ("{", "[]", json.dumps({"version": 1, "sigma": -1, "pairs": 3,
-                                        "host_key": "h", "measured_at": "", "how": ""})):
+def test_a_drift_is_kept_with_its_run_and_applies_to_its_own_cases(tmp_path: Path) -> None:
+    """drift.json beside results.json: a damaged one is none; a drift applies only to the
+    host, benchmark, metric and cases it was measured for; the latest of several wins."""
+    assert drift.load_drifts(tmp_path) == []
+    path = drift.drift_path(tmp_path)
+    bad = {"version": 2, "drifts": [{"sigma": -1, "pairs": 3, "host_key": "h",
+                                     "measured_at": "", "how": "", "benchmark": "cmd",
+                                     "metric": "wall_time", "cases": []}]}
+    for text in ("{", "[]", json.dumps(bad), json.dumps({"version": 1, "sigma": 0.1})):
         path.write_text(text)
-        assert drift.load_spread() is None, text
-    drift.save_spread(drift.RunSpread(0.05, 3, "h", "now", "how"))
-    spread = drift.load_spread()
-    assert spread is not None and spread.applies_to({"hostname": "h"})
-    assert not spread.applies_to({"hostname": "h", "machine_id": "other"})
+        assert drift.load_drifts(tmp_path) == [], text
+    old = drift.Drift(0.05, 3, "h", "2026-11-01T00:00:00Z", "how", "cmd", "wall_time",
+                      ("cmd/a[]",))
+    new = dataclasses.replace(old, sigma=0.07, measured_at="2026-11-02T00:00:00Z")
+    drift.save_drift(tmp_path, old)
+    drift.save_drift(tmp_path, new)  # the same benchmark, metric and host: replaced
+    assert drift.load_drifts(tmp_path) == [new]
+    other = dataclasses.replace(old, metric="user_time")
+    drift.save_drift(tmp_path, other)
+    kept = drift.load_drifts(tmp_path)
+    host = {"hostname": "h"}
+    assert drift.latest(kept, host, "cmd", "wall_time", "cmd/a[]") == new
+    assert drift.latest(kept, host, "cmd", "user_time", "cmd/a[]") == other
+    assert drift.latest(kept, host, "cmd", "wall_time", "cmd/b[]") is None  # another case
+    assert drift.latest(kept, host, "room", "wall_time", "cmd/a[]") is None
+    assert drift.latest(kept, {"hostname": "h", "machine_id": "m"}, "cmd", "wall_time",
+                        "cmd/a[]") is None  # another host
+    assert new.words() == "±7.0% a run (3 run pairs, measured 2026-11-02 00:00 UTC)"
 
 
 def _rerun_record(ratio: float, rounds: int, drift_sd: float, noise_sd: float,
@@ -153,7 +169,8 @@ def test_a_rerun_pairs_old_and_new_by_round() -> None:
     # A/A under the same drift: the paired CI holds 1 and calls nothing.
     old, new = rerun.split(_rerun_record(1.0, 12, 0.3, 0.01, seed=6))
     [same] = compare_runs(old, new, 0.02, interleaved=True).changes
-    assert same.ratio.ci_low <= 1 <= same.ratio.ci_high and same.verdict in ("same", "equivalent")
+    assert same.ratio.ci_low <= 1 <= same.ratio.ci_high
+    assert same.verdict in ("inconclusive", "equivalent")
 
 
 # ---- verdicts across hosts ---------------------------------------------------------------
@@ -224,9 +241,9 @@ def _cmd(out: Path, *args: str, env: dict[str, str] | None = None) -> None:
 
 def test_compare_real_runs_drift_and_verdicts(executor: Path, tmp_path: Path) -> None:
     """Real `bakeoff cmd` runs, a command 5x slower in the new runs. One run a side and no
-    spread: "can't tell", and --fail-on-regression exits 0 saying why and how to get a
-    verdict. Two runs a side: the runs are the unit, and the gate fails on it. The same
-    command in both: the gate passes."""
+    drift measured for it: inconclusive, and --fail-on-regression exits 0 saying why and
+    naming `compare --rerun` as the fix. Two runs a side: the runs are the unit, and the gate
+    fails on it. The same command in both: the gate passes."""
     for name, cmd in (("old1", "sleep 0.01"), ("old2", "sleep 0.01"), ("new1", "sleep 0.05"),
                       ("new2", "sleep 0.05"), ("same1", "sleep 0.01"), ("same2", "sleep 0.01")):
         _cmd(tmp_path / name, "-n", "work", cmd)
@@ -234,8 +251,9 @@ def test_compare_real_runs_drift_and_verdicts(executor: Path, tmp_path: Path) ->
                                             ("old1", "old2", "new1", "new2", "same1", "same2"))
     res = run_bakeoff("compare", old1, new1, "--fail-on-regression", "10")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "can't tell" in res.stdout and "not failed: 1 case(s)" in res.stderr
-    assert "bakeoff selftest" in res.stderr
+    assert "inconclusive" in res.stdout and "not failed: 1 case(s)" in res.stderr
+    assert "--rerun" in res.stderr and "selftest --of" in res.stderr
+    assert "same" not in res.stdout.split("CIs:")[0]
     res = run_bakeoff("compare", old1, new1, "--old", old2, "--new", new2,
                       "--fail-on-regression", "10")
     assert res.returncode == 1, res.stdout + res.stderr
@@ -258,9 +276,11 @@ def test_compare_real_runs_drift_and_verdicts(executor: Path, tmp_path: Path) ->
     assert res.returncode == 0 and "not failed" in res.stderr, res.stdout + res.stderr
 
 
-def test_selftest_measures_and_records_the_spread(executor: Path, tmp_path: Path) -> None:
+def test_selftest_measures_the_spread_and_records_nothing_in_home(executor: Path,
+                                                                   tmp_path: Path) -> None:
     """A short selftest (3 runs of a tiny loop): its three lines of figures, each an n that
-    is the count the runs give, and the spread recorded where compare reads it."""
+    is the count the runs give, and the spread printed but kept nowhere: no hidden state in
+    the user's home for later comparisons to pick up."""
     env = {"XDG_STATE_HOME": str(tmp_path / "state")}
     before = set(Path("/tmp").glob("bakeoff-selftest-*"))
     # Work of some milliseconds: far less, and the shell's subtracted start-up leaves 0 s.
@@ -270,12 +290,35 @@ def test_selftest_measures_and_records_the_spread(executor: Path, tmp_path: Path
     # 3 runs x 1 size: 3 within-run ratios (b vs a); 2 pairs x 2 cases across runs.
     assert "within a run (A' against A): coverage" in res.stdout and "/3)" in res.stdout
     assert "across runs, one run a side, the run's own CI: coverage" in res.stdout
-    assert "/4)" in res.stdout
-    saved = json.loads((tmp_path / "state" / "bakeoff" / drift.SPREAD_FILE).read_text())
-    assert saved["pairs"] == 2 and saved["sigma"] >= 0 and saved["host_key"]
+    assert "/4)" in res.stdout and "not recorded" in res.stdout
+    assert not (tmp_path / "state").exists()
     assert set(Path("/tmp").glob("bakeoff-selftest-*")) <= before  # its runs are removed
     res = run_bakeoff("selftest", "--runs", "2")
     assert res.returncode == 2 and "--runs must be at least 3" in res.stderr
+
+
+def test_selftest_of_a_run_keeps_its_drift_with_it_and_compare_prints_it(
+        executor: Path, tmp_path: Path) -> None:
+    """`selftest --of OLD` runs OLD's command again and records its drift in OLD/drift.json,
+    dated, for that benchmark, metric and case; `compare OLD NEW` then widens by it, prints
+    which drift it used (value, date, pairs) and calls a 5x slower command slower (sleeps:
+    little moved by CPU load, so their drift is far below 5x)."""
+    _cmd(tmp_path / "old", "-n", "work", "sleep 0.01")
+    _cmd(tmp_path / "new", "-n", "work", "sleep 0.05")
+    res = run_bakeoff("selftest", "--of", str(tmp_path / "old"), "--runs", "3")
+    assert res.returncode == 0, res.stdout + res.stderr
+    [found] = drift.load_drifts(tmp_path / "old")
+    assert (found.benchmark, found.metric, found.cases) == ("cmd", "wall_time", ("cmd/work[]",))
+    assert found.pairs == 3 and found.sigma >= 0  # the run itself, then 3 runs: 3 pairs
+    assert found.measured_at[:2] == "20" and "--of" in found.how
+    res = run_bakeoff("compare", str(tmp_path / "old"), str(tmp_path / "new"),
+                      "--fail-on-regression", "5")
+    assert res.returncode == 1, res.stdout + res.stderr
+    said = " ".join(res.stdout.split())
+    assert f"drift measured for cmd wall_time on this host, {found.words()}" in said, said
+    assert "1 cases: 0 faster, 1 slower, 0 equivalent, 0 inconclusive" in said, said
+    res = run_bakeoff("selftest", "--of", str(tmp_path / "nowhere"), "--runs", "3")
+    assert res.returncode == 2 and "no results.json" in res.stderr
 
 
 def test_a_timed_out_trial_ends_its_case(executor: Path, tmp_path: Path) -> None:
@@ -333,7 +376,7 @@ def test_a_run_whose_harness_cpu_another_run_measures_on_says_so(executor: Path,
     assert said[0][:60] in report.replace("\\", "")
 
 
-def _result(variant: str, ratio: stats.Ratio | None, verdict: str = "same") -> CaseResult:
+def _result(variant: str, ratio: stats.Ratio | None, verdict: str = "inconclusive") -> CaseResult:
     comparison = (BaselineComparison(ratio, 0.01, stats.Shift(0, 0, 0), 0.0,
                                      verdict)  # type: ignore[arg-type]
                   if ratio is not None else None)
@@ -345,7 +388,7 @@ def test_the_winner_differs_only_where_its_cis_separate() -> None:
     CIs overlapping across the hosts that is not a different winner; apart, it is."""
     def winners(ratio_h2: stats.Ratio) -> tuple[dict[str, HostWinner], dict[str, Point]]:
         h1 = _result("x", _ratio(0.80, 0.75, 0.97), "faster")
-        h2 = _result("x", ratio_h2, "same")
+        h2 = _result("x", ratio_h2, "inconclusive")
         base = _result("base", None)
         points = {"h1": Point((), (base, h1)), "h2": Point((), (base, h2))}
         return ({"h1": HostWinner("x", h1, base), "h2": HostWinner(NO_WINNER, h2, base)},

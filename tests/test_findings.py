@@ -193,12 +193,12 @@ def _two_variant_run(per_trial: dict[str, list[float]], *, control: str | None =
 
 
 def test_a_ci_that_touches_the_threshold_is_tentative() -> None:
-    """About 2% faster, its CI reaching over 0.98: 'same', and said to be unsettled."""
+    """About 2% faster, its CI reaching over 0.98: 'inconclusive', and said to be unsettled."""
     run = _two_variant_run({"base": [100.0] * 8,
                             "v": [96.0, 97.0, 97.5, 98.0, 98.0, 98.5, 99.0, 100.0]})
     analysis, bf = _findings(run)
     r = analysis.benchmarks[0].results[2]
-    assert r.case.variant == "v" and r.verdict == "same" and r.vs_baseline is not None
+    assert r.case.variant == "v" and r.verdict == "inconclusive" and r.vs_baseline is not None
     assert r.vs_baseline.ci_low <= 0.98 <= r.vs_baseline.ci_high
     (winner,) = [f for f in bf.findings if f.kind == "winner"]
     q = r.vs_baseline

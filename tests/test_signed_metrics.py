@@ -93,11 +93,13 @@ def test_compare_calls_a_larger_error_a_regression_whatever_its_sign() -> None:
     old = _run(True, {"exact": 1.0, "rough": 1.0}, seed=1)
     new = _run(True, {"exact": 1.0, "rough": -50.0}, seed=2)
     # A spread of the runs' host measured (bakeoff selftest): one run a side can be judged.
-    spread = drift.RunSpread(0.01, 10, drift.host_key(old.host), "2026-01-01", "test")
-    cmp = compare_runs(old, new, threshold=0.02, spread=spread)
+    keys = tuple(c.key for c in old.cases)
+    measured = drift.Drift(0.01, 10, drift.host_key(old.host), "2026-01-01", "test",
+                           next(iter(old.benchmarks)), ERROR, keys)
+    cmp = compare_runs(old, new, threshold=0.02, drifts=[measured])
     change = next(c for c in cmp.changes if c.case.variant == "rough")
     assert change.signed and change.verdict == "slower" and change.regressed_beyond(0.05)
-    assert next(c for c in cmp.changes if c.case.variant == "exact").verdict == "same"
+    assert next(c for c in cmp.changes if c.case.variant == "exact").verdict in ("inconclusive", "equivalent")
     assert md_escape("|value| 50.0 %") in render_comparison_markdown(cmp)
 
 

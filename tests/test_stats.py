@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from bakeoff.stats import estimates as stats
+from bakeoff.stats import verdicts
 
 
 def _draw(rng: np.random.Generator, median: float, trials: int, samples: int) -> list[np.ndarray]:
@@ -137,7 +138,7 @@ def test_verdict_same_for_one_distribution_and_faster_for_a_10pct_shift() -> Non
         r_same = stats.ratio_of_medians(twin, base, rng, n_boot=400)
         r_fast = stats.ratio_of_medians(quick, base, rng, n_boot=400)
         p_same, p_fast = stats.holm([r_same.p_boot]), stats.holm([r_fast.p_boot])
-        same += stats.verdict(r_same, p_same[0], lower_is_better=True) == "same"
+        same += stats.verdict(r_same, p_same[0], lower_is_better=True) in stats.NO_DIFFERENCE
         faster += stats.verdict(r_fast, p_fast[0], lower_is_better=True) == "faster"
     assert same / draws >= 0.9, same
     assert faster / draws >= 0.9, faster
@@ -150,12 +151,46 @@ def test_verdict_needs_the_ci_beyond_the_threshold() -> None:
     assert stats.verdict(tiny, 0.5, lower_is_better=True, threshold=0.02) == "equivalent"
     # Reaching past the threshold on one side: neither shown, nor its absence.
     wide = stats.Ratio(ratio=0.99, ci_low=0.97, ci_high=1.01, p_value=0.3)
-    assert stats.verdict(wide, 0.3, lower_is_better=True, threshold=0.02) == "same"
+    assert stats.verdict(wide, 0.3, lower_is_better=True, threshold=0.02) == "inconclusive"
     assert stats.verdict(tiny, 0.001, lower_is_better=True, threshold=0.001) == "faster"
     big = stats.Ratio(ratio=1.5, ci_low=1.4, ci_high=1.6, p_value=0.001)
     assert stats.verdict(big, 0.001, lower_is_better=True) == "slower"
     assert stats.verdict(big, 0.001, lower_is_better=False) == "faster"
-    assert stats.verdict(big, 0.2, lower_is_better=True) == "same"  # not significant
+    assert stats.verdict(big, 0.2, lower_is_better=True) == "inconclusive"  # not significant
+
+
+def test_verdict_has_three_states_and_an_open_one_says_what_settles_it() -> None:
+    """faster/slower, equivalent, inconclusive: never "same". An inconclusive CI says how
+    many times the trials would bring it to the width that decides, toward the side its
+    point leans to; a point on the band's edge gets no number."""
+    assert set(verdicts.VERDICTS) == {"faster", "slower", "equivalent", "inconclusive"}
+    r = stats.Ratio
+    assert verdicts.verdict(r(1.5, 1.4, 1.6, 0.0), 0.001, True) == "slower"
+    assert verdicts.verdict(r(0.6, 0.5, 0.7, 0.0), 0.001, True) == "faster"
+    assert verdicts.verdict(r(1.0, 0.99, 1.01, 0.0), 0.5, True) == "equivalent"
+    # The issue's CI of 0.47-1.23: nothing either way.
+    wide = r(0.76, 0.47, 1.23, 0.5)
+    assert verdicts.verdict(wide, 0.5, True) == "inconclusive"
+    # Leaning to a difference: 1.10 with a CI of ±8% needs the CI to clear 1.02.
+    lean = r(1.10, 1.10 / 1.08, 1.10 * 1.08, 0.1)
+    assert verdicts.verdict(lean, 0.1, True) == "inconclusive"
+    s = verdicts.to_settle(lean, 0.02)
+    assert s is not None and s.toward == "different"
+    # Half-width log(1.08) against log(1.10) - log(1.02): about 1.0x the trials... so more.
+    expected = (math.log(1.08) / (math.log(1.10) - math.log(1.02))) ** 2
+    assert s.factor == pytest.approx(expected)
+    assert s.more(10) == max(11, math.ceil(10 * expected))
+    # Holm over 25 tests asks more of the same CI.
+    s25 = verdicts.to_settle(lean, 0.02, tests=25)
+    assert s25 is not None and s25.factor > s.factor
+    # Leaning to equivalence: 1.005 with ±3%: must fit inside ±2% from the point.
+    eq = verdicts.to_settle(r(1.005, 1.005 / 1.03, 1.005 * 1.03, 0.5), 0.02)
+    assert eq is not None and eq.toward == "equivalent" and eq.factor > 1
+    assert "trials a side would settle it" in eq.words(5)
+    # On the edge: no number of trials is advice.
+    edge = verdicts.to_settle(r(1.02, 1.0, 1.04, 0.1), 0.02)
+    assert edge is not None and edge.more(5) is None and "edge" in edge.words(5)
+    assert verdicts.to_settle(r(1.0, 0.0, 2.0, 0.5), 0.02) is None  # no log CI
 
 
 def test_hodges_lehmann_and_cliffs_delta_on_known_shift() -> None:

@@ -28,6 +28,7 @@ from bakeoff.declare.model import (
 )
 from bakeoff.run import allocation, interrupts
 from bakeoff.stats import estimates as stats
+from bakeoff.stats import verdicts
 
 MIN_TRIALS_FOR_VERDICT = 5
 # Counters are context, not verdicts, and there are many: fewer resamples than N_BOOT.
@@ -42,7 +43,9 @@ class BaselineComparison:
     p_holm: float  # the bootstrap p after Holm correction across the variant's cells
     shift: stats.Shift  # Hodges-Lehmann: variant - baseline, in the metric's unit
     cliffs_delta: float
-    verdict: stats.Verdict  # faster / slower / same, at the run's threshold
+    verdict: stats.Verdict  # faster / slower / equivalent / inconclusive, at the threshold
+    # An inconclusive verdict's distance from decided (stats/verdicts.py); None otherwise.
+    settle: verdicts.Settle | None = None
 
 
 @dataclass(frozen=True)
@@ -386,9 +389,11 @@ def _decide(
         adjusted = stats.holm([ratio.p_ci for _, ratio, _, _ in members])
         for (result, ratio, shift, delta), p_holm in zip(members, adjusted, strict=True):
             lower = bool(info.metric(result.metric)["lower_is_better"])
+            decided = stats.verdict(ratio, p_holm, lower, threshold)
             result.comparison = BaselineComparison(
-                ratio=ratio, p_holm=p_holm, shift=shift, cliffs_delta=delta,
-                verdict=stats.verdict(ratio, p_holm, lower, threshold))
+                ratio=ratio, p_holm=p_holm, shift=shift, cliffs_delta=delta, verdict=decided,
+                settle=(verdicts.to_settle(ratio, threshold, len(members))
+                        if decided == verdicts.INCONCLUSIVE else None))
 
 
 def _sweep_lines(info: BenchmarkInfo, rows: list[CaseResult]) -> Iterator[tuple[str, list[CaseResult]]]:

@@ -1,5 +1,7 @@
 """`bakeoff compare OLD NEW`: case by case, ratio new/old with a CI that allows for run-to-run
-drift; `--rerun` measures two `bakeoff cmd` runs' commands again, interleaved in one run."""
+drift (measured for the benchmark and kept with the runs, or runs as the unit) and one of the
+three verdicts; `--rerun` measures two `bakeoff cmd` runs' commands again, interleaved in one
+run. The gate decides by the table's own verdict."""
 
 from __future__ import annotations
 
@@ -27,8 +29,8 @@ def cmd_compare(
     threshold: Annotated[float, typer.Option(
         help="Smallest difference a verdict calls faster/slower, in %.")] = 2.0,
     fail_on_regression: Annotated[float | None, typer.Option(
-        help="Exit 1 when a case's whole CI is more than PCT % slower (never on a change "
-             "that cannot be told from drift).")] = None,
+        help="Exit 1 when a case's verdict is slower (Holm-corrected, as the table) and its "
+             "whole CI is more than PCT % slower; never on an inconclusive case.")] = None,
     format: Annotated[str, typer.Option(help="text | md")] = "text",
     more_old: Annotated[list[Path] | None, typer.Option(
         "--old", help="Another run before the change (repeatable): with two or more runs a "
@@ -72,7 +74,9 @@ def cmd_compare(
                        quiet=format == "md")
         cmp = compare_runs(*again, threshold / 100, interleaved=True)
     else:
-        cmp = compare_runs(before, after, threshold / 100, drift.load_spread())
+        # Drift is kept with the runs it was measured for (bakeoff selftest --of DIR).
+        kept = [d for p in [*olds, *news] for d in drift.load_drifts(p)]
+        cmp = compare_runs(before, after, threshold / 100, kept)
     if not cmp.changes:
         raise UsageError(f"{old} and {new} share no measured case; compare runs of the same "
                          "benchmarks and params")
@@ -125,38 +129,40 @@ def _rerun(old: RunRecord, new: RunRecord, threshold: float, out: Path | None,
 
 
 def _gate(cmp: Any, fail_on_regression: float) -> None:
-    """--fail-on-regression: exit 1 on a regression told apart from drift; a change that
-    cannot be told is named, with how to get a verdict, and does not fail."""
+    """--fail-on-regression: exit 1 on a case the table calls slower (the same Holm-corrected
+    verdict) whose whole CI lies beyond PCT worse. A case that reads beyond PCT but is not
+    called (inconclusive: drift not measured, or not significant after Holm) is named with
+    what would settle it, and does not fail."""
     fraction = fail_on_regression / 100
     worse = [c for c in cmp.changes if c.regressed_beyond(fraction)]
     for c in worse:
         err_console.print(
             f"regression: {c.case.key}: new/old = {c.ratio.ratio:.3f} "
-            f"(95% CI {c.ratio.ci_low:.3f}–{c.ratio.ci_high:.3f}, {c.basis}), wholly beyond "
-            f"{fail_on_regression:g}% slower", highlight=False)
-    untold = [c for c in cmp.changes if not c.tellable and c.looks_beyond(fraction)]
+            f"(95% CI {c.ratio.ci_low:.3f}–{c.ratio.ci_high:.3f}, {c.basis}, p Holm "
+            f"{c.p_holm:.2g}), slower and wholly beyond {fail_on_regression:g}%",
+            highlight=False)
+    untold = [c for c in cmp.changes if c.verdict != "slower" and c.looks_beyond(fraction)]
     if untold:
         err_console.print(
             f"not failed: {len(untold)} case(s) read more than {fail_on_regression:g}% slower "
-            "within one run a side (" + "; ".join(
-                f"{c.case.key} {(c.ratio.ratio - 1) * 100:+.1f}%" for c in untold[:5])
-            + ("; ..." if len(untold) > 5 else "") + "), which cannot be told from run-to-run "
-            "drift; for a verdict run `bakeoff selftest` once on this host (it measures the "
-            "drift), or give two or more runs a side (--old DIR --new DIR)",
-            highlight=False, soft_wrap=True)
+            "but the verdict is not slower (" + "; ".join(
+                f"{c.case.key} {(c.ratio.ratio - 1) * 100:+.1f}%, {c.verdict}"
+                for c in untold[:5]) + ("; ..." if len(untold) > 5 else "") + "); "
+            + (untold[0].settle or "more trials would settle it"), highlight=False,
+            soft_wrap=True)
     if worse:
         raise typer.Exit(1)
 
 
 def _say_what_differs(cmp: Any, threshold: float) -> None:
-    """The answer in two lines: which cases differ beyond the threshold, and, for runs from
-    two hosts, which host facts differ (kernel, CPU, mitigations, ...)."""
-    differ = [c for c in cmp.changes if c.verdict in ("faster", "slower")]
-    untold = sum(1 for c in cmp.changes if not c.tellable)
-    if untold:
-        out_console.print(f"{untold} of {len(cmp.changes)} cases: can't tell a change from "
-                          "run-to-run drift with one run a side (see CIs: above)",
-                          highlight=False, soft_wrap=True)
+    """The answer in a few lines: how many cases each verdict has, which differ beyond the
+    threshold, and, for runs from two hosts, which host facts differ."""
+    from bakeoff.stats import verdicts
+
+    differ = [c for c in cmp.changes if verdicts.is_called(c.verdict)]
+    counts = {v: sum(c.verdict == v for c in cmp.changes) for v in verdicts.VERDICTS}
+    out_console.print(f"{len(cmp.changes)} cases: " + ", ".join(
+        f"{n} {v}" for v, n in counts.items()), highlight=False, soft_wrap=True)
     out_console.print(f"{len(differ)} of {len(cmp.changes)} cases differ beyond ±{threshold:g}%"
                       + (": " + "; ".join(f"{c.case.key} {(c.ratio.ratio - 1) * 100:+.1f}%"
                                           for c in differ) if differ else ""),

@@ -1,9 +1,11 @@
 """`bakeoff selftest`: the A/A experiment of bakeoff/selftest/aa_runs.py on this host, its figures
-printed, the run-to-run spread it measured recorded for `bakeoff compare`."""
+printed; `--of DIR`: the run-to-run drift of a `cmd` run's own commands, measured and kept
+with that run (DIR/drift.json) for `bakeoff compare`."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -25,16 +27,16 @@ def cmd_selftest(
     threshold: Annotated[float, typer.Option(
         help="Smallest difference a verdict calls faster/slower, in %.")] = 2.0,
     seed: Annotated[int, typer.Option(help="Seed of the first run (then +1 per run).")] = 1,
-    record: Annotated[bool, typer.Option(
-        help="Record the run-to-run spread for `bakeoff compare` (in the user's state "
-             "directory).")] = True,
+    of: Annotated[Path | None, typer.Option(
+        "--of", help="A `bakeoff cmd` results directory: run its commands again --runs times "
+        "back to back and keep the drift measured with it (DIR/drift.json), where `bakeoff "
+        "compare` of that run finds it.")] = None,
 ) -> None:
     """Measure this host's false-alarm rate: back-to-back runs of identical commands; prints
-    interval coverage and false alarms within and across runs, records the run-to-run spread
-    (about 2 minutes at the defaults on a 2-CPU VM at load 4, longer under more load;
-    --runs 12 for a firmer spread)."""
+    interval coverage and false alarms within and across runs and the run-to-run spread
+    (about 2 minutes at the defaults on a 2-CPU VM at load 4, longer under more load).
+    With --of DIR: the drift of DIR's own commands, recorded with DIR for `bakeoff compare`."""
     from bakeoff.selftest import aa_runs as selftest
-    from bakeoff.stats import drift
 
     if runs < 3:
         raise UsageError("--runs must be at least 3 (two run pairs), e.g. --runs 6")
@@ -51,10 +53,22 @@ def cmd_selftest(
         raise UsageError(f"--sizes {sizes!r}: give loop counts of 1 or more, e.g. "
                          "--sizes 300000,1200000")
     RunRequest(seed=seed).check()
+    if of is not None and not (of / "results.json").is_file():
+        raise UsageError(f"--of {of}: no results.json there; give a `bakeoff cmd` results "
+                         "directory")
     cleanup.mark_run()
 
     def say(text: str) -> None:
         err_console.print(text, highlight=False)
+
+    if of is not None:
+        from bakeoff.selftest import drift_of
+
+        found = drift_of.measure(of, runs, threshold / 100, say, seed)
+        out_console.print(f"drift of {found.benchmark} {found.metric} on this host: "
+                          f"{found.words()}; recorded in {of / 'drift.json'}, where `bakeoff "
+                          f"compare {of} NEW` finds it", highlight=False, soft_wrap=True)
+        return
 
     figs, spread = selftest.measure(runs, trials, runs_per_trial, work, seed, threshold / 100,
                                     say)
@@ -67,9 +81,8 @@ def cmd_selftest(
     if spread is None or math.isnan(spread.sigma):
         out.print("run-to-run spread: not measured (no run pair had a ratio)", highlight=False)
         return
-    out.print(f"run-to-run spread: ±{spread.sigma * 100:.1f}% per run (log-scale SD, from "
-              f"{spread.pairs} run pairs)", highlight=False)
-    if record:
-        path = drift.save_spread(spread)
-        out.print(f"recorded in {path}: `bakeoff compare` of one run a side on this host "
-                  "now widens its CIs by it", highlight=False)
+    out.print(f"run-to-run spread of these awk commands: ±{spread.sigma * 100:.1f}% per run "
+              f"(log-scale SD, from {spread.pairs} run pairs); not recorded: it is this "
+              "command's, now. For a comparison's drift, `bakeoff selftest --of DIR` measures "
+              "that run's own commands and keeps it with the run", highlight=False,
+              soft_wrap=True)

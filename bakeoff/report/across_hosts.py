@@ -367,7 +367,7 @@ def verdict_rule_hosts(threshold: float) -> str:
             "CIs of the two furthest apart do not overlap; can't tell when a host has fewer "
             "than 5 trials of the case or its baseline; otherwise it holds on every host (no "
             "difference of that size shown). A host's own "
-            "verdict (faster/slower/same) follows its ratio.")
+            "verdict (faster/slower/equivalent/inconclusive) follows its ratio.")
 
 
 def _hosts_section(a: HostsAnalysis) -> Section:

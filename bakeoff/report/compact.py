@@ -16,13 +16,13 @@ from bakeoff.report.grid import Grid, Params, Point, grid, trials_of
 from bakeoff.report.words import better_phrase
 
 # Better than the baseline beyond the threshold, worse, or no difference of that size shown.
-GLYPHS = {"faster": "✓", "slower": "✗", "same": "≈", "equivalent": "="}
+GLYPHS = {"faster": "✓", "slower": "✗", "equivalent": "=", "inconclusive": "?"}
 
 
 @dataclass(frozen=True)
 class CompactCell:
     text: str
-    verdict: str | None = None  # faster / slower / same / equivalent, for a renderer's colour
+    verdict: str | None = None  # faster / slower / equivalent / inconclusive, for a renderer's colour
 
 
 @dataclass(frozen=True)
@@ -93,8 +93,8 @@ def compact_table(ba: BenchmarkAnalysis) -> CompactTable | None:
                   f"{shown} of each variant / {base}'s (ratio of trial medians, 95% CI; "
                   f"{GLYPHS['faster']} better beyond ±{ba.threshold * 100:g}%, "
                   f"{GLYPHS['slower']} worse, {GLYPHS['equivalent']} equivalent: the whole CI "
-                  f"within ±{ba.threshold * 100:g}%, {GLYPHS['same']} no such difference "
-                  "shown), "
+                  f"within ±{ba.threshold * 100:g}%, {GLYPHS['inconclusive']} inconclusive: "
+                  "neither shown), "
                   "trials per case.")
     else:
         legend = (f"Primary metric {shown} ({unit}, {better}); {base}, the baseline, reports "

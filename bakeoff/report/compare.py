@@ -2,7 +2,11 @@
 sections, rendered by the Markdown exporter).
 
 Both open on the benchmarks' declared questions (report/answers/), each answer's figures
-old against new and whether each holds (their CIs share a range), before the cases.
+old against new, before the cases. A figure "holds" when its two CIs share a range; it
+"differs" only when they do not *and* the table below calls a case of that benchmark faster or
+slower (the table's CIs allow for run-to-run drift, an answer's within-run CIs do not);
+otherwise it is "inconclusive", as the table is. The question block never says more than the
+table.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from bakeoff.analysis.across_runs import CANT_TELL, CaseChange, RunComparison
+from bakeoff.analysis.across_runs import CaseChange, RunComparison
 from bakeoff.analysis.within_run import BenchmarkAnalysis, analyze
 from bakeoff.declare.model import BenchmarkInfo, RunRecord
 from bakeoff.report.answers import Answer, answers, figures_agree
@@ -25,9 +29,13 @@ from bakeoff.report.format import case_params_label, fmt_p, fmt_ratio, fmt_with_
 from bakeoff.report.sections import Block, Cell, Column, Paragraph, code, strong, table
 from bakeoff.report.sections import Table as SectionTable
 from bakeoff.stats import estimates as stats
+from bakeoff.stats import verdicts
 
-_STYLE = {"faster": "bold green", "slower": "bold red", "same": "dim", "equivalent": "cyan",
-          CANT_TELL: "yellow"}
+_STYLE = {verdicts.FASTER: "bold green", verdicts.SLOWER: "bold red",
+          verdicts.EQUIVALENT: "cyan", verdicts.INCONCLUSIVE: "yellow"}
+HOLDS, DIFFERS = "holds", "differs"
+_QUESTION_STYLE = {HOLDS: "green", DIFFERS: "bold red", verdicts.INCONCLUSIVE: "yellow"}
+MAX_SETTLE_LINES = 10
 NO_RATIO = "no ratio (the old median is not told apart from 0, or the new one has the other sign)"
 HEADERS = ["benchmark", "variant", "params", "old median (95% CI)", "new median (95% CI)",
            "new / old (95% CI)", "change", "verdict", "p (Holm)"]
@@ -41,8 +49,22 @@ def _cells(c: CaseChange) -> list[str]:
         f"{of}{fmt_with_ci(c.new.median, c.new.ci_low, c.new.ci_high, c.unit, '')}",
         fmt_ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high),
         f"{(c.ratio.ratio - 1) * 100:+.1f}%", c.verdict,
-        fmt_p(c.p_holm) if c.tellable else "— (drift untold)",
+        fmt_p(c.p_holm) if c.tellable else "— (drift not measured)",
     ]
+
+
+def settle_lines(cmp: RunComparison) -> list[str]:
+    """Each inconclusive case's what-would-settle-it (one line for the cases that share it)."""
+    by_text: dict[str, list[str]] = {}
+    for c in cmp.changes:
+        if c.verdict == verdicts.INCONCLUSIVE and c.settle:
+            by_text.setdefault(c.settle, []).append(c.case.key)
+    lines = [(f"inconclusive: {keys[0]}" if len(keys) == 1 else
+              f"inconclusive: {len(keys)} cases ({', '.join(keys[:3])}"
+              f"{', …' if len(keys) > 3 else ''})") + f": {text}"
+             for text, keys in by_text.items()]
+    return lines[:MAX_SETTLE_LINES] + ([f"… and {len(lines) - MAX_SETTLE_LINES} more"]
+                                       if len(lines) > MAX_SETTLE_LINES else [])
 
 
 @dataclass(frozen=True)
@@ -54,6 +76,14 @@ class QuestionChange:
     # Per figure of the answers: what it is, as the old and the new run say it, and whether
     # the two agree (figures_agree: CIs that share a range, or the same statement).
     rows: list[tuple[str, str, str, bool]]
+    # The comparison's table calls a case of this benchmark faster or slower: only then may
+    # a figure whose CIs part say "differs" (state()).
+    table_calls: bool = False
+
+    def state(self, agree: bool) -> str:
+        if agree:
+            return HOLDS
+        return DIFFERS if self.table_calls else verdicts.INCONCLUSIVE
 
 
 def _as_declared_now(old: BenchmarkInfo, new: BenchmarkInfo) -> BenchmarkInfo:
@@ -92,7 +122,9 @@ def question_changes(cmp: RunComparison,
                 rows.append((f.label, was.shown if was else "not measured", f.shown,
                              was is not None and figures_agree([was, f])))
             rows += [(label, f.shown, "not measured", False) for label, f in old_figs.items()]
-            out.append(QuestionChange(name, ask, rows))
+            out.append(QuestionChange(name, ask, rows, any(
+                c.case.benchmark == name and verdicts.is_called(c.verdict)
+                for c in cmp.changes)))
     return out
 
 
@@ -100,31 +132,31 @@ def _answers_by_ask(ba: BenchmarkAnalysis) -> dict[str, Answer | None]:
     return {str(q["ask"]): a for q, a in answers(ba)}
 
 
-def _holds(ok: bool) -> str:
-    return "holds" if ok else "differs"
+_QUESTIONS_LEGEND = ("holds: the two CIs share a range; differs: they do not, and the table "
+                     "below calls a change; inconclusive: they do not, but the table calls no "
+                     "change (run-to-run drift is not ruled out)")
 
 
 def print_question_changes(changes: list[QuestionChange], console: Console) -> None:
     if not changes:
         return
-    console.print(Text("Questions: old → new (holds: the two CIs share a range)", style="bold"))
+    console.print(Text(f"Questions: old → new ({_QUESTIONS_LEGEND})", style="bold"))
     for qc in changes:
         console.print(Text(f"{qc.benchmark}: ", style="bold") + Text(qc.ask))
         if not qc.rows:
             console.print(Text("  not answered by either run", style="yellow"))
         for label, old, new, ok in qc.rows:
             console.print(Text(f"  {label}: {old} → {new}: ")
-                          + Text(_holds(ok), style="green" if ok else "bold red"))
+                          + Text(qc.state(ok), style=_QUESTION_STYLE[qc.state(ok)]))
     console.print()
 
 
 def _question_blocks(changes: list[QuestionChange]) -> list[Block]:
     if not changes:
         return []
-    rows = [[qc.benchmark, qc.ask, label, old, new, _holds(ok)]
+    rows = [[qc.benchmark, qc.ask, label, old, new, qc.state(ok)]
             for qc in changes for label, old, new, ok in qc.rows or [("—", "—", "—", False)]]
-    return [Paragraph((strong("Questions"), ": each answer old and new; holds when the two CIs "
-                       "share a range.")),
+    return [Paragraph((strong("Questions"), f": each answer old and new; {_QUESTIONS_LEGEND}.")),
             table(["benchmark", "question", "figure", "old", "new", ""], rows)]
 
 
@@ -158,6 +190,9 @@ def print_comparison(cmp: RunComparison, console: Console,
             console.print(Text(f"{label}: " + "; ".join(c.key for c in cases), style="yellow"))
     if cmp.changes:
         console.print(Text(cmp.basis_sentence()), soft_wrap=True)
+        console.print(Text(cmp.rule_sentence(threshold)), soft_wrap=True)
+        for line in settle_lines(cmp):
+            console.print(Text(line, style="yellow"), soft_wrap=True)
 
 
 def render_comparison_markdown(cmp: RunComparison,
@@ -171,6 +206,7 @@ def render_comparison_markdown(cmp: RunComparison,
         Paragraph((strong("old"), ": ", code(_run_ids(cmp.olds, cmp.old)), f" on {old_m}")),
         Paragraph((strong("new"), ": ", code(_run_ids(cmp.news, cmp.new)), f" on {new_m}")),
         Paragraph((cmp.basis_sentence(),)),
+        Paragraph((cmp.rule_sentence(threshold),)),
         *_question_blocks(question_changes(cmp, threshold)),
         cases,
     ]
@@ -178,4 +214,5 @@ def render_comparison_markdown(cmp: RunComparison,
                         (NO_RATIO[0].upper() + NO_RATIO[1:], cmp.no_ratio)):
         if left:
             blocks.append(Paragraph((f"{label}: " + "; ".join(c.key for c in left),)))
+    blocks += [Paragraph((line,)) for line in settle_lines(cmp)]
     return MarkdownExporter().fragment(blocks)

@@ -227,7 +227,7 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
         why.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
     if _touches_threshold(ratio, ba.threshold):
         why.append(f"its CI touches the ±{ba.threshold * 100:g}% threshold")
-    elif verdict not in ("faster", "slower", "equivalent"):
+    elif verdict == "inconclusive":
         why.append(f"not significant after Holm correction (p = {best.comparison.p_holm:.2g})")
     involved: tuple[CaseResult, ...] = (best, base)
     which = "best" if _better(ba, g.metric, ratio.ratio) else "closest"
@@ -250,8 +250,8 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
                 f"{named_best} is equivalent to {base_name} within {band}: "
                 f"{phrase} {figure}{level}")
     else:
-        # "shown": a CI that reaches the threshold may be a wide one (noise), not a proof
-        # that the variants are level.
+        # "shown": an "inconclusive" verdict is a CI that reaches the threshold, which may be
+        # a wide one (noise), not a proof that the variants are level.
         text = (f"no variant is shown to differ from {base_name} by more than "
                 f"±{ba.threshold * 100:g}%: {named_best} is {phrase} {figure}{level}")
     return Clause(where, text, why, involved,

@@ -54,6 +54,7 @@ td.fact { white-space: pre-wrap; word-break: break-word; }
 .faster { color: var(--faster); font-weight: 600; }
 .slower { color: var(--slower); font-weight: 600; }
 .same, .na { color: var(--muted); }
+.inconclusive { color: var(--muted); font-style: italic; }
 .baseline-tag { color: var(--muted); font-size: .8em; }
 details pre { background: #f6f8fa; padding: .5rem .75rem; overflow-x: auto;
   white-space: pre-wrap; }

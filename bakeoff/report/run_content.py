@@ -70,7 +70,8 @@ from bakeoff.report.words import better_phrase, crossover_sentence, fit_sentence
 from bakeoff.stats.estimates import interval_note
 
 # A verdict's HTML class (colour) in a table cell.
-VERDICT_CLASS = {"faster": "faster", "slower": "slower", "same": "same", "equivalent": "same",
+VERDICT_CLASS = {"faster": "faster", "slower": "slower", "equivalent": "same",
+                 "inconclusive": "inconclusive",
                  "—": "", "n/a": "na"}
 _WHY = re.compile(r" (\[tentative: [^\]]*\])")
 NO_CROSSOVER = ("No crossover: along every swept param each variant stays on one side of the "
@@ -357,8 +358,9 @@ def top_findings_md(found: list[BenchmarkFindings]) -> Section:
               "paired by round) with its "
               f"95% CI: {GLYPHS['faster']} better than the baseline beyond the verdict's "
               f"threshold, {GLYPHS['slower']} worse, {GLYPHS['equivalent']} equivalent (the "
-              f"whole CI within the threshold), {GLYPHS['same']} no difference of that size "
-              f"shown (where the baseline lacks the metric, a median with its CI). "
+              f"whole CI within the threshold), {GLYPHS['inconclusive']} inconclusive: "
+              "neither a difference of that size nor its absence shown (where the baseline "
+              "lacks the metric, a median with its CI). "
               f"{interval_note()}.")
     return Section("Findings", (Items(items), Paragraph((legend,))))
 

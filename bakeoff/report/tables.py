@@ -23,7 +23,7 @@ from bakeoff.report.format import (
     fmt_with_ci,
     params_label,
 )
-from bakeoff.report.words import Verdict, lower_is_better, speedup, verdict
+from bakeoff.report.words import Verdict, lower_is_better, speedup, verdict, verdict_cell
 from bakeoff.stats.estimates import MIN_VALUES_FOR_TAIL_QUANTILES, Summary
 
 
@@ -161,7 +161,7 @@ def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
                                 r.unit, "") if r.signed else MISSING),
             "ratio": fmt_ratio(vs.ratio, vs.ci_low, vs.ci_high) if vs else MISSING,
             "speedup": MISSING,
-            "verdict": verdict(r, ba.info.baseline),
+            "verdict": verdict_cell(r, ba.info.baseline),
             "p": f"{fmt_p(cmp.ratio.p_value)} ({fmt_p(cmp.p_holm)})" if cmp else MISSING,
             "shift": (fmt_with_ci(cmp.shift.estimate, cmp.shift.ci_low, cmp.shift.ci_high,
                                   r.unit, "") if cmp else MISSING),

@@ -18,8 +18,8 @@ from bakeoff.report.tables import CaseRow, case_rows, failed_trials
 from bakeoff.report.words import better_phrase
 
 MAX_SKIP_REASONS = 5  # distinct skip reasons printed per benchmark; report.md has them all
-_VERDICT_STYLE = {"faster": "green", "slower": "red", "same": "dim", "equivalent": "cyan", "—": "",
-                  "n/a": "dim"}
+_VERDICT_STYLE = {"faster": "green", "slower": "red", "equivalent": "cyan",
+                  "inconclusive": "yellow", "—": "", "n/a": "dim"}
 
 
 def _params_cell(ba: BenchmarkAnalysis, row: CaseRow, single: str | None) -> str:

@@ -15,11 +15,14 @@ from bakeoff.report.format import (
     params_label,
     swept_label,
 )
+from bakeoff.stats import verdicts
 from bakeoff.stats.estimates import Ratio, interval_note
 
 FACTOR_FROM = 1.5  # further from 1 than this (either way), a ratio reads as a factor
 
-Verdict = Literal["faster", "slower", "same", "equivalent", "—", "n/a"]
+# A case row's verdict: the stats vocabulary (stats/verdicts.py), or none for the baseline
+# row ("—") and a case without a ratio ("n/a").
+Verdict = verdicts.Verdict | Literal["—", "n/a"]
 
 
 def lower_is_better(ba: BenchmarkAnalysis, metric: str) -> bool:
@@ -38,6 +41,25 @@ def verdict(result: CaseResult, baseline: str) -> Verdict:
     if result.case.variant == baseline:
         return "—"
     return result.verdict or "n/a"
+
+
+def verdict_cell(result: CaseResult, baseline: str) -> str:
+    """The verdict as a table cell: an inconclusive one says what would settle it in short
+    ('inconclusive (≈40 trials)'); settle_sentence says it in full."""
+    v = verdict(result, baseline)
+    cmp = result.comparison
+    if v != verdicts.INCONCLUSIVE or cmp is None or cmp.settle is None:
+        return v
+    total = cmp.settle.more(result.summary.n_trials if result.summary else 0)
+    return f"{v} (≈{total} trials)" if total else f"{v} (at the threshold's edge)"
+
+
+def settle_sentence(result: CaseResult) -> str | None:
+    """An inconclusive case's 'about 40 trials a side would settle it (CI ±6.1% now, …)'."""
+    cmp = result.comparison
+    if cmp is None or cmp.verdict != verdicts.INCONCLUSIVE or cmp.settle is None:
+        return None
+    return cmp.settle.words(result.summary.n_trials if result.summary else 0)
 
 
 def speedup(r: Ratio, lower_better: bool) -> tuple[float, float, float]:
@@ -128,13 +150,10 @@ def fit_sentence(ba: BenchmarkAnalysis, sf: SweepFit) -> str:
 
 def verdict_rule(threshold: float) -> str:
     """How a verdict is reached, and how its CIs are made, said once under every case table."""
-    return (f"Verdicts: faster/slower when the ratio differs from 1 beyond doubt (its CI's t "
-            f"test p, Holm-corrected across the variant's cells, is below 0.05) and its whole "
-            f"95% CI lies beyond ±{threshold * 100:g}%; equivalent when its whole 95% CI lies "
-            f"within ±{threshold * 100:g}% (any difference is smaller than that); otherwise "
-            "same (no difference of that size shown, nor its absence). The Mann-Whitney p on "
-            f"per-trial medians is shown beside it. Outliers are counted, never dropped. "
-            f"{interval_note()}.")
+    return (f"Verdicts (Holm across the variant's cells): {verdicts.rule(threshold)}; an "
+            "inconclusive cell's bracket is about how many trials a side would settle it, from "
+            "its CI's width now. The Mann-Whitney p on per-trial medians is shown beside it. "
+            f"Outliers are counted, never dropped. {interval_note()}.")
 
 
 def shown_metric(ba: BenchmarkAnalysis, metric: str) -> str:

@@ -7,10 +7,10 @@ alarm. Two figures come out:
 - within a run: A' against A, each run's ratio CIs and verdicts (bakeoff's home ground:
   interleaved trials, ratios within one run);
 - across runs: each run against the next, case by case (what `bakeoff compare` of one run a
-  side faces). The runs' drift gives the run-to-run spread (bakeoff/stats/drift.py), recorded in
-  the user's state directory for `compare` to widen one-run-a-side CIs with. How well the
-  widened CIs do is checked leave-one-pair-out: each pair is judged with the spread
-  estimated from the other pairs, never its own.
+  side faces). The runs' drift gives the run-to-run spread (bakeoff/stats/drift.py) of these
+  commands, now; it is printed, not recorded (a comparison's drift is measured for its own
+  commands: selftest/drift_of.py). How well widened CIs would do is checked
+  leave-one-pair-out: each pair is judged with the spread estimated from the other pairs.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from bakeoff.analysis.within_run import analyze
 from bakeoff.core import pids as procs
 from bakeoff.core.errors import UsageError
 from bakeoff.declare.model import RunRecord
-from bakeoff.stats import drift
+from bakeoff.stats import drift, verdicts
 from bakeoff.store import results as store
 
 # The measured work: awk summing n integers, so a size scales the work without a compiler.
@@ -118,7 +118,7 @@ def figures(runs: Sequence[RunRecord], threshold: float, how: str = "") -> Figur
                     continue
                 within[0] += 1
                 within[1] += r.vs_baseline.ci_low <= 1 <= r.vs_baseline.ci_high
-                within[2] += r.verdict in ("faster", "slower")
+                within[2] += verdicts.is_called(r.verdict)
     # Per run pair, each case's log ratio and the within-run variance of it.
     pair_cases: list[list[tuple[float, float, float, float]]] = []
     for old, new in itertools.pairwise(runs):

@@ -7,10 +7,12 @@ drift a regression. The model: each run carries one multiplicative offset per ca
 log-normal with a standard deviation `sigma` (the run-to-run spread); a ratio new / old of
 one run a side then has variance se_within^2 + 2 sigma^2 on the log scale.
 
-`sigma` comes from `bakeoff selftest` (bakeoff/selftest/aa_runs.py), which measures it on this host
-and records it in the user's state directory ($XDG_STATE_HOME/bakeoff/run-spread.json); its
-degrees of freedom (the run pairs it rests on) widen the t quantile, so a spread measured on
-few pairs widens more. A spread applies only to runs of the host it was measured on.
+Nothing here is hidden state. A `Drift` is measured for one benchmark and metric on one host
+(`bakeoff selftest --of DIR` runs DIR's commands again, back to back) and kept *with the run*
+it was measured for (DIR/drift.json), dated; `bakeoff compare` reads it from the runs it is
+given, uses it only for those cases on that host, and prints which it used. Its degrees of
+freedom (the run pairs it rests on) widen the t quantile, so a drift measured on few pairs
+widens more.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ from typing import Any
 
 from bakeoff.core import lazy
 
-SPREAD_FILE = "run-spread.json"
-SPREAD_VERSION = 1
+DRIFT_FILE = "drift.json"  # in a results directory, beside results.json
+DRIFT_VERSION = 2
 
 
 def state_dir() -> Path:
-    """The user's state directory for bakeoff (XDG: $XDG_STATE_HOME, else ~/.local/state)."""
+    """The user's state directory for bakeoff (XDG: $XDG_STATE_HOME, else ~/.local/state):
+    where the history's default file lives. No drift is kept there: a drift belongs to the
+    run it was measured for (drift.json beside its results.json)."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "bakeoff"
 
@@ -65,46 +69,74 @@ def host_key(host: dict[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class RunSpread:
-    """The run-to-run spread measured on one host."""
+class Drift:
+    """The run-to-run spread of one benchmark's metric, measured on one host."""
 
     sigma: float  # SD of one run's log-scale offset
     pairs: int  # the run pairs it was estimated from: its degrees of freedom
     host_key: str
-    measured_at: str
+    measured_at: str  # UTC, ISO 8601
     how: str  # what was measured (command, runs, trials), for the report
+    benchmark: str = ""
+    metric: str = ""
+    cases: tuple[str, ...] = ()  # the case keys it was measured on
 
-    def applies_to(self, host: dict[str, Any]) -> bool:
-        return bool(self.host_key) and host_key(host) == self.host_key
+    def applies_to(self, host: dict[str, Any], benchmark: str = "", metric: str = "",
+                   case: str = "") -> bool:
+        """Measured on this host, for this benchmark, metric and case (each when given)."""
+        return (bool(self.host_key) and host_key(host) == self.host_key
+                and (not benchmark or benchmark == self.benchmark)
+                and (not metric or metric == self.metric)
+                and (not case or case in self.cases))
+
+    def words(self) -> str:
+        """'±4.1% a run (8 run pairs, measured 2026-11-29 08:10 UTC)'."""
+        return (f"±{self.sigma * 100:.1f}% a run ({self.pairs} run pairs, measured "
+                f"{self.measured_at[:16].replace('T', ' ')} UTC)")
 
 
-def spread_path() -> Path:
-    return state_dir() / SPREAD_FILE
+# The name this record had when one spread served every benchmark (kept for callers).
+RunSpread = Drift
 
 
-def load_spread() -> RunSpread | None:
-    """The recorded spread, or None: none recorded, or a file this version cannot read (a
-    damaged file is as good as none: compare then says the change cannot be told)."""
+def drift_path(run_dir: Path) -> Path:
+    return Path(run_dir) / DRIFT_FILE
+
+
+def load_drifts(run_dir: Path) -> list[Drift]:
+    """The drifts recorded with a run (none when it has no drift.json, or one this version
+    cannot read: a damaged file is as good as none, and compare then says inconclusive)."""
     try:
-        d = json.loads(spread_path().read_text())
-        if d.get("version") != SPREAD_VERSION:
-            return None
-        spread = RunSpread(float(d["sigma"]), int(d["pairs"]), str(d["host_key"]),
-                           str(d["measured_at"]), str(d["how"]))
+        d = json.loads(drift_path(run_dir).read_text())
+        if d.get("version") != DRIFT_VERSION:
+            return []
+        out = [Drift(float(e["sigma"]), int(e["pairs"]), str(e["host_key"]),
+                     str(e["measured_at"]), str(e["how"]), str(e["benchmark"]),
+                     str(e["metric"]), tuple(str(c) for c in e["cases"]))
+               for e in d["drifts"]]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-    if not (math.isfinite(spread.sigma) and spread.sigma >= 0 and spread.pairs >= 1):
-        return None
-    return spread
+        return []
+    return [x for x in out if math.isfinite(x.sigma) and x.sigma >= 0 and x.pairs >= 1]
 
 
-def save_spread(spread: RunSpread, path: Path | None = None) -> Path:
-    path = path or spread_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+def save_drift(run_dir: Path, drift: Drift) -> Path:
+    """Record a drift with the run (replacing one of the same benchmark, metric and host)."""
+    path = drift_path(run_dir)
+    kept = [d for d in load_drifts(run_dir)
+            if (d.benchmark, d.metric, d.host_key) != (drift.benchmark, drift.metric,
+                                                        drift.host_key)]
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"version": SPREAD_VERSION, **asdict(spread)}, indent=2) + "\n")
+    tmp.write_text(json.dumps({"version": DRIFT_VERSION,
+                               "drifts": [asdict(d) for d in [*kept, drift]]}, indent=2) + "\n")
     tmp.replace(path)
     return path
+
+
+def latest(drifts: list[Drift], host: dict[str, Any], benchmark: str, metric: str,
+           case: str) -> Drift | None:
+    """The most recently measured drift that applies to this case, or None."""
+    fitting = [d for d in drifts if d.applies_to(host, benchmark, metric, case)]
+    return max(fitting, key=lambda d: d.measured_at) if fitting else None
 
 
 def estimate_sigma(log_diffs: list[float], within_vars: list[float]) -> float:
@@ -125,7 +157,7 @@ def log_se_of_ci(ci_low: float, ci_high: float, confidence: float = 0.95) -> flo
     return (math.log(ci_high) - math.log(ci_low)) / (2 * z)
 
 
-def widened(ratio: float, se_within: float, spread: RunSpread,
+def widened(ratio: float, se_within: float, spread: Drift,
             confidence: float = 0.95) -> tuple[float, float, float]:
     """(ci_low, ci_high, p) of a one-run-a-side ratio with the run-to-run spread added:
     log ratio +- t * sqrt(se^2 + 2 sigma^2), t on Welch-Satterthwaite degrees of freedom

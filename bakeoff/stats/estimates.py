@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bakeoff.core import lazy
+from bakeoff.stats import verdicts
 
 CONFIDENCE = 0.95
 N_BOOT = 2000
@@ -683,34 +684,13 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-# "equivalent": the whole CI lies within ±threshold (a claim: any difference is smaller than
-# that); "same": no difference of that size shown (the CI reaches past the threshold, or the
-# test is not significant after correction: which includes "not enough trials to tell").
-Verdict = Literal["faster", "slower", "same", "equivalent"]
-# The verdicts that call no difference (for counting what a comparison flags).
-NO_DIFFERENCE: tuple[Verdict, ...] = ("same", "equivalent")
-
-ALPHA = 0.05
-DEFAULT_THRESHOLD = 0.02
-
-
-def verdict(
-    ratio: Ratio, p_adjusted: float, lower_is_better: bool, threshold: float = DEFAULT_THRESHOLD
-) -> Verdict:
-    """'faster'/'slower' only when the difference is both real and large enough to matter:
-    the Holm-adjusted p of the CI's test is below 5%, AND the whole 95% CI of the ratio lies
-    beyond the practical threshold (e.g. below 0.98 for 2%). 'equivalent' when the whole CI
-    lies within 1 ± threshold (two one-sided tests at 2.5% each: the difference is shown to be
-    smaller than the threshold). Anything else is 'same': no difference of that size was
-    shown, nor its absence (a wide CI)."""
-    significant = not math.isnan(p_adjusted) and p_adjusted < ALPHA
-    if significant and ratio.ci_high < 1 - threshold:
-        return "faster" if lower_is_better else "slower"
-    if significant and ratio.ci_low > 1 + threshold:
-        return "slower" if lower_is_better else "faster"
-    if 1 - threshold <= ratio.ci_low and ratio.ci_high <= 1 + threshold:
-        return "equivalent"
-    return "same"
+# The verdict vocabulary and rule live in stats/verdicts.py (three states, never two); they
+# are re-exported here for the callers that read them with the estimates.
+ALPHA = verdicts.ALPHA
+DEFAULT_THRESHOLD = verdicts.DEFAULT_THRESHOLD
+Verdict = verdicts.Verdict
+NO_DIFFERENCE = verdicts.NO_DIFFERENCE
+verdict = verdicts.verdict
 
 
 # ---- straight-line fits along a param --------------------------------------------------
