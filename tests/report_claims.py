@@ -20,6 +20,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from bakeoff.report.compact import GLYPHS
+
 _NUM = r"[-−]?(?:\d[\d,]*\.?\d*|\.\d+)(?:e[-+]?\d+)?"
 _UNIT = r"(?:ns|µs|ms|s|B|KiB|MiB|GiB|TiB|%|×|k|M|G|T)"
 _SCALE = {"ns": 1.0, "µs": 1e3, "ms": 1e6, "s": 1e9, "B": 1.0, "KiB": 1024.0,
@@ -113,12 +115,16 @@ def _negative_count(line: str) -> list[str]:
             for m in re.findall(r"\([^()]*(?<![\w.])[-−]\d[^()]*\)", sentence)]
 
 
+# The verdict glyphs a compact table's cell ends with (report.compact.GLYPHS).
+_GLYPHS = re.escape("".join(GLYPHS.values()))
+
+
 def _cells(lines: list[str]) -> dict[tuple[str, str], str]:
     """The compact tables' cells: (row label, column) -> the cell's text, glyph aside."""
     out = {}
     for _, header, cells in _table_rows(lines):
         for col, cell in zip(header[1:], cells[1:], strict=False):
-            out[(cells[0], col)] = re.sub(r"\s*[✓✗=≈]$", "", cell)
+            out[(cells[0], col)] = re.sub(rf"\s*[{_GLYPHS}]$", "", cell)
     return out
 
 
