@@ -31,11 +31,19 @@ from rich.text import Text
 
 from bakeoff.core.errors import Interrupted, UsageError
 from bakeoff.declare import questions, registry
-from bakeoff.declare.model import Case, RunContext, RunRecord, RunSettings, Trial
+from bakeoff.declare.model import (
+    Case,
+    Contention,
+    Profile,
+    RunContext,
+    RunRecord,
+    RunSettings,
+    Trial,
+)
 from bakeoff.machine import cpus
 from bakeoff.machine import host as hostmod
 from bakeoff.plan.cases import BenchmarkPlan
-from bakeoff.run import allocation, cleanup, interrupts
+from bakeoff.run import allocation, cleanup, contention, interrupts
 from bakeoff.run.progress import RunProgress, earlier_seconds
 from bakeoff.run.protocol import ProgramOutput, plan_trial
 from bakeoff.run.trial_process import ActiveChild, ProcessResult, run_program
@@ -432,17 +440,15 @@ class _Measurement:
             self.round_no += 1
         return True
 
-    def _trial(self, case: Case, round_no: int | None) -> None:
-        bench, profile = self.plan.benchmark, self.plan.profile
-        label = _trial_label(case, round_no)
-        if round_no is None or (profile.counted_trials is not None
-                                and self.count[case] >= profile.counted_trials):
-            # Counted samples in a case's first counted_trials measured trials only.
-            profile = dataclasses.replace(profile, counted_samples=0)
+    def _attempt(self, case: Case, label: str,
+                 profile: Profile) -> tuple[str, ProcessResult, Contention | None]:
+        """One run of the trial's process: when it started, what it gave, its contention."""
+        bench = self.plan.benchmark
         self.progress.starting(case, label)
         trial_plan = plan_trial(bench, case, profile, self.ctx, self.state)
         started = store.utc_now()
         env = {**trial_plan.env, **cpus.trial_env(self.trial_cpus)}
+        mark = contention.MachineMark.now()
         result = (ProcessResult("failed", None, 0.0, ProgramOutput(), None, "",
                                 trial_plan.failure) if trial_plan.failure is not None
                   else run_program(trial_plan.argv, env, profile.timeout_s,
@@ -454,6 +460,62 @@ class _Measurement:
             # measures it again instead of keeping half a measurement.
             raise Interrupted(interrupts.received() or signal.SIGINT)
         self.walls.setdefault(case, []).append(result.wall_s)
+        strain = contention.of_trial(mark, result.rusage, result.nivcsw, result.run_delay_s,
+                                     result.output.meta)
+        return started, result, strain
+
+    @staticmethod
+    def _wait_share(result: ProcessResult, strain: Contention | None) -> float:
+        """What the choice among attempts minimises: an ok attempt before any other, then
+        the least run-queue wait per wall second."""
+        share = strain.wait_share(result.wall_s) if strain is not None else None
+        return (0.0 if result.status == "ok" else 1e9) + (share or 0.0)
+
+    def _retake(self, result: ProcessResult, strain: Contention | None, attempts: int) -> bool:
+        """Whether to measure the trial again: it was held off the CPU past the threshold,
+        it has attempts left, and the run's retake budget is not spent."""
+        settings = self.settings
+        if result.status != "ok" or attempts > settings.retakes:
+            return False
+        if len(self.record.retaken) >= max(
+                1, contention.RETAKE_BUDGET_SHARE * len(self.record.trials)):
+            return False
+        if not self.budget.allows(result.wall_s):
+            return False
+        return contention.retake_reason(strain, result.wall_s,
+                                        settings.retake_wait) is not None
+
+    def _record_retaken(self, case: Case, round_no: int, started: str, result: ProcessResult,
+                        strain: Contention | None) -> None:
+        why = contention.retake_reason(strain, result.wall_s, self.settings.retake_wait)
+        trial = Trial(case=case, index=self.count[case], round=round_no,
+                      status=result.status,  # type: ignore[arg-type]
+                      started_at=started, wall_s=result.wall_s, exit_code=result.exit_code,
+                      samples={}, counters={}, meta={}, rusage=result.rusage,
+                      error=result.error, contention=strain,
+                      retaken_because=why or "a less contended attempt was kept")
+        store.append_trial(trial, self.run_dir)
+        self.record.retaken.append(trial)
+
+    def _trial(self, case: Case, round_no: int | None) -> None:
+        bench, profile = self.plan.benchmark, self.plan.profile
+        label = _trial_label(case, round_no)
+        if round_no is None or (profile.counted_trials is not None
+                                and self.count[case] >= profile.counted_trials):
+            # Counted samples in a case's first counted_trials measured trials only.
+            profile = dataclasses.replace(profile, counted_samples=0)
+        attempts: list[tuple[str, ProcessResult, Contention | None]] = []
+        while True:
+            started, result, strain = self._attempt(case, label, profile)
+            attempts.append((started, result, strain))
+            if round_no is None or not self._retake(result, strain, len(attempts)):
+                break
+            self.progress.grow([case])  # a trial nobody planned: the bar and time left follow
+        # The least contended attempt is the trial; the others are recorded as retaken.
+        started, result, strain = min(attempts, key=lambda a: self._wait_share(a[1], a[2]))
+        for other_started, other, other_strain in attempts:
+            if other is not result and round_no is not None:
+                self._record_retaken(case, round_no, other_started, other, other_strain)
         if result.status == "timeout" and bench.timeout_ends_case:
             self.ended.add(case)
             self.record.warnings.append(
@@ -480,7 +542,7 @@ class _Measurement:
             started_at=started, wall_s=result.wall_s, exit_code=result.exit_code,
             samples=kept, counters=result.output.counters, meta=result.output.meta,
             rusage=result.rusage, error=result.error, stderr_tail=result.stderr_tail,
-            sample_counts=counts,
+            sample_counts=counts, contention=strain,
         )
         # Every sample to samples.csv first, then the trial to the journal: a kill between
         # leaves CSV rows of a trial the record lacks, which --resume drops.

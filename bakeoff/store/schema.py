@@ -69,6 +69,9 @@ TRIAL = {
     "counters": NUMBER_MAP, "meta": dict,
     "rusage": Optional({"user_s": float, "sys_s": float, "max_rss_kib": int}),
     "error?": Optional(str), "stderr_tail?": str, "sample_counts?": Map(AtLeast(1)),
+    "contention?": Optional({"cpu_s": float, "run_delay_s": Optional(float), "steal_s": float,
+                             "nivcsw": AtLeast(0), "load": float, "cpus": AtLeast(1)}),
+    "retaken_because?": Optional(str),
 }
 def _shape_of(hint: Any) -> Any:
     """The shape of a RunSettings field's type: float, bool, int, str, X | None and
@@ -97,7 +100,7 @@ RUN = {
     "seed": AtLeast(0), "host": dict, "warnings": [str], "benchmarks": Map(BENCHMARK_INFO),
     "cases": [CASE], "skips": [{"case": CASE, "reason": str}], "trials": [TRIAL],
     "settings?": _settings_shape(),
-    "stop_reason?": Optional(str), "capped?": [CASE],
+    "stop_reason?": Optional(str), "capped?": [CASE], "retaken?": [TRIAL],
 }
 
 
