@@ -12,7 +12,10 @@ is the hypervisor running someone else on our vCPUs (/proc/stat, all CPUs, 10 ms
 A trial whose wait passes RunSettings.retake_wait of its wall time is measured again, up to
 RunSettings.retakes times, the least contended attempt kept and the others recorded as
 retaken with why (RunRecord.retaken); across the run, retakes stop at RETAKE_BUDGET_SHARE of
-the trials, so a machine busy throughout costs at most that much more time.
+the trials, and for a benchmark once RETAKE_FUTILE_AFTER trials in a row found no attempt
+under the threshold (a machine busy throughout: a run warning says so). Retakes help where
+load comes and goes; where it stays, the report's header line and marks say the figures are
+the busy machine's.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from dataclasses import dataclass
 from bakeoff.declare.model import Contention, Rusage
 
 RETAKE_BUDGET_SHARE = 0.5  # retakes, run-wide, at most half as many as the measured trials
+# Retakes stop for a benchmark after this many trials in a row whose every attempt waited past
+# the threshold: a machine busy throughout gives no freer CPU to retake on.
+RETAKE_FUTILE_AFTER = 3
 CHILDREN_WAIT_META = "children_run_delay_s"  # a trial's report of its spawned processes' wait
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 

@@ -275,6 +275,9 @@ class _Measurement:
         self.rule = _rule(plan, self.settings)
         self.precision = _precision(plan, self.settings, run.seed)
         self.others = _others(plan, self.settings)
+        # Retakes that find no freer CPU (_judge_retakes): in a row, and whether they stopped.
+        self.futile_in_a_row = 0
+        self.retakes_futile = False
 
     def run(self) -> None:
         bench, profile = self.plan.benchmark, self.plan.profile
@@ -480,10 +483,30 @@ class _Measurement:
         if len(self.record.retaken) >= max(
                 1, contention.RETAKE_BUDGET_SHARE * len(self.record.trials)):
             return False
-        if not self.budget.allows(result.wall_s):
+        if not self.budget.allows(result.wall_s) or self.retakes_futile:
             return False
         return contention.retake_reason(strain, result.wall_s,
                                         settings.retake_wait) is not None
+
+    def _judge_retakes(self, kept: ProcessResult, strain: Contention | None,
+                       attempts: int) -> None:
+        """After a trial that was retaken: did a retake find a CPU free enough? After
+        RETAKE_FUTILE_AFTER trials in a row whose every attempt waited past the threshold,
+        the machine is busy throughout: retakes stop for this benchmark, and the run says so
+        (the figures are then the busy machine's; the report's header says how busy)."""
+        if attempts < 2:
+            return
+        if contention.retake_reason(strain, kept.wall_s, self.settings.retake_wait) is None:
+            self.futile_in_a_row = 0
+            return
+        self.futile_in_a_row += 1
+        if self.futile_in_a_row >= contention.RETAKE_FUTILE_AFTER:
+            self.retakes_futile = True
+            self.record.warnings.append(
+                f"{self.plan.benchmark.name}: retakes stopped after {self.futile_in_a_row} "
+                "trials in a row whose every attempt waited over "
+                f"{(self.settings.retake_wait or 0) * 100:g}% of its wall time for a CPU: the "
+                "machine was busy throughout, so its figures include other work's time")
 
     def _record_retaken(self, case: Case, round_no: int, started: str, result: ProcessResult,
                         strain: Contention | None) -> None:
@@ -513,6 +536,7 @@ class _Measurement:
             self.progress.grow([case])  # a trial nobody planned: the bar and time left follow
         # The least contended attempt is the trial; the others are recorded as retaken.
         started, result, strain = min(attempts, key=lambda a: self._wait_share(a[1], a[2]))
+        self._judge_retakes(result, strain, len(attempts))
         for other_started, other, other_strain in attempts:
             if other is not result and round_no is not None:
                 self._record_retaken(case, round_no, other_started, other, other_strain)
