@@ -533,7 +533,7 @@ class _Measurement:
             attempts.append((started, result, strain))
             if round_no is None or not self._retake(result, strain, len(attempts)):
                 break
-            self.progress.grow([case])  # a trial nobody planned: the bar and time left follow
+            self.progress.retaking(case)  # more time, not another trial of the plan
         # The least contended attempt is the trial; the others are recorded as retaken.
         started, result, strain = min(attempts, key=lambda a: self._wait_share(a[1], a[2]))
         self._judge_retakes(result, strain, len(attempts))
