@@ -145,6 +145,8 @@ def test_each_trial_runs_the_command_k_times_and_counts_every_execution(
                "--warmup-trials", str(warmup_trials),
                "--setup", f"echo setup >> {log}", "--prepare", f"echo prepare >> {log}",
                "--cleanup", f"echo cleanup >> {log}",
+               # Every process counted: a retake (tests/test_contention.py) would add one.
+               "--retakes", "0",
                "-n", "true", "-n", "cat", "true", "cat /proc/self/stat")
     _ok(res)
     doc = saved_results(out)
@@ -157,8 +159,11 @@ def test_each_trial_runs_the_command_k_times_and_counts_every_execution(
         assert len(ts) == trials
         for t in ts:
             assert t["status"] == "ok"
-            for metric in ("wall_time", "user_time", "sys_time", "peak_rss"):
+            for metric in ("wall_time", "user_time", "sys_time", "cpu_time", "peak_rss"):
                 assert len(t["samples"][metric]) == runs, (metric, t["samples"])
+            assert t["samples"]["cpu_time"] == [
+                pytest.approx(u + s, abs=1e-9)
+                for u, s in zip(t["samples"]["user_time"], t["samples"]["sys_time"], strict=True)]
             assert all(v > 0 for v in t["samples"]["wall_time"])
             assert all(v > 0 for v in t["samples"]["peak_rss"])
             assert t["meta"]["executions"] == runs + warmup
@@ -453,8 +458,10 @@ def test_an_interrupted_run_resumes_from_its_recorded_definition(
     try:
         deadline = time.monotonic() + 60
         journal = out / "trials.jsonl"
+        # Trials recorded: the journal's lines but those of retaken attempts.
         while time.monotonic() < deadline and (
-                not journal.exists() or len(journal.read_text().splitlines()) < 4):
+                not journal.exists() or sum('"retaken_because"' not in line for line in
+                                            journal.read_text().splitlines()) < 4):
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)

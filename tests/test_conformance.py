@@ -172,6 +172,14 @@ def check_quick_run(bench: Benchmark, quick_run: dict[str, Any]) -> None:
         assert printed <= declared, (
             f"{t['case']}: samples of undeclared metric(s) {printed - declared}")
         assert all(v == v for vs in t["samples"].values() for v in vs)  # no NaN
+        # Contention (bakeoff/run/contention.py), recorded for every trial of every room:
+        # what can hold at any load. CPU time within wall time x CPUs (rusage ticks: 10 ms);
+        # the wait of the trial process, never negative.
+        c = t.get("contention")
+        assert c is not None, f"{t['case']}: no contention recorded"
+        assert c["run_delay_s"] is not None and c["run_delay_s"] >= 0, (t["case"], c)
+        assert 0 <= c["cpu_s"] <= t["wall_s"] * c["cpus"] + 0.01, (t["case"], t["wall_s"], c)
+        assert c["steal_s"] >= 0 and c["nivcsw"] >= 0 and c["load"] >= 0, (t["case"], c)
     # Not every variant prints the primary metric (heap-sampling's baseline has no added
     # cost to print), but some must, or the report has nothing to rank.
     assert any(bench.primary_metric.name in t["samples"] for t in trials), (

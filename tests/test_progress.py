@@ -176,7 +176,9 @@ def test_a_real_run_on_a_pipe(tmp_path: Path) -> None:
     lines = [ln for ln in res.stdout.splitlines() if "trials" in ln and ": done," in ln]
     assert len(lines) == 1, res.stdout
     # The quick profile: 2 values of n x 2 trials, no warm-up; the baseline alone.
-    assert re.fullmatch(r"flaky: done, 4/4 trials in \d+ s; run 4/4 trials in \d+ s", lines[0])
+    # (+N retaken): trials measured again for waiting too long for a CPU, on a busy machine.
+    assert re.fullmatch(r"flaky: done, 4/4 trials( \(\+\d+ retaken\))? in \d+ s; "
+                        r"run 4/4 trials in \d+ s", lines[0]), lines[0]
     assert time.monotonic() - started < 300
 
 

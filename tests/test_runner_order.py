@@ -52,7 +52,9 @@ def _measure(bench: Benchmark, tmp: Path, seed: int) -> Measured:
     quiet = Console(quiet=True)
     opts = RunOptions(out=tmp / "run", results_root=tmp, build_dir=BUILD, seed=seed,
                       quiet=True, argv=["test"], profile="quick",
-                      settings=RunSettings(pin=False))
+                      # No retakes: the order of every execution is what is checked here;
+                      # a retake under load would add one (tests/test_contention.py).
+                      settings=RunSettings(pin=False, retakes=0))
     # measure() latches SIGINT and SIGTERM for the rest of a bakeoff process; here the
     # process is pytest's, which gets its handlers back.
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}

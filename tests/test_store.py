@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from bakeoff.core.errors import UsageError
-from bakeoff.declare.model import BenchmarkInfo, Case, RunRecord, Rusage, Skip, Trial
+from bakeoff.declare.model import BenchmarkInfo, Case, Contention, RunRecord, Rusage, Skip, Trial
+from bakeoff.report import contention as report_contention
+from bakeoff.run import contention as run_contention
 from bakeoff.store import results as store
 
 
@@ -233,3 +236,51 @@ def test_a_run_without_counted_samples_has_no_counted_csv(tmp_path: Path) -> Non
     csv_out = _csv_of(run, tmp_path)
     store.rewrite_samples_csv(run, tmp_path, ["size"])
     assert csv_out.path.is_file() and not (tmp_path / store.COUNTED_CSV).exists()
+
+
+def _contended(run: RunRecord) -> RunRecord:
+    """make_run() with each trial's contention, and one attempt retaken for waiting."""
+    strain = Contention(cpu_s=0.03, run_delay_s=0.05, steal_s=0.0, nivcsw=3, load=9.5, cpus=2)
+    run.trials = [dataclasses.replace(t, contention=strain) for t in run.trials]
+    first = run.trials[0]
+    run.retaken = [dataclasses.replace(
+        first, started_at="2026-01-01T00:00:00.500+00:00", samples={}, counters={}, meta={},
+        retaken_because="its processes waited 50% of its wall time for a CPU (retaken above 25%)")]
+    return run
+
+
+def test_contention_and_retaken_trials_round_trip_and_journal(tmp_path: Path) -> None:
+    run = _contended(make_run())
+    for name in ("saved", "older"):
+        (tmp_path / name).mkdir()
+    store.save(run, tmp_path / "saved")
+    assert store.load(tmp_path / "saved") == run
+    # In the journal, a retaken attempt shares its trial's (case, index): both are kept,
+    # each in its own list.
+    journaled = tmp_path / "journal"
+    journaled.mkdir()
+    bare = dataclasses.replace(run, status="running", trials=[], retaken=[])
+    store.save(bare, journaled)
+    for t in [*run.retaken, *run.trials]:
+        store.append_trial(t, journaled)
+    back = store.load(journaled)
+    assert back.trials == run.trials and back.retaken == run.retaken
+    # A record from before contention was measured loads as before: none recorded.
+    older = make_run()
+    store.save(older, tmp_path / "older")
+    loaded = store.load(tmp_path / "older")
+    assert all(t.contention is None for t in loaded.trials) and loaded.retaken == []
+
+
+def test_contention_sentence_and_retake_rule() -> None:
+    strain = Contention(cpu_s=0.5, run_delay_s=0.4, steal_s=0.0, nivcsw=3, load=9.5, cpus=2)
+    assert strain.wait_share(1.0) == pytest.approx(0.4)
+    assert run_contention.retake_reason(strain, 1.0, 0.25) is not None
+    assert run_contention.retake_reason(strain, 1.0, 0.5) is None
+    assert run_contention.retake_reason(strain, 1.0, None) is None
+    run = _contended(make_run())
+    rc = report_contention.of_run(run)
+    assert rc is not None and rc.retaken == 1 and rc.contended
+    line = report_contention.sentence(rc)
+    assert line.startswith("Contended: trial processes waited ") and "1 trial retaken" in line
+    assert report_contention.of_run(make_run()) is None  # an older record: nothing to say

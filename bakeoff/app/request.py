@@ -99,6 +99,18 @@ def _time_budget(v: float | None) -> str | None:
     return None
 
 
+def _retake_above(v: float) -> str | None:
+    if not (v > 0 and math.isfinite(v)):
+        return "--retake-above is a percentage of wall time above 0, e.g. --retake-above 25"
+    return None
+
+
+def _retakes(v: int) -> str | None:
+    if not 0 <= v <= 10:
+        return "--retakes is a count from 0 to 10, e.g. --retakes 2 (0: never retake)"
+    return None
+
+
 _LABEL_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
@@ -179,6 +191,15 @@ class RunRequest:
         "Stop starting trials once this many seconds are used (one trial over, at most).",
         float | None, check=_time_budget, to_host=_words("--time-budget"),
         setting="time_budget_s"))
+    retake_above: float = _opt(25.0, Option(
+        ("--retake-above",), "Measure a trial again when other work kept its processes "
+        "waiting for a CPU more than PCT % of its wall time (run-queue wait, schedstat).",
+        float, check=_retake_above, to_host=_words("--retake-above"), setting="retake_wait",
+        recorded=lambda v: v / 100))
+    retakes: int = _opt(2, Option(
+        ("--retakes",), "At most this many retakes per trial (0: never retake); the least "
+        "contended attempt is kept.", int, check=_retakes, to_host=_words("--retakes"),
+        setting="retakes"))
     quiet: bool = _opt(False, Option(
         ("--quiet", "-q"), "Print only failures and the result.", bool, resume_refuses=False))
     pin: bool = _opt(True, Option(

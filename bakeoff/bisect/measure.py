@@ -41,7 +41,8 @@ from bakeoff.run.runner import RunOptions, measure, new_run
 
 MIN_ROUNDS = 8  # a first look's rounds before its CI is looked at
 PLACEHOLDER = "{build}"
-METRICS = tuple(m.name for m in adhoc.METRICS if m.name != "peak_rss")
+# instructions: counted under cachegrind, one execution per trial (cmd --instructions 1).
+METRICS = (*(m.name for m in adhoc.METRICS if m.name != "peak_rss"), adhoc.INSTRUCTIONS.name)
 # A build's path goes into a command line as it is: it must need no quoting there.
 _PLAIN_PATH = re.compile(r"^[A-Za-z0-9_./+=,@:-]+$")
 
@@ -92,7 +93,8 @@ class Measurer:
                     adhoc.Command(rerun.NEW + "measure", command_for(self.request, candidate)))
         shell = self.request.shell or any(adhoc.needs_shell(c.command) for c in commands)
         defn = adhoc.Definition(commands=commands,
-                                shell=adhoc.shell_path(adhoc.DEFAULT_SHELL) if shell else None)
+                                shell=adhoc.shell_path(adhoc.DEFAULT_SHELL) if shell else None,
+                                instructions=int(self.request.metric == adhoc.INSTRUCTIONS.name))
         adhoc.check(defn)
         return defn
 

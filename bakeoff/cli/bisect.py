@@ -38,7 +38,9 @@ def cmd_bisect(
         "--runs", "-r", help="Executions of the command per trial.")] = command.DEFAULT_RUNS,
     metric: Annotated[str, typer.Option(
         help=f"What is compared: {', '.join(METRICS)} (user_time: the program's CPU time, "
-             "which a busy machine's waits do not lengthen).")] = "wall_time",
+             "which a busy machine's waits do not lengthen; instructions: user-space "
+             "instructions under cachegrind, unmoved by load, blind to kernel work and waits)"
+             ".")] = "wall_time",
     shell: Annotated[bool, typer.Option(
         help="Run the measured command through sh (automatic when it uses shell syntax).")]
         = False,

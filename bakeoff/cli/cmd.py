@@ -9,6 +9,7 @@ Flags follow hyperfine where it has one (-n, -r, -w, -s, -p, -c, -i, -P, -D, -L,
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Annotated
 
@@ -58,7 +59,8 @@ def fold_list_scans(argv: list[str]) -> list[str]:
 def _definition(commands: list[str], names: list[str], scan: tuple[str, str, str] | None,
                 step: str | None, lists: list[str], shell: bool | None, shell_program: str,
                 setup: str | None, prepare: str | None, cleanup_cmd: str | None,
-                ignore_failure: bool, check_output: bool) -> adhoc.Definition:
+                ignore_failure: bool, check_output: bool,
+                instructions: int = 0) -> adhoc.Definition:
     if len(names) > len(commands):
         raise UsageError(f"{len(names)} --name for {len(commands)} command(s); give at most one "
                          "per command, in the same order")
@@ -80,7 +82,7 @@ def _definition(commands: list[str], names: list[str], scan: tuple[str, str, str
         commands=cmds, scans=tuple(scans),
         shell=adhoc.shell_path(shell_program) if shell else None,
         setup=setup, prepare=prepare, cleanup=cleanup_cmd, ignore_failure=ignore_failure,
-        check_output=check_output)
+        check_output=check_output, instructions=instructions)
 
 
 def _check_exports(paths: dict[str, Path | None]) -> None:
@@ -141,6 +143,10 @@ def cmd_cmd(
         "--ignore-failure", "-i", help="Measure commands that exit non-zero.")] = False,
     check_output: Annotated[bool, typer.Option(
         "--check-output", help="Fail when the commands' outputs differ.")] = False,
+    instructions: Annotated[int, typer.Option(
+        "--instructions", help="Also count each command's user-space instructions under "
+        "Valgrind's cachegrind, N executions per trial: metric `instructions`, which load does "
+        "not move (no kernel work, no waits).")] = 0,
     warmup: Annotated[int, typer.Option(
         "--warmup", "-w", help="Discarded executions at the start of each trial.")] = 1,
     warmup_trials: Annotated[int, typer.Option(help="Discarded trials per command.")] = 1,
@@ -179,11 +185,16 @@ def cmd_cmd(
     else:
         defn = _definition(commands or [], name or [], parameter_scan, parameter_step_size,
                            parameter_list or [], shell, shell_program, setup, prepare,
-                           cleanup_cmd, ignore_failure, check_output)
+                           cleanup_cmd, ignore_failure, check_output, instructions)
         adhoc.check(defn)
         for flag, count in (("--runs", request.samples), ("--trials", request.trials)):
             if count is not None and count < 1:
                 raise UsageError(f"{flag} must be at least 1, e.g. {flag} 10")
+        if instructions < 0:
+            raise UsageError("--instructions is a count of 0 or more, e.g. --instructions 1")
+        if instructions and shutil.which("valgrind") is None:
+            raise UsageError("--instructions needs Valgrind's cachegrind: install valgrind "
+                             "(apt-get install valgrind)")
         if warmup < 0 or warmup_trials < 0:
             raise UsageError("--warmup and --warmup-trials are counts of 0 or more, e.g. -w 1")
         if not timeout > 0:

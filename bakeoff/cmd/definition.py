@@ -94,6 +94,8 @@ class Definition:
     cleanup: str | None = None
     ignore_failure: bool = False
     check_output: bool = False
+    # --instructions N: N executions per trial counted under cachegrind (metric instructions)
+    instructions: int = 0
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -110,7 +112,8 @@ class Definition:
                             for s in d.get("scans", ())),
                 shell=d.get("shell"), setup=d.get("setup"), prepare=d.get("prepare"),
                 cleanup=d.get("cleanup"), ignore_failure=bool(d.get("ignore_failure")),
-                check_output=bool(d.get("check_output")))
+                check_output=bool(d.get("check_output")),
+                instructions=int(d.get("instructions", 0)))
         except (KeyError, TypeError) as exc:
             raise UsageError(f"the run's recorded command definition is damaged ({exc}); "
                              "start a new run") from None
@@ -346,8 +349,17 @@ METRICS = (
     Metric("user_time", "s", "user CPU time of one execution and its children (wait4)"),
     Metric("sys_time", "s", "system CPU time of one execution and its children (wait4)"),
     Metric("peak_rss", "KiB", "peak resident set of one execution or its largest child (wait4)"),
+    Metric("cpu_time", "s", "user + system CPU time of one execution and its children (wait4): "
+           "its work without the time it waited for a CPU"),
 )
-SUBTRACTED = ("wall_time", "user_time", "sys_time")  # the shell's start-up taken off
+# The shell's start-up taken off (cpu_time is user + sys, each with it taken off).
+SUBTRACTED = ("wall_time", "user_time", "sys_time", "cpu_time")
+# --instructions: a count other work on the machine does not move (waits and kernel work are
+# not in it), for gates, histories and bisects on a busy machine.
+INSTRUCTIONS = Metric("instructions", "instructions",
+                      "user-space instructions of one execution and its children, counted "
+                      "under Valgrind's cachegrind (no kernel work, no waits; a separate "
+                      "execution from the timed ones)")
 SHELL_COUNTERS = (
     Metric("shell_wall_time", "s", "the shell's start-up, median per trial, subtracted"),
     Metric("shell_user_time", "s", "the shell's start-up user CPU, subtracted"),
@@ -368,6 +380,10 @@ def _summary(defn: Definition) -> str:
                  "with it; peak RSS includes the shell.")
     else:
         text += " Commands are executed directly, without a shell."
+    if defn.instructions:
+        text += (f" Then {defn.instructions} execution(s) per trial under Valgrind's cachegrind "
+                 "give `instructions`: user-space instructions only, no kernel work and no "
+                 "waiting, so load on the machine does not move it.")
     if defn.prepare:
         text += f" Before each execution, untimed: `{defn.prepare}`."
     if defn.setup or defn.cleanup:
@@ -404,7 +420,7 @@ def benchmark(defn: Definition, trials: int, runs: int, warmup: int, warmup_tria
         variants=tuple(Variant(c.name, c.command, baseline=(i == 0))
                        for i, c in enumerate(defn.commands)),
         params=params,
-        metrics=metrics,
+        metrics=metrics + ((INSTRUCTIONS,) if defn.instructions else ()),
         profiles=profiles,
         program=PROGRAM,
         fits=tuple(Fit("wall_time", s.name, f"wall time against the first command along "
@@ -447,6 +463,8 @@ def trial_plan(defn: Definition, build_dir: Path, case: Case, profile: Profile) 
         argv.append("--ignore-failure")
     if defn.check_output:
         argv.append("--check-output")
+    if defn.instructions:
+        argv += ["--instructions", str(defn.instructions)]
     if defn.shell:
         argv += ["--shell", defn.shell, "--", defn.shell, "-c", text]
     else:

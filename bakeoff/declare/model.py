@@ -584,6 +584,32 @@ class Rusage:
     max_rss_kib: int
 
 
+@dataclass(frozen=True)
+class Contention:
+    """What other work did to one trial (bakeoff/run/contention.py measures it).
+
+    cpu_s: the trial's processes' user + system CPU time (wait4, over the trial and the
+    descendants it reaped). run_delay_s: their run-queue wait, time runnable but not on a CPU
+    (schedstat's run_delay of the trial process, plus what the trial reports of children it
+    measured); None where the kernel keeps no schedstat. steal_s: the machine's steal time
+    over the trial (/proc/stat, every CPU: time the hypervisor ran someone else). nivcsw:
+    involuntary context switches (wait4). load: the 1-minute load average when the trial
+    ended. cpus: the CPUs online."""
+
+    cpu_s: float
+    run_delay_s: float | None
+    steal_s: float
+    nivcsw: int
+    load: float
+    cpus: int
+
+    def wait_share(self, wall_s: float) -> float | None:
+        """Run-queue wait as a share of the trial's wall time (may pass 1 with threads)."""
+        if self.run_delay_s is None or wall_s <= 0:
+            return None
+        return self.run_delay_s / wall_s
+
+
 TrialStatus = Literal["ok", "failed", "timeout", "interrupted"]
 
 
@@ -623,6 +649,11 @@ class Trial:
     stderr_tail: str = ""
     # metric -> how many samples were measured, for the metrics kept as quantiles.
     sample_counts: dict[str, int] = field(default_factory=dict)
+    contention: Contention | None = None  # None in records older than the measurement
+    # Set on a trial the run discarded and measured again (Trial.retaken_because; kept in
+    # RunRecord.retaken, never among the trials analysed): why, e.g. "waited 41% of its
+    # wall time for a CPU (retake above 20%)".
+    retaken_because: str | None = None
 
     def n_samples(self, metric: str) -> int:
         """Samples measured of one metric (not how many values are kept)."""
@@ -665,6 +696,9 @@ class RunRecord:
     # Where the run's time went (bakeoff/run/timings.py): its set-up, each benchmark's
     # set-up, warm-up, trials and tear-down, and the time left it said against the truth.
     timings: dict[str, Any] = field(default_factory=dict)
+    # Trials discarded because other work held them off the CPU past the run's threshold
+    # (RunSettings.retake_wait), each measured again (bakeoff/run/contention.py).
+    retaken: list[Trial] = field(default_factory=list)
 
     def trials_of(self, case: Case) -> Iterator[Trial]:
         return (t for t in self.trials if t.case == case)
@@ -685,3 +719,7 @@ class RunSettings:
     pin: bool = True
     # The user's own KEY=VALUE labels (--label): what the run was of, for a history of runs.
     labels: dict[str, str] = field(default_factory=dict)
+    # A trial whose run-queue wait passes this share of its wall time is measured again
+    # (--retake-above; None: never), at most `retakes` times (bakeoff/run/contention.py).
+    retake_wait: float | None = 0.25
+    retakes: int = 2

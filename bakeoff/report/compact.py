@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bakeoff.analysis.within_run import BenchmarkAnalysis, CaseResult
+from bakeoff.declare.model import Case
+from bakeoff.report.contention import CONTENDED_MARK
+from bakeoff.report.contention import legend as contention_legend
 from bakeoff.report.format import MISSING, fmt_ratio, fmt_value, fmt_with_ci, params_label
 from bakeoff.report.grid import Grid, Params, Point, grid, trials_of
 from bakeoff.report.words import better_phrase
@@ -43,7 +46,17 @@ class CompactTable:
 
 
 def _cell(ba: BenchmarkAnalysis, g: Grid, point: Point, variant: str,
-          skipped: set[tuple[str, Params]]) -> CompactCell:
+          skipped: set[tuple[str, Params]], contended: frozenset[Case]) -> CompactCell:
+    cell = _figure(ba, g, point, variant, skipped)
+    base = point.of(ba.info.baseline)
+    cases = {r.case for r in (point.of(variant), base if g.with_ratios else None) if r}
+    if cases & contended:  # its own trials, or the baseline's its ratio stands on
+        return CompactCell(f"{cell.text} {CONTENDED_MARK}", cell.verdict)
+    return cell
+
+
+def _figure(ba: BenchmarkAnalysis, g: Grid, point: Point, variant: str,
+            skipped: set[tuple[str, Params]]) -> CompactCell:
     r: CaseResult | None = point.of(variant)
     if r is None:
         return CompactCell("skipped" if (variant, point.params) in skipped else MISSING)
@@ -67,7 +80,9 @@ def _trials(point: Point) -> str:
     return str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
 
 
-def compact_table(ba: BenchmarkAnalysis) -> CompactTable | None:
+def compact_table(ba: BenchmarkAnalysis,
+                  contended: frozenset[Case] = frozenset()) -> CompactTable | None:
+    """contended: the cases to mark (report/contention.py), said in the legend."""
     g = grid(ba)
     if not g.points:
         return None
@@ -82,7 +97,7 @@ def compact_table(ba: BenchmarkAnalysis) -> CompactTable | None:
     for point in g.points:
         labels = [info.param_label(k, v) for k, v in point.params if k not in constant]
         rows.append(CompactRow(", ".join(labels) or "(all)",
-                               [_cell(ba, g, point, v, skipped) for v in variants],
+                               [_cell(ba, g, point, v, skipped, contended) for v in variants],
                                _trials(point)))
     metric = g.metric
     shown = f"|{metric}|" if info.is_signed(metric) else metric
@@ -100,5 +115,7 @@ def compact_table(ba: BenchmarkAnalysis) -> CompactTable | None:
         legend = (f"Primary metric {shown} ({unit}, {better}); {base}, the baseline, reports "
                   f"no {metric}, so there is no ratio to it. Table: median of {shown} with "
                   "its 95% CI, trials per case.")
+    if any(CONTENDED_MARK in c.text for r in rows for c in r.cells):
+        legend += f" {contention_legend()}."
     return CompactTable(", ".join(varying) or "case", variants, rows, legend,
                         params_label(info, g.constant) if g.constant else "")

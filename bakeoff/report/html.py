@@ -19,6 +19,7 @@ from bakeoff.report.html_page import script_json
 from bakeoff.report.profiles_html import profiles_section
 from bakeoff.report.run_content import (
     RunContent,
+    contention_paragraph,
     environment,
     run_content,
     run_header_html,
@@ -50,7 +51,7 @@ def run_page_html(content: RunContent, profiles: Sequence[LoadedPair] = ()) -> P
     nav += [("profiles", "Profiles", "")] if profiles else []
     return Page(
         title="bakeoff report", html_title=f"bakeoff report {run.run_id}",
-        intro=(run_header_html(run),),
+        intro=(*contention_paragraph(run), run_header_html(run)),
         lead=(top_findings_html(content.found), *_warnings(run, analysis)),
         nav=(*nav, ("environment", "Environment", "")),
         body=(*(c.report_section() for c in benches),

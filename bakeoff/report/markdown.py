@@ -15,6 +15,7 @@ from bakeoff.report.exporters import MarkdownExporter
 from bakeoff.report.md_text import md_escape
 from bakeoff.report.run_content import (
     RunContent,
+    contention_paragraph,
     environment,
     machine_text,
     run_content,
@@ -47,7 +48,8 @@ def run_pages_md(content: RunContent) -> tuple[Page, Page]:
     threshold = analysis.benchmarks[0].threshold if analysis.benchmarks else 0.02
     report = Page(
         title=f"bakeoff results: {run.run_id}",
-        intro=(Paragraph((*machine_text(run), " Every figure has its 95% CI (trial-t: t over "
+        intro=(*contention_paragraph(run),
+               Paragraph((*machine_text(run), " Every figure has its 95% CI (trial-t: t over "
                           "trials) and its n; full tables, every metric and counter, skipped "
                           "cases, failures and host facts are in details.md beside this "
                           "file.")), *incomplete),
@@ -56,7 +58,8 @@ def run_pages_md(content: RunContent) -> tuple[Page, Page]:
               Paragraph((verdict_rule(threshold),))))
     details = Page(
         title=f"bakeoff details: {run.run_id}",
-        intro=(Paragraph((*machine_text(run), " The findings and the compact tables are in "
+        intro=(*contention_paragraph(run),
+               Paragraph((*machine_text(run), " The findings and the compact tables are in "
                           "report.md.")),),
         lead=(_warnings(run, analysis),),
         body=(*(c.details_section() for c in benches), Section("Environment", environment(run))))

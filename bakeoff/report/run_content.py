@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from bakeoff.analysis.within_run import Analysis, BenchmarkAnalysis
 from bakeoff.declare.model import RunRecord
 from bakeoff.machine.fact_rows import flatten_facts, machine
+from bakeoff.report import contention
 from bakeoff.report.charts import benchmark_charts
 from bakeoff.report.colors import variant_colors
 from bakeoff.report.compact import GLYPHS, CompactTable, compact_table
@@ -301,7 +302,7 @@ def benchmark_content(run: RunRecord, bf: BenchmarkFindings, index: int) -> Benc
     ba = bf.analysis
     info = ba.info
     colors = variant_colors(info)
-    table = compact_table(ba)
+    table = compact_table(ba, contention.contended_cases(run, info.name))
     intro = table.legend if table else f"Baseline {info.baseline}."
     if table and table.constant:
         intro += f" Every case at {table.constant}."
@@ -375,6 +376,15 @@ def machine_text(run: RunRecord) -> Text:
             strong(m.cpu), f". All figures are from this run (profile {run.profile}, started "
             f"{run.started_at}, status {run.status}); they compare variants within it, not "
             "across machines.")
+
+
+def contention_paragraph(run: RunRecord) -> list[Paragraph]:
+    """The run's contention in one line (report/contention.py); none for an older record."""
+    rc = contention.of_run(run)
+    if rc is None:
+        return []
+    return [Paragraph((strong(contention.sentence(rc)),) if rc.contended
+                      else (contention.sentence(rc),), "warnings" if rc.contended else "muted")]
 
 
 def run_header_html(run: RunRecord) -> Paragraph:

@@ -12,7 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from bakeoff.analysis.within_run import Analysis, BenchmarkAnalysis
-from bakeoff.declare.model import RunRecord
+from bakeoff.declare.model import Case, RunRecord
+from bakeoff.report import contention
 from bakeoff.report.findings import Finding, all_findings, more_trials_hint, tentative_count
 from bakeoff.report.tables import CaseRow, case_rows, failed_trials
 from bakeoff.report.words import better_phrase
@@ -28,14 +29,16 @@ def _params_cell(ba: BenchmarkAnalysis, row: CaseRow, single: str | None) -> str
     return ba.info.param_label(single, row.result.case.param(single))
 
 
-def _table(ba: BenchmarkAnalysis) -> Table:
+def _table(ba: BenchmarkAnalysis, contended: frozenset[Case] = frozenset()) -> Table:
     info = ba.info
     metric = info.primary_metric
     unit = str(info.metric(metric)["unit"])
     better = better_phrase(ba, metric)
+    marked = {r.case for r in ba.results} & contended
+    caption = f"baseline: {info.baseline}; ratio = variant median / baseline median"
     table = Table(
         title=Text(f"{info.title} — {metric} ({unit}, {better})"),
-        caption=Text(f"baseline: {info.baseline}; ratio = variant median / baseline median"),
+        caption=Text(caption + (f"; {contention.legend()}" if marked else "")),
         title_justify="left", caption_justify="left",
     )
     # On a narrow or piped console (80 columns) cells wrap rather than end in '…': a cut
@@ -51,7 +54,9 @@ def _table(ba: BenchmarkAnalysis) -> Table:
         c = r.cells
         variant = Text(c["variant"]) + (Text(" (baseline)", style="dim") if r.is_baseline else "")
         table.add_row(
-            variant, Text(_params_cell(ba, r, single)), Text(c["n"]), Text(c["median"]),
+            variant, Text(_params_cell(ba, r, single)), Text(c["n"]),
+            Text(c["median"] + (f" {contention.CONTENDED_MARK}" if r.result.case in marked
+                                else "")),
             Text(c["ci"]), Text(c["ratio"]), Text(c["verdict"], style=_VERDICT_STYLE[r.verdict]),
         )
     return table
@@ -79,8 +84,12 @@ def print_summary(run: RunRecord, analysis: Analysis, console: Console) -> None:
     """Per benchmark its table, the answers to its questions and its other findings; then the
     warnings; last, closest to the prompt, the answers (findings), a line per benchmark."""
     found = all_findings(analysis)
+    rc = contention.of_run(run)
+    if rc is not None:  # first: every figure below is read knowing it
+        console.print(Text(contention.sentence(rc), style="yellow" if rc.contended else "dim"))
+        console.print()
     for ba, bf in zip(analysis.benchmarks, found, strict=True):
-        console.print(_table(ba))
+        console.print(_table(ba, contention.contended_cases(run, ba.info.name)))
         for f in bf.answers:
             console.print(Text("• ") + Text(f.question + " ", style="bold")
                           + Text(f.text, style="dim" if f.tentative else ""))

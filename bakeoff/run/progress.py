@@ -207,6 +207,8 @@ class RunProgress:
         for c, n in todo.items():
             self.planned[c.benchmark] += n
         self.bench_done: dict[str, int] = defaultdict(int)
+        self.retakes: dict[str, int] = defaultdict(int)  # attempts measured again, per benchmark
+        self.retake_next = False
         self.bench_started: dict[str, float] = {}
         self.started = self.last_mark = self.last_line = time.monotonic()
         # At each trial's end (seconds since the start, the time left said, trials done,
@@ -247,6 +249,15 @@ class RunProgress:
         if self.bar:
             self.bar.update(self.task, total=self.total, left=left_text(self.estimate))
 
+    def retaking(self, case: Case) -> None:
+        """The trial just finished is measured again (bakeoff/run/contention.py): the next
+        attempt costs time, which the estimate counts, but is no further trial of the plan;
+        the counts say how many were retaken."""
+        self.retake_next = True
+        self.estimate.grow([case])
+        if self.bar:
+            self.bar.update(self.task, left=left_text(self.estimate))
+
     def starting(self, case: Case, label: str) -> None:
         if case.benchmark not in self.bench_started:
             now = time.monotonic()
@@ -264,13 +275,17 @@ class RunProgress:
         self.estimate.done(case, now - self.last_mark,
                            counted=any(is_counted(k) for k in result.output.samples))
         self.last_mark = now
-        self.done += 1
-        self.bench_done[case.benchmark] += 1
+        if self.retake_next:
+            self.retake_next = False
+            self.retakes[case.benchmark] += 1
+        else:
+            self.done += 1
+            self.bench_done[case.benchmark] += 1
         found = self.estimate.seconds_left()
         self.trace.append((now - self.started, None if found is None else found[0], self.done,
                            self.total))
         if self.bar:
-            self.bar.update(self.task, advance=1, left=left_text(self.estimate))
+            self.bar.update(self.task, completed=self.done, left=left_text(self.estimate))
         if result.status not in ("ok", "interrupted"):
             self.console.print(Text("trial failed ", style="red") + Text(f"{label}: {result.error}"))
         elif not self.fancy and not self.quiet and now - self.last_line >= HEARTBEAT_S:
@@ -288,7 +303,8 @@ class RunProgress:
         what = "done" if ended else "running"
         run = f"run {self.done}/{self.total} trials in {fmt_duration(now - self.started)}"
         rest = "" if self.done >= self.total else f", {left_text(self.estimate)}"
-        print(f"{name}: {what}, {self.bench_done[name]}/{self.planned[name]} trials in {took}; "
+        retaken = f" (+{self.retakes[name]} retaken)" if self.retakes.get(name) else ""
+        print(f"{name}: {what}, {self.bench_done[name]}/{self.planned[name]} trials{retaken} in {took}; "
               f"{run}{rest}", flush=True)
 
     def stop(self) -> None:

@@ -31,11 +31,19 @@ from rich.text import Text
 
 from bakeoff.core.errors import Interrupted, UsageError
 from bakeoff.declare import questions, registry
-from bakeoff.declare.model import Case, RunContext, RunRecord, RunSettings, Trial
+from bakeoff.declare.model import (
+    Case,
+    Contention,
+    Profile,
+    RunContext,
+    RunRecord,
+    RunSettings,
+    Trial,
+)
 from bakeoff.machine import cpus
 from bakeoff.machine import host as hostmod
 from bakeoff.plan.cases import BenchmarkPlan
-from bakeoff.run import allocation, cleanup, interrupts, timings
+from bakeoff.run import allocation, cleanup, contention, interrupts, timings
 from bakeoff.run import target as precision_target
 from bakeoff.run.progress import RunProgress, earlier_seconds
 from bakeoff.run.protocol import ProgramOutput, plan_trial
@@ -284,6 +292,9 @@ class _Measurement:
         self.rule = _rule(plan, self.settings)
         self.precision = _precision(plan, self.settings, run.seed)
         self.others = _others(plan, self.settings)
+        # Retakes that find no freer CPU (_judge_retakes): in a row, and whether they stopped.
+        self.futile_in_a_row = 0
+        self.retakes_futile = False
 
     def run(self) -> None:
         bench, profile = self.plan.benchmark, self.plan.profile
@@ -570,17 +581,15 @@ class _Measurement:
             self.round_no += 1
         return True
 
-    def _trial(self, case: Case, round_no: int | None) -> None:
-        bench, profile = self.plan.benchmark, self.plan.profile
-        label = _trial_label(case, round_no)
-        if round_no is None or (profile.counted_trials is not None
-                                and self.count[case] >= profile.counted_trials):
-            # Counted samples in a case's first counted_trials measured trials only.
-            profile = dataclasses.replace(profile, counted_samples=0)
+    def _attempt(self, case: Case, label: str,
+                 profile: Profile) -> tuple[str, ProcessResult, Contention | None]:
+        """One run of the trial's process: when it started, what it gave, its contention."""
+        bench = self.plan.benchmark
         self.progress.starting(case, label)
         trial_plan = plan_trial(bench, case, profile, self.ctx, self.state)
         started = store.utc_now()
         env = {**trial_plan.env, **cpus.trial_env(self.trial_cpus)}
+        mark = contention.MachineMark.now()
         result = (ProcessResult("failed", None, 0.0, ProgramOutput(), None, "",
                                 trial_plan.failure) if trial_plan.failure is not None
                   else run_program(trial_plan.argv, env, profile.timeout_s,
@@ -592,6 +601,83 @@ class _Measurement:
             # measures it again instead of keeping half a measurement.
             raise Interrupted(interrupts.received() or signal.SIGINT)
         self.walls.setdefault(case, []).append(result.wall_s)
+        strain = contention.of_trial(mark, result.rusage, result.nivcsw, result.run_delay_s,
+                                     result.output.meta)
+        return started, result, strain
+
+    @staticmethod
+    def _wait_share(result: ProcessResult, strain: Contention | None) -> float:
+        """What the choice among attempts minimises: an ok attempt before any other, then
+        the least run-queue wait per wall second."""
+        share = strain.wait_share(result.wall_s) if strain is not None else None
+        return (0.0 if result.status == "ok" else 1e9) + (share or 0.0)
+
+    def _retake(self, result: ProcessResult, strain: Contention | None, attempts: int) -> bool:
+        """Whether to measure the trial again: it was held off the CPU past the threshold,
+        it has attempts left, and the run's retake budget is not spent."""
+        settings = self.settings
+        if result.status != "ok" or attempts > settings.retakes:
+            return False
+        if len(self.record.retaken) >= max(
+                1, contention.RETAKE_BUDGET_SHARE * len(self.record.trials)):
+            return False
+        if not self.budget.allows(result.wall_s) or self.retakes_futile:
+            return False
+        return contention.retake_reason(strain, result.wall_s,
+                                        settings.retake_wait) is not None
+
+    def _judge_retakes(self, kept: ProcessResult, strain: Contention | None,
+                       attempts: int) -> None:
+        """After a trial that was retaken: did a retake find a CPU free enough? After
+        RETAKE_FUTILE_AFTER trials in a row whose every attempt waited past the threshold,
+        the machine is busy throughout: retakes stop for this benchmark, and the run says so
+        (the figures are then the busy machine's; the report's header says how busy)."""
+        if attempts < 2:
+            return
+        if contention.retake_reason(strain, kept.wall_s, self.settings.retake_wait) is None:
+            self.futile_in_a_row = 0
+            return
+        self.futile_in_a_row += 1
+        if self.futile_in_a_row >= contention.RETAKE_FUTILE_AFTER:
+            self.retakes_futile = True
+            self.record.warnings.append(
+                f"{self.plan.benchmark.name}: retakes stopped after {self.futile_in_a_row} "
+                "trials in a row whose every attempt waited over "
+                f"{(self.settings.retake_wait or 0) * 100:g}% of its wall time for a CPU: the "
+                "machine was busy throughout, so its figures include other work's time")
+
+    def _record_retaken(self, case: Case, round_no: int, started: str, result: ProcessResult,
+                        strain: Contention | None) -> None:
+        why = contention.retake_reason(strain, result.wall_s, self.settings.retake_wait)
+        trial = Trial(case=case, index=self.count[case], round=round_no,
+                      status=result.status,  # type: ignore[arg-type]
+                      started_at=started, wall_s=result.wall_s, exit_code=result.exit_code,
+                      samples={}, counters={}, meta={}, rusage=result.rusage,
+                      error=result.error, contention=strain,
+                      retaken_because=why or "a less contended attempt was kept")
+        store.append_trial(trial, self.run_dir)
+        self.record.retaken.append(trial)
+
+    def _trial(self, case: Case, round_no: int | None) -> None:
+        bench, profile = self.plan.benchmark, self.plan.profile
+        label = _trial_label(case, round_no)
+        if round_no is None or (profile.counted_trials is not None
+                                and self.count[case] >= profile.counted_trials):
+            # Counted samples in a case's first counted_trials measured trials only.
+            profile = dataclasses.replace(profile, counted_samples=0)
+        attempts: list[tuple[str, ProcessResult, Contention | None]] = []
+        while True:
+            started, result, strain = self._attempt(case, label, profile)
+            attempts.append((started, result, strain))
+            if round_no is None or not self._retake(result, strain, len(attempts)):
+                break
+            self.progress.retaking(case)  # more time, not another trial of the plan
+        # The least contended attempt is the trial; the others are recorded as retaken.
+        started, result, strain = min(attempts, key=lambda a: self._wait_share(a[1], a[2]))
+        self._judge_retakes(result, strain, len(attempts))
+        for other_started, other, other_strain in attempts:
+            if other is not result and round_no is not None:
+                self._record_retaken(case, round_no, other_started, other, other_strain)
         if result.status == "timeout" and bench.timeout_ends_case:
             self.ended.add(case)
             self.record.warnings.append(
@@ -618,7 +704,7 @@ class _Measurement:
             started_at=started, wall_s=result.wall_s, exit_code=result.exit_code,
             samples=kept, counters=result.output.counters, meta=result.output.meta,
             rusage=result.rusage, error=result.error, stderr_tail=result.stderr_tail,
-            sample_counts=counts,
+            sample_counts=counts, contention=strain,
         )
         # Every sample to samples.csv first, then the trial to the journal: a kill between
         # leaves CSV rows of a trial the record lacks, which --resume drops.

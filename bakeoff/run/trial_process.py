@@ -8,6 +8,7 @@ harness decides what to stop and records what happened.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -34,6 +35,8 @@ class ProcessResult:
     rusage: Rusage | None
     stderr_tail: str
     error: str | None = None
+    nivcsw: int | None = None  # involuntary context switches (wait4)
+    run_delay_s: float | None = None  # the trial process's run-queue wait (schedstat)
 
 
 @dataclass
@@ -119,16 +122,38 @@ def _launch_argv(launcher: Path, report_fd: int, cpu: int | None,
             *pin, "--", *argv]
 
 
-def _launcher_report(fd: int) -> tuple[int, Rusage] | None:
-    """The launcher's one JSON line: the trial's exit code and its own rusage."""
+@dataclass(frozen=True)
+class _Exit:
+    """How the trial process ended and what it used: exit code, rusage, involuntary
+    context switches and run-queue wait (None: no schedstat)."""
+
+    code: int | None
+    rusage: Rusage | None
+    nivcsw: int | None = None
+    run_delay_s: float | None = None
+
+
+def _launcher_report(fd: int) -> _Exit | None:
+    """The launcher's one JSON line: the trial's exit code, its own rusage and its wait."""
     with os.fdopen(fd, "rb") as f:
         raw = f.read()
     try:
         d = json.loads(raw)
-        return int(d["exit_code"]), Rusage(float(d["user_s"]), float(d["sys_s"]),
-                                           int(d["max_rss_kib"]))
+        delay = int(d.get("run_delay_ns", -1))
+        return _Exit(int(d["exit_code"]),
+                     Rusage(float(d["user_s"]), float(d["sys_s"]), int(d["max_rss_kib"])),
+                     int(d.get("nivcsw", 0)), delay / 1e9 if delay >= 0 else None)
     except (ValueError, KeyError, TypeError):
         return None  # the launcher was killed before it could report
+
+
+def _zombie_run_delay_s(pid: int) -> float | None:
+    """schedstat's run_delay of an exited, not yet reaped, process."""
+    try:
+        with open(f"/proc/{pid}/schedstat", encoding="ascii") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 @dataclass
@@ -178,11 +203,16 @@ def _read_streams(proc: subprocess.Popen[bytes], reader: _Reader, deadline: _Dea
                     open_streams -= 1
 
 
-def _reap(proc: subprocess.Popen[bytes], deadline: _Deadline) -> tuple[int, Rusage]:
+def _reap(proc: subprocess.Popen[bytes], deadline: _Deadline) -> _Exit:
     """Both streams closed: the child is exiting, or closed them and lingers. Wait, still
     bounded by the timeout and the grace after a stop; then SIGKILL whatever it left in its
-    group (a spawned helper). Its exit code and rusage."""
+    group (a spawned helper). Its exit code, rusage and run-queue wait (read from the
+    zombie, as bakeoff-launch does)."""
+    delay: float | None = None
     while True:
+        with contextlib.suppress(ChildProcessError):
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
+                delay = _zombie_run_delay_s(proc.pid)
         pid, wait_status, ru = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
@@ -192,8 +222,8 @@ def _reap(proc: subprocess.Popen[bytes], deadline: _Deadline) -> tuple[int, Rusa
     proc.returncode = os.waitstatus_to_exitcode(wait_status)
     procs.signal_group(proc.pid, signal.SIGKILL)
     ActiveChild.pgid = None
-    return proc.returncode, Rusage(user_s=ru.ru_utime, sys_s=ru.ru_stime,
-                                   max_rss_kib=ru.ru_maxrss)
+    return _Exit(proc.returncode, Rusage(user_s=ru.ru_utime, sys_s=ru.ru_stime,
+                                         max_rss_kib=ru.ru_maxrss), ru.ru_nivcsw, delay)
 
 
 def _outcome(code: int | None, reader: _Reader, deadline: _Deadline) -> tuple[str, str | None]:
@@ -243,17 +273,15 @@ def run_program(
     ActiveChild.pgid = proc.pid
     ActiveChild.term_sent_at = None
     _read_streams(proc, reader, deadline)
-    code: int | None
-    rusage: Rusage | None
-    code, rusage = _reap(proc, deadline)
+    end = _reap(proc, deadline)
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()
     proc.stderr.close()
     reader.finish()
     wall = time.monotonic() - deadline.start
     if launcher:
-        report = _launcher_report(report_r)
-        code, rusage = report if report else (code, None)
-    status, error = _outcome(code, reader, deadline)
-    return ProcessResult(status, code, wall, reader.output, rusage,
-                         reader.stderr.decode("utf-8", errors="replace"), error)
+        end = _launcher_report(report_r) or _Exit(end.code, None)
+    status, error = _outcome(end.code, reader, deadline)
+    return ProcessResult(status, end.code, wall, reader.output, end.rusage,
+                         reader.stderr.decode("utf-8", errors="replace"), error,
+                         end.nivcsw, end.run_delay_s)

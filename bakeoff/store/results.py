@@ -33,6 +33,7 @@ from bakeoff.core.errors import UsageError
 from bakeoff.declare.model import (
     BenchmarkInfo,
     Case,
+    Contention,
     RunRecord,
     RunSettings,
     Rusage,
@@ -60,6 +61,10 @@ from bakeoff.store import schema
 #       parts, the time left it said); a reader that ignores it loses no figure.
 #       Within 4, a metric may carry "subtracted" (what was taken off each value, floored at
 #       0: cmd's shell start-up); a reader that ignores it shows the figures as before.
+#       Within 4, a trial may carry "contention" (Contention: CPU time, run-queue wait, steal,
+#       involuntary switches, load) and the run "retaken", the trials measured again because
+#       they waited too long for a CPU (each with "retaken_because"; in trials.jsonl as
+#       lines with that key). A reader that ignores them analyses the same trials.
 SCHEMA_VERSION = 4
 
 RESULTS_JSON = "results.json"
@@ -128,6 +133,8 @@ def _trial_to_json(t: Trial) -> dict[str, Any]:
         "error": t.error,
         "stderr_tail": t.stderr_tail,
         "sample_counts": t.sample_counts,
+        **({} if t.contention is None else {"contention": dataclasses.asdict(t.contention)}),
+        **({} if t.retaken_because is None else {"retaken_because": t.retaken_because}),
     }
 
 
@@ -157,6 +164,7 @@ def run_to_json(run: RunRecord) -> dict[str, Any]:
         "stop_reason": run.stop_reason,
         "capped": [c.to_json() for c in run.capped],
         "timings": run.timings,
+        "retaken": [_trial_to_json(t) for t in run.retaken],
     }
 
 
@@ -187,7 +195,19 @@ def _trial_from_json(d: dict[str, Any]) -> Trial:
         error=d.get("error"),
         stderr_tail=str(d.get("stderr_tail", "")),
         sample_counts={str(m): _count(n, m) for m, n in d.get("sample_counts", {}).items()},
+        contention=_contention_from_json(d.get("contention")),
+        retaken_because=d.get("retaken_because"),
     )
+
+
+def _contention_from_json(d: dict[str, Any] | None) -> Contention | None:
+    if d is None:
+        return None
+    delay = d.get("run_delay_s")
+    return Contention(cpu_s=float(d["cpu_s"]),
+                      run_delay_s=None if delay is None else float(delay),
+                      steal_s=float(d["steal_s"]), nivcsw=int(d["nivcsw"]),
+                      load=float(d["load"]), cpus=int(d["cpus"]))
 
 
 def _count(value: Any, metric: str) -> int:
@@ -236,6 +256,7 @@ def run_from_json(d: dict[str, Any]) -> RunRecord:
         stop_reason=d.get("stop_reason"),
         capped=[Case.from_json(c) for c in d.get("capped", [])],
         timings=dict(d.get("timings") or {}),
+        retaken=[_trial_from_json(t) for t in d.get("retaken", [])],
     )
 
 
@@ -323,18 +344,23 @@ def load_json(run_dir: Path) -> dict[str, Any]:
     trials = data.get("trials")
     if not isinstance(trials, list):
         return data  # the shape check names what is wrong
-    seen = {_trial_key(t) for t in trials}
+    retaken = data.setdefault("retaken", [])
+    if not isinstance(retaken, list):
+        return data
+    seen = {_trial_key(t) for t in [*trials, *retaken]}
     for t in _journal_trials(run_dir / TRIALS_JOURNAL):
         if _trial_key(t) not in seen:
             seen.add(_trial_key(t))
-            trials.append(t)
+            (retaken if "retaken_because" in t else trials).append(t)
     return data
 
 
 def _trial_key(t: Any) -> str:
     if not isinstance(t, dict):
         raise ValueError(f"a trial is {type(t).__name__}, not an object")
-    return json.dumps([t["case"], t["index"]], sort_keys=True)
+    # A retaken attempt shares its trial's (case, index); when it started tells them apart.
+    return json.dumps([t["case"], t["index"], t.get("retaken_because") and t.get("started_at")],
+                      sort_keys=True)
 
 
 def load(run_dir: Path) -> RunRecord:

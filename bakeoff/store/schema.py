@@ -70,6 +70,9 @@ TRIAL = {
     "counters": NUMBER_MAP, "meta": dict,
     "rusage": Optional({"user_s": float, "sys_s": float, "max_rss_kib": int}),
     "error?": Optional(str), "stderr_tail?": str, "sample_counts?": Map(AtLeast(1)),
+    "contention?": Optional({"cpu_s": float, "run_delay_s": Optional(float), "steal_s": float,
+                             "nivcsw": AtLeast(0), "load": float, "cpus": AtLeast(1)}),
+    "retaken_because?": Optional(str),
 }
 def _shape_of(hint: Any) -> Any:
     """The shape of a RunSettings field's type: float, bool, int, str, X | None and
@@ -99,6 +102,7 @@ RUN = {
     "cases": [CASE], "skips": [{"case": CASE, "reason": str}], "trials": [TRIAL],
     "settings?": _settings_shape(),
     "stop_reason?": Optional(str), "capped?": [CASE], "timings?": dict,
+    "retaken?": [TRIAL],
 }
 
 

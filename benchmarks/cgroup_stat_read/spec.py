@@ -115,9 +115,12 @@ BENCHMARK = Benchmark(
     ),
     metrics=(
         Metric("us_per_query", "µs", "time of one query, as its consumer pays it (see "
-               "variants); mean of a sample's queries"),
-        Metric("queries_per_s", "queries/s", "queries per second one thread can make",
-               lower_is_better=False),
+               "variants); median of a sample's timed batches (per query), so the slices other "
+               "tasks take out of a sample do not inflate it"),
+        Metric("queries_per_s", "queries/s", "queries per second one thread can make on a "
+               "CPU of its own: 1 / us_per_query", lower_is_better=False),
+        Metric("mean_us_per_query", "µs", "a sample's total time / its queries (the seed's "
+               "figure): includes the time other tasks held the CPU"),
         Metric("p50_us", "µs", "median per-query time in a trial (per timed batch for the fast "
                "variants): unlike the mean, untouched by the odd preemption of a busy machine"),
         Metric("p99_us", "µs", "99th percentile of per-query time in a trial (per timed batch "

@@ -8,7 +8,20 @@
  * by --prepare (not timed), then --cleanup. Each execution is posix_spawnp + wait4: the wall
  * time around them, and the child's user and system CPU time and peak RSS from wait4's
  * rusage, are one sample each of wall_time, user_time, sys_time (s) and peak_rss (KiB).
- * Warm-up executions are run and discarded.
+ * Warm-up executions are run and discarded. cpu_time (s) is user_time + sys_time.
+ *
+ * Contention (bakeoff/run/contention.py): each spawned process's run-queue wait, schedstat's
+ * run_delay read from its zombie (waitid WNOWAIT) before wait4 reaps it, is summed over every
+ * process this trial spawned (hooks, warm-ups, the shell's start-up included, as the trial's
+ * wall time includes them) and printed last as the meta children_run_delay_s: bakeoff-launch
+ * sees only this executor's own wait, and the commands are what waits.
+ *
+ * --instructions N: after the measured executions, N more run under Valgrind's cachegrind
+ * (`valgrind --tool=cachegrind --cache-sim=no --trace-children=yes`), each one sample of
+ * `instructions`: the user-space instructions the command's processes executed (cachegrind's
+ * "I refs", summed over every process it followed). It counts no kernel work and no waiting,
+ * so other work on the machine does not move it; under --shell the shell's own start-up
+ * (`SH -c ''` counted the same way, once) is taken off.
  *
  * --shell SH says ARGV is `SH -c TEXT`. The shell's own start-up is then not part of the
  * command's cost: `SH -c ''` is timed once beside every execution (interleaved, so drift hits
@@ -30,6 +43,7 @@
 #include "bench.h"
 #include "counters.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -51,6 +65,7 @@ struct options {
 	uint64_t samples, warmup, counted;
 	const char *shell, *setup, *prepare, *cleanup;
 	bool ignore_failure, check_output;
+	uint64_t instructions; /* --instructions: executions counted under cachegrind */
 	char **argv;
 };
 
@@ -58,6 +73,7 @@ struct execution {
 	double wall_s, user_s, sys_s;
 	long max_rss_kib;
 	int status; /* as wait4 gives it */
+	double run_delay_s; /* schedstat run_delay of the process, read before reaping it */
 	uint64_t output_hash, output_bytes;
 };
 
@@ -78,11 +94,13 @@ static void usage(void)
 {
 	printf("usage: bakeoff-cmd-exec [--samples K] [--warmup W] [--counted-samples C]\n"
 	       "                        [--shell SH] [--setup CMD] [--prepare CMD] [--cleanup CMD]\n"
-	       "                        [--ignore-failure] [--check-output] -- ARGV...\n"
+	       "                        [--ignore-failure] [--check-output] [--instructions N]\n"
+	       "                        -- ARGV...\n"
 	       "Runs ARGV W+K times and prints wall, user, sys time and peak RSS of the last K\n"
 	       "as bakeoff protocol samples (the trial program of `bakeoff cmd`); then C times\n"
 	       "more with kernel counters on, inherited by the command's processes, printed as\n"
-	       "counted.<metric> and per_op.<counter> (one operation = one execution).\n");
+	       "counted.<metric> and per_op.<counter> (one operation = one execution); then N\n"
+	       "times under Valgrind's cachegrind, printed as instructions (user space only).\n");
 }
 
 static uint64_t parse_count(const char *flag, const char *text, uint64_t least)
@@ -99,7 +117,7 @@ static uint64_t parse_count(const char *flag, const char *text, uint64_t least)
 static void parse(int argc, char **argv, struct options *o)
 {
 	enum { O_SAMPLES = 1, O_WARMUP, O_COUNTED, O_SHELL, O_SETUP, O_PREPARE, O_CLEANUP, O_IGNORE,
-	       O_CHECK, O_HELP };
+	       O_CHECK, O_INSTRUCTIONS, O_HELP };
 	static const struct option longopts[] = {
 		{ "samples", required_argument, NULL, O_SAMPLES },
 		{ "warmup", required_argument, NULL, O_WARMUP },
@@ -110,6 +128,7 @@ static void parse(int argc, char **argv, struct options *o)
 		{ "cleanup", required_argument, NULL, O_CLEANUP },
 		{ "ignore-failure", no_argument, NULL, O_IGNORE },
 		{ "check-output", no_argument, NULL, O_CHECK },
+		{ "instructions", required_argument, NULL, O_INSTRUCTIONS },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -128,6 +147,9 @@ static void parse(int argc, char **argv, struct options *o)
 		case O_CLEANUP: o->cleanup = optarg; break;
 		case O_IGNORE: o->ignore_failure = true; break;
 		case O_CHECK: o->check_output = true; break;
+		case O_INSTRUCTIONS:
+			o->instructions = parse_count("--instructions", optarg, 0);
+			break;
 		case O_HELP: usage(); exit(0);
 		default:
 			bench_usage_error("unknown or incomplete option '%s'; see --help",
@@ -169,6 +191,23 @@ static const char *status_words(int status, char *buf, size_t len)
 	else
 		snprintf(buf, len, "was killed by signal %d", WTERMSIG(status));
 	return buf;
+}
+
+static double children_run_delay_s; /* every spawned process's, summed (see the top) */
+
+/* schedstat's run_delay of an exited, not yet reaped, process; 0 without schedstat. */
+static double zombie_run_delay_s(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	FILE *f = fopen(path, "re");
+	unsigned long long run_ns = 0, delay_ns = 0;
+	if (f) {
+		if (fscanf(f, "%llu %llu", &run_ns, &delay_ns) != 2)
+			delay_ns = 0;
+		fclose(f);
+	}
+	return (double)delay_ns / 1e9;
 }
 
 /*
@@ -218,6 +257,13 @@ static struct execution execute(char *const argv[], bool hash)
 		}
 		close(pipefd[0]);
 	}
+	siginfo_t exited;
+	while (waitid(P_PID, (id_t)pid, &exited, WEXITED | WNOWAIT) < 0) {
+		if (errno != EINTR)
+			fail("failed to wait for '%s': %s", argv[0], strerror(errno));
+	}
+	e.run_delay_s = zombie_run_delay_s(pid);
+	children_run_delay_s += e.run_delay_s;
 	struct rusage ru;
 	while (wait4(pid, &e.status, 0, &ru) < 0) {
 		if (errno != EINTR)
@@ -289,6 +335,72 @@ static void run_cleanup(void)
 		run_hook("--cleanup", command);
 }
 
+/*
+ * The user-space instructions ARGV's processes execute, counted by cachegrind (see the top):
+ * one execution under valgrind, each followed process writing its own out file into a
+ * fresh directory, whose "summary:" lines (Ir) are summed. Valgrind's own messages go to
+ * this program's stderr; the command's stdout to /dev/null.
+ */
+static double instructions_of(char *const argv[])
+{
+	const char *tmp = getenv("TMPDIR");
+	char dir[256];
+	snprintf(dir, sizeof(dir), "%s/bakeoff-cachegrind.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir))
+		fail("failed to create a directory for cachegrind: %s", strerror(errno));
+	char out_flag[320];
+	snprintf(out_flag, sizeof(out_flag), "--cachegrind-out-file=%s/cg.%%p", dir);
+	size_t n = 0;
+	while (argv[n])
+		n++;
+	char **vg = calloc(n + 8, sizeof(*vg));
+	if (!vg)
+		fail("out of memory");
+	size_t k = 0;
+	vg[k++] = "valgrind";
+	vg[k++] = "--tool=cachegrind";
+	vg[k++] = "--cache-sim=no";
+	vg[k++] = "--trace-children=yes";
+	vg[k++] = "-q";
+	vg[k++] = out_flag;
+	for (size_t i = 0; i < n; i++)
+		vg[k++] = argv[i];
+	vg[k] = NULL;
+	struct execution e = execute(vg, false);
+	free(vg);
+	char words[64];
+	double total = 0;
+	bool found = false;
+	DIR *d = opendir(dir);
+	struct dirent *ent;
+	while (d && (ent = readdir(d))) {
+		if (ent->d_name[0] == '.')
+			continue;
+		char path[512], line[256];
+		snprintf(path, sizeof(path), "%s/%s", dir, ent->d_name);
+		FILE *f = fopen(path, "re");
+		while (f && fgets(line, sizeof(line), f)) {
+			unsigned long long ir;
+			if (sscanf(line, "summary: %llu", &ir) == 1) {
+				total += (double)ir;
+				found = true;
+			}
+		}
+		if (f)
+			fclose(f);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+	if (!found)
+		fail("cachegrind counted nothing: valgrind %s (is Debian's valgrind installed?)",
+		     status_words(e.status, words, sizeof(words)));
+	if (!succeeded(e.status) && !WIFEXITED(e.status))
+		fail("the command under cachegrind %s", status_words(e.status, words, sizeof(words)));
+	return total;
+}
+
 static int compare_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -313,6 +425,8 @@ static void emit_execution(const struct execution *e, bool counted, double shell
 	bench_emit_sample(bench_metric(counted, "wall_time"), at_least_zero(e->wall_s - shell_wall));
 	bench_emit_sample(bench_metric(counted, "user_time"), at_least_zero(e->user_s - shell_user));
 	bench_emit_sample(bench_metric(counted, "sys_time"), at_least_zero(e->sys_s - shell_sys));
+	bench_emit_sample(bench_metric(counted, "cpu_time"),
+			  at_least_zero(e->user_s + e->sys_s - shell_user - shell_sys));
 	bench_emit_sample(bench_metric(counted, "peak_rss"), (double)e->max_rss_kib);
 }
 
@@ -396,5 +510,17 @@ int main(int argc, char **argv)
 	}
 	if (o.ignore_failure)
 		bench_emit_counter("failed_executions", (double)failed);
+	if (o.instructions) {
+		double shell_instructions = o.shell ? instructions_of(empty_shell) : 0;
+		for (uint64_t k = 0; k < o.instructions; k++) {
+			if (stop_signal)
+				fail("stopped by signal %d", (int)stop_signal);
+			bench_emit_sample("instructions",
+					  at_least_zero(instructions_of(o.argv) - shell_instructions));
+		}
+	}
+	/* A second meta line: the harness merges it into the first (bakeoff/run/protocol.py). */
+	printf("{\"type\":\"meta\",\"children_run_delay_s\":%.9f}\n", children_run_delay_s);
+	fflush(stdout);
 	return 0;
 }

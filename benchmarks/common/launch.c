@@ -14,6 +14,14 @@
  * default actions restored). It writes one JSON line to FD and exits 0; the trial's exit
  * status is in that line. If exec fails, the child prints why and exits 127.
  *
+ * The line also carries what contention the trial met (bakeoff/run/contention.py): its
+ * involuntary and voluntary context switches (wait4's rusage, summed over the trial and the
+ * descendants it reaped, as its CPU times are), and its run-queue wait, run_delay, the second
+ * field of /proc/PID/schedstat, read from the trial's zombie (waitid WNOWAIT) just before it
+ * is reaped. That wait is the trial process's own (its main thread's): the kernel sums
+ * run_delay over a thread group or a process tree nowhere, so a trial that spawns measured
+ * children reports theirs itself (meta children_run_delay_s, as bakeoff-cmd-exec does).
+ *
  * With --parent-pid (the harness's pid) the launcher notices the harness's death
  * (PR_SET_PDEATHSIG, SIGHUP) and treats it as the harness's own stop: SIGTERM to the trial's
  * process group, so that the trial removes what it created (a tracing session, a temp
@@ -24,6 +32,8 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,13 +170,38 @@ __attribute__((noreturn)) static void exec_trial(const struct options *o,
 	_exit(127);
 }
 
+/* The trial's run-queue wait in ns (schedstat's second field), read while it is a zombie;
+ * -1 where the kernel has no schedstat (CONFIG_SCHED_INFO off). */
+static long long zombie_run_delay_ns(pid_t pid)
+{
+	char path[64], buf[128];
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	unsigned long long run_ns, delay_ns;
+	if (sscanf(buf, "%llu %llu", &run_ns, &delay_ns) != 2)
+		return -1;
+	return (long long)delay_ns;
+}
+
 /* Until the trial exits: its status and rusage; false if waiting failed. If the harness
  * dies meanwhile, the trial is stopped as the harness would: SIGTERM, SIGKILL after the
  * grace (the launcher ignores the first and goes with the second). */
-static bool wait_for_trial(pid_t pid, const sigset_t *wait_mask, int *status, struct rusage *ru)
+static bool wait_for_trial(pid_t pid, const sigset_t *wait_mask, int *status, struct rusage *ru,
+			   long long *run_delay_ns)
 {
 	bool stopping = false;
 	for (;;) {
+		siginfo_t info = { 0 };
+		/* Exited but not yet reaped: its /proc entry still holds its schedstat. */
+		if (!waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) && info.si_pid == pid)
+			*run_delay_ns = zombie_run_delay_ns(pid);
 		pid_t got = wait4(pid, status, WNOHANG, ru);
 		if (got == pid)
 			return true;
@@ -206,7 +241,8 @@ int main(int argc, char **argv)
 
 	int status;
 	struct rusage ru;
-	if (!wait_for_trial(pid, &wait_mask, &status, &ru))
+	long long run_delay_ns = -1;
+	if (!wait_for_trial(pid, &wait_mask, &status, &ru, &run_delay_ns))
 		return 1;
 	if (harness_gone) {
 		/* The trial has cleaned up and exited; what it left in its group (a helper it
@@ -217,8 +253,10 @@ int main(int argc, char **argv)
 	}
 	int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 	dprintf((int)o.report_fd,
-		"{\"exit_code\":%d,\"user_s\":%ld.%06ld,\"sys_s\":%ld.%06ld,\"max_rss_kib\":%ld}\n",
+		"{\"exit_code\":%d,\"user_s\":%ld.%06ld,\"sys_s\":%ld.%06ld,\"max_rss_kib\":%ld,"
+		"\"nivcsw\":%ld,\"nvcsw\":%ld,\"run_delay_ns\":%lld}\n",
 		exit_code, (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec,
-		(long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec, ru.ru_maxrss);
+		(long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec, ru.ru_maxrss, ru.ru_nivcsw,
+		ru.ru_nvcsw, run_delay_ns);
 	return 0;
 }

@@ -160,6 +160,11 @@ def test_every_case_ran_and_gave_positive_times(quick_run: dict[str, Any]) -> No
         assert len(s["p50_us"]) == len(s["p99_us"]) == len(s["max_us"]) == 1
         assert s["max_us"][0] >= s["p99_us"][0] >= s["p50_us"][0] > 0
         assert s["max_us"][0] >= min(s["us_per_query"])
+        # us_per_query is a median batch of the sample, so no slower than the trial's slowest
+        # batch; the sample's mean (the seed's figure) is kept beside it.
+        assert all(v <= s["max_us"][0] for v in s["us_per_query"])
+        assert len(s["mean_us_per_query"]) == 5 and all(v > 0 for v in s["mean_us_per_query"])
+        assert s["queries_per_s"] == pytest.approx([1e6 / v for v in s["us_per_query"]])
         assert t["counters"]["missed_queries"] == 0
         assert t["counters"]["bytes_per_query"] > 0
         assert t["meta"]["cgroup_version"] == CONTROLLER[1]  # type: ignore[index]

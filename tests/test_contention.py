@@ -1,0 +1,146 @@
+"""Contention per trial (bakeoff/run/contention.py, report/contention.py): recorded for every
+trial, sane against what can hold at any load, said in report.md's first lines; trials that
+waited past the threshold retaken, none under a threshold no trial can reach; and `cmd
+--instructions`, the count load does not move.
+
+Real runs of `bakeoff cmd`, some beside a real CPU hog (stress-ng --cpu 2, started and stopped
+here, bounded by its own --timeout). Nothing asserts a quiet machine: a busy one only adds
+wait, which every assertion allows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bakeoff.declare.model import Contention
+from bakeoff.run import contention
+from bakeoff.store import results as store
+from conftest import IN_CI, run_bakeoff
+
+LOOP = "i=0; while [ $i -lt {n} ]; do i=$((i+1)); done"
+
+
+@pytest.fixture
+def hog() -> Iterator[None]:
+    """Two CPU hogs for the test's length (at most 300 s), stopped by their group's id."""
+    found = shutil.which("stress-ng")
+    if found is None:
+        if IN_CI:
+            pytest.fail("stress-ng is not installed; make deps installs it (debian-packages)")
+        pytest.skip("stress-ng is not installed")
+    proc = subprocess.Popen([found, "--cpu", "2", "--timeout", "300", "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        yield
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _cmd(built: Path, out: Path, *args: str, trials: int = 3) -> dict[str, Any]:
+    res = run_bakeoff("cmd", "--out", str(out), "--seed", "3", "--quiet", "--trials", str(trials),
+                      "-r", "3", "--warmup-trials", "0", *args, timeout=900)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return dict(json.loads((out / "results.json").read_text()))
+
+
+def _first_lines(out: Path, n: int = 4) -> str:
+    return "\n".join((out / "report.md").read_text().splitlines()[:n])
+
+
+def _check_sane(t: dict[str, Any]) -> None:
+    c = t["contention"]
+    assert c is not None, t
+    assert c["run_delay_s"] is not None and c["run_delay_s"] >= 0
+    # rusage ticks are 1 ms at worst (CONFIG_HZ); a trial cannot use more CPUs than exist.
+    assert 0 <= c["cpu_s"] <= t["wall_s"] * c["cpus"] + 0.01
+    assert c["steal_s"] >= 0 and c["nivcsw"] >= 0 and c["load"] >= 0 and c["cpus"] >= 1
+    # Waiting and running both happen inside the trial's wall time (one process at a time
+    # here: the commands run one after another).
+    assert c["run_delay_s"] <= t["wall_s"] + 0.01
+
+
+def test_every_trial_records_its_contention_and_the_report_says_it(
+        built: Path, tmp_path: Path) -> None:
+    data = _cmd(built, tmp_path / "run", "sh -c '" + LOOP.format(n=2000) + "'",
+                "sh -c '" + LOOP.format(n=4000) + "'")
+    assert len(data["trials"]) == 6
+    for t in [*data["trials"], *data["retaken"]]:
+        _check_sane(t)
+    run = store.load(tmp_path / "run")  # read back as every later layer reads it
+    assert all(isinstance(t.contention, Contention) for t in run.trials)
+    assert "ontended: " in _first_lines(tmp_path / "run")
+
+
+def test_beside_a_cpu_hog_trials_wait_and_the_report_says_contended(
+        built: Path, tmp_path: Path, hog: None) -> None:
+    data = _cmd(built, tmp_path / "run", "--retakes", "0", "sh -c '" + LOOP.format(n=4000) + "'")
+    waits = [t["contention"]["run_delay_s"] for t in data["trials"]]
+    assert sum(waits) > 0, waits
+    assert data["retaken"] == []
+    head = _first_lines(tmp_path / "run")
+    assert "Contended: trial processes waited" in head, head
+
+
+def test_a_low_threshold_retakes_within_the_budget_then_stops(
+        built: Path, tmp_path: Path, hog: None) -> None:
+    data = _cmd(built, tmp_path / "run", "--retake-above", "0.001", "--retakes", "1",
+                "sh -c '" + LOOP.format(n=2000) + "'", trials=6)
+    assert len(data["trials"]) == 6  # the trials asked for, whatever was retaken
+    retaken = data["retaken"]
+    assert retaken, "no trial retaken beside two CPU hogs at a 0.001% threshold"
+    # At most one retake per trial, within the run-wide budget (half the trials measured
+    # before each retake), and none after RETAKE_FUTILE_AFTER retaken trials found no
+    # attempt under the threshold: every attempt waits a little, so that is all of them.
+    assert len(retaken) <= max(1, contention.RETAKE_BUDGET_SHARE * 6)
+    assert len(retaken) <= contention.RETAKE_FUTILE_AFTER
+    if len(retaken) == contention.RETAKE_FUTILE_AFTER:
+        assert any("retakes stopped" in w for w in data["warnings"]), data["warnings"]
+    for t in retaken:
+        assert "waited" in t["retaken_because"] and "retaken above" in t["retaken_because"]
+        _check_sane(t)
+    head = _first_lines(tmp_path / "run")
+    assert f"{len(retaken)} trial{'s' if len(retaken) != 1 else ''} retaken" in head, head
+
+
+def test_a_threshold_no_trial_can_reach_retakes_none(built: Path, tmp_path: Path) -> None:
+    # One process at a time waits at most its wall time: 100000% is never reached.
+    data = _cmd(built, tmp_path / "run", "--retake-above", "100000",
+                "sh -c '" + LOOP.format(n=2000) + "'")
+    assert data["retaken"] == [] and len(data["trials"]) == 3
+    assert "0 trials retaken" in _first_lines(tmp_path / "run")
+
+
+def test_instructions_count_the_work_and_repeat_exactly(built: Path, tmp_path: Path) -> None:
+    if shutil.which("valgrind") is None:
+        if IN_CI:
+            pytest.fail("valgrind is not installed; make deps installs it (debian-packages)")
+        pytest.skip("valgrind is not installed")
+    # sh -c inside the command: the shell's start-up (~0.1% of these counts) stays in both.
+    data = _cmd(built, tmp_path / "run", "--instructions", "1", "-n", "once", "-n", "twice",
+                "sh -c '" + LOOP.format(n=3000) + "'", "sh -c '" + LOOP.format(n=6000) + "'")
+    counts: dict[str, list[float]] = {}
+    for t in data["trials"]:
+        counts.setdefault(t["case"]["variant"], []).extend(t["samples"]["instructions"])
+    once, twice = counts["once"], counts["twice"]
+    assert len(once) == len(twice) == 3
+    # Identical commands read identically: user-space instructions do not move with load.
+    for values in (once, twice):
+        assert (max(values) - min(values)) / min(values) < 0.001, values
+    # Twice the loop's iterations, twice the instructions.
+    assert 1.95 < twice[0] / once[0] < 2.05, (once, twice)
+    assert "instructions" in {m["name"] for m in data["benchmarks"]["cmd"]["metrics"]}
