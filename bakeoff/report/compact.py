@@ -16,6 +16,7 @@ from bakeoff.report.contention import CONTENDED_MARK
 from bakeoff.report.contention import legend as contention_legend
 from bakeoff.report.format import MISSING, fmt_ratio, fmt_value, fmt_with_ci, params_label
 from bakeoff.report.grid import Grid, Params, Point, grid, trials_of
+from bakeoff.report.tables import below_resolution_text
 from bakeoff.report.words import better_phrase
 
 # Better than the baseline beyond the threshold, worse, or no difference of that size shown.
@@ -69,6 +70,8 @@ def _figure(ba: BenchmarkAnalysis, g: Grid, point: Point, variant: str,
         return CompactCell(f"{fmt_ratio(ratio.ratio, ratio.ci_low, ratio.ci_high)} "
                            f"{GLYPHS[verdict]}", verdict)
     s = r.summary
+    if r.below_resolution:  # said as such: its CI reaches 0 once the start-up is taken off
+        return CompactCell(below_resolution_text(s, r.unit, r.below_resolution))
     return CompactCell(fmt_with_ci(s.median, s.ci_low, s.ci_high, r.unit, "") if s.n_trials > 1
                        else f"{fmt_value(s.median, r.unit)} (one trial)")
 
