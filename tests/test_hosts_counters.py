@@ -204,3 +204,8 @@ def test_none_against_some_differs_and_a_ci_touching_zero_is_no_verdict() -> Non
     assert verdict(_summary(1, 1, 1), _summary(1, 1, 1)) == SAME
     # Apart beyond the CIs but within the threshold (1% < 2%): the same.
     assert verdict(_summary(100, 99.9, 100.1), _summary(101, 100.9, 101.1)) == SAME
+    # A zero-width CI (the same count in both counted trials) against a host whose count
+    # varies a little: no SE to weigh, so no test (issue 35 saw Cochran's Q = 2.4e11 and a
+    # false "differs" between two runs of one machine), never "differs".
+    assert verdict(_summary(1.0, 1.0, 1.0), _summary(1.035, 1.02, 1.05)) == UNTESTED
+    assert verdict(_summary(1.035, 1.02, 1.05), _summary(1.0, 1.0, 1.0)) == UNTESTED

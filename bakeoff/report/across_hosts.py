@@ -389,6 +389,14 @@ def _hosts_section(a: HostsAnalysis) -> Section:
     return Section("Hosts and their facts", tuple(blocks), anchor="hosts")
 
 
+def hosts_title(a: HostsAnalysis) -> str:
+    """"across N hosts" only where there are hosts to compare."""
+    if len(a.hosts) < 2:
+        return (f"bakeoff on one host, {a.labels[0] if a.labels else 'none'}: nothing "
+                "compared across hosts (one host's results came back)")
+    return f"bakeoff across {len(a.hosts)} hosts"
+
+
 def hosts_page(a: HostsAnalysis) -> Page:
     """report.html and report.md across hosts: the questions per host, the findings, the
     warnings, a section per benchmark, the hosts and their facts."""
@@ -404,7 +412,7 @@ def hosts_page(a: HostsAnalysis) -> Page:
                                      anchor="warnings", style="warnings")] if a.warnings else []
     labels = ", ".join(a.labels)
     return Page(
-        title=f"bakeoff across {len(a.hosts)} hosts",
+        title=hosts_title(a),
         html_title=f"bakeoff report across hosts: {labels}",
         intro=(Paragraph(("Hosts: ", strong(labels), ". Each host's ratios come from its own "
                           "run; the tables put them side by side and a test across hosts says "
