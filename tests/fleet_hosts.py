@@ -46,11 +46,11 @@ class NamespaceHost:
     sshd: subprocess.Popen[bytes] | None = None
 
     def start_sshd(self) -> None:
-        cmd = ["nsenter", f"--net=/run/netns/{self.netns}", SSHD, "-D", "-e", "-f", str(self.config)]
-        if self.without_caps:
-            # Root without CAP_SYS_ADMIN, as in a container: its bounding set (inherited by
-            # every session) lacks it.
-            cmd = ["setpriv", "--bounding-set", "-sys_admin", *cmd]
+        # Root without CAP_SYS_ADMIN, as in a container: sshd's bounding set (inherited by
+        # every session) lacks it (dropped once in the namespace: entering it needs it).
+        reduced = ["setpriv", "--bounding-set", "-sys_admin"] if self.without_caps else []
+        cmd = ["nsenter", f"--net=/run/netns/{self.netns}", *reduced, SSHD, "-D", "-e", "-f",
+               str(self.config)]
         if self.without_memcg:
             # A mount namespace of its own (private: nothing propagates back to this machine)
             # with the memory controller unmounted, then sshd in the network namespace.
