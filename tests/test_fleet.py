@@ -223,6 +223,10 @@ def test_a_host_whose_sshd_is_stopped_is_unreachable_and_the_other_completes(
     lines = [ln for ln in res.stderr.splitlines() if ln.startswith("host ")]
     assert len(lines) == 1 and lines[0].startswith("host beta: unreachable: "), res.stderr
     assert not (out / "hosts" / "beta" / "results.json").exists()
+    # The report across hosts of what came back, one host: it compares nothing and says so.
+    md = (out / "report.md").read_text()
+    assert "across 1 hosts" not in md and "nothing compared across hosts" in md, md[:2000]
+    assert "differs between hosts" not in md and "holds on every host" not in md, md
 
 
 def _lose_when_measuring(host: NamespaceHost, out: Path, lose: Callable[[], None],
@@ -268,7 +272,8 @@ def test_hosts_lost_mid_run_are_named_in_bounded_time_and_resumed_per_trial(
     assert rec["hosts"]["alpha"]["status"] == "complete"
     for name in ("beta", "gamma"):
         h = rec["hosts"][name]
-        assert h["status"] == "unreachable" and h["reachable"] is True, h
+        # reachable as the status says (issue 35 saw True beside "unreachable").
+        assert h["status"] == "unreachable" and h["reachable"] is False, h
         # What it had recorded at the controller's last look, before it was lost.
         assert h["trials_recorded"] <= len(lost[name][1]), h
         assert f"stopped answering mid-run, with {h['trials_recorded']} trial(s) recorded" \
@@ -371,7 +376,8 @@ def test_sigterm_names_each_hosts_state_stops_their_runs_and_relative_resume_fin
     """--serial, SIGTERM while alpha measures: alpha is named running (its trials recorded),
     beta not started; nothing runs on; relative -i/--out/--resume paths work."""
     alpha = _host(fleet, "alpha")
-    fleet.inventory(tmp_path / "inventory.yml", [alpha, _host(fleet, "beta")])
+    # Its key and known_hosts named relative to the directory it is used from (issue 35).
+    fleet.inventory(tmp_path / "inventory.yml", [alpha, _host(fleet, "beta")], relative=True)
     out = tmp_path / "fleet"
     proc = subprocess.Popen(
         [sys.executable, "-m", "bakeoff", "fleet", "run", "-i", "inventory.yml", "--out", "fleet",
@@ -390,9 +396,11 @@ def test_sigterm_names_each_hosts_state_stops_their_runs_and_relative_resume_fin
             proc.wait(timeout=30)
     assert proc.returncode == 143, err
     assert "Traceback" not in err
-    # Each host's state, and what --resume does with it; the run never said "run ok".
-    assert re.search(r"^host alpha: running, stopped mid-run with \d+ trial\(s\) recorded.*"
-                     r"--resume goes on from them", err, re.M), err
+    # Each host's state, and what --resume does with it; the run never said "run ok". The
+    # count is the host's journal's once its run stopped, not the last look's.
+    said = re.search(r"^host alpha: stopped mid-run with (\d+) trial\(s\) recorded at the "
+                     r"stop.*--resume goes on from them", err, re.M)
+    assert said, err
     assert re.search(r"^host beta: not started; --resume runs it from the start", err, re.M), err
     assert f"bakeoff fleet run --resume {out}" in err  # absolute: it works from anywhere
     assert "alpha: run ok" not in stdout and "alpha: run stopped" in stdout, stdout
@@ -408,6 +416,7 @@ def test_sigterm_names_each_hosts_state_stops_their_runs_and_relative_resume_fin
     # The host's run saved its trials when it was stopped.
     saved = json.loads((_remote_results(alpha, out) / "results.json").read_text())
     assert saved["status"] == "interrupted"
+    assert int(said.group(1)) == len(saved["trials"]) == rec["hosts"]["alpha"]["trials_recorded"]
 
     again = subprocess.run([sys.executable, "-m", "bakeoff", "fleet", "run", "--resume", "fleet"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=1500,
@@ -441,6 +450,16 @@ def test_bad_fleet_input_is_one_line(tmp_path: Path) -> None:
                        "names no hosts")
     assert_usage_error(run_bakeoff("fleet", "run", "-i", str(empty), "no-such-bench"),
                        "not found")
+    # Ansible's own parse error, with the file (and line and column where it gives them).
+    bad_yaml = tmp_path / "indent.yml"
+    bad_yaml.write_text("all:\n  hosts:\n    a:\n      ansible_host: 198.18.0.2\n     b: {}\n")
+    assert_usage_error(run_bakeoff("fleet", "run", "-i", str(bad_yaml), "mremap-vs-memcpy"),
+                       f"did not find expected key. ({bad_yaml}:5:6, read as YAML)", "fix it")
+    bad_ini = tmp_path / "typo.ini"
+    bad_ini.write_text("[lab]\nhost1 ansible_host 198.18.0.2\n")
+    assert_usage_error(run_bakeoff("fleet", "run", "-i", str(bad_ini), "mremap-vs-memcpy"),
+                       "Expected key=value host variable assignment, got: ansible_host "
+                       f"({bad_ini}, read as INI)")
     assert_usage_error(run_bakeoff("fleet", "run", "--resume", str(tmp_path)), "fleet.json")
     # A host name that cannot be a directory and an Ansible --limit item: exit 2, nothing made.
     for bad in ("a b", "a,b", "-a"):

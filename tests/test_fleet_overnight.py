@@ -179,7 +179,7 @@ def test_a_frozen_host_is_declared_stalled_and_the_others_are_reported(
     for name in ("alpha", "beta"):
         assert rec["hosts"][name]["status"] == "complete", rec["hosts"][name]
     g = rec["hosts"]["gamma"]
-    assert g["status"] == "stalled" and g["reason"].startswith("stalled: no trial recorded for"), g
+    assert g["status"] == "stalled" and g["reason"].startswith("no trial recorded for"), g
     assert "stopped with SIGTERM (it saved its trials)" in g["reason"], g["reason"]
     assert g["phases"]["run"]["outcome"] == "stalled" and g["run_status"] == "interrupted", g
     # Declared within its bound (10x its slowest trial, at least --stall-after) of its last

@@ -364,7 +364,7 @@ def prepare(rec: FleetRecord, fleet_dir: Path, use_wheelhouse: bool,
 
 def new_record(fleet_run: str, commit: str, inventory: Path, hosts: list[str],
                run_args: list[str], seed: int, rooms: list[str], serial: bool,
-               forks: int, host_timeout_s: int, stall_after_s: int) -> FleetRecord:
+               forks: int, host_timeout_s: int, stall_after_s: int = 180) -> FleetRecord:
     return FleetRecord(
         fleet_run=fleet_run, remote_name=f"{fleet_run}-{secrets.token_hex(4)}", commit=commit,
         inventory=str(inventory.resolve()),

@@ -38,6 +38,8 @@ __all__ = ["FAULTS", "FLEET_JSON", "HOSTS_DIR", "PHASES", "RUN_TASK", "SCHEMA_VE
 RUN_TASK = "run: bakeoff run"
 # The task that starts it (an async job).
 START_TASK = "run: start bakeoff run"
+# How the playbook's result check begins its message for a stalled run.
+STALLED_MSG = "stalled: "
 # Statuses that end a host's attempt before its results are settled.
 FAULTS = ("failed", "unreachable", "stalled")
 # make's own summary of a failed recipe: it names the target, never the cause.
@@ -72,8 +74,10 @@ def _cause(text: str) -> str:
 def _reason(event: dict[str, Any]) -> str:
     """The one line that says why: the stderr line naming the cause, else Ansible's message."""
     msg = str(event.get("msg") or "").strip()
-    if msg.startswith(("bakeoff run exited", "stalled: ")):
+    if msg.startswith("bakeoff run exited"):
         return msg  # the playbook's own summary already names the exit and the error line
+    if msg.startswith(STALLED_MSG):  # the status says "stalled" already
+        return msg.removeprefix(STALLED_MSG)
     detail = _cause(str(event.get("stderr") or "")) or _last_line(msg)
     rc = event.get("rc")
     return f"{event['task']}: " + (f"exit {rc}: " if isinstance(rc, int) and rc else "") + detail
@@ -116,7 +120,7 @@ def apply_event(rec: FleetRecord, event: dict[str, Any]) -> list[tuple[str, str]
         if kind == "ok":
             host.exit_status = rc if isinstance(rc, int) else None
         if look.get("stalled") and host.status not in FAULTS:
-            host.status, host.reason = "stalled", f"stalled: {look.get('stall', '')}"
+            host.status, host.reason = "stalled", str(look.get("stall", ""))
     if kind in ("unreachable", "failed"):
         if current is not None and current.outcome == "running":
             current.outcome = kind
