@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,7 @@ def fleet(built: Path) -> Iterator[NamespaceFleet]:
                       text=True, check=True).stdout.strip():
         pytest.fail("the checkout has uncommitted changes: a fleet pushes only what is "
                     "committed; commit before running the fleet tests")
-    with namespace_fleet(["alpha", "beta", "gamma"], without_memcg=("gamma",)) as f:
+    with namespace_fleet(["alpha", "beta", "gamma", "delta"], without_memcg=("gamma",)) as f:
         yield f
         hosts = f.hosts
     # Everything the hosts were is gone: no namespace, veth, sshd or remote directory.
@@ -247,28 +248,63 @@ def _lose_when_measuring(host: NamespaceHost, out: Path, lose: Callable[[], None
     return thread
 
 
-def test_hosts_lost_mid_run_are_named_in_bounded_time_and_resumed_per_trial(
-        fleet: NamespaceFleet, tmp_path: Path) -> None:
-    """beta's sshd dies (listener and sessions), gamma's link goes down, mid-run: each is
-    declared within the bound, named with what it had recorded; alpha finishes; --resume,
-    once they answer again, keeps every trial they had recorded and measures none twice."""
-    beta, gamma = _host(fleet, "beta"), _host(fleet, "gamma")
-    out = tmp_path / "fleet"
+@dataclass
+class Losses:
+    """One fleet run in which three hosts are lost mid-run, each its own way, and its
+    --resume once they answer again: what the tests of host loss read (issue 34: one run
+    and one resume instead of one of each per test)."""
+
+    out: Path
+    first: subprocess.CompletedProcess[str]
+    first_record: dict
+    lost: dict[str, tuple[float, list[dict]]]  # host -> (when lost, its journal then)
+    fetched: dict[str, list[dict]]  # host -> the trials that came back from the first run
+    again: subprocess.CompletedProcess[str]
+    record: dict
+    left_running: dict[str, list[int]]  # host -> processes of the first attempt found after
+
+
+@pytest.fixture(scope="module")
+def losses(fleet: NamespaceFleet, tmp_path_factory: pytest.TempPathFactory) -> Losses:
+    """beta's sshd dies (listener and sessions), gamma's link goes down, delta restarts
+    (every process killed, sshd back at once), each once it has recorded 2 trials; alpha
+    measures on. Then --resume, once they answer again."""
+    tmp = tmp_path_factory.mktemp("losses")
+    beta, gamma, delta = _host(fleet, "beta"), _host(fleet, "gamma"), _host(fleet, "delta")
+    out = tmp / "fleet"
     lost: dict[str, tuple[float, list[dict]]] = {}
     watchers = [_lose_when_measuring(beta, out, beta.kill_sshd, lost),
-                _lose_when_measuring(gamma, out, gamma.drop_link, lost)]
+                _lose_when_measuring(gamma, out, gamma.drop_link, lost),
+                _lose_when_measuring(delta, out, delta.reboot, lost)]
     try:
-        res, out = _fleet_run(fleet, tmp_path, ["alpha", "beta", "gamma"], "mremap-vs-memcpy",
-                              "--profile", "quick", "--param", "size=4KiB", "--trials", "6",
-                              "--seed", "5")
+        first, out = _fleet_run(fleet, tmp, ["alpha", "beta", "gamma", "delta"],
+                                "mremap-vs-memcpy", "--profile", "quick", "--param",
+                                "size=4KiB", "--trials", "6", "--seed", "5")
     finally:
         for w in watchers:
             w.join(timeout=60)
         beta.start_sshd()
         gamma.restore_link()
-    assert set(lost) == {"beta", "gamma"}, "a host was never seen measuring"
+    first_record = _record(out)
+    fetched = {}
+    for name in ("beta", "gamma", "delta"):
+        journal = out / "hosts" / name / "trials.jsonl"
+        fetched[name] = [json.loads(ln) for ln in journal.read_text().splitlines()] \
+            if journal.exists() else []
+    again = run_bakeoff("fleet", "run", "--resume", str(out), timeout=1500)
+    left = {h.name: h.kill_processes(".venv/bin/bakeoff run") for h in (beta, gamma, delta)}
+    return Losses(out, first, first_record, lost, fetched, again, _record(out), left)
+
+
+def test_hosts_lost_mid_run_are_named_in_bounded_time_and_resumed_per_trial(
+        losses: Losses) -> None:
+    """beta (sshd killed) and gamma (link down) are each declared within the bound, named
+    with what they had recorded; alpha finishes; --resume, once they answer again, keeps
+    every trial they had recorded and measures none twice."""
+    res, out, lost = losses.first, losses.out, losses.lost
+    assert set(lost) == {"beta", "gamma", "delta"}, "a host was never seen measuring"
     assert res.returncode == 1, (res.stdout, res.stderr)
-    rec = _record(out)
+    rec = losses.first_record
     assert rec["hosts"]["alpha"]["status"] == "complete"
     for name in ("beta", "gamma"):
         h = rec["hosts"][name]
@@ -284,62 +320,42 @@ def test_hosts_lost_mid_run_are_named_in_bounded_time_and_resumed_per_trial(
         print(f"loss to verdict, {name} ({'sshd killed' if name == 'beta' else 'link down'}): "
               f"{seconds:.1f} s")
         assert 0 < seconds < LOSS_TO_VERDICT_BOUND_S, seconds
-    # The report across hosts is written at the end, from what came back (alpha's run).
+    # The report across hosts is written at the end, from what came back.
     assert (out / "report.md").is_file() and (out / "hosts.json").is_file()
     assert f"--resume {out}" in res.stdout
 
-    again = run_bakeoff("fleet", "run", "--resume", str(out), timeout=1500)
+    again, rec = losses.again, losses.record
     assert again.returncode == 0, (again.stdout, again.stderr)
-    rec = _record(out)
     assert rec["hosts"]["alpha"]["attempts"] == 1  # finished hosts are left alone
     for name in ("beta", "gamma"):
         h = rec["hosts"][name]
         assert h["status"] == "complete" and h["attempts"] == 2 and len(h["run_ids"]) == 1, h
         results = json.loads((out / "hosts" / name / "results.json").read_text())
         _assert_resumed_per_trial(results, lost[name][1], 6)
-    assert not beta.kill_processes(".venv/bin/bakeoff run")  # nothing of the first attempt left
-    assert not gamma.kill_processes(".venv/bin/bakeoff run")
+    assert losses.left_running == {"beta": [], "gamma": [], "delta": []}  # nothing of the first
 
 
-def test_a_host_that_restarts_mid_run_is_failed_and_resumed_per_trial(
-        fleet: NamespaceFleet, tmp_path: Path) -> None:
-    """beta restarts mid-run (every process killed, sshd back at once): its run is found
+def test_a_host_that_restarts_mid_run_is_failed_and_resumed_per_trial(losses: Losses) -> None:
+    """delta restarts mid-run (every process killed, sshd back at once): its run is found
     gone (no exit status) at the next look, its partial results come back, and --resume
     goes on from its recorded trials."""
-    beta = _host(fleet, "beta")
-    out = tmp_path / "fleet"
-    lost: dict[str, tuple[float, list[dict]]] = {}
-    watcher = _lose_when_measuring(beta, out, beta.reboot, lost)
-    try:
-        res, out = _fleet_run(fleet, tmp_path, ["alpha", "beta"], "mremap-vs-memcpy",
-                              "--profile", "quick", "--param", "size=4KiB", "--trials", "6",
-                              "--seed", "3")
-    finally:
-        watcher.join(timeout=60)
-    assert "beta" in lost, "the run on beta was never seen measuring"
-    assert res.returncode == 1, (res.stdout, res.stderr)
-    rec = _record(out)
-    assert rec["hosts"]["alpha"]["status"] == "complete"
-    b = rec["hosts"]["beta"]
+    assert "delta" in losses.lost, "the run on delta was never seen measuring"
+    b = losses.first_record["hosts"]["delta"]
     assert b["status"] == "failed" and b["exit_status"] is None, b
     assert "bakeoff run ended without an exit status" in b["reason"], b["reason"]
     # What it measured before it died came back: a partial run.
     assert b["run_status"] == "running", b
     run_id = b["run_ids"][0]
-    fetched = [json.loads(ln) for ln in
-               (out / "hosts" / "beta" / "trials.jsonl").read_text().splitlines()]
-    assert {_trial_key(t) for t in lost["beta"][1]} <= {_trial_key(t) for t in fetched}
+    fetched = losses.fetched["delta"]
+    assert {_trial_key(t) for t in losses.lost["delta"][1]} <= {_trial_key(t) for t in fetched}
 
-    again = run_bakeoff("fleet", "run", "--resume", str(out), timeout=1500)
-    assert again.returncode == 0, (again.stdout, again.stderr)
-    rec = _record(out)
-    b = rec["hosts"]["beta"]
+    b = losses.record["hosts"]["delta"]
     assert b["status"] == "complete" and b["run_ids"] == [run_id] and b["attempts"] == 2
-    assert rec["hosts"]["alpha"]["attempts"] == 1
     # alpha was not run again: no progress line of its own (the merged report's warnings
     # may still name it, as "warning: alpha: ...").
-    assert not [ln for ln in again.stdout.splitlines() if ln.startswith("alpha:")], again.stdout
-    results = json.loads((out / "hosts" / "beta" / "results.json").read_text())
+    assert not [ln for ln in losses.again.stdout.splitlines() if ln.startswith("alpha:")], \
+        losses.again.stdout
+    results = json.loads((losses.out / "hosts" / "delta" / "results.json").read_text())
     _assert_resumed_per_trial(results, fetched, 6)
 
 

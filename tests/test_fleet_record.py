@@ -304,3 +304,27 @@ def test_a_frozen_run_is_stalled_past_its_bound_and_stopped(tmp_path: Path) -> N
             if p.poll() is None:
                 p.kill()
                 p.wait(timeout=10)
+
+
+def test_an_interrupted_hosts_state_says_what_is_true(tmp_path: Path) -> None:
+    """Not started, stopped before its run started, stopped with the count read at the
+    stop, or left running (a second Ctrl-C skipped the stop) with how to stop it."""
+    from bakeoff.fleet.command import _cut_short
+
+    rec = _rec(["a"])
+    h = rec.hosts["a"]
+    assert _cut_short(h, tmp_path, rec) == "not started; --resume runs it from the start"
+    for ev in [_ev(0, "start", "a", "connect: ping"), _ev(1, "ok", "a", "connect: ping"),
+               _ev(2, "start", "a", "run: state of an earlier attempt")]:
+        record.apply_event(rec, ev)
+    assert _cut_short(h, tmp_path, rec).startswith("stopped in its run phase before its run "
+                                                   "started")
+    record.apply_event(rec, _ev(3, "ok", "a", "run: start bakeoff run"))
+    h.trials_recorded, h.stop = 41, "stopped"
+    assert _cut_short(h, tmp_path, rec).startswith(
+        "stopped mid-run with 41 trial(s) recorded at the stop; they stay on the host")
+    h.stop = "left running"
+    said = _cut_short(h, tmp_path, rec)
+    assert said.startswith("left running on the host") and "at the last look" in said
+    assert f"bakeoff fleet run --resume {tmp_path}" in said and \
+        f"pkill -TERM -f 'bakeoff run .*<bakeoff_remote_dir>/a/results/{rec.remote_name}$'" in said
