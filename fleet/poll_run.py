@@ -15,7 +15,8 @@ keeps in fleet.json so that a host lost later is named with what it had finished
 
 stalled: the journal has not grown for longer than the stall bound, STALL_FACTOR times the
 slowest trial the run recorded and at least STALL_AFTER_S seconds (before the first trial:
-FIRST_TRIAL_FACTOR times STALL_AFTER_S from the job's start). The run is then stopped here:
+FIRST_TRIAL_FACTOR times STALL_AFTER_S from the job's start), while its trials go on (not
+while it analyses and writes its reports). The run is then stopped here:
 SIGCONT and SIGTERM to it and its children (a stopped process saves its trials once it runs
 again), SIGKILL after TERM_WAIT_S; `stall` says what was seen and done.
 
@@ -86,6 +87,19 @@ def _trials(run_dir: str, journal: list[dict[str, Any]]) -> int:
             return len(json.load(f).get("trials", []))
     except (OSError, ValueError, AttributeError):
         return 0
+
+
+def _measuring(run_dir: str) -> bool:
+    """Are the run's trials still going? Once they are done, bakeoff run writes results.json
+    with its final status and removes the journal, then analyses and writes its reports:
+    no trial is recorded then, and none is due (--host-timeout bounds that part)."""
+    if os.path.exists(os.path.join(run_dir, "trials.jsonl")):
+        return True
+    try:
+        with open(os.path.join(run_dir, "results.json"), encoding="utf-8") as f:
+            return json.load(f).get("status") in (None, "running")
+    except (OSError, ValueError, AttributeError):
+        return True  # not written yet: the run is starting
 
 
 def _mtime(path: str) -> float | None:
@@ -180,7 +194,7 @@ def look(results_file: str, run_dir: str, stall_after_s: float | None = None) ->
         died = running
     journal = _journal(run_dir)
     stall = ""
-    if running and not died and stall_after_s:
+    if running and not died and stall_after_s and _measuring(run_dir):
         # The last sign of progress: the journal's last write, or the job's start (a journal
         # an earlier attempt left is older than this run).
         since = max(t for t in (_mtime(os.path.join(run_dir, "trials.jsonl")),

@@ -299,6 +299,12 @@ def test_a_frozen_run_is_stalled_past_its_bound_and_stopped(tmp_path: Path) -> N
         assert look["stall"].startswith("no trial recorded for 31 s, past its bound of 30 s")
         assert look["stall"].endswith("stopped with SIGTERM (it saved its trials)")
         assert run.wait(timeout=10) == 143 and (run_dir / "saved").read_text() == "yes"
+        # Its trials done (results.json final, no journal), a run that analyses and writes
+        # its reports records no trial and is not stalled, however long it takes.
+        journal.unlink()
+        (run_dir / "results.json").write_text(json.dumps({"status": "complete", "trials": []}))
+        look = poll_run.look(str(job), str(run_dir), 20)
+        assert not look["finished"] and not look["stalled"], look
     finally:
         for p in (wrapper, run):
             if p.poll() is None:
