@@ -112,10 +112,10 @@ def pytest_configure(config: pytest.Config) -> None:
 INDEPENDENT_MODULES = frozenset({"test_fault_injection.py", "test_bad_input.py",
                                  "test_properties.py", "test_stats.py"})
 # Modules that take the suite lock test by test rather than for the whole module: the
-# independent ones, and the fleet's, whose tests run on one worker (its module fixture, three
+# independent ones, and the fleet's (both modules), whose tests run on one worker (its module fixture, three
 # hosts each set up once, is made once) but last minutes each: a module-long shared hold
 # would keep a machine-wide module, and behind it every other test, waiting that long.
-LOCK_PER_TEST = INDEPENDENT_MODULES | {"test_fleet.py"}
+LOCK_PER_TEST = INDEPENDENT_MODULES | {"test_fleet.py", "test_fleet_overnight.py"}
 
 
 # Modules whose costly session fixture is the same run (every room's quick profile): one

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, assert_usage_error, run_bakeoff
+from conftest import REPO, assert_usage_error, live_run_lock, run_bakeoff
 from fleet_hosts import NamespaceFleet, NamespaceHost, namespace_fleet
 
 pytestmark = pytest.mark.slow
@@ -273,26 +273,27 @@ def losses(fleet: NamespaceFleet, tmp_path_factory: pytest.TempPathFactory) -> L
     beta, gamma, delta = _host(fleet, "beta"), _host(fleet, "gamma"), _host(fleet, "delta")
     out = tmp / "fleet"
     lost: dict[str, tuple[float, list[dict]]] = {}
-    watchers = [_lose_when_measuring(beta, out, beta.kill_sshd, lost),
-                _lose_when_measuring(gamma, out, gamma.drop_link, lost),
-                _lose_when_measuring(delta, out, delta.reboot, lost)]
-    try:
-        first, out = _fleet_run(fleet, tmp, ["alpha", "beta", "gamma", "delta"],
-                                "mremap-vs-memcpy", "--profile", "quick", "--param",
-                                "size=4KiB", "--trials", "6", "--seed", "5")
-    finally:
-        for w in watchers:
-            w.join(timeout=60)
-        beta.start_sshd()
-        gamma.restore_link()
-    first_record = _record(out)
-    fetched = {}
-    for name in ("beta", "gamma", "delta"):
-        journal = out / "hosts" / name / "trials.jsonl"
-        fetched[name] = [json.loads(ln) for ln in journal.read_text().splitlines()] \
-            if journal.exists() else []
-    again = run_bakeoff("fleet", "run", "--resume", str(out), timeout=1500)
-    left = {h.name: h.kill_processes(".venv/bin/bakeoff run") for h in (beta, gamma, delta)}
+    with live_run_lock("test_fleet.py: losses"):  # a module fixture: before the test's lock
+        watchers = [_lose_when_measuring(beta, out, beta.kill_sshd, lost),
+                    _lose_when_measuring(gamma, out, gamma.drop_link, lost),
+                    _lose_when_measuring(delta, out, delta.reboot, lost)]
+        try:
+            first, out = _fleet_run(fleet, tmp, ["alpha", "beta", "gamma", "delta"],
+                                    "mremap-vs-memcpy", "--profile", "quick", "--param",
+                                    "size=4KiB", "--trials", "6", "--seed", "5")
+        finally:
+            for w in watchers:
+                w.join(timeout=60)
+            beta.start_sshd()
+            gamma.restore_link()
+        first_record = _record(out)
+        fetched = {}
+        for name in ("beta", "gamma", "delta"):
+            journal = out / "hosts" / name / "trials.jsonl"
+            fetched[name] = [json.loads(ln) for ln in journal.read_text().splitlines()] \
+                if journal.exists() else []
+        again = run_bakeoff("fleet", "run", "--resume", str(out), timeout=1500)
+        left = {h.name: h.kill_processes(".venv/bin/bakeoff run") for h in (beta, gamma, delta)}
     return Losses(out, first, first_record, lost, fetched, again, _record(out), left)
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import REPO
+from conftest import REPO, live_run_lock
 from fleet_hosts import NamespaceFleet, NamespaceHost, namespace_fleet
 
 pytestmark = pytest.mark.slow
@@ -159,12 +159,14 @@ def overnight(fleet: NamespaceFleet, tmp_path_factory: pytest.TempPathFactory) -
     out = cwd / "fleet"
     frozen: dict[str, float] = {}
     seen: list[dict] = []
-    watcher = _freeze_when_measuring(_host(fleet, "gamma"), out, frozen, seen)
-    try:
-        res = _bakeoff(cwd, "fleet", "run", "-i", "hosts.yml", "--out", "fleet",
-                       "--stall-after", str(STALL_AFTER_S), "--history", "history.sqlite", *ARGS)
-    finally:
-        watcher.join(timeout=60)
+    with live_run_lock("test_fleet_overnight.py: overnight"):  # before the test's own lock
+        watcher = _freeze_when_measuring(_host(fleet, "gamma"), out, frozen, seen)
+        try:
+            res = _bakeoff(cwd, "fleet", "run", "-i", "hosts.yml", "--out", "fleet",
+                           "--stall-after", str(STALL_AFTER_S), "--history", "history.sqlite",
+                           *ARGS)
+        finally:
+            watcher.join(timeout=60)
     return Overnight(res, out, cwd, cwd / "history.sqlite", frozen, seen)
 
 
