@@ -121,13 +121,14 @@ def pytest_configure(config: pytest.Config) -> None:
 INDEPENDENT_MODULES = frozenset({"test_fault_injection.py", "test_properties.py",
                                  "test_stats.py"})
 # Modules that take the suite lock test by test rather than for the whole module: the
-# independent ones; the fleet's, whose tests run on one worker (its module fixture, three
-# hosts each set up once, is made once) but last minutes each: a module-long shared hold
-# would keep a machine-wide module, and behind it every other test, waiting that long; and
-# bad input's, whose module fixture runs the whole catalogue under the lock before its first
-# test. (Bad input's tests were handed out one by one until 2026-11-29: every worker that got
-# one ran the whole catalogue, 145 s and 129 s of set-up on two workers in CI.)
-LOCK_PER_TEST = INDEPENDENT_MODULES | {"test_fleet.py", "test_bad_input.py"}
+# independent ones; the fleet's (both modules), whose tests run on one worker (its module
+# fixture, hosts each set up once, is made once) but last minutes each: a module-long shared
+# hold would keep a machine-wide module, and behind it every other test, waiting that long;
+# and bad input's, whose module fixture runs the whole catalogue under the lock before its
+# first test. (Bad input's tests were handed out one by one until 2026-11-29: every worker
+# that got one ran the whole catalogue, 145 s and 129 s of set-up on two workers in CI.)
+LOCK_PER_TEST = INDEPENDENT_MODULES | {"test_fleet.py", "test_fleet_overnight.py",
+                                       "test_bad_input.py"}
 
 
 # Modules whose costly session fixture is the same run (every room's quick profile): one

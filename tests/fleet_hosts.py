@@ -6,7 +6,8 @@ its own sshd (Debian's openssh-server) with a host key and a client key made her
 started through a host's sshd have that namespace's network: loopback and the veth, nothing
 else (no PyPI), which is what a lab host without internet access looks like.
 
-A host may get its own mount namespace with the cgroup v1 memory controller unmounted: it
+A host may have root without CAP_SYS_ADMIN (sshd under a reduced bounding set, as in a
+container). A host may get its own mount namespace with the cgroup v1 memory controller unmounted: it
 then really has no memory cgroups (the cgroup_memory capability is absent there), while the
 others do. Everything is removed on exit: sshd and every process in the namespaces, the
 namespaces, the veths, the keys and the hosts' remote directories. Every wait is bounded.
@@ -41,10 +42,15 @@ class NamespaceHost:
     config: Path
     log: Path
     without_memcg: bool = False
+    without_caps: bool = False
     sshd: subprocess.Popen[bytes] | None = None
 
     def start_sshd(self) -> None:
-        cmd = ["nsenter", f"--net=/run/netns/{self.netns}", SSHD, "-D", "-e", "-f", str(self.config)]
+        # Root without CAP_SYS_ADMIN, as in a container: sshd's bounding set (inherited by
+        # every session) lacks it (dropped once in the namespace: entering it needs it).
+        reduced = ["setpriv", "--bounding-set", "-sys_admin"] if self.without_caps else []
+        cmd = ["nsenter", f"--net=/run/netns/{self.netns}", *reduced, SSHD, "-D", "-e", "-f",
+               str(self.config)]
         if self.without_memcg:
             # A mount namespace of its own (private: nothing propagates back to this machine)
             # with the memory controller unmounted, then sshd in the network namespace.
@@ -130,14 +136,23 @@ class NamespaceFleet:
     key: Path = Path()
     known_hosts: Path = Path()
 
-    def inventory(self, path: Path, hosts: list[NamespaceHost] | None = None) -> Path:
+    def inventory(self, path: Path, hosts: list[NamespaceHost] | None = None,
+                  relative: bool = False) -> Path:
+        """relative: the key and known_hosts copied beside the inventory and named by relative
+        paths, as an inventory used from its own directory names them."""
+        key, known = self.key, self.known_hosts
+        if relative:
+            shutil.copy(self.key, path.parent / "key")
+            (path.parent / "key").chmod(0o600)
+            shutil.copy(self.known_hosts, path.parent / "known_hosts")
+            key, known = Path("key"), Path("known_hosts")
         # One bakeoff_remote_dir for every host, as hosts on one NFS share have: each host's
         # files go into its own subdirectory of it (remote_dir), never into another's.
         lines = ["all:", "  vars:", "    ansible_user: root",
                  f"    bakeoff_remote_dir: {self.root / 'remote'}",
-                 f"    ansible_ssh_private_key_file: {self.key}",
+                 f"    ansible_ssh_private_key_file: {key}",
                  "    ansible_ssh_common_args: >-",
-                 f"      -o UserKnownHostsFile={self.known_hosts} -o StrictHostKeyChecking=yes",
+                 f"      -o UserKnownHostsFile={known} -o StrictHostKeyChecking=yes",
                  "      -o IdentitiesOnly=yes -o ConnectionAttempts=1",
                  "  hosts:"]
         for h in hosts or self.hosts:
@@ -200,7 +215,8 @@ def _clear_stale_pyenv_lock() -> None:
 
 
 @contextlib.contextmanager
-def namespace_fleet(names: list[str], without_memcg: tuple[str, ...] = ()) -> Iterator[NamespaceFleet]:
+def namespace_fleet(names: list[str], without_memcg: tuple[str, ...] = (),
+                    without_caps: tuple[str, ...] = ()) -> Iterator[NamespaceFleet]:
     """Hosts `names`, up and listening, removed again on exit (also when the body fails)."""
     tag = f"{os.getpid() % 100000}"
     root = Path(tempfile.mkdtemp(prefix=f"bakeoff-fleet-hosts-{tag}-", dir="/var/tmp"))
@@ -221,7 +237,7 @@ def namespace_fleet(names: list[str], without_memcg: tuple[str, ...] = ()) -> It
                 name=name, netns=f"bakeoff-{tag}-{name}", veth=f"bk{tag}{i}",
                 address=f"{subnet}.{4 * i + 2}", remote_dir=root / "remote" / name,
                 config=root / f"sshd-{name}.conf", log=root / f"sshd-{name}.log",
-                without_memcg=name in without_memcg)
+                without_memcg=name in without_memcg, without_caps=name in without_caps)
             fleet.hosts.append(host)
             _run("ip", "netns", "add", host.netns)
             _run("ip", "link", "add", host.veth, "type", "veth", "peer", "name", f"{host.veth}p")

@@ -9,6 +9,7 @@ Every figure a test expects is read from the analysis, not copied from the sente
 from __future__ import annotations
 
 import io
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -35,8 +36,14 @@ from bakeoff.declare.model import (
     Variant,
 )
 from bakeoff.declare.registry import question_problem
-from bakeoff.report.across_hosts_answers import questions_across, questions_section
-from bakeoff.report.answers.common import readings
+from bakeoff.report.across_hosts_answers import (
+    NOT_SETTLED,
+    ONE_HOST,
+    across,
+    questions_across,
+    questions_section,
+)
+from bakeoff.report.answers.common import Figure, readings
 from bakeoff.report.compare import question_changes, render_comparison_markdown
 from bakeoff.report.exporters import MarkdownExporter
 from bakeoff.report.findings import BenchmarkFindings, Finding, benchmark_findings
@@ -439,9 +446,33 @@ def test_hosts_report_answers_each_question_per_host(run: RunRecord, analysis: A
     ratio = found[0]
     assert not ratio.holds
     _, figs, ok = next(r for r in ratio.rows if r[0] == "fast against ref at size=16 KiB")
-    assert not ok and set(figs) == {"toy-host", "other-host"}
-    assert next(r for r in ratio.rows if r[0].startswith("mover"))[2]
+    assert ok == "differs" and set(figs) == {"toy-host", "other-host"}
+    assert next(r for r in ratio.rows if r[0].startswith("mover"))[2] == "holds"
     assert found[2].holds  # overhead: fast is not asked about
     md = MarkdownExporter().fragment(questions_section(hosts))
     assert md.startswith("## Questions, per host")
     assert "differs between hosts in 1 of 5 figures" in md
+
+
+def test_a_report_of_one_host_compares_nothing(run: RunRecord, analysis: Analysis) -> None:
+    """What is left after a host is lost: one host's answers, never "differs" or "holds"
+    between hosts, and a title that says nothing is compared (issue 35)."""
+    from bakeoff.report.across_hosts import hosts_title, render_hosts_markdown
+
+    one = HostsAnalysis([HostRun("toy-host", Path("a"), run, analysis)], cases={}, facts=[],
+                        threshold=0.02)
+    assert all(state == ONE_HOST for q in questions_across(one) for _, _, state in q.rows)
+    md = MarkdownExporter().fragment(questions_section(one))
+    assert md.startswith("## Questions, on one host (nothing compared across hosts)")
+    assert "differs" not in md and "holds" not in md and "not compared: only one host" in md
+    assert hosts_title(one).startswith("bakeoff on one host, toy-host: nothing compared")
+    assert "across 1 hosts" not in render_hosts_markdown(one)
+
+
+def test_figures_not_settled_on_every_host_neither_hold_nor_differ() -> None:
+    unsettled = Figure("ref's overhead under 5%", math.nan, math.nan, math.nan,
+                       "under 5%: not settled")
+    assert across([unsettled] * 3) == NOT_SETTLED  # three alike: still not "holds"
+    settled = Figure("r", 0.5, 0.45, 0.55, "ratio 0.5 (95% CI 0.45–0.55)")
+    assert across([settled, unsettled]) == NOT_SETTLED
+    assert across([settled, settled]) == "holds" and across([settled]) == ONE_HOST

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 from recorded_fleet import RUNS, SIZE_A, SIZE_B, copy_run, recorded_fleet
@@ -205,3 +206,23 @@ def test_none_against_some_differs_and_a_ci_touching_zero_is_no_verdict() -> Non
     assert verdict(_summary(1, 1, 1), _summary(1, 1, 1)) == SAME
     # Apart beyond the CIs but within the threshold (1% < 2%): the same.
     assert verdict(_summary(100, 99.9, 100.1), _summary(101, 100.9, 101.1)) == SAME
+    # A zero-width CI (the same count in both counted trials) against a host whose count
+    # varies a little: no SE to weigh, so no test (issue 35 saw Cochran's Q = 2.4e11 and a
+    # false "differs" between two runs of one machine), never "differs".
+    assert verdict(_summary(1.0, 1.0, 1.0), _summary(1.035, 1.02, 1.05)) == UNTESTED
+    assert verdict(_summary(1.035, 1.02, 1.05), _summary(1.0, 1.0, 1.0)) == UNTESTED
+
+
+def test_a_fleet_with_one_host_left_compares_nothing(tmp_path: Path) -> None:
+    """beta sent nothing back: the report is of alpha alone, and no sentence says what holds
+    or differs between hosts (issue 35 saw "across 1 hosts" and "the others hold on every
+    host that measured them")."""
+    fleet = recorded_fleet(tmp_path)
+    shutil.rmtree(fleet / "hosts" / "beta")
+    res = run_bakeoff("report", str(fleet))
+    assert res.returncode == 0, res.stderr
+    md = (fleet / "report.md").read_text()
+    assert md.startswith("# bakeoff on one host, alpha: nothing compared across hosts")
+    assert "One host's results: its 8 cases are not compared across hosts." in md
+    for claim in ("across 1 hosts", "on every host", "differ between hosts", "differs between"):
+        assert claim not in md, claim

@@ -12,6 +12,13 @@ across every (case, counter) of a benchmark. A counter differs when that p is be
 the hosts' medians lie more than the threshold apart. Where one host counted none in every
 trial (a CI of [0, 0]) and another counted some in every trial, no log is possible: that
 counter differs when the other's whole CI is above 0, a difference no interval bridges.
+
+A CI of zero width (the same count in every counted trial) has no SE to weigh: Cochran's Q
+would weigh it as exact and call any other host's slightly different median a difference
+(Q of 1e11 between two runs of one machine). So a counter with such a CI on some host and not
+on another is not tested (UNTESTED, never "differs"); where every host's count is exact, they
+differ only when their counts lie more than the threshold apart (8 TLB flushes per move
+against 1: no interval is needed to tell them apart).
 """
 
 from __future__ import annotations
@@ -139,8 +146,11 @@ def compare_counters(results: dict[str, dict[str, dict[Case, CaseResult]]],
                 if len(per_host) < 2:
                     continue
                 usable = {h: s for h, s in per_host.items() if s.ci_low > 0}
-                test = stats.heterogeneity([_as_estimate(s) for s in usable.values()],
-                                           [s.n_trials for s in usable.values()])
+                if any(s.ci_high == s.ci_low for s in usable.values()):
+                    test = stats.Heterogeneity(math.nan, max(len(usable) - 1, 0), math.nan)
+                else:
+                    test = stats.heterogeneity([_as_estimate(s) for s in usable.values()],
+                                               [s.n_trials for s in usable.values()])
                 rows.append(CounterAcross(bench, case, name, per_host, test))
         tested = [r for r in rows if not math.isnan(r.test.p_value)]
         for r, p in zip(tested, stats.holm([r.test.p_value for r in tested]), strict=True):
@@ -159,7 +169,12 @@ def _verdict(r: CounterAcross, threshold: float) -> str:
         return DIFFERS
     if math.isnan(r.p_holm):
         same_zero = all(s.median == 0 and s.ci_high == 0 for s in r.per_host.values())
-        return SAME if same_zero else UNTESTED
+        if same_zero:
+            return SAME
+        if all(s.n_trials >= 2 and s.ci_high == s.ci_low for s in r.per_host.values()):
+            lo, hi = (r.per_host[h].median for h in r.extremes())  # exact counts everywhere
+            return DIFFERS if lo > 0 and hi / lo - 1 > threshold else SAME
+        return UNTESTED
     lo, hi = (r.per_host[h].median for h in r.extremes())
     far = lo > 0 and hi / lo - 1 > threshold
     return DIFFERS if r.p_holm < stats.ALPHA and far else SAME

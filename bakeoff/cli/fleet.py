@@ -36,6 +36,9 @@ def cmd_fleet_run(
     host_timeout: Annotated[int, typer.Option(
         help="Seconds a host's bakeoff run may take.")] = 6 * 3600,
     connect_timeout: Annotated[int, typer.Option(help="SSH connect timeout, seconds.")] = 10,
+    stall_after: Annotated[int, typer.Option(
+        help="A host whose run records no trial for 10x its slowest trial, and at least this "
+             "many seconds, is stalled: its run is stopped, its trials fetched.")] = 180,
     out: Annotated[Path | None, typer.Option(
         help="Fleet directory (default: results/<time>-fleet-<names>).")] = None,
     wheelhouse: Annotated[bool, typer.Option(
@@ -49,7 +52,8 @@ def cmd_fleet_run(
     request.check()
     req = FleetRequest(
         inventory=inventory, run=request, serial=serial, forks=forks,
-        host_timeout_s=host_timeout, connect_timeout_s=connect_timeout, out=out,
+        host_timeout_s=host_timeout, connect_timeout_s=connect_timeout,
+        stall_after_s=stall_after, out=out,
         wheelhouse=wheelhouse, resume=resume)
     # The report across hosts at the end, as `bakeoff run` writes its own.
     code = run_fleet(req, out_console, err_console,

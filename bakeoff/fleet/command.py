@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ class FleetRequest:
     forks: int
     host_timeout_s: int
     connect_timeout_s: int
+    stall_after_s: int
     out: Path | None
     wheelhouse: bool
     resume: Path | None
@@ -50,8 +52,9 @@ def run_fleet(req: FleetRequest, out: Console, err: Console,
     """The fleet run; `report(fleet_dir)` writes the report across hosts at its end."""
     if req.forks < 1:
         raise UsageError("--forks is a number of hosts of 1 or more, e.g. --forks 20")
-    if req.host_timeout_s < 1 or req.connect_timeout_s < 1:
-        raise UsageError("--host-timeout and --connect-timeout are seconds above 0")
+    if req.host_timeout_s < 1 or req.connect_timeout_s < 1 or req.stall_after_s < 1:
+        raise UsageError("--host-timeout, --connect-timeout and --stall-after are seconds "
+                         "above 0")
     _absolute(req)
     if req.resume is not None:
         rec, fleet_dir, hosts = _resumed(req)
@@ -68,12 +71,12 @@ def run_fleet(req: FleetRequest, out: Console, err: Console,
         driver.execute(rec, fleet_dir, hosts, extra_vars, progress, req.connect_timeout_s)
     except BaseException as exc:
         # Whatever the hosts sent back before the stop is kept; the rest is for --resume.
-        going = [h.host for h in rec.hosts.values() if h.status not in ("failed", "unreachable")]
+        going = [h.host for h in rec.hosts.values() if h.status not in record.FAULTS]
         driver.collect(rec, fleet_dir, hosts)
         for name in hosts:
             h = rec.hosts[name]
             if name in going and h.status != "complete":
-                h.status, h.reason = "interrupted", _cut_short(h)
+                h.status, h.reason = "interrupted", _cut_short(h, fleet_dir, rec)
         progress.close(rec)  # the table's last state, then each host's in words
         closed = True
         for h in rec.hosts.values():
@@ -111,20 +114,27 @@ def run_fleet(req: FleetRequest, out: Console, err: Console,
     return 1 if failed else 0
 
 
-def _cut_short(h: record.HostRecord) -> str:
+def _cut_short(h: record.HostRecord, fleet_dir: Path, rec: record.FleetRecord) -> str:
     """What an interrupt stopped on a host, and what --resume will do with it."""
     if not h.phases:
         return "not started; --resume runs it from the start"
     last = list(h.phases)[-1]
     if last == "fetch":
-        return ("running, stopped while fetching its results; --resume fetches them (its run "
+        return ("stopped while fetching its results; --resume fetches them (its run "
                 "is complete on the host or goes on from its recorded trials)")
-    if "run" not in h.phases:
-        return (f"running, stopped in its {last} phase before it measured; --resume sets it "
+    if not h.run_started:
+        return (f"stopped in its {last} phase before its run started; --resume sets it "
                 "up and runs it")
-    return (f"running, stopped mid-run with {h.trials_recorded} trial(s) recorded at the last "
-            "look; they stay on the host, and --resume goes on from them (bakeoff run "
-            "--resume there): nothing is measured twice")
+    counted = "at the stop" if h.stop == "stopped" else "at the last look"
+    if h.stop == "left running":
+        remote = f"<bakeoff_remote_dir>/{h.host}/results/{rec.remote_name}"
+        return (f"left running on the host (the stop was skipped or did not reach it), "
+                f"{h.trials_recorded} trial(s) recorded {counted}; `bakeoff fleet run "
+                f"--resume {fleet_dir}` stops it first (SIGTERM: it saves its trials) and goes "
+                f"on from them, or stop it there: pkill -TERM -f 'bakeoff run .*{remote}$'")
+    return (f"stopped mid-run with {h.trials_recorded} trial(s) recorded {counted}; they "
+            "stay on the host, and --resume goes on from them (bakeoff run --resume there): "
+            "nothing is measured twice")
 
 
 def _state(h: record.HostRecord) -> str:
@@ -159,7 +169,8 @@ def _started(req: FleetRequest) -> tuple[record.FleetRecord, Path, list[str]]:
     # One seed for all hosts, chosen here when none is given: the same trial order everywhere.
     seed = run.seed if run.seed is not None else secrets.randbelow(2**31)
     rec = driver.new_record(fleet_run, commit, req.inventory, hosts, run.host_argv(), seed,
-                            registry.room_dirs(names), req.serial, req.forks, req.host_timeout_s)
+                            registry.room_dirs(names), req.serial, req.forks, req.host_timeout_s,
+                            req.stall_after_s)
     return rec, fleet_dir, hosts
 
 
@@ -178,6 +189,7 @@ def _resumed(req: FleetRequest) -> tuple[record.FleetRecord, Path, list[str]]:
         raise UsageError(f"{req.resume}: every host is complete; nothing to resume "
                          f"(bakeoff report {req.resume} regenerates the report)")
     rec.serial, rec.forks = req.serial or rec.serial, req.forks
-    rec.host_timeout_s = req.host_timeout_s
+    rec.host_timeout_s, rec.stall_after_s = req.host_timeout_s, req.stall_after_s
+    rec.cwd = os.getcwd()  # relative paths in the inventory: from where it is resumed
     rec.finished_at = None
     return rec, req.resume, hosts

@@ -29,6 +29,7 @@ from bakeoff.declare import registry
 from bakeoff.fleet import checkout, wheelhouse
 from bakeoff.fleet.progress import Progress
 from bakeoff.fleet.record import (
+    FAULTS,
     HOSTS_DIR,
     FleetRecord,
     HostRecord,
@@ -71,6 +72,28 @@ def ansible_tool(name: str) -> str:
     return found
 
 
+_PLUGIN_ERROR = re.compile(r"Failed to parse inventory with '(\w+)' plugin: (.+?)\n"
+                           r"(?:.*?\nOrigin: (\S+))?", re.S)
+
+
+def parse_error(inventory: Path, stderr: str) -> str:
+    """Ansible's own reason an inventory did not parse, with the file, line and column where
+    it gives them: the plugin for the file's kind first (YAML for .yml/.yaml/.json, else INI)."""
+    found = []
+    for m in _PLUGIN_ERROR.finditer(stderr):
+        plugin, msg, origin = m.group(1), m.group(2).strip(), m.group(3) or ""
+        if origin.startswith("<"):  # "<inventory plugin ...>": no place in the file
+            origin = ""
+        found.append((plugin, msg, origin))
+    if not found:
+        return ""
+    yaml_like = inventory.suffix in (".yml", ".yaml", ".json")
+    found.sort(key=lambda f: ((f[0] in ("auto", "yaml")) != yaml_like,
+                              not re.search(r":\d+:\d+$", f[2])))
+    plugin, msg, origin = found[0]
+    return f"{msg} ({origin or inventory}, read as {'YAML' if yaml_like else 'INI'})"
+
+
 def inventory_hosts(inventory: Path) -> list[str]:
     if not inventory.exists():
         raise UsageError(f"inventory {inventory} does not exist; give an Ansible inventory "
@@ -78,6 +101,11 @@ def inventory_hosts(inventory: Path) -> list[str]:
     res = subprocess.run([ansible_tool("ansible-inventory"), "-i", str(inventory), "--list"],
                          capture_output=True, text=True, check=False, timeout=120,
                          env={**os.environ, "ANSIBLE_NOCOLOR": "1"})
+    unparsed = parse_error(inventory, res.stderr)
+    if unparsed:
+        raise UsageError(f"inventory {inventory} cannot be read: {unparsed}; fix it there "
+                         f"(`ansible-inventory -i {inventory} --list` shows Ansible's whole "
+                         "message)")
     try:
         groups: dict[str, Any] = json.loads(res.stdout)
     except ValueError:
@@ -156,7 +184,7 @@ def collect(rec: FleetRecord, fleet_dir: Path, hosts: list[str]) -> None:
             except ValueError:
                 h.run_status = "unreadable"
             h.results_bytes = dir_bytes(hdir)
-        if h.status in ("failed", "unreachable"):
+        if h.status in FAULTS:
             continue
         if not h.phases:
             h.status, h.reason = "not tried", "the playbook never reached this host (see ansible.log)"
@@ -222,8 +250,11 @@ def execute(rec: FleetRecord, fleet_dir: Path, hosts: list[str], extra_vars: dic
     with open(fleet_dir / ANSIBLE_LOG, "ab") as log:
         log.write(f"\n# {now_iso()} {' '.join(argv)}\n".encode())
         log.flush()
+        # In the caller's directory: relative paths in the inventory (a key file, a
+        # known_hosts) are found there, as `ansible -i` finds them.
+        cwd = rec.cwd or str(fleet_dir)
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True, cwd=fleet_dir)
+                                start_new_session=True, cwd=cwd)
         outcome = "ok"
         try:
             while True:
@@ -237,12 +268,18 @@ def execute(rec: FleetRecord, fleet_dir: Path, hosts: list[str], extra_vars: dic
             _stop(proc)
             offset = _read_events(rec, events_path, offset, progress)  # up to the stop
             # The hosts' runs are async jobs: they would go on without us. Stop them (they
-            # keep their finished trials for --resume); a second Ctrl-C skips this.
+            # keep their finished trials for --resume); a second Ctrl-C skips this, and the
+            # hosts whose runs had started are then said to be left running.
+            started = [h for h in hosts if rec.hosts[h].run_started]
+            for name in started:
+                rec.hosts[name].stop = "left running"
+            stop_events = control_dir / "stop-events.jsonl"
             stop = subprocess.run(
                 [*argv[:-1], str(STOP_PLAYBOOK)], stdout=log, stderr=subprocess.STDOUT,
-                env={k: v for k, v in env.items() if k != "BAKEOFF_FLEET_EVENTS"},
-                cwd=fleet_dir, timeout=_STOP_TIMEOUT_S, check=False)
+                env={**env, "BAKEOFF_FLEET_EVENTS": str(stop_events)},
+                cwd=cwd, timeout=_STOP_TIMEOUT_S, check=False)
             log.write(f"# stop playbook exited {stop.returncode}\n".encode())
+            _read_stop_events(rec, stop_events)
             raise
         finally:
             for host, phase in close_phases(rec, time.time(), outcome):
@@ -250,6 +287,30 @@ def execute(rec: FleetRecord, fleet_dir: Path, hosts: list[str], extra_vars: dic
             _close_ssh_masters(control_dir / "cp")
             shutil.rmtree(control_dir, ignore_errors=True)
             save(rec, fleet_dir)
+
+
+def _read_stop_events(rec: FleetRecord, path: Path) -> None:
+    """What fleet/stop.yml found on each host: the trials its journal holds once its run was
+    stopped (the count at the fault, not at the controller's last look)."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        host = rec.hosts.get(str(event.get("host")))
+        if host is None or event.get("event") != "ok":
+            continue
+        if event.get("task") == "stop: trials recorded":
+            try:
+                host.trials_recorded = int(json.loads(event.get("stdout") or "")["trials"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            if host.run_started:
+                host.stop = "stopped"
 
 
 def _read_events(rec: FleetRecord, path: Path, offset: int, progress: Progress) -> int:
@@ -297,17 +358,19 @@ def prepare(rec: FleetRecord, fleet_dir: Path, use_wheelhouse: bool,
         "bakeoff_fetch_dir": str((fleet_dir / HOSTS_DIR).resolve()),
         "bakeoff_serial": 1 if rec.serial else 0,
         "bakeoff_run_timeout": rec.host_timeout_s,
+        "bakeoff_stall_after": rec.stall_after_s,
     }
 
 
 def new_record(fleet_run: str, commit: str, inventory: Path, hosts: list[str],
                run_args: list[str], seed: int, rooms: list[str], serial: bool,
-               forks: int, host_timeout_s: int) -> FleetRecord:
+               forks: int, host_timeout_s: int, stall_after_s: int = 180) -> FleetRecord:
     return FleetRecord(
         fleet_run=fleet_run, remote_name=f"{fleet_run}-{secrets.token_hex(4)}", commit=commit,
         inventory=str(inventory.resolve()),
         run_args=run_args, seed=seed, rooms=rooms, serial=serial, forks=forks,
-        host_timeout_s=host_timeout_s, argv=["bakeoff", *sys.argv[1:]], started_at=now_iso(),
+        host_timeout_s=host_timeout_s, stall_after_s=stall_after_s, cwd=os.getcwd(),
+        argv=["bakeoff", *sys.argv[1:]], started_at=now_iso(),
         hosts={h: HostRecord(host=h) for h in hosts})
 
 

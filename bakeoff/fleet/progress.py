@@ -11,8 +11,8 @@ from rich.text import Text
 
 from bakeoff.fleet.record import PHASES, FleetRecord, Phase
 
-_STYLE = {"ok": "green", "failed": "red", "unreachable": "red", "running": "yellow",
-          "stopped": "yellow"}
+_STYLE = {"ok": "green", "failed": "red", "unreachable": "red", "stalled": "red",
+          "running": "yellow", "stopped": "yellow"}
 
 
 class Progress(Protocol):
@@ -39,7 +39,8 @@ class Lines:
         h = rec.hosts[host]
         p = h.phases[phase]
         secs = "" if p.seconds is None else f" ({p.seconds:.1f} s)"
-        why = f": {h.reason}" if p.outcome in ("failed", "unreachable") and h.reason else ""
+        why = f": {h.reason}" if p.outcome in ("failed", "unreachable", "stalled") and h.reason \
+            else ""
         self.console.print(f"{host}: {phase} {p.outcome}{secs}{why}", highlight=False,
                            soft_wrap=True)
 

@@ -7,6 +7,11 @@ reboot into the same kernel with the same command line keeps the series; a new k
 `mitigations=` or a microcode update starts another, because numbers across such a change are
 not the same measurement. Left out: the boot id, the hostname (renaming a machine changes
 nothing measured), load and free memory (they change run to run and are the run's own facts).
+
+A fleet host's run carries its inventory name (the label fleet_host, which bakeoff fleet run
+gives every host's run): it is kept in the key and is the name the history shows, because
+hosts of one fleet may share everything else (containers of one box, cloned VMs with one
+machine id and hostname) and are still different hosts, each its own series.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ class Fingerprint:
     kernel_cmdline: str  # sha256 prefix of /proc/cmdline; '' when not recorded
     cpu_model: str
     microcode: str
+    fleet_host: str = ""  # the inventory name of a fleet run's host; '' for any other run
 
     @property
     def key(self) -> str:
@@ -36,13 +42,20 @@ class Fingerprint:
         facts = asdict(self)
         if self.machine_id:
             facts.pop("hostname")
+        if not self.fleet_host:  # runs recorded before fleets named their hosts keep their key
+            facts.pop("fleet_host")
         text = json.dumps(facts, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property
     def name(self) -> str:
         """How a reader tells the machine: its hostname and the key's first digits."""
-        return f"{self.hostname}/{self.key[:8]}"
+        return f"{self.shown_host}/{self.key[:8]}"
+
+    @property
+    def shown_host(self) -> str:
+        """The fleet's name of the host where it has one (what `--machine` filters on)."""
+        return self.fleet_host or self.hostname
 
 
 def _cmdline(host: dict[str, Any]) -> str:
@@ -56,8 +69,12 @@ def _cmdline(host: dict[str, Any]) -> str:
     return ""
 
 
-def of_host(host: dict[str, Any]) -> Fingerprint:
-    """The fingerprint of a run's recorded host facts (results.json "host")."""
+FLEET_HOST_LABEL = "fleet_host"
+
+
+def of_host(host: dict[str, Any], fleet_host: str = "") -> Fingerprint:
+    """The fingerprint of a run's recorded host facts (results.json "host"); fleet_host: the
+    run's label of that name."""
     config = host.get("kernel_config") or {}
     return Fingerprint(
         machine_id=str(host.get("machine_id") or ""),
@@ -67,4 +84,5 @@ def of_host(host: dict[str, Any]) -> Fingerprint:
         kernel_cmdline=_cmdline(host),
         cpu_model=str(host.get("cpu_model") or "unknown"),
         microcode=str(host.get("microcode") or "not exposed"),
+        fleet_host=fleet_host,
     )

@@ -64,7 +64,8 @@ def entry_of(run_dir: Path, labels: Mapping[str, str], recorded_at: str) -> RunE
         raise UsageError(f"{run_dir}: the run has not finished (status running); record it once "
                          "it ends, or `bakeoff run --resume` it first")
     settings = store.load_json(run_dir).get("settings")
-    machine = fingerprint.of_host(run.host)
+    all_labels = {**_recorded_labels(settings), **labels}
+    machine = fingerprint.of_host(run.host, all_labels.get(fingerprint.FLEET_HOST_LABEL, ""))
     trials: list[TrialValues] = []
     for t in run.trials:
         if not t.ok:
@@ -88,7 +89,7 @@ def entry_of(run_dir: Path, labels: Mapping[str, str], recorded_at: str) -> RunE
         run_key=run_key(run, machine), run_id=run.run_id, started_at=run.started_at,
         finished_at=run.finished_at, status=run.status, profile=run.profile, argv=run.argv,
         source=str(run_dir.resolve()), recorded_at=recorded_at, machine=machine,
-        facts=run.host, labels={**_recorded_labels(settings), **labels}, trials=trials)
+        facts=run.host, labels=all_labels, trials=trials)
 
 
 @dataclass(frozen=True)

@@ -279,10 +279,11 @@ class History:
         cur.execute(self.sql(
             "INSERT INTO machines (key, hostname, machine_id, kernel, kernel_config,"
             " kernel_cmdline, cpu_model, microcode, facts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            # A machine renamed goes by its latest name and facts (neither is in its key).
+            # A machine renamed goes by its latest name and facts (neither is in its key). A
+            # fleet host goes by its inventory name (its facts keep the hostname).
             " ON CONFLICT (key) DO UPDATE SET hostname = excluded.hostname,"
             " facts = excluded.facts"),
-            (m.key, d["hostname"], d["machine_id"], d["kernel"], d["kernel_config"],
+            (m.key, m.shown_host, d["machine_id"], d["kernel"], d["kernel_config"],
              d["kernel_cmdline"], d["cpu_model"], d["microcode"], json.dumps(facts, default=str)))
 
     def _put_labels(self, cur: Any, run_id: int, labels: dict[str, str]) -> None:

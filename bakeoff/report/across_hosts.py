@@ -330,18 +330,30 @@ def _ratio_table(a: HostsAnalysis, bench: str) -> tuple[Table, list[str]]:
     return table(headers, rows, styles), verdicts
 
 
+def _cases_across(a: HostsAnalysis, verdicts: list[str]) -> Paragraph:
+    """How many cases differ and hold: said only of what two hosts or more measured."""
+    if len(a.hosts) < 2:
+        return Paragraph((f"One host's results: its {len(verdicts)} cases are not compared "
+                          "across hosts.",))
+    differs = sum(v == DIFFERS for v in verdicts)
+    holds = sum(v.startswith("holds") for v in verdicts)
+    rest = len(verdicts) - differs - holds
+    return Paragraph((strong(differs), f" of {len(verdicts)} cases differ between hosts, "
+                      f"{holds} hold on every host that measured them"
+                      + (f", {rest} are not compared (one host) or can't tell" if rest else "")
+                      + "."))
+
+
 def _bench_section(a: HostsAnalysis, bench: str, index: int, found: list[Finding]) -> Section:
     info = _info(a, bench)
     ratios, verdicts = _ratio_table(a, bench)
-    differs = sum(v == DIFFERS for v in verdicts)
     mh, mrows = median_table(a, bench)
+    rule = (Paragraph((verdict_rule_hosts(a.threshold),), "note"),) if len(a.hosts) >= 2 else ()
     blocks: list[Block] = [
         _findings_list(found),
         Paragraph((info.summary,)),
-        Paragraph((strong(differs), f" of {len(verdicts)} cases differ between hosts; the others "
-                   "hold on every host that measured them.")),
-        Section(f"Ratio to {info.baseline}, per host",
-                (Paragraph((verdict_rule_hosts(a.threshold),), "note"), ratios), level=3),
+        _cases_across(a, verdicts),
+        Section(f"Ratio to {info.baseline}, per host", (*rule, ratios), level=3),
         Section(f"Medians per host ({info.primary_metric})", (table(mh, mrows),), level=3),
         *counters_section(a, bench),
         Section("Crossovers and fits, per host", (Items(tuple(
@@ -389,6 +401,14 @@ def _hosts_section(a: HostsAnalysis) -> Section:
     return Section("Hosts and their facts", tuple(blocks), anchor="hosts")
 
 
+def hosts_title(a: HostsAnalysis) -> str:
+    """"across N hosts" only where there are hosts to compare."""
+    if len(a.hosts) < 2:
+        return (f"bakeoff on one host, {a.labels[0] if a.labels else 'none'}: nothing "
+                "compared across hosts (one host's results came back)")
+    return f"bakeoff across {len(a.hosts)} hosts"
+
+
 def hosts_page(a: HostsAnalysis) -> Page:
     """report.html and report.md across hosts: the questions per host, the findings, the
     warnings, a section per benchmark, the hosts and their facts."""
@@ -404,7 +424,7 @@ def hosts_page(a: HostsAnalysis) -> Page:
                                      anchor="warnings", style="warnings")] if a.warnings else []
     labels = ", ".join(a.labels)
     return Page(
-        title=f"bakeoff across {len(a.hosts)} hosts",
+        title=hosts_title(a),
         html_title=f"bakeoff report across hosts: {labels}",
         intro=(Paragraph(("Hosts: ", strong(labels), ". Each host's ratios come from its own "
                           "run; the tables put them side by side and a test across hosts says "

@@ -226,7 +226,9 @@ def hosts_details_page(a: HostsAnalysis) -> Page:
     """details.md across hosts: every kernel counter of every case on every host."""
     by_bench = a.counters.by_benchmark if a.counters is not None else {}
     return Page(
-        title=f"bakeoff details across {len(a.hosts)} hosts: {', '.join(a.labels)}",
+        title=(f"bakeoff details across {len(a.hosts)} hosts: {', '.join(a.labels)}"
+               if len(a.hosts) >= 2 else
+               f"bakeoff details on one host, {', '.join(a.labels)}: nothing compared"),
         intro=(Paragraph(("Every kernel counter of every case on every host (counted "
                           "samples), the test across hosts beside it; the findings and the "
                           "differing counters are in report.md.",)),

@@ -153,6 +153,8 @@ def benchmark_findings_across(a: HostsAnalysis, bench: str) -> list[Finding]:
         clauses = "; ".join(_host_clause(ref, h, w, len(best) > 1) for h, w in per_host.items())
         variant = next(iter(best)).variant
         base = ref.info.baseline
+        # Of one host, "on every host" would claim a comparison: its name instead.
+        every = "on every host" if len(a.hosts) >= 2 else f"on {a.labels[0]}"
         if len(names) == 1:
             name = names.pop()
             if name == NO_WINNER:
@@ -160,10 +162,10 @@ def benchmark_findings_across(a: HostsAnalysis, bench: str) -> list[Finding]:
                         f"±{a.threshold * 100:g}% "
                         "on any host; the best" + (f", {variant}, is" if len(best) == 1 else ":"))
             elif name == base:
-                head = (f"{lead}, {base} (the baseline) wins on every host; the closest"
+                head = (f"{lead}, {base} (the baseline) wins {every}; the closest"
                         + (f", {variant}, is" if len(best) == 1 else ":"))
             else:
-                head = f"{lead}, {name} wins on every host against {base}:"
+                head = f"{lead}, {name} wins {every} against {base}:"
             # The case the hosts share: its ratio tested across hosts.
             if len(best) == 1:
                 words, untested = _across(across.get(next(iter(best))))
@@ -200,6 +202,9 @@ def benchmark_findings_across(a: HostsAnalysis, bench: str) -> list[Finding]:
                                     f", {c.spread}" for c in worst)
         if len(differs) > 3:
             summary += f" and {len(differs) - 3} more"
+    if len(a.hosts) < 2:  # one host's results: nothing is the same or differs across hosts
+        summary = (f"One host's results ({', '.join(a.labels)}): nothing compared across "
+                   "hosts; its winner at each point is below")
     found.insert(0, Finding("winner", summary + "."))
     return found
 

@@ -1,7 +1,8 @@
 """fleet.json on disk: what happened on each host of a fleet run (bakeoff.fleet.record
 builds it from the playbook's events), and where each host's results directory lies.
 
-Per host: reachable or not, the status (complete, failed, unreachable, interrupted, not tried), bakeoff
+Per host: reachable or not, the status (complete, failed, unreachable, stalled, interrupted,
+not tried), bakeoff
 run's exit status, the reason when it failed, the run IDs its results carry, and the start
 and end of each phase (connect, push, setup, run, fetch) by the controller's clock. Here, below
 the analysis, because the report across hosts reads it back.
@@ -21,14 +22,15 @@ FLEET_JSON = "fleet.json"
 HOSTS_DIR = "hosts"
 PHASES = ("connect", "push", "setup", "run", "fetch")
 # 1: first version. 2: trials_recorded per host; phases may end "stopped" (an interrupt).
-SCHEMA_VERSION = 2
+# 3: status "stalled" (and a run phase that ended so), run_started per host, stall_after_s.
+SCHEMA_VERSION = 3
 
 
 @dataclass
 class Phase:
     started: float
     ended: float | None = None
-    outcome: str = "running"  # running, ok, failed, unreachable, stopped (interrupted)
+    outcome: str = "running"  # running, ok, failed, unreachable, stalled, stopped (interrupted)
 
     @property
     def seconds(self) -> float | None:
@@ -38,8 +40,8 @@ class Phase:
 @dataclass
 class HostRecord:
     host: str
-    status: str = "not tried"  # complete, failed, unreachable, interrupted, not tried
-    reachable: bool | None = None
+    status: str = "not tried"  # complete, failed, unreachable, stalled, interrupted, not tried
+    reachable: bool | None = None  # False once any look at it found it unreachable
     exit_status: int | None = None  # of `bakeoff run` on the host
     reason: str = ""
     run_ids: list[str] = field(default_factory=list)
@@ -48,6 +50,12 @@ class HostRecord:
     # Trials the host's run had recorded (its journal) at the controller's last look: what a
     # host lost mid-run had finished, kept on it for --resume.
     trials_recorded: int = 0
+    # Its `bakeoff run` was started in this attempt (an interrupt before that stopped nothing
+    # that measured).
+    run_started: bool = False
+    # After an interrupt: "stopped" (fleet/stop.yml stopped its run and counted its trials)
+    # or "left running" (the stop was cut short by a second Ctrl-C, or could not reach it).
+    stop: str = ""
     attempts: int = 0
     phases: dict[str, Phase] = field(default_factory=dict)
 
@@ -75,6 +83,11 @@ class FleetRecord:
     wheelhouse_bytes: int = 0
     archive_bytes: int = 0
     hosts: dict[str, HostRecord] = field(default_factory=dict)
+    # Seconds (at least) without a new trial before a host's run counts as stalled.
+    stall_after_s: int = 180
+    # The directory the fleet run was started from: ansible-playbook runs there, so relative
+    # paths in the inventory (a key file, a known_hosts) mean what they mean to `ansible -i`.
+    cwd: str = ""
     schema_version: int = SCHEMA_VERSION
 
     def host_dir(self, fleet_dir: Path, host: str) -> Path:
