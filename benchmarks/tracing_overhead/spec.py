@@ -39,37 +39,47 @@ from .calls import (
     not_for_ever,
     scenarios_command,
 )
-from .machine import skip_case
+from .machine import ROOM, skip_case
+from .run_hold import RunHold, run_session_name
 from .sweep import sweep
+from .tracers import Build
 
 PROGRAM = "tracing_overhead/tracing_trial"
 
 
 @contextlib.contextmanager
-def _session(ctx: RunContext) -> Iterator[lttng.DaemonHold | None]:
-    """The LTTng session daemon, held for the run when an lttng case runs (lttng.py), on the
-    trial's partner CPU; a run of eBPF tracers leaves the daemon be."""
-    if (not ctx.capabilities.get("lttng") or shutil.which(lttng.SESSIOND) is None
-            or not any(c.variant == "lttng" for c in ctx.cases)):
-        yield None
-        return
-    with lttng.session_daemon(partner_cpus(ctx), ctx.scratch_dir / "lttng-sessiond.stderr") \
-            as hold:
+def _session(ctx: RunContext) -> Iterator[RunHold]:
+    """The run's tracers, held across its trials (run_hold.py): the LTTng session daemon
+    (held for the run when an lttng case runs, lttng.py) and session, the eBPF tracers, on
+    the trial's partner CPUs. A run of eBPF tracers leaves the LTTng daemon be."""
+    hold = RunHold(Build(ctx.build_dir / ROOM), ctx.scratch_dir, partner_cpus(ctx))
+    with contextlib.ExitStack() as stack:
+        if (ctx.capabilities.get("lttng") and shutil.which(lttng.SESSIOND) is not None
+                and any(c.variant == "lttng" for c in ctx.cases)):
+            hold.daemon = stack.enter_context(lttng.session_daemon(
+                partner_cpus(ctx), ctx.scratch_dir / "lttng-sessiond.stderr"))
+            hold.session = lttng.HeldSession(run_session_name(), ctx.scratch_dir)
+        stack.callback(hold.close)  # before the daemon's hold is let go
         yield hold
 
 
-def _prepare_trial(case: Case, profile: Profile, ctx: RunContext,
-                   daemon: lttng.DaemonHold | None) -> TrialPlan:
-    """calls=auto/K becomes a count; a daemon that died since the last trial is revived."""
+def _prepare_trial(case: Case, profile: Profile, ctx: RunContext, hold: RunHold) -> TrialPlan:
+    """calls=auto/K becomes a count; the run's tracer for the variant, brought up (or
+    revived) and named in the trial's environment."""
     duration = int(case.param("duration_us"))
     calls = calls_for(duration, str(case.param("calls")))
     argv = trial_argv(ctx.build_dir / PROGRAM, case, profile,
                       [("duration_us", duration), ("calls", calls)])
-    if case.variant == "lttng" and daemon is not None:
-        daemon.revive()
-    # The driver names its LTTng session bakeoff-<this pid>-<its pid>, so the session hook
-    # can destroy whatever a killed trial of this run left.
-    return TrialPlan(argv=argv, env={"BAKEOFF_RUN_PID": str(os.getpid())})
+    held: dict[str, str] | str = {}
+    if case.variant == "lttng":
+        held = hold.lttng_env()
+    elif case.variant.startswith("ebpf-"):
+        held = hold.ebpf_env(case.variant.removeprefix("ebpf-"))
+    if isinstance(held, str):
+        return TrialPlan.failed(held)
+    # The driver names a session of its own bakeoff-<this pid>-<its pid>, so the session
+    # hook can destroy whatever a killed trial of this run left.
+    return TrialPlan(argv=argv, env={"BAKEOFF_RUN_PID": str(os.getpid()), **held})
 
 
 # ---- the benchmark ----------------------------------------------------------------------------
