@@ -3,9 +3,11 @@
 No tracing against LTTng-UST tracepoints, bakeoff's own libbpf uprobe tracer under three
 ring-buffer wake-up policies, the same uprobes with empty programs (the floor), and bpftrace,
 on a library function that busy-waits 0 µs to 1 ms. Each trial is one run of
-build/tracing_overhead/tracing_trial (trial.py, a driver: tracer up, app, tracer down, events
-counted, trace deleted); METHOD.md says what is timed and why. The tracers are in tracers.py,
-the LTTng daemons in lttng.py, the params in calls.py, what a dead run left in sweep.py.
+build/tracing_overhead/tracing_trial (trial.py, a driver: its part of the tracer begun, app,
+its part ended, events counted, trace deleted); the eBPF tracers and the LTTng session are
+the run's, held across trials (run_hold.py); METHOD.md says what is timed and why. The
+tracers are in tracers.py, the LTTng daemons and session in lttng.py, the params in
+calls.py, what a dead run left in sweep.py.
 """
 
 from __future__ import annotations

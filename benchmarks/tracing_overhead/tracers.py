@@ -324,7 +324,7 @@ class EbpfTracer(Tracer):
             rss_kib=lttng.peak_rss_kib(tracer.pid),
             counters={"consumer_wakeups": float(done["wakeups"])},
             meta={"wakeup": self.mode, "ebpf_tracer": "held by the run" if self.held
-                  else "started by the trial",
+                  else "started by the trial", "ebpf_tracer_pid": tracer.pid,
                   **({"libbpf": self.ready["libbpf"]} if "libbpf" in self.ready else {})},
         )
 
@@ -535,7 +535,8 @@ class LttngTracer(Tracer):
             counters={"lttng_sessiond_rss_kib": sessiond_rss,
                       "lttng_consumerd_rss_kib": consumerd_rss},
             meta={"lttng_buffers": lttng.BUFFERS,
-                  "lttng_session": "held by the run" if self.held else "created by the trial"},
+                  "lttng_session": self.session,
+                  "lttng_session_held": "by the run" if self.held else "by the trial"},
         )
 
     def cleanup(self) -> None:
