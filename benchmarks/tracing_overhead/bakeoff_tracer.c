@@ -5,7 +5,7 @@
  * then serves one trial after another over a Unix socket, so that a trial costs its calls,
  * not a tracer's start.
  *
- *   bakeoff_tracer --library PATH --function NAME --mode MODE --control SOCKET [--poll-us N]
+ *   bakeoff_tracer --library PATH --function NAME --mode MODE --control @NAME [--poll-us N]
  *
  * MODE: force     BPF_RB_FORCE_WAKEUP on every record; the consumer sleeps in poll (the
  *                 seed's tracer)
@@ -15,7 +15,9 @@
  *       floor     the same probes with empty programs, nothing recorded: the uprobe floor
  *
  * Probes attach to every process that maps the library (pid -1), so they are in place
- * before any app starts. Once both are attached it listens on SOCKET and prints
+ * before any app starts. Once both are attached it listens on the Unix socket @NAME (Linux's
+ * abstract namespace: no file, so no path too long for a socket and nothing left behind
+ * whatever ends it) and prints
  *
  *   {"type":"ready","mode":...,"libbpf":...}    on stdout, nothing more there
  *
@@ -29,12 +31,13 @@
  *
  * A connection closed without `end` (its trial died) abandons the trial. Between trials it
  * sleeps in poll on the socket: no timer runs, not even batched's. SIGINT or SIGTERM: it
- * detaches, unlinks SOCKET and exits 0. Probes and maps are file descriptors of this
+ * detaches and exits 0. Probes, maps and the socket are file descriptors of this
  * process: if it dies, the kernel removes them.
  */
 #include "bench.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <limits.h>
 #include <linux/types.h>
@@ -86,7 +89,7 @@ static void on_signal(int sig)
 static void usage(void)
 {
 	printf("usage: bakeoff_tracer --library PATH --function NAME "
-	       "--mode force|adaptive|batched|floor --control SOCKET [--poll-us N]\n");
+	       "--mode force|adaptive|batched|floor --control @NAME [--poll-us N]\n");
 	exit(0);
 }
 
@@ -135,9 +138,10 @@ static struct options parse_options(int argc, char **argv)
 	if (!o.library || !o.function || !o.control || !have_mode)
 		bench_usage_error("--library, --function, --mode and --control are required "
 				  "(see --help)");
-	if (strlen(o.control) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-		bench_usage_error("--control %s is too long for a socket path; use a shorter one",
-				  o.control);
+	if (o.control[0] != '@' || o.control[1] == '\0' ||
+	    strlen(o.control) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		bench_usage_error("--control %s: give @NAME, an abstract socket name of at most "
+				  "106 characters", o.control);
 	return o;
 }
 
@@ -271,15 +275,19 @@ struct server {
 	size_t have;
 };
 
-static int listen_on(const char *path)
+/* @NAME: the abstract namespace, sun_path[0] = '\0' and the name after it, unterminated. */
+static int listen_on(const char *name)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	size_t len = strlen(name + 1); /* parse_options checked it fits */
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;
-	strcpy(addr.sun_path, path); /* parse_options checked the length */
-	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(fd, 1) != 0) {
+	memcpy(addr.sun_path + 1, name + 1, len);
+	if (bind(fd, (struct sockaddr *)&addr,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) != 0 ||
+	    listen(fd, 1) != 0) {
 		int err = -errno;
 		close(fd);
 		return err;
@@ -517,10 +525,8 @@ int main(int argc, char **argv)
 	}
 
 cleanup:
-	if (listen_fd >= 0) {
+	if (listen_fd >= 0)
 		close(listen_fd);
-		unlink(o.control);
-	}
 	ring_buffer__free(s.rb);
 	bakeoff_tracer_bpf__destroy(s.skel);
 	return err ? BENCH_EXIT_FATAL : 0;

@@ -19,7 +19,7 @@ from pathlib import Path
 from bakeoff.room import HeldProcess
 
 from . import lttng
-from .tracers import Build, HeldEbpf, ebpf_tracer_argv
+from .tracers import Build, HeldEbpf, control_socket, ebpf_tracer_argv
 
 ROOM = "tracing_overhead"
 TRACER_START_S = 30.0
@@ -53,7 +53,7 @@ class RunHold:
         trial, or why the trial cannot run."""
         home = self.scratch / f"ebpf-{mode}"
         library = home / self.build.plain_lib.name
-        control = home / "ctl.sock"
+        control = control_socket("run", mode)
         tracer = self.ebpf.get(mode)
         if tracer is None:
             home.mkdir(parents=True, exist_ok=True)
@@ -65,8 +65,6 @@ class RunHold:
                 stop_grace_s=TRACER_STOP_GRACE_S)
             self.ebpf[mode] = tracer
         if not tracer.alive():
-            # A tracer that died left its socket file behind: bind would refuse it.
-            control.unlink(missing_ok=True)
             problem = tracer.ensure()
             if problem is not None:
                 return problem

@@ -189,10 +189,11 @@ class Tracer:
 @dataclass(frozen=True)
 class HeldEbpf:
     """A bakeoff_tracer held by the run's session (spec.py) for one policy: its control
-    socket, its PID, and the run's copy of the library its probes are on (one per policy:
-    a uprobe belongs to a file, so each policy's app loads a file only its tracer probes)."""
+    socket (@NAME, in the abstract namespace: no file to remove, no path length to mind),
+    its PID, and the run's copy of the library its probes are on (one per policy: a uprobe
+    belongs to a file, so each policy's app loads a file only its tracer probes)."""
 
-    socket: Path
+    socket: str
     pid: int
     library: Path
 
@@ -210,11 +211,16 @@ class HeldEbpf:
         if not all(k in env for k in (HeldEbpf.SOCKET_ENV, HeldEbpf.PID_ENV,
                                       HeldEbpf.LIBRARY_ENV)):
             return None
-        return HeldEbpf(Path(env[HeldEbpf.SOCKET_ENV]), int(env[HeldEbpf.PID_ENV]),
+        return HeldEbpf(env[HeldEbpf.SOCKET_ENV], int(env[HeldEbpf.PID_ENV]),
                         Path(env[HeldEbpf.LIBRARY_ENV]))
 
 
-def ebpf_tracer_argv(build: Build, library: Path, mode: str, control: Path) -> list[str]:
+def control_socket(owner: str, mode: str) -> str:
+    """The abstract socket name of a bakeoff_tracer: bakeoff-<owner pid>-<owner>-<mode>."""
+    return f"@bakeoff-{os.getpid()}-{owner}-{mode}"
+
+
+def ebpf_tracer_argv(build: Build, library: Path, mode: str, control: str) -> list[str]:
     """How bakeoff_tracer is started, held by the run (spec.py) or by a trial run by hand."""
     return [str(build.ebpf_tracer), "--library", str(library), "--function", FUNCTION,
             "--mode", mode, "--control", str(control)]
@@ -247,7 +253,7 @@ class EbpfTracer(Tracer):
 
     def _own_tracer(self) -> HeldEbpf:
         """By hand: this trial's own tracer, started and attached here."""
-        control = self.workdir / "ctl.sock"
+        control = control_socket("trial", self.mode)
         argv = ebpf_tracer_argv(self.build, self.library, self.mode, control)
         with self.stderr_path.open("wb") as err:
             self.own = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -291,7 +297,7 @@ class EbpfTracer(Tracer):
         tracer = self.held or self._own_tracer()
         self.conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            self.conn.connect(str(tracer.socket))
+            self.conn.connect("\0" + tracer.socket.removeprefix("@"))
         except OSError as exc:
             raise Failure(f"eBPF tracer (pid {tracer.pid}) does not answer on "
                           f"{tracer.socket}: {exc.strerror or exc}") from None
