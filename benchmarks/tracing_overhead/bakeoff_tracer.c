@@ -46,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -269,6 +270,7 @@ struct server {
 	const struct options *o;
 	struct bakeoff_tracer_bpf *skel;
 	struct ring_buffer *rb; /* NULL for the floor */
+	int epfd;		/* force, adaptive: the ring buffer's fd (data 1) and the trial's (0) */
 	struct consumer c;
 	sigset_t waitmask;	/* what ppoll lets through: SIGINT and SIGTERM */
 	char line[PATH_MAX + 16];
@@ -350,27 +352,30 @@ static int next_command(struct server *s, int conn, long long *wakeups)
 	const struct options *o = s->o;
 	struct timespec every = { .tv_sec = o->poll_us / 1000000,
 				  .tv_nsec = (o->poll_us % 1000000) * 1000 };
-	bool rb_wakes = s->rb && (o->mode == MODE_FORCE || o->mode == MODE_ADAPTIVE);
-	struct pollfd fds[2] = { { .fd = conn, .events = POLLIN } };
+	bool batched = s->rb && o->mode == MODE_BATCHED;
+	struct pollfd fds[1] = { { .fd = conn, .events = POLLIN } };
+	struct epoll_event ev[2];
 	int r, n;
 
 	while (!exiting) {
 		r = read_command(s, conn);
 		if (r != 0)
 			return r;
-		nfds_t nfds = 1;
-		if (rb_wakes) {
-			/* Records wake us: the ring buffer's epoll set is readable when it has any. */
-			fds[1] = (struct pollfd){ .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN };
-			nfds = 2;
+		bool records = batched;
+		if (s->epfd >= 0) {
+			/* Records wake us, in epoll_wait on the ring buffer's fd as libbpf's
+			 * ring_buffer__poll waits: the same wake-up path as a tracer of its own. */
+			r = epoll_pwait(s->epfd, ev, 2, -1, &s->waitmask);
+			for (int i = 0; i < r; i++)
+				records |= ev[i].data.u32 == 1;
+		} else {
+			r = ppoll(fds, 1, batched ? &every : NULL, &s->waitmask);
 		}
-		bool batched = s->rb && o->mode == MODE_BATCHED;
-		r = ppoll(fds, nfds, batched ? &every : NULL, &s->waitmask);
 		if (r < 0 && errno != EINTR)
 			return -errno;
-		if (!s->rb || r < 0)
+		if (r < 0)
 			continue;
-		if (batched || (rb_wakes && fds[1].revents)) {
+		if (records) {
 			n = ring_buffer__consume(s->rb);
 			if (n < 0)
 				return n;
@@ -407,6 +412,12 @@ static int serve(struct server *s, int conn)
 	int r;
 
 	s->have = 0;
+	if (s->epfd >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
+		/* Leaves the set when main closes the connection. */
+		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, conn, &ev) != 0)
+			return -errno;
+	}
 	if (next_command(s, conn, &wakeups) != 1 || strncmp(s->line, "begin ", 6) != 0 ||
 	    strlen(s->line + 6) >= sizeof(path)) {
 		answer(conn, "{\"type\":\"error\",\"message\":\"expected: begin FILE\"}\n");
@@ -473,7 +484,7 @@ abandon:
 int main(int argc, char **argv)
 {
 	struct options o = parse_options(argc, argv);
-	struct server s = { .o = &o };
+	struct server s = { .o = &o, .epfd = -1 };
 	char library[PATH_MAX];
 	sigset_t stop;
 	int err, listen_fd = -1;
@@ -497,6 +508,17 @@ int main(int argc, char **argv)
 	err = load_programs(&s.skel, o.mode);
 	if (!err)
 		err = attach_probes(s.skel, &o, library, &s.c, &s.rb);
+	if (!err && s.rb && (o.mode == MODE_FORCE || o.mode == MODE_ADAPTIVE)) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 1 };
+
+		s.epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (s.epfd < 0 || epoll_ctl(s.epfd, EPOLL_CTL_ADD,
+					    bpf_map__fd(s.skel->maps.bakeoff_events), &ev) != 0) {
+			err = -errno;
+			fprintf(stderr, "bakeoff_tracer: failed to make the epoll set: %s\n",
+				strerror(-err));
+		}
+	}
 	if (!err) {
 		listen_fd = listen_on(o.control);
 		if (listen_fd < 0) {
@@ -527,6 +549,8 @@ int main(int argc, char **argv)
 cleanup:
 	if (listen_fd >= 0)
 		close(listen_fd);
+	if (s.epfd >= 0)
+		close(s.epfd);
 	ring_buffer__free(s.rb);
 	bakeoff_tracer_bpf__destroy(s.skel);
 	return err ? BENCH_EXIT_FATAL : 0;
