@@ -102,7 +102,7 @@ def main() -> int:
           + " | overlap |")
     print("|---|---:|" + "---|" * len(sides) + "---|")
     for (v, d), by in sorted(cases.items()):
-        cells: list[str] = []
+        cells = []
         spans: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
         for side, p in sides:
             got = by.get(p)
