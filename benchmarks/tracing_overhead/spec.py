@@ -134,7 +134,10 @@ BENCHMARK = Benchmark(
         "quick": Profile("quick", {"duration_us": (0, 100), "calls": ("auto/50",)},
                          trials=4, samples=5, warmup_samples=1, warmup_trials=0,
                          timeout_s=60),
-        # As it was: about a second a trial here, the cheapest room per case. A fixed count:
+        # The tracers are held across trials (run_hold.py): a traced trial costs its calls
+        # and the driver, not a tracer's start (an LTTng trial 1.7 s -> 0.7-0.8 s, an eBPF
+        # one about halved, at load 4-11: docs/runs/tracing-overhead-held-ab-20261129-epyc.md).
+        # bpftrace still starts per trial. A fixed count:
         # at the long durations every tracer is level with the baseline and its CI reaches
         # the threshold and the 1% level, so sequential allocation would only add trials
         # there. The question's cases up to 10 (Profile.answer_trials): at 0 µs until what
