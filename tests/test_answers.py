@@ -233,13 +233,23 @@ def test_crossover_whose_ci_includes_the_level_is_not_stated(found: BenchmarkFin
     assert not [g for g in found.findings if g.kind == "crossover" and "wobbly" in g.text]
 
 
-def test_overhead_answer_gives_the_fits_a_and_the_thresholds(found: BenchmarkFindings) -> None:
+def test_overhead_answer_gives_the_paired_difference_and_the_thresholds(
+        found: BenchmarkFindings) -> None:
     ba = found.analysis
     f = _answer(found, "overhead")
     for v in ("light", "heavy"):
-        sf = next(s for s in ba.fits if s.variant == v)
-        assert (f"{v} adds {fmt_value(sf.fit.a, 'ns')} per operation (the fit's a, 95% CI "
-                f"{fmt_range(sf.fit.a_low, sf.fit.a_high, 'ns')}") in f.text, f.text
+        cmp = _at(ba, v, SIZES[0]).comparison
+        assert cmp is not None and cmp.paired is not None
+        d = cmp.paired
+        # At the smallest size, paired by round, the point inside its own interval.
+        assert (f"{v} adds {fmt_value(d.estimate, 'ns')} per operation at 1 KiB ({v} − ref, "
+                f"paired by round, 95% CI {fmt_range(d.ci_low, d.ci_high, 'ns')})") in f.text, \
+            f.text
+        assert d.ci_low <= d.estimate <= d.ci_high
+    # and at every other size of the line, each with its own interval
+    assert f.text.count("; at 16 KiB ") == 2, f.text
+    # No fit coefficient is named to the reader.
+    assert "the fit's a" not in f.text and "a's CI" not in f.text + f.tentative
     light, heavy = f.text.split("heavy adds")[0], f.text.split("heavy adds")[1]
     # light (+2 ns on 110-260 ns) is under 5% everywhere, crosses 1% between 8 and 16 KiB.
     assert "under 5% at every measured size" in light

@@ -361,3 +361,37 @@ def test_paired_ratio_with_zero_denominators_falls_back_to_the_delta_method() ->
     assert math.isfinite(ratio.ci_high) and ratio.ci_high > 2 * ratio.ratio
     assert ratio.ci_low <= 1.0 <= ratio.ci_high
     assert ratio.ci_low <= ratio.ratio
+
+
+def test_weighted_line_fit_is_not_swamped_by_a_noisy_far_point() -> None:
+    # tracing-overhead's shape: the added cost is 2000 ns at every x, known to ±10 ns near 0
+    # and to ±100 µs at x = 1000 (wall-clock noise of a long call). An unweighted fit let the
+    # far point drag the intercept by tens of µs; weighted, it stays near the precise points.
+    rng = np.random.default_rng(4)
+    xs = [0.0, 5.0, 50.0, 1000.0]
+    spread = [10.0, 20.0, 200.0, 100_000.0]
+    base = [[rng.normal(1e6, s, 10) for _ in range(6)] for s in spread]
+    var = [[rng.normal(1e6 + 2000.0, s, 10) for _ in range(6)] for s in spread]
+    # The far point reads 60 µs too high: one unlucky, contended case.
+    var[3] = [t + 60_000.0 for t in var[3]]
+    fit = stats.fit_difference_line(xs, var, base)
+    assert abs(fit.a - 2000.0) < 50.0
+    assert fit.a_low <= 2000.0 <= fit.a_high
+
+
+def test_paired_difference_cancels_what_a_round_shared() -> None:
+    # Each round's machine speed moves both sides alike (±30%); the variant adds 100 ns.
+    rng = np.random.default_rng(5)
+    speed = rng.uniform(0.7, 1.3, 8)
+    base = [rng.normal(1000.0 * s, 2.0, 10) for s in speed]
+    var = [rng.normal(1000.0 * s + 100.0, 2.0, 10) for s in speed]
+    rounds = list(range(8))
+    d = stats.paired_difference(var, base, rounds, rounds)
+    assert d is not None
+    assert d.ci_low <= d.estimate <= d.ci_high
+    assert d.ci_low <= 100.0 <= d.ci_high and d.ci_high - d.ci_low < 10.0
+    # Unpaired, the rounds' drift is all spread: far wider.
+    hl = stats.hodges_lehmann(var, base)
+    assert hl.ci_high - hl.ci_low > 10 * (d.ci_high - d.ci_low)
+    # Rounds only one side has are left out; fewer than two in common: nothing to show.
+    assert stats.paired_difference(var[:1], base, [0], rounds) is None

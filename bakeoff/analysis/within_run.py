@@ -46,6 +46,9 @@ class BaselineComparison:
     verdict: stats.Verdict  # faster / slower / equivalent / inconclusive, at the threshold
     # An inconclusive verdict's distance from decided (stats/verdicts.py); None otherwise.
     settle: verdicts.Settle | None = None
+    # variant - baseline paired by round (stats.paired_difference); None with fewer than two
+    # rounds in common. What an "overhead" answer reads at each point of its axis.
+    paired: stats.Shift | None = None
 
 
 @dataclass(frozen=True)
@@ -301,6 +304,7 @@ def _case_results(
     same whether or not a run took counted samples."""
     results: list[CaseResult] = []
     pending: list[tuple[CaseResult, stats.Ratio, stats.Shift, float]] = []
+    paired: dict[tuple[Case, str], stats.Shift | None] = {}
     for case in cases:
         trials = trials_by_case.get(case, [])
         ok = [t for t in trials if t.ok]
@@ -359,7 +363,14 @@ def _case_results(
                     pending.append((result, ratio,
                                     stats.hodges_lehmann(per_trial, base, rng),
                                     stats.cliffs_delta(per_trial, base)))
+                    paired[(case, metric)] = stats.paired_difference(
+                        per_trial, base, _ok_rounds(trials, metric),
+                        _ok_rounds(base_trials, metric))
     _decide(info, pending, threshold)
+    for result in results:
+        if result.comparison is not None:
+            result.comparison = dataclasses.replace(
+                result.comparison, paired=paired.get((result.case, result.metric)))
     return results
 
 

@@ -216,7 +216,8 @@ class Question:
       "crossover": along the numeric param `along`, where each of `variants` starts (or
                    stops) beating `against` (their ratio crosses 1);
       "overhead":  along `along`, what each of `variants` adds per operation over `against`
-                   (a Fit's intercept a) and the value of `along` from which its overhead
+                   (the difference paired by round at the smallest value of `along`, and
+                   at each other) and the value of `along` from which its overhead
                    falls under each of the benchmark's crossover_ratios (5% and 1%);
       "added":     what each of `variants` adds over `against` (difference of medians of
                    `metric`) at each point of `at`;

@@ -148,7 +148,7 @@ def question_readings(
             continue
         reads.append(Reading(index, "level", case, ref, metric, None, levels, along))
     if q.form == "overhead":
-        # What each variant adds per operation (the fit's intercept) is read where the
+        # What each variant adds per operation (the paired difference) is read where the
         # work is least: the smallest point of the axis, with the question's target.
         smallest = min((float(c.param(along)) for c in line), default=None)
         for case in line:

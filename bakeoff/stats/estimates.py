@@ -625,6 +625,27 @@ def hodges_lehmann(
     return Shift(point, t.low, t.high)
 
 
+def paired_difference(variant: Trials, baseline: Trials, variant_rounds: Sequence[int],
+                      baseline_rounds: Sequence[int],
+                      confidence: float = CONFIDENCE) -> Shift | None:
+    """variant - baseline, paired by round: the mean over the rounds both sides have a trial
+    in of (the variant trial's median - the baseline trial's median), with the one-sample
+    t interval on those differences (n - 1 df). Trials of one round ran interleaved, so
+    what the round shared (a busy neighbour, the machine slowing down) cancels, as in
+    ratio_ci's paired design; the point is the interval's centre, so always inside it.
+    None with fewer than 2 rounds in common (no spread to show)."""
+    base_by_round = {r: float(np.median(t)) for r, t in
+                     zip(baseline_rounds, _as_arrays_keep(baseline), strict=True) if t.size}
+    d = np.array([float(np.median(t)) - base_by_round[r]
+                  for r, t in zip(variant_rounds, _as_arrays_keep(variant), strict=True)
+                  if t.size and r in base_by_round])
+    if d.size < 2:
+        return None
+    t = _interval(float(d.mean()), float(d.std(ddof=1)) / math.sqrt(d.size), d.size - 1,
+                  False, confidence)
+    return Shift(float(d.mean()), t.low, t.high)
+
+
 def cliffs_delta(variant: Trials, baseline: Trials) -> float:
     """P(variant > baseline) - P(variant < baseline) over all pairs of pooled samples.
 
@@ -698,7 +719,7 @@ verdict = verdicts.verdict
 
 @dataclass(frozen=True)
 class LineFit:
-    """y = a + b x by least squares over the points, CIs by cluster bootstrap."""
+    """y = a + b x by weighted least squares over the points, with t CIs."""
 
     a: float
     a_low: float
@@ -710,11 +731,6 @@ class LineFit:
     n_points: int
 
 
-def _ols(x: FloatArray, y: FloatArray) -> tuple[float, float]:
-    b, a = np.polyfit(x, y, 1)
-    return float(a), float(b)
-
-
 def fit_difference_line(
     xs: Sequence[float],
     variant: Sequence[Trials],
@@ -722,22 +738,23 @@ def fit_difference_line(
     rng: np.random.Generator | None = None,
     n_boot: int = 1000,
 ) -> LineFit:
-    """Fit median(variant) - median(baseline) = a + b x, one point per x.
+    """Fit median(variant) - median(baseline) = a + b x, one point per x, each point weighted
+    by the inverse of its variance (weighted least squares).
 
-    a and b are linear in the points, so their SEs follow from each point's: the spread of
-    its cases' per-trial medians (a case of one trial adds none it could show). The CIs are
-    t intervals (INTERVAL_METHOD) with Satterthwaite's degrees of freedom over every case, so
-    they carry the run-to-run spread of every point. rng and n_boot are unused.
+    Each point's variance is that of its difference: the spread of its two cases' per-trial
+    medians (a case of one trial adds none it could show). Unweighted, a noisy point far out
+    on x (1 ms of work, whose wall-clock spread is microseconds) swamps the intercept that
+    precise points near 0 pin down; weighted, each point counts as much as it is known.
+    Where some point has no variance to weigh by, every point counts alike. a and b are
+    linear in the points, so their SEs follow from each point's; the CIs are t intervals
+    (INTERVAL_METHOD) with Satterthwaite's degrees of freedom over every case. R² is the
+    weighted one. rng and n_boot are unused.
     """
     if len(xs) < 2:
         raise ValueError("a line needs two points")
     x = np.asarray(xs, dtype=np.float64)
     y = np.array([np.median(np.concatenate(_as_arrays(v))) - np.median(np.concatenate(_as_arrays(b)))
                   for v, b in zip(variant, baseline, strict=True)])
-    a, b = _ols(x, y)
-    residual = y - (a + b * x)
-    total = y - y.mean()
-    r2 = 1.0 - float(residual @ residual) / float(total @ total) if float(total @ total) else 1.0
     # Each point's variance, as terms (variance of a side's mean, its df).
     point_terms: list[list[tuple[float, float]]] = []
     for v, bb in zip(variant, baseline, strict=True):
@@ -747,13 +764,21 @@ def fit_difference_line(
             if m.size >= 2:
                 terms.append((float(m.var(ddof=1)) / m.size, float(m.size - 1)))
         point_terms.append(terms)
-    xc = x - x.mean()
-    slope_w = xc / float(xc @ xc)
-    intercept_w = 1.0 / x.size - x.mean() * slope_w
+    var = np.array([sum(v for v, _ in pt) for pt in point_terms])
+    w = 1.0 / var if bool(np.all(var > 0)) else np.ones_like(x)
+    xw = float(w @ x) / float(w.sum())
+    xc = x - xw
+    slope_w = w * xc / float(w @ (xc * xc))
+    intercept_w = w / float(w.sum()) - xw * slope_w
+    a, b = float(intercept_w @ y), float(slope_w @ y)
+    residual = y - (a + b * x)
+    total = y - float(w @ y) / float(w.sum())
+    ss_tot = float(w @ (total * total))
+    r2 = 1.0 - float(w @ (residual * residual)) / ss_tot if ss_tot else 1.0
 
     def interval(centre: float, weights: FloatArray) -> tuple[float, float]:
-        terms = [(float(w * w) * var, df) for w, pt in zip(weights, point_terms, strict=True)
-                 for var, df in pt]
+        terms = [(float(wt * wt) * v, df) for wt, pt in zip(weights, point_terms, strict=True)
+                 for v, df in pt]
         se = math.sqrt(sum(v for v, _ in terms)) if terms else math.inf
         t = _interval(centre, se, satterthwaite_df(terms) if terms else 0.0, False)
         return t.low, t.high

@@ -1,7 +1,9 @@
 """Everything this room knows about LTTng's daemons and its client: the session daemon's pid
 file, starting it for a run and stopping it when the last run leaves (the counted hold),
-reviving it mid-run, the `lttng --mi xml list` answers (sessions, a channel's statistics),
-the daemons' CPU time and memory for a trial, and what killed runs left (sweeps).
+reviving it mid-run, the recording session a run holds across its trials (HeldSession:
+created once, its trace read a trial at a time, trial_packets), the `lttng --mi xml list`
+answers (sessions, a channel's statistics), the daemons' CPU time and memory for a trial,
+and what killed runs left (sweeps).
 
 Used by the harness (spec.py: the session hook, prepare_trial, the sweep) and by the trial
 (tracers.py: LttngTracer), so it imports nothing of either.
@@ -66,6 +68,14 @@ def list_sessions() -> list[str]:
     return session_names(res.stdout) if res is not None and res.returncode == 0 else []
 
 
+def session_enabled(mi_xml: str) -> bool:
+    """Whether the session in the answer of `lttng --mi xml list SESSION` is started."""
+    with contextlib.suppress(ET.ParseError):
+        root = ET.fromstring(mi_xml)
+        return any(e.text == "true" for e in root.iterfind(".//mi:session/mi:enabled", MI_NS))
+    return False
+
+
 def channel_stats(mi_xml: str, channel: str) -> tuple[int, int] | None:
     """(discarded events, lost packets) of `channel` in the answer of `lttng --mi xml list
     SESSION`; None when the session has no such channel."""
@@ -78,6 +88,112 @@ def channel_stats(mi_xml: str, channel: str) -> tuple[int, int] | None:
             return (int(attrs.findtext("mi:discarded_events", "0", MI_NS)),
                     int(attrs.findtext("mi:lost_packets", "0", MI_NS)))
     return None
+
+
+# ---- the recording session ------------------------------------------------------------------
+
+PROVIDER = "bakeoff_traced"
+CHANNEL = "bakeoff"
+# Per CPU: 8 x 1 MiB. The seed's largest scenario writes 200k events of ~40 B (~8 MB) from
+# one CPU; the consumer daemon empties sub-buffers as they fill, so this does not discard
+# on this machine. Any discard is counted (LTTng's channel statistics) and reported.
+SUBBUF = "1M"
+NUM_SUBBUF = "8"
+BUFFERS = f"per-uid, {NUM_SUBBUF} x {SUBBUF} per CPU"
+
+
+def session_setup(session: str, output: Path) -> list[tuple[list[str], str]]:
+    """The client commands that make a recording session ready to trace the app, each with
+    what it does (for a message): channel `bakeoff` with per-uid buffers, the library's
+    entry and exit events with the process and thread as contexts (the same facts per event
+    as the eBPF records), and an empty process tracker (LTTng enables events in every
+    registered app of the user, whatever its session: without the tracker, a concurrent
+    run's app would write into this one). Not started: a trial starts it."""
+    return [
+        (["create", session, f"--output={output}"], "create the LTTng session"),
+        (["enable-channel", "-u", "-s", session, f"--subbuf-size={SUBBUF}",
+          f"--num-subbuf={NUM_SUBBUF}", CHANNEL], "enable the LTTng channel"),
+        (["enable-event", "-u", "-s", session, "-c", CHANNEL, f"{PROVIDER}:*"],
+         "enable the LTTng events"),
+        (["add-context", "-u", "-s", session, "-c", CHANNEL, "-t", "vpid", "-t", "vtid"],
+         "add the LTTng contexts"),
+        (["untrack", "-u", "-s", session, "--vpid", "--all"],
+         "empty the LTTng process tracker"),
+    ]
+
+
+@dataclass
+class HeldSession:
+    """The recording session a run holds across its lttng trials: set up once (set-up and
+    `lttng destroy` took most of an lttng trial: destroy, like clear and rotate, waits out
+    the session daemon's 500 ms rotation check), started, tracked and stopped per trial.
+
+    Each trial reads only its own packets (trial_packets): `lttng stop` flushes every
+    sub-buffer as a packet of its own, so what the stream files grew by since the last trial
+    is exactly this trial's. Named bakeoff-<run pid>-<run pid>, so the sweep of dead runs'
+    sessions finds it; re-created (in a fresh directory) when the daemon it lived in died
+    and was revived. The session's state (spec.py)."""
+
+    name: str
+    scratch: Path
+    daemon: int | None = None
+    made: int = 0
+
+    @property
+    def output(self) -> Path:
+        return self.scratch / f"lttng-trace-{self.made}"
+
+    def ensure(self) -> str | None:
+        """Before an lttng trial: None when the session is ready, else why not (the trial
+        fails with that)."""
+        pid = sessiond_pid()
+        if pid is not None and pid == self.daemon and is_sessiond(pid):
+            return None
+        self.made += 1
+        for args, what in session_setup(self.name, self.output):
+            res = lttng(*args)
+            if res is None or res.returncode != 0:
+                detail = (res.stderr.strip().splitlines() or ["no answer"])[-1] if res else \
+                    "no answer"
+                lttng("destroy", self.name)
+                return f"failed to {what}: {detail}"
+        self.daemon = pid
+        return None
+
+    def env(self) -> dict[str, str]:
+        """What a trial needs to use it (trial.py reads it)."""
+        return {HELD_SESSION_ENV: self.name, HELD_OUTPUT_ENV: str(self.output)}
+
+    def destroy(self) -> None:
+        if self.daemon is not None:
+            self.daemon = None
+            lttng("destroy", self.name)
+
+
+HELD_SESSION_ENV = "BAKEOFF_LTTNG_SESSION"
+HELD_OUTPUT_ENV = "BAKEOFF_LTTNG_OUTPUT"
+
+
+def stream_sizes(output: Path) -> dict[str, int]:
+    """Size of every file of a trace directory but its indexes, by relative path."""
+    return {str(f.relative_to(output)): f.stat().st_size for f in output.rglob("*")
+            if f.is_file() and "index" not in f.relative_to(output).parts}
+
+
+def trial_packets(output: Path, before: dict[str, int], into: Path) -> int:
+    """A trace of this trial's packets alone, in `into`: every stream file's bytes past its
+    size `before` the trial (a CTF stream is a sequence of self-contained packets, and stop
+    ended the last one), with the whole metadata file. Its size in bytes."""
+    total = 0
+    for rel in stream_sizes(output):
+        dst = into / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        with (output / rel).open("rb") as src, dst.open("wb") as out:
+            if Path(rel).name != "metadata":
+                src.seek(before.get(rel, 0))
+            shutil.copyfileobj(src, out)
+        total += dst.stat().st_size
+    return total
 
 
 # ---- the session daemon ---------------------------------------------------------------------
@@ -285,14 +401,14 @@ class Daemons:
                 if live_name(c.pid).startswith("lttng-consumerd")]
 
     def cpu_ns(self) -> dict[int, int]:
-        return {p: _task_cpu_ns(p) for p in self.pids()}
+        return {p: task_cpu_ns(p) for p in self.pids()}
 
     def cpu_ns_since(self, before: dict[int, int]) -> int:
         """A daemon spawned since (a consumer daemon, at the first session) counts whole."""
         return sum(ns - before.get(p, 0) for p, ns in self.cpu_ns().items())
 
 
-def _task_cpu_ns(pid: int) -> int:
+def task_cpu_ns(pid: int) -> int:
     """On-CPU time of every thread of pid, in ns, from schedstat: exact, where psutil's
     cpu_times (/proc/PID/stat) counts 10 ms ticks, too coarse for a daemon that works a
     few ms per trial. Threads that exited are not counted."""
@@ -301,6 +417,15 @@ def _task_cpu_ns(pid: int) -> int:
         with contextlib.suppress(OSError, ValueError, IndexError):
             total += int(f.read_text().split()[0])
     return total
+
+
+def peak_rss_kib(pid: int) -> int:
+    """The process's peak RSS (VmHWM) since it started, in KiB; 0 when it is gone."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
 
 
 def rss_kib(pid: int) -> int:

@@ -1,14 +1,19 @@
 """The tracers a trial runs the app under: none (the baseline), bakeoff's eBPF tracer
 (bakeoff_tracer, three wake-up policies and the empty-program floor), bpftrace, and LTTng-UST.
 Each starts before the app, is told the app's PID if it follows one, stops after it, and
-says what it recorded and what it cost outside the app (Recorded)."""
+says what it recorded and what it cost outside the app (Recorded).
+
+Under bakeoff run, the eBPF tracers and the LTTng session are the run's (spec.py's session
+holds them: HeldEbpf, lttng.HeldSession) and a trial only begins and ends its part of them;
+by hand, the trial brings its own up and down."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
-import signal
+import socket
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,18 +30,10 @@ from .children import (
     read_line,
     reap,
     run_command,
-    signal_child,
     terminate,
 )
 
 FUNCTION = "bakeoff_traced_work"
-LTTNG_PROVIDER = "bakeoff_traced"
-LTTNG_CHANNEL = "bakeoff"
-# Per CPU: 8 x 1 MiB. The seed's largest scenario writes 200k events of ~40 B (~8 MB) from
-# one CPU; the consumer daemon empties sub-buffers as they fill, so this does not discard
-# on this machine. Any discard is counted (LTTng's channel statistics) and reported.
-LTTNG_SUBBUF = "1M"
-LTTNG_NUM_SUBBUF = "8"
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 60.0
 
@@ -152,11 +149,12 @@ class Tracer:
 
     records_events = False
 
-    def __init__(self, build: Build, workdir: Path, place: Placement) -> None:
+    def __init__(self, build: Build, workdir: Path, place: Placement,
+                 library: Path | None = None) -> None:
         self.build = build
         self.workdir = workdir
         self.place = place
-        self.library = private_library(build, workdir)
+        self.library = library or private_library(build, workdir)
 
     def start(self) -> None:
         """Everything up to the moment the app may start."""
@@ -188,14 +186,64 @@ class Tracer:
 # ---- eBPF (bakeoff_tracer) ------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class HeldEbpf:
+    """A bakeoff_tracer held by the run's session (spec.py) for one policy: its control
+    socket (@NAME, in the abstract namespace: no file to remove, no path length to mind),
+    its PID, and the run's copy of the library its probes are on (one per policy: a uprobe
+    belongs to a file, so each policy's app loads a file only its tracer probes)."""
+
+    socket: str
+    pid: int
+    library: Path
+
+    SOCKET_ENV = "BAKEOFF_EBPF_SOCKET"
+    PID_ENV = "BAKEOFF_EBPF_PID"
+    LIBRARY_ENV = "BAKEOFF_EBPF_LIBRARY"
+
+    def env(self) -> dict[str, str]:
+        return {self.SOCKET_ENV: str(self.socket), self.PID_ENV: str(self.pid),
+                self.LIBRARY_ENV: str(self.library)}
+
+    @staticmethod
+    def from_env() -> HeldEbpf | None:
+        env = os.environ
+        if not all(k in env for k in (HeldEbpf.SOCKET_ENV, HeldEbpf.PID_ENV,
+                                      HeldEbpf.LIBRARY_ENV)):
+            return None
+        return HeldEbpf(env[HeldEbpf.SOCKET_ENV], int(env[HeldEbpf.PID_ENV]),
+                        Path(env[HeldEbpf.LIBRARY_ENV]))
+
+
+def control_socket(owner: str, mode: str) -> str:
+    """The abstract socket name of a bakeoff_tracer: bakeoff-<owner pid>-<owner>-<mode>."""
+    return f"@bakeoff-{os.getpid()}-{owner}-{mode}"
+
+
+def ebpf_tracer_argv(build: Build, library: Path, mode: str, control: str) -> list[str]:
+    """How bakeoff_tracer is started, held by the run (spec.py) or by a trial run by hand."""
+    return [str(build.ebpf_tracer), "--library", str(library), "--function", FUNCTION,
+            "--mode", mode, "--control", str(control)]
+
+
 class EbpfTracer(Tracer):
-    def __init__(self, build: Build, workdir: Path, place: Placement, mode: str) -> None:
-        super().__init__(build, workdir, place)
+    """One trial's part of a bakeoff_tracer: `begin FILE` before the app, `end` after it,
+    which answers with this trial's counts (bakeoff_tracer.c). The tracer is the run's
+    (held) or, by hand, this trial's own, started here and stopped in cleanup."""
+
+    def __init__(self, build: Build, workdir: Path, place: Placement, mode: str,
+                 held: HeldEbpf | None = None) -> None:
+        super().__init__(build, workdir, place, held.library if held else None)
         self.mode = mode
         self.records_events = mode != "floor"
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.held = held
+        self.own: subprocess.Popen[bytes] | None = None
         self.stderr_path = workdir / "tracer.err"
+        self.conn: socket.socket | None = None
+        self.reader: Any = None
+        self.cpu_before = 0
         self.ready: dict[str, Any] = {}
+        self.tracer: HeldEbpf | None = None
 
     def _stderr_tail(self) -> str:
         try:
@@ -203,38 +251,71 @@ class EbpfTracer(Tracer):
         except OSError:
             return ""
 
-    def start(self) -> None:
-        argv = [str(self.build.ebpf_tracer), "--library", str(self.library), "--function", FUNCTION,
-                "--mode", self.mode, "--output", str(self.workdir / "trace.bin")]
+    def _own_tracer(self) -> HeldEbpf:
+        """By hand: this trial's own tracer, started and attached here."""
+        control = control_socket("trial", self.mode)
+        argv = ebpf_tracer_argv(self.build, self.library, self.mode, control)
         with self.stderr_path.open("wb") as err:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=err, preexec_fn=self.place.tracer_preexec())
-        assert self.proc.stdout is not None
-        line = read_line(self.proc.stdout, START_TIMEOUT_S)
+            self.own = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=err, preexec_fn=self.place.tracer_preexec())
+        assert self.own.stdout is not None
+        line = read_line(self.own.stdout, START_TIMEOUT_S)
         if not line:
-            terminate(self.proc)
-            detail = self._stderr_tail() or f"exit status {self.proc.returncode}"
+            terminate(self.own)
+            detail = self._stderr_tail() or f"exit status {self.own.returncode}"
             raise Failure(f"eBPF tracer did not attach: {detail}")
         self.ready = json.loads(line)
+        return HeldEbpf(control, self.own.pid, self.library)
+
+    def _died(self, tracer: HeldEbpf) -> Failure:
+        how = ""
+        if self.own is not None and (gone := reap(self.own, 1.0)) is not None:
+            how = f": {gone.ended()}"
+        return Failure(f"eBPF tracer (bakeoff_tracer, pid {tracer.pid}) died during the "
+                       f"trial{how}" + (f": {tail}" if (tail := self._stderr_tail()) else ""))
+
+    def _answer(self, tracer: HeldEbpf, timeout: float, expect: str) -> dict[str, Any]:
+        assert self.conn is not None and self.reader is not None
+        self.conn.settimeout(timeout)
+        try:
+            line = self.reader.readline().decode(errors="replace")
+        except TimeoutError:
+            raise Failure(f"eBPF tracer (pid {tracer.pid}) did not answer within "
+                          f"{timeout:g} s") from None
+        except OSError:
+            raise self._died(tracer) from None
+        if not line:
+            raise self._died(tracer)
+        said = json.loads(line)
+        if said.get("type") == "error":
+            raise Failure(f"eBPF tracer: {said.get('message', 'failed')}")
+        if said.get("type") != expect:
+            raise Failure(f"eBPF tracer answered {line.strip()!r}, expected {expect}")
+        return dict(said)
+
+    def start(self) -> None:
+        tracer = self.held or self._own_tracer()
+        self.conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.conn.connect("\0" + tracer.socket.removeprefix("@"))
+        except OSError as exc:
+            raise Failure(f"eBPF tracer (pid {tracer.pid}) does not answer on "
+                          f"{tracer.socket}: {exc.strerror or exc}") from None
+        self.reader = self.conn.makefile("rb", buffering=0)
+        self.cpu_before = lttng.task_cpu_ns(tracer.pid)
+        self.conn.sendall(f"begin {self.workdir / 'trace.bin'}\n".encode())
+        self.tracer = tracer
+        self._answer(tracer, START_TIMEOUT_S, "begun")
 
     def stop(self, expected: int) -> Recorded:
-        assert self.proc is not None and self.proc.stdout is not None
-        gone = reap(self.proc, 0)
-        if gone is not None:  # it ended before it was told to: it died while the app ran
-            said = "" if gone.signum is not None else self._stderr_tail()
-            raise Failure(f"eBPF tracer (bakeoff_tracer, pid {self.proc.pid}) died during "
-                          f"the trial: {gone.ended()}" + (f": {said}" if said else ""))
-        signal_child(self.proc, signal.SIGINT)  # stop, drain, report, detach
-        reaped = reap(self.proc, STOP_TIMEOUT_S)
-        if reaped is None:
-            terminate(self.proc)
-            raise Failure(f"eBPF tracer did not finish within {STOP_TIMEOUT_S:g} s of SIGINT")
-        report = [o for o in read_json_lines(self.proc.stdout.read().decode(errors="replace"))
-                  if o.get("type") == "tracer_done"]
-        if reaped.status != 0 or not report:
-            detail = self._stderr_tail() or reaped.ended()
-            raise Failure(f"eBPF tracer failed: {detail}")
-        done = report[0]
+        tracer = self.tracer
+        assert self.conn is not None and tracer is not None
+        try:
+            self.conn.sendall(b"end\n")
+        except OSError:
+            raise self._died(tracer) from None
+        done = self._answer(tracer, STOP_TIMEOUT_S, "tracer_done")
+        cpu_ns = lttng.task_cpu_ns(tracer.pid) - self.cpu_before
         if done["malformed"]:
             raise Failure(f"eBPF tracer read {done['malformed']} malformed records")
         if done["entries"] != done["exits"]:
@@ -245,14 +326,22 @@ class EbpfTracer(Tracer):
         return Recorded(
             expected=expected if self.records_events else 0,
             captured=int(done["events"]), dropped=int(done["dropped"]),
-            trace_bytes=int(done["trace_bytes"]), cpu_s=reaped.user_s + reaped.sys_s,
-            rss_kib=reaped.max_rss_kib,
+            trace_bytes=int(done["trace_bytes"]), cpu_s=cpu_ns / 1e9,
+            rss_kib=lttng.peak_rss_kib(tracer.pid),
             counters={"consumer_wakeups": float(done["wakeups"])},
-            meta={"wakeup": self.mode, "libbpf": self.ready.get("libbpf", "")},
+            meta={"wakeup": self.mode, "ebpf_tracer": "held by the run" if self.held
+                  else "started by the trial", "ebpf_tracer_pid": tracer.pid,
+                  **({"libbpf": self.ready["libbpf"]} if "libbpf" in self.ready else {})},
         )
 
     def cleanup(self) -> None:
-        terminate(self.proc)
+        # Closing the connection abandons the trial in the tracer (it serves the next).
+        if self.reader is not None:
+            self.reader.close()
+        if self.conn is not None:
+            self.conn.close()
+        self.conn = self.reader = None
+        terminate(self.own)
 
 
 # ---- bpftrace -------------------------------------------------------------------------------
@@ -316,6 +405,12 @@ class BpftraceTracer(Tracer):
 
 
 class LttngTracer(Tracer):
+    """LTTng-UST: the instrumented library LD_PRELOADed into the app, and a recording
+    session that tracks the app's PID. Under bakeoff run the session is the run's
+    (lttng.HeldSession, named in the environment): a trial starts it, tracks its app, stops
+    it and counts its own packets (lttng.trial_packets). By hand the trial creates its own
+    session and destroys it after."""
+
     records_events = True
     # LTTng enables events per registered app of the user, whatever its session: without
     # the process tracker, a concurrent run's app would write into this session.
@@ -323,11 +418,18 @@ class LttngTracer(Tracer):
 
     def __init__(self, build: Build, workdir: Path, place: Placement, session: str) -> None:
         super().__init__(build, workdir, place)
-        self.session = session
-        self.trace_dir = workdir / "trace"
+        held = os.environ.get(lttng.HELD_SESSION_ENV)
+        self.held = held is not None
+        self.session = held or session
+        self.output = (Path(os.environ[lttng.HELD_OUTPUT_ENV]) if held
+                       else workdir / "trace")
         self.created = False
+        self.started = False
+        self.tracked: int | None = None
         self.daemons: lttng.Daemons | None = None
         self.cpu_before: dict[int, int] = {}
+        self.sizes_before: dict[str, int] = {}
+        self.stats_before = (0, 0)
 
     def client(self, *args: str, what: str) -> subprocess.CompletedProcess[str]:
         # -n: never spawn a session daemon; one left behind by a trial would outlive the run.
@@ -358,38 +460,44 @@ class LttngTracer(Tracer):
             raise Failure("no lttng-sessiond is running: start one with lttng-sessiond "
                           "--daemonize --no-kernel (bakeoff run starts it for you)", EXIT_UNMET)
         self.cpu_before = self.daemons.cpu_ns()
-        s = self.session
-        self.client("create", s, f"--output={self.trace_dir}", what="create the LTTng session")
-        self.created = True
-        self.client("enable-channel", "-u", "-s", s, f"--subbuf-size={LTTNG_SUBBUF}",
-                   f"--num-subbuf={LTTNG_NUM_SUBBUF}", LTTNG_CHANNEL,
-                   what="enable the LTTng channel")
-        self.client("enable-event", "-u", "-s", s, "-c", LTTNG_CHANNEL, f"{LTTNG_PROVIDER}:*",
-                   what="enable the LTTng events")
-        # The same facts per event as the eBPF records: the process and the thread.
-        self.client("add-context", "-u", "-s", s, "-c", LTTNG_CHANNEL, "-t", "vpid", "-t", "vtid",
-                   what="add the LTTng contexts")
-        self.client("untrack", "-u", "-s", s, "--vpid", "--all",
-                   what="empty the LTTng process tracker")
-        self.client("start", s, what="start LTTng tracing")
+        if not self.held:
+            self.created = True
+            for args, what in lttng.session_setup(self.session, self.output):
+                self.client(*args, what=what)
+        # The channel's statistics and the stream files grow across the run's trials: what
+        # they are now is where this trial starts.
+        listed = self._list()
+        if self.held and lttng.session_enabled(listed):
+            # A trial killed before its clean-up (SIGKILL) left the run's session started.
+            self.client("stop", self.session, what="stop LTTng tracing")
+            listed = self._list()
+        self.stats_before = self._channel_stats(listed)
+        if self.output.exists():
+            self.sizes_before = lttng.stream_sizes(self.output)
+        self.started = True
+        self.client("start", self.session, what="start LTTng tracing")
 
     def follow(self, pid: int) -> None:
         # Before the app runs, so it registers as a tracked process: nothing is missed.
         self.client("track", "-u", "-s", self.session, f"--vpid={pid}",
-                   what="track the app with LTTng")
+                    what="track the app with LTTng")
+        self.tracked = pid
 
     def app_env(self) -> dict[str, str]:
         return {"LD_PRELOAD": str(self.build.lttng_lib)}
 
-    def _channel_stats(self) -> tuple[int, int]:
-        res = self.client("--mi", "xml", "list", self.session, what="read the LTTng channel")
-        stats = lttng.channel_stats(res.stdout, LTTNG_CHANNEL)
+    def _list(self) -> str:
+        return self.client("--mi", "xml", "list", self.session,
+                           what="read the LTTng channel").stdout
+
+    def _channel_stats(self, listed: str | None = None) -> tuple[int, int]:
+        stats = lttng.channel_stats(self._list() if listed is None else listed, lttng.CHANNEL)
         if stats is None:
-            raise Failure(f"LTTng session {self.session} has no channel {LTTNG_CHANNEL}")
+            raise Failure(f"LTTng session {self.session} has no channel {lttng.CHANNEL}")
         return stats
 
-    def _count_events(self) -> int:
-        res = run_command(["babeltrace2", str(self.trace_dir), "-c", "sink.utils.counter",
+    def _count_events(self, trace: Path) -> int:
+        res = run_command(["babeltrace2", str(trace), "-c", "sink.utils.counter",
                            "-p", "step=+0"], "read the LTTng trace back with babeltrace2",
                           timeout=600)
         for line in res.stdout.splitlines():
@@ -398,30 +506,53 @@ class LttngTracer(Tracer):
                 return int(words[0])
         raise Failure("babeltrace2 printed no event count")
 
+    def _untrack(self) -> None:
+        if self.tracked is not None:
+            pid, self.tracked = self.tracked, None
+            with contextlib.suppress(Failure):
+                self.client("untrack", "-u", "-s", self.session, f"--vpid={pid}",
+                            what="untrack the app")
+
     def stop(self, expected: int) -> Recorded:
         assert self.daemons is not None
         self.require_daemon()
         self.client("stop", self.session, what="stop LTTng tracing")  # waits for the data
+        self.started = False
         sessiond_rss = lttng.rss_kib(self.daemons.sessiond)
         consumerd_rss = sum(lttng.rss_kib(p) for p in self.daemons.consumerds())
-        discarded, lost_packets = self._channel_stats()
+        discarded, lost_packets = (now - before for now, before in
+                                   zip(self._channel_stats(), self.stats_before, strict=True))
         if lost_packets:
             raise Failure(f"LTTng lost {lost_packets} packets: their events are not counted "
                           "anywhere, so captured + dropped cannot be checked")
-        captured = self._count_events()
-        self.client("destroy", self.session, what="destroy the LTTng session")
-        self.created = False
+        # This trial's packets alone: a run's held session has every earlier trial's too.
+        mine = self.workdir / "trial-trace"
+        trace_bytes = lttng.trial_packets(self.output, self.sizes_before, mine)
+        captured = self._count_events(mine)
+        shutil.rmtree(mine, ignore_errors=True)
+        self._untrack()
+        if self.created:
+            self.client("destroy", self.session, what="destroy the LTTng session")
+            self.created = False
         cpu_ns = self.daemons.cpu_ns_since(self.cpu_before)
-        trace_bytes = sum(f.stat().st_size for f in self.trace_dir.rglob("*") if f.is_file())
         return Recorded(
             expected=expected, captured=captured, dropped=discarded, trace_bytes=trace_bytes,
             cpu_s=cpu_ns / 1e9, rss_kib=sessiond_rss + consumerd_rss,
             counters={"lttng_sessiond_rss_kib": sessiond_rss,
                       "lttng_consumerd_rss_kib": consumerd_rss},
-            meta={"lttng_buffers": f"per-uid, {LTTNG_NUM_SUBBUF} x {LTTNG_SUBBUF} per CPU"},
+            meta={"lttng_buffers": lttng.BUFFERS,
+                  "lttng_session": self.session,
+                  "lttng_session_held": "by the run" if self.held else "by the trial"},
         )
 
     def cleanup(self) -> None:
+        # A held session is left stopped and tracking nothing for the next trial; the run's
+        # session hook destroys it.
+        if self.started:
+            self.started = False
+            with contextlib.suppress(Failure):
+                self.client("stop", self.session, what="stop LTTng tracing")
+        self._untrack()
         if self.created:
             self.created = False
             with contextlib.suppress(Failure):

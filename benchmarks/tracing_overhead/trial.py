@@ -4,10 +4,12 @@ tracing_trial runs main() here with that directory).
     tracing_trial --variant V --param duration_us=US --param calls=N [--samples S] [--warmup W]
                   [--counted-samples C]
 
-Starts the variant's tracer, runs the app under it (traced_app through timed_exec, which
-measures the whole app process), stops the tracer, counts what it recorded, checks that
-captured + dropped = expected (2 events per call), deletes the trace, and prints the
-program protocol's JSON lines (docs/ARCHITECTURE.md, "The program protocol"):
+Begins the variant's tracer (under bakeoff run the eBPF tracers and the LTTng session are
+the run's, held across trials and named in the environment; by hand the trial starts its
+own), runs the app under it (traced_app through timed_exec, which measures the whole app
+process), ends the tracer's part of the trial, counts what it recorded for this trial,
+checks that captured + dropped = expected (2 events per call), deletes the trace, and
+prints the program protocol's JSON lines (docs/ARCHITECTURE.md, "The program protocol"):
 
     samples   per_call_ns (one per timed batch of the app), app_wall_ms, app_cpu_ms,
               app_max_rss_kib (one each per trial); with --counted-samples C, C more
@@ -51,6 +53,7 @@ from .tracers import (
     Build,
     CountedSection,
     EbpfTracer,
+    HeldEbpf,
     LttngTracer,
     Placement,
     Recorded,
@@ -128,7 +131,8 @@ def make_tracer(variant: str, build: Build, workdir: Path, place: Placement) -> 
     if variant == "lttng":
         return LttngTracer(build, workdir, place, session_name())
     if variant.startswith("ebpf-"):
-        return EbpfTracer(build, workdir, place, variant.removeprefix("ebpf-"))
+        return EbpfTracer(build, workdir, place, variant.removeprefix("ebpf-"),
+                          HeldEbpf.from_env())
     if variant == "bpftrace":
         return BpftraceTracer(build, workdir, place)
     return Tracer(build, workdir, place)

@@ -1,20 +1,21 @@
-"""An "overhead" answer: the Fit's intercept a (what a variant adds per operation) and, for
-each of the benchmark's crossover_ratios, from which value of `along` the ratio stays under
-it."""
+"""An "overhead" answer: what a variant adds per operation, measured where the work is least
+(the paired difference against the reference at the smallest value of `along`, and at each
+other value), and, for each of the benchmark's crossover_ratios, from which value of `along`
+the ratio stays under it. A fit across the axis is not the answer: its intercept borrows
+the noise of the points with the most work (issue 32, point 6)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from bakeoff.analysis.within_run import BenchmarkAnalysis, SweepFit
+from bakeoff.analysis.within_run import BenchmarkAnalysis
 from bakeoff.report.answers.common import (
     Answer,
     Figure,
     Side,
     against_name,
     question_metric,
-    same_value,
     short_why,
     tentative_reasons,
     where_label,
@@ -22,9 +23,10 @@ from bakeoff.report.answers.common import (
     with_tentative,
 )
 from bakeoff.report.answers.crossover import crossings, lines_along, ratio_at
-from bakeoff.report.format import fmt_estimate, param_estimate_label, swept_label
+from bakeoff.report.format import fmt_estimate, fmt_range, param_estimate_label, swept_label
 from bakeoff.report.grid import Params, trials_of
 from bakeoff.report.words import lower_is_better
+from bakeoff.stats import estimates as stats
 
 
 def _level_words(ba: BenchmarkAnalysis, along: str, sides: list[Side],
@@ -69,11 +71,27 @@ def _plus(number: str) -> str:
     return number if number.startswith("-") or number == "0" else "+" + number
 
 
-def _fit_of(ba: BenchmarkAnalysis, variant: str, along: str, metric: str,
-            fixed: Params) -> SweepFit | None:
-    return next((sf for sf in ba.fits if sf.variant == variant and sf.param == along
-                 and sf.metric == metric
-                 and all(same_value(v, dict(fixed).get(k, v)) for k, v in sf.fixed.items())), None)
+def _difference(d: stats.Shift, unit: str) -> str:
+    """A difference at a point, never a negative cost: '+1.91 µs (1.70–2.12 µs)', '1.2 µs less
+    (0.4–2.0 µs)', or 'not resolved from 0 (−0.3–0.5 µs)'."""
+    if d.ci_low <= 0 <= d.ci_high:
+        return f"not resolved from 0 ({fmt_range(d.ci_low, d.ci_high, unit)})"
+    if d.estimate < 0:
+        less = fmt_estimate(-d.estimate, -d.ci_high, -d.ci_low, unit)
+        return f"{less.point} less ({less.interval or 'the same in every round'})"
+    e = fmt_estimate(d.estimate, d.ci_low, d.ci_high, unit)
+    return f"+{e.point} ({e.interval or 'the same in every round'})"
+
+
+def _added_at(ba: BenchmarkAnalysis, side: Side) -> stats.Shift | None:
+    """What the case adds over its reference at its point: the difference paired by round
+    when the reference is the baseline (stats.paired_difference), else, or with fewer than
+    two rounds in common, the shift between the two cases' trials."""
+    cmp = side.result.comparison
+    if (side.against.case.variant == ba.info.baseline and cmp is not None
+            and cmp.paired is not None):
+        return cmp.paired
+    return side.shift
 
 
 def overhead_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
@@ -89,30 +107,35 @@ def overhead_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     for name, fixed, sides in sorted(lines, key=lambda x: _cost(ba, x, along, metric)):
         where = where_label(ba, fixed)
         at = f" at {where}" if where else ""
-        sf = _fit_of(ba, sides[0].result.case.variant, along, metric, fixed)
         why: list[str] = []
-        if sf is not None:
-            f = sf.fit
-            e = fmt_estimate(f.a, f.a_low, f.a_high, unit)
-            ci = e.interval or "the same at every point"
-            how = (f"the fit's a, 95% CI {ci}; {metric} − {against_name(ba, q)} = a + "
-                   f"b·{along} over {f.n_points} points")
-            if f.a_low <= 0 <= f.a_high:
+        least = sides[0]
+        d = _added_at(ba, least)
+        point = swept_label(ba.info, along, float(least.result.case.param(along)))
+        if d is not None:
+            others = [(s, x) for s in sides[1:] if (x := _added_at(ba, s)) is not None]
+            rest = "".join(
+                f"; at {swept_label(ba.info, along, float(s.result.case.param(along)))} "
+                f"{_difference(x, unit)}" for s, x in others)
+            e = fmt_estimate(d.estimate, d.ci_low, d.ci_high, unit)
+            ci = e.interval or "the same in every round"
+            how = f"{name} − {against_name(ba, q)}, paired by round, 95% CI {ci}"
+            if d.ci_low <= 0 <= d.ci_high:
                 # No cost resolved from 0: the interval alone, never a negative cost.
-                added = f"{name} adds no cost per operation resolved from 0{at} ({how})"
+                added = (f"{name} adds no cost per operation resolved from 0{at} at {point} "
+                         f"({how}){rest}")
                 brief = f"{name} not resolved from 0 ({ci})"
-                why.append("a's CI includes 0")
-            elif f.a < 0:
-                less = fmt_estimate(-f.a, -f.a_high, -f.a_low, unit)
-                added = f"{name} takes {less.point} less per operation{at} ({how})"
+                why.append(f"{name}'s added cost at {point} cannot be told from 0")
+            elif d.estimate < 0:
+                less = fmt_estimate(-d.estimate, -d.ci_high, -d.ci_low, unit)
+                added = f"{name} takes {less.point} less per operation{at} at {point} ({how}){rest}"
                 brief = f"{name} {less.point} less ({less.interval})"
             else:
-                added = f"{name} adds {e.point} per operation{at} ({how})"
+                added = f"{name} adds {e.point} per operation{at} at {point} ({how}){rest}"
                 brief = f"{name} +{e.point} ({ci})"
-            figures.append(Figure(f"{name}: added per operation{at}", f.a, f.a_low, f.a_high,
-                                  f"{e.point} (95% CI {ci})"))
+            figures.append(Figure(f"{name}: added per operation{at}", d.estimate, d.ci_low,
+                                  d.ci_high, f"{e.point} at {point} (95% CI {ci})"))
         else:
-            added = f"{name}{at}: no fit of {metric} along {along} declared"
+            added = f"{name}{at}: no difference to {against_name(ba, q)} at {point}"
             brief = name
         said = [_level_words(ba, along, sides, lv) for lv in levels]
         figures += [Figure(f"{name}: overhead under {abs(lv - 1) * 100:g}%{at}", math.nan,
@@ -164,5 +187,5 @@ def overhead_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
 
 def _cost(ba: BenchmarkAnalysis, line: tuple[str, Params, list[Side]], along: str,
           metric: str) -> float:
-    sf = _fit_of(ba, line[2][0].result.case.variant, along, metric, line[1])
-    return sf.fit.a if sf is not None else math.inf
+    d = _added_at(ba, line[2][0])
+    return d.estimate if d is not None else math.inf

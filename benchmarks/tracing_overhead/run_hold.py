@@ -1,0 +1,85 @@
+"""What a run holds across its trials, so that a trial costs its calls and not a tracer's
+start (issue 34): the LTTng session daemon and the run's recording session, and one eBPF
+tracer (bakeoff_tracer, loaded and attached) per wake-up policy. The session's state
+(spec.py): made when the run's trials start, torn down when they end, on success, failure,
+Ctrl-C and SIGTERM alike.
+
+Each is brought up on the first trial that needs it (prepare_trial), and again when it
+died since, so a death fails the trial it hit, not every trial after it. A trial begins,
+ends and reads its own part of them (tracers.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bakeoff.room import HeldProcess
+
+from . import lttng
+from .tracers import Build, HeldEbpf, control_socket, ebpf_tracer_argv
+
+ROOM = "tracing_overhead"
+TRACER_START_S = 30.0
+TRACER_STOP_GRACE_S = 5.0
+
+
+@dataclass
+class RunHold:
+    """The run's tracers. `daemon` and `session`: set when the run has lttng cases."""
+
+    build: Build
+    scratch: Path
+    cpus: tuple[int, ...]
+    daemon: lttng.DaemonHold | None = None
+    session: lttng.HeldSession | None = None
+    ebpf: dict[str, HeldProcess] = field(default_factory=dict)
+
+    def lttng_env(self) -> dict[str, str] | str:
+        """Before an lttng trial: the daemon revived if it died, the run's session made if
+        it is not there (first trial, or a revived daemon); its environment for the trial,
+        or why the trial cannot run."""
+        if self.daemon is None or self.session is None:
+            return {}  # no daemon of ours to hold: the trial says what is missing
+        self.daemon.revive()
+        problem = self.session.ensure()
+        return problem if problem is not None else self.session.env()
+
+    def ebpf_env(self, mode: str) -> dict[str, str] | str:
+        """Before an eBPF trial: the policy's tracer, started (or revived) on the partner
+        CPUs with its probes on the run's own copy of the library; its environment for the
+        trial, or why the trial cannot run."""
+        home = self.scratch / f"ebpf-{mode}"
+        library = home / self.build.plain_lib.name
+        control = control_socket("run", mode)
+        tracer = self.ebpf.get(mode)
+        if tracer is None:
+            home.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(self.build.plain_lib, library)
+            tracer = HeldProcess(
+                f"bakeoff_tracer-{mode}", ebpf_tracer_argv(self.build, library, mode, control),
+                ready=lambda line: '"type":"ready"' in line, cpus=self.cpus,
+                stderr=home / "tracer.stderr", start_timeout_s=TRACER_START_S,
+                stop_grace_s=TRACER_STOP_GRACE_S)
+            self.ebpf[mode] = tracer
+        if not tracer.alive():
+            problem = tracer.ensure()
+            if problem is not None:
+                return problem
+        return HeldEbpf(control, tracer.pid, library).env()
+
+    def close(self) -> None:
+        """The eBPF tracers stopped (their probes and maps go with them) and the run's
+        session destroyed; the daemon is the caller's (lttng.session_daemon)."""
+        for tracer in self.ebpf.values():
+            tracer.stop()
+        if self.session is not None:
+            self.session.destroy()
+
+
+def run_session_name() -> str:
+    """bakeoff-<run pid>-<run pid>: the sweep of dead runs' sessions reads the owners from
+    it, and the run's own clean-up destroys bakeoff-<run pid>-*."""
+    return f"bakeoff-{os.getpid()}-{os.getpid()}"
