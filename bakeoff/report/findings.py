@@ -453,7 +453,7 @@ def _fit_finding(ba: BenchmarkAnalysis, g: Grid, sf: SweepFit) -> Finding:
     trials = min((trials_of(r) for r in line), default=0)
     why = []
     if f.a_low <= 0 <= f.a_high:
-        why.append("a's CI includes 0")
+        why.append("its constant term cannot be told from 0")
     if trials < MIN_TRIALS_FOR_VERDICT:
         why.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
     varying = _varying(g, sf.fixed)
