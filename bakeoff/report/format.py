@@ -116,13 +116,7 @@ def fmt_estimate(point: float, low: float, high: float, unit: str) -> Estimate:
     A count's CI that stops at 0 where its point is 0 reads 'up to 0.3'."""
     if any(math.isnan(x) for x in (point, low, high)):
         return Estimate(fmt_value(point, unit), None if low == high == point else MISSING)
-    top = max(abs(low), abs(high), abs(point))
-    divisor, shown = scale_for(top, unit)
-    if _ladder_of(unit) is None and math.isfinite(top):
-        for factor, prefix in _SI:
-            if top >= factor * 0.9995:
-                divisor, shown = factor, f"{prefix} {unit}".strip()
-                break
+    divisor, shown = _scale_by(max(abs(low), abs(high), abs(point)), unit)
     if low == high == point:
         return Estimate(f"{fmt_number(point / divisor)} {shown}".strip(), None)
     if point == low == 0:
@@ -135,6 +129,17 @@ def fmt_estimate(point: float, low: float, high: float, unit: str) -> Estimate:
 
 
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"))
+
+
+def _scale_by(top: float, unit: str) -> tuple[float, str]:
+    """(divisor, unit shown) for figures whose largest magnitude is top: the unit's own ladder
+    where it has one, else an SI prefix from a million (as fmt_value)."""
+    divisor, shown = scale_for(top, unit)
+    if _ladder_of(unit) is None and math.isfinite(top):
+        for factor, prefix in _SI:
+            if top >= factor * 0.9995:
+                return factor, f"{prefix} {unit}".strip()
+    return divisor, shown
 
 
 def fmt_value(x: float | None, unit: str) -> str:
@@ -155,13 +160,7 @@ def fmt_range(low: float | None, high: float | None, unit: str) -> str:
     """A CI in one unit chosen by its larger end: '6.95–7.21 µs'."""
     if low is None or high is None or math.isnan(low) or math.isnan(high):
         return MISSING
-    top = max(abs(low), abs(high))
-    divisor, shown = scale_for(top, unit)
-    if _ladder_of(unit) is None and math.isfinite(top):
-        for factor, prefix in _SI:
-            if top >= factor * 0.9995:
-                divisor, shown = factor, f"{prefix} {unit}".strip()
-                break
+    divisor, shown = _scale_by(max(abs(low), abs(high)), unit)
     return f"{fmt_number(low / divisor)}–{fmt_number(high / divisor)} {shown}".strip()
 
 
