@@ -451,7 +451,8 @@ def test_shell_metacharacters_reach_the_program_verbatim(tmp_path: Path) -> None
     out = Path(f"{tmp_path}/out $(touch {marker});touch {marker};`touch {marker}`\nend")
     res = bakeoff("run", "hostile", "--profile", "quick", "--variant", "plain",
                   "--param", "n=1", "--param", "label=" + ",".join(values), "--trials", "1",
-                  "--out", str(out), "--quiet", umask=0,
+                  # No retakes: a contended trial measured again would repeat an argv below.
+                  "--retakes", "0", "--out", str(out), "--quiet", umask=0,
                   env={**ROOMS_ENV, "HOSTILE_ECHO_DIR": str(echo), "TMPDIR": str(scratch_root)})
     assert res.returncode == 0, res.stdout + res.stderr
     assert not marker.exists()
