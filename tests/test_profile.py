@@ -308,7 +308,8 @@ def test_ebpf_force_is_profiled_with_its_tracer_attached(built: Path, tmp_path: 
     # tracing run on this machine, a parallel test's, fires it in our baseline app too.)
     uprobe = [f for f in traced if "uprobe" in f and f.endswith("[kernel]")]
     assert uprobe, sorted(traced)[:80]
-    # The tracer is a process of the case's trial, and of the baseline's none.
+    # The tracer, held by the run's session outside the trial's process tree, is recorded as
+    # the trial's partner (TrialPlan.partners); the baseline has none.
     assert "bakeoff_tracer [process]" in traced
     assert "bakeoff_tracer [process]" not in untraced
     assert marked_processes("profile-ebpf") == []

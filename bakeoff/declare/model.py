@@ -351,6 +351,10 @@ class TrialPlan:
     argv: list[str]
     env: Mapping[str, str] = field(default_factory=dict)
     failure: str | None = None
+    # PIDs of processes the room's session holds across trials that do this trial's work
+    # (a tracer consuming its events): not in the trial's process tree, so `bakeoff
+    # profile` records them beside it (-p) while the trial runs. A run ignores them.
+    partners: tuple[int, ...] = ()
 
     @staticmethod
     def failed(reason: str) -> TrialPlan:

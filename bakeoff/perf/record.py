@@ -4,6 +4,9 @@ The case and its baseline at the same params are run again under `perf record -g
 the room's own path: its `session` (tracing-overhead's LTTng daemon), its `prepare_trial`
 (the argv and environment a measured trial gets), the launcher and the CPUs a run pins its
 trials to. So what is sampled is what was measured: a tracer the trial attaches is attached.
+A process the room holds across trials that does a trial's work (TrialPlan.partners: a held
+tracer consuming the trial's events) is outside the trial's process tree, so a second
+`perf record -p` samples it for as long as the trial runs, folded into the same profile.
 Nothing of it is recorded into the run; the folded stacks go to RESULTS_DIR/profiles/
 (bakeoff/perf/store.py) and the report draws them as flame graphs.
 
@@ -22,14 +25,16 @@ stops (bakeoff/run/trial_process.py), and the session is left like a run's.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+import os
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +60,8 @@ MAX_TRIALS = 10  # per case: a profile is a few long trials, not many short ones
 MAX_SAMPLES = 1_000_000  # a lengthened trial's samples, at most
 TOOL_TIMEOUT_S = 600.0  # perf script of a few seconds of samples takes about one
 EXIT_USAGE = 2  # bench.h BENCH_EXIT_USAGE: the program refused its arguments
+PARTNER_ATTACH_S = 10.0  # perf -p opening its events on a running process: well under it
+PARTNER_STOP_S = 30.0  # perf writing its file after SIGTERM: about a second (BPF programs)
 
 
 class ProfileFailed(Exception):
@@ -247,13 +254,20 @@ class _Profiler:
         if plan.failure is not None:
             raise ProfileFailed(f"{acc.case.key}: the trial could not start: {plan.failure}")
         data = self.scratch / "perf.data"
+        partners_data = self.scratch / "partners.data"
         argv = [_perf(), "record", "-q", "-e", self.event, "-F", str(FREQUENCY_HZ), "-g",
                 "-o", str(data), "--", *plan.argv]
         env = {**plan.env, **cpus.trial_env(self.ctx.trial_cpus)}
         interrupts.checkpoint("profile:trial")
-        result = run_program(argv, env, profile.timeout_s,
-                             self.ctx.trial_cpus[0] if self.ctx.trial_cpus else None,
-                             registry.launcher())
+        try:
+            with self._partners_recorded(plan.partners, partners_data):
+                result = run_program(argv, env, profile.timeout_s,
+                                     self.ctx.trial_cpus[0] if self.ctx.trial_cpus else None,
+                                     registry.launcher())
+        except BaseException:
+            data.unlink(missing_ok=True)
+            partners_data.unlink(missing_ok=True)
+            raise
         try:
             if interrupts.received() or result.status == "interrupted":
                 raise Interrupted(interrupts.received() or signal.SIGINT)
@@ -270,8 +284,11 @@ class _Profiler:
             done = result.output.meta.get("profile_repeat", self.repeat)
             acc.repeat = int(done) if isinstance(done, int | float) else self.repeat
             self._fold(acc, data)
+            if plan.partners:
+                self._fold(acc, partners_data)
         finally:
             data.unlink(missing_ok=True)
+            partners_data.unlink(missing_ok=True)
         acc.trials += 1
         acc.wall_s += result.wall_s
         # Lengthen the next trial to fill what is left of --seconds (at most 100 times as
@@ -282,6 +299,31 @@ class _Profiler:
         if not acc.as_run:
             acc.next_samples = int(min(MAX_SAMPLES, acc.next_samples * 100, max(
                 acc.next_samples, math.ceil(acc.next_samples * scale))))
+
+    @contextlib.contextmanager
+    def _partners_recorded(self, pids: Sequence[int], data: Path) -> Iterator[None]:
+        """`perf record -p` of the trial's partners while the body (the trial) runs: started
+        and attached before it, stopped with SIGTERM after it (perf then writes its file),
+        on every way out. Its own session, as _tool's: a Ctrl-C reaches bakeoff only."""
+        if not pids:
+            yield
+            return
+        argv = [_perf(), "record", "-q", "-e", self.event, "-F", str(FREQUENCY_HZ), "-g",
+                "-o", str(data), "-p", ",".join(str(p) for p in pids)]
+        with tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=err, start_new_session=True)
+            try:
+                _wait_attached(proc)
+                yield
+            finally:
+                procs.stop_child(proc, PARTNER_STOP_S)
+            if proc.returncode not in (0, -signal.SIGTERM) or not data.exists():
+                err.seek(0)
+                tail = err.read()[-2000:].decode("utf-8", errors="replace").strip()
+                last = tail.splitlines()[-1] if tail else f"exit status {proc.returncode}"
+                raise ProfileFailed(f"perf record -p {argv[-1]} (the trial's partners) "
+                                    f"failed: {last}")
 
     def _fold(self, acc: _Accumulated, data: Path) -> None:
         script = self.scratch / "perf.script"
@@ -297,6 +339,19 @@ class _Profiler:
             script.unlink(missing_ok=True)
         acc.folded.update(folded)
         acc.samples += samples
+
+
+def _wait_attached(proc: subprocess.Popen[bytes]) -> None:
+    """Until perf has opened its events on the partners (a perf_event descriptor among its
+    files), it exits, a signal arrives, or PARTNER_ATTACH_S pass: the trial's first
+    wake-ups of its partner are then sampled too."""
+    deadline = time.monotonic() + PARTNER_ATTACH_S
+    fds = Path(f"/proc/{proc.pid}/fd")
+    while proc.poll() is None and time.monotonic() < deadline and not interrupts.received():
+        with contextlib.suppress(OSError):
+            if any(os.readlink(fd) == "anon_inode:[perf_event]" for fd in fds.iterdir()):
+                return
+        time.sleep(0.01)
 
 
 def _checked_requirements(bench: Benchmark, case: Case,

@@ -72,15 +72,21 @@ def _prepare_trial(case: Case, profile: Profile, ctx: RunContext, hold: RunHold)
     argv = trial_argv(ctx.build_dir / PROGRAM, case, profile,
                       [("duration_us", duration), ("calls", calls)])
     held: dict[str, str] | str = {}
+    partners: tuple[int, ...] = ()
     if case.variant == "lttng":
         held = hold.lttng_env()
     elif case.variant.startswith("ebpf-"):
-        held = hold.ebpf_env(case.variant.removeprefix("ebpf-"))
+        mode = case.variant.removeprefix("ebpf-")
+        held = hold.ebpf_env(mode)
+        if not isinstance(held, str):
+            # The tracer's wake-ups are the cost a profile of this case explains.
+            partners = (hold.ebpf[mode].pid,)
     if isinstance(held, str):
         return TrialPlan.failed(held)
     # The driver names a session of its own bakeoff-<this pid>-<its pid>, so the session
     # hook can destroy whatever a killed trial of this run left.
-    return TrialPlan(argv=argv, env={"BAKEOFF_RUN_PID": str(os.getpid()), **held})
+    return TrialPlan(argv=argv, env={"BAKEOFF_RUN_PID": str(os.getpid()), **held},
+                     partners=partners)
 
 
 # ---- the benchmark ----------------------------------------------------------------------------
