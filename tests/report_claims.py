@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from bakeoff.report.compact import GLYPHS
+from bakeoff.report.contention import CONTENDED_MARK
 
 _NUM = r"[-−]?(?:\d[\d,]*\.?\d*|\.\d+)(?:e[-+]?\d+)?"
 _UNIT = r"(?:ns|µs|ms|s|B|KiB|MiB|GiB|TiB|%|×|k|M|G|T)"
@@ -115,17 +116,36 @@ def _negative_count(line: str) -> list[str]:
             for m in re.findall(r"\([^()]*(?<![\w.])[-−]\d[^()]*\)", sentence)]
 
 
-# The verdict glyphs a compact table's cell ends with (report.compact.GLYPHS).
+# The verdict glyphs a compact table's cell ends with (report.compact.GLYPHS), and the mark
+# of a contended case after it (report.contention.CONTENDED_MARK).
 _GLYPHS = re.escape("".join(GLYPHS.values()))
+_MARK = re.escape(CONTENDED_MARK)
 
 
 def _cells(lines: list[str]) -> dict[tuple[str, str], str]:
-    """The compact tables' cells: (row label, column) -> the cell's text, glyph aside."""
+    """The compact tables' cells: (row label, column) -> the cell's text, glyph and
+    contention mark aside."""
     out = {}
     for _, header, cells in _table_rows(lines):
         for col, cell in zip(header[1:], cells[1:], strict=False):
-            out[(cells[0], col)] = re.sub(rf"\s*[{_GLYPHS}]$", "", cell)
+            out[(cells[0], col)] = re.sub(rf"(?:\s*[{_GLYPHS}])?(?:\s*{_MARK})?$", "", cell)
     return out
+
+
+# A ratio cell: a bare figure and its interval, no unit ("0.109 (0.0421–0.285)"); a cell
+# with a unit ("13.4 ns (12.1–14.9 ns)") is a median, never a ratio's other telling.
+_RATIO_CELL = re.compile(rf"{_NUM} \({_NUM}–{_NUM}\)")
+# The metric a section's table shows ("Table: ns_per_entry of each …", "Table: median of
+# decide_ns_per_alloc …") and the one a sentence says it reads ("On first_ns_per_entry: …",
+# "… cannot be told apart on decide_ns_per_alloc: …").
+_TABLE_METRIC = re.compile(r"\bTable: (?:median of )?([\w.-]+)")
+_METRIC_SAID = re.compile(r"\b[Oo]n ([A-Za-z][\w.-]*)[:,]")
+
+
+def _off_table_metric(line: str, metric: str | None) -> bool:
+    """Whether a sentence says it reads a metric other than the table's: its figures are
+    another metric's, not the table's cells told again."""
+    return metric is not None and any(m != metric for m in _METRIC_SAID.findall(line))
 
 
 _RATIO_SAID = re.compile(rf"\((?:ratio )?(?P<r>{_NUM}), 95% CI (?P<lo>{_NUM})–(?P<hi>{_NUM})")
@@ -136,11 +156,12 @@ def _two_figures(section: list[str]) -> list[str]:
     column, the last one named before the figure) that differs from the table's cell there:
     the same cell said twice, two ways."""
     cells = _cells(section)
+    metric = next((m[1] for line in section if (m := _TABLE_METRIC.search(line))), None)
     rows = sorted({row for row, _ in cells}, key=len, reverse=True)
     columns = {col for _, col in cells}
     out = []
     for line in section:
-        if not _prose(line):
+        if not _prose(line) or _off_table_metric(line, metric):
             continue
         for clause in re.split(r"; |\. ", re.sub(r"\b[\w-]+=", "", line)):
             row = next((r for r in rows if re.search(rf"\b[Aa]t {re.escape(r)}(?![\w])", clause)),
@@ -155,7 +176,7 @@ def _two_figures(section: list[str]) -> list[str]:
                     continue
                 col = max(named)[1]
                 cell = cells.get((row, col))
-                if cell is None or not re.match(_NUM, cell):
+                if cell is None or not _RATIO_CELL.fullmatch(cell):
                     continue
                 said = f"{m['r']} ({m['lo']}–{m['hi']})"
                 if cell != said:

@@ -44,6 +44,7 @@ from bakeoff.report.across_hosts_answers import (
     questions_section,
 )
 from bakeoff.report.answers.common import Figure, readings
+from bakeoff.report.answers.ratio import ratio_answer
 from bakeoff.report.compare import question_changes, render_comparison_markdown
 from bakeoff.report.exporters import MarkdownExporter
 from bakeoff.report.findings import BenchmarkFindings, Finding, benchmark_findings
@@ -204,6 +205,21 @@ def test_ratio_answer_quotes_the_analysis_at_the_largest_size(found: BenchmarkFi
             "trials") in f.text
     assert "size=8 KiB" not in f.text  # only where the question reads it
     assert "more in the table" in f.text  # five variants answer; three are named
+
+
+def test_a_ratio_answer_on_another_metric_than_the_primary_names_it(
+        analysis: Analysis) -> None:
+    """Its ratios are that metric's, not the table's (the primary's): it says which it reads,
+    in full and at the top of a report; on the primary it names none."""
+    ba = analysis.benchmarks[0]
+    q = next(q for q in ba.info.questions if q["form"] == "ratio")
+    other = ratio_answer(ba, {**q, "metric": ERR})
+    assert other is not None
+    assert other.text.startswith(f"On {ERR}: at size=16 KiB, "), other.text
+    assert other.short.startswith(f"On {ERR}: at size=16 KiB against ref: "), other.short
+    primary = ratio_answer(ba, q)
+    assert primary is not None and not primary.text.startswith("On ")
+    assert METRIC not in primary.short
 
 
 def test_settled_crossover_is_stated_with_its_interval(found: BenchmarkFindings) -> None:

@@ -117,7 +117,26 @@ def test_the_check_finds_each_flaw_in_what_was_printed_before() -> None:
             "(ratio 58.8, 95% CI 57.2–61.5; 5 + 5 trials).\n\n| size | m |\n|---|---:|\n"
             "| 4 KiB | 59.3 (57.2–61.5) ✗ |\n")
     assert [f.kind for f in flaws(cell, "cell")] == ["two figures for one cell"]
+    # A contended cell (its mark after the glyph) is the same cell: still caught.
+    assert [f.kind for f in flaws(cell.replace("✗ |", "✗ † |"), "cell")] == \
+        ["two figures for one cell"]
     pair = ("## x\n\n- At y, a and b cannot be told apart (a / b 0.910, 95% CI 0.723–1.15).\n"
             "- At y, a beats c, and cannot be told apart from b (a / b 0.910, 97.5% CI "
             "0.653–1.27, Bonferroni over 2).\n")
     assert [f.kind for f in flaws(pair, "pair")] == ["two figures for one cell"]
+
+
+def test_a_ratio_on_another_metric_or_against_a_median_is_no_second_figure() -> None:
+    """A sentence that says it reads a metric other than the table's quotes that metric's
+    ratio, and a median cell ("13.4 ns (…)") is no ratio: neither is the cell told twice;
+    the same sentence on the table's metric still is."""
+    table = ("| map | a | b |\n|---|---:|---:|\n"
+             "| hash | 0.119 (0.0494–0.287) ✓ † | 13.4 ns (12.1–14.9 ns) |\n")
+    said = ("## x\n\nTable: ns_per_entry of each variant / b's (ratio of trial medians).\n\n"
+            "- **Which is fastest?** On {metric}: at map=hash, a is 10.0× faster than c (ratio "
+            "0.0999, 95% CI 0.0535–0.187; 3 + 3 trials).\n"
+            "- At map=hash, c is 5.06× faster than b (ratio 0.198, 95% CI 0.0600–0.650).\n\n"
+            + table)
+    assert flaws(said.format(metric="first_ns_per_entry"), "other") == []
+    assert [f.kind for f in flaws(said.format(metric="ns_per_entry"), "same")] == \
+        ["two figures for one cell"]

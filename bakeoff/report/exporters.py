@@ -68,7 +68,10 @@ class HtmlExporter:
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{esc(page.html_title or page.title)}</title>"
             f"<style>{CSS}{page.css}</style></head><body>"
-            f"<header><h1>{esc(page.title)}</h1>{intro}</header>{lead}{nav}{body}"
+            # The links beside the title, so the first screen keeps its height for the
+            # findings and the first chart.
+            f'<header><div class="masthead"><h1>{esc(page.title)}</h1>{nav}</div>{intro}'
+            f"</header>{lead}{body}"
             f'<script id="plotly-js">{plotly_script()}</script>'
             f'<script type="application/json" id="bakeoff-figures">'
             f"{script_json(self.figures.entries)}</script><script>{INIT_JS}</script>"

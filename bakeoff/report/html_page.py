@@ -62,9 +62,11 @@ header p { margin: 0; }
 #findings { margin: .75rem 0 0; }
 #findings h2 { border: 0; margin: 0 0 .25rem; padding: 0; }
 #findings ul, .lead ul { margin: .25rem 0; padding-left: 1.1rem; }
-#findings li, .lead li { margin: .2rem 0; }
+#findings li { margin: .1rem 0; }
+.lead li { margin: .2rem 0; }
 /* The answers on the first screen, a benchmark a line or two, above its first chart. */
-#findings ul { font-size: .9em; line-height: 1.35; }
+#findings ul { font-size: .85em; line-height: 1.3; }
+#findings .note { font-size: .85rem; }
 .tentative { color: #3d4852; }
 .why { color: var(--muted); font-size: .85em; }
 h1 { margin: 0; }
@@ -77,11 +79,17 @@ h1 { margin: 0; }
 details.more { margin: 1rem 0; border: 1px solid var(--line); border-radius: 4px;
   padding: .25rem .75rem; }
 details.more > summary { cursor: pointer; font-weight: 600; padding: .25rem 0; }
-details.warnings { padding: .35rem 1rem; margin: .75rem 0; }
+details.warnings { padding: .35rem 1rem; margin: .5rem 0; }
 details.warnings > summary { cursor: pointer; font-weight: 600; }
 nav { margin: .5rem 0 0; font-size: .9rem; }
 nav ul { margin: 0; }
-section > h2 { margin-top: 1.5rem; }
+section > h2 { margin-top: 1rem; }
+/* The first screen: the findings and most of the first chart at 1400x900. The title and
+   the links share a row, the run's lines are set small (the findings' too, above). */
+.masthead { display: flex; flex-wrap: wrap; align-items: baseline; gap: .25rem 2rem; }
+.masthead nav { margin: 0; }
+header .warnings { padding: .3rem .75rem; margin: .5rem 0; font-size: .9rem; }
+header p.muted { font-size: .9rem; }
 """
 
 # Runs after plotly.js: draws every figure from the JSON block.

@@ -1,6 +1,6 @@
 """A "ratio" answer: the ratio of medians to the reference at each point of `at`, the best
 variants named, with the kernel counters that explain the last point (report/counted.py's
-why sentence)."""
+why sentence). A question on a metric other than the primary one names it first."""
 
 from __future__ import annotations
 
@@ -101,9 +101,12 @@ def ratio_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
             why_text, more = why_of(ba, q, where, told)
             why_short = short_why(ba, q, told)
             tentative += more
-    text = "; ".join(clauses)
+    # A question on a metric other than the primary one (the table's) says which it reads,
+    # so its ratios are not taken for the table's.
+    on = f"on {metric}: " if metric != ba.info.primary_metric else ""
+    text = on + "; ".join(clauses)
     text = with_tentative(text[0].upper() + text[1:], tentative)
-    short = "; ".join(shorts)
+    short = on + "; ".join(shorts)
     short = with_tentative(short[0].upper() + short[1:], tentative)
     if why_text:
         text += " Why: " + why_text
