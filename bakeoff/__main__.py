@@ -7,12 +7,25 @@ traceback. Only the interpreter's own start-up, before this file runs, is out of
 
 import signal
 import sys
+from types import FrameType
+
+_interrupted: list[int] = []
+
+
+def _interrupt(signum: int, _frame: FrameType | None) -> None:
+    """Python's own SIGINT handler, but noted: a KeyboardInterrupt raised where Python prints
+    and drops it (an import lock's weakref callback, under load) must still stop bakeoff."""
+    _interrupted.append(signum)
+    raise KeyboardInterrupt
 
 
 def main() -> None:
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         from bakeoff.cli.main import main as cli_main
     except KeyboardInterrupt:
+        sys.exit(128 + signal.SIGINT)
+    if _interrupted:
         sys.exit(128 + signal.SIGINT)
     cli_main()
 

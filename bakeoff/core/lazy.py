@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
@@ -26,14 +27,28 @@ HELD = frozenset({signal.SIGINT, signal.SIGTERM})
 def signals_held() -> Iterator[None]:
     """SIGINT and SIGTERM wait until the body has finished, then arrive as usual.
 
-    Blocking is per thread; Python runs signal handlers in the main thread only, so this is
-    meant for the main thread, where bakeoff does its imports.
+    Blocking is per thread, and the process has threads that do not block them: OpenBLAS
+    starts its pool when numpy loads, before any hold. The kernel hands a process-directed
+    signal to such a thread; Python's C handler then has the main thread run the Python
+    handler at its next bytecode, inside the import, and the "initialization failed" came
+    back under load. So the Python handlers are swapped too, for one that only notes the
+    signal, which is raised again once the body is done. Meant for the main thread, where
+    bakeoff does its imports; elsewhere (signal.signal works in the main thread only) it only
+    blocks.
     """
+    noted: list[int] = []
+    main = threading.current_thread() is threading.main_thread()
+    handlers = ({s: signal.signal(s, lambda signum, _frame: noted.append(signum)) for s in HELD}
+                if main else {})
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a pending one arrives now
+        for signum in dict.fromkeys(noted):
+            signal.raise_signal(signum)
 
 
 def load(module: str) -> ModuleType:
