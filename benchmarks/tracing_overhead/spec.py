@@ -142,7 +142,7 @@ BENCHMARK = Benchmark(
                          timeout_s=60),
         # The tracers are held across trials (run_hold.py): a traced trial costs its calls
         # and the driver, not a tracer's start (an LTTng trial 1.7 s -> 0.7-0.8 s, an eBPF
-        # one about halved, at load 4-11: docs/runs/tracing-overhead-held-ab-20261129-epyc.md).
+        # one about halved, at load 4-11: docs/notes/tracing-overhead-held-ab-20261129-epyc.md).
         # bpftrace still starts per trial. A fixed count:
         # at the long durations every tracer is level with the baseline and its CI reaches
         # the threshold and the 1% level, so sequential allocation would only add trials
