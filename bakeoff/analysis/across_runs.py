@@ -31,6 +31,7 @@ from typing import Final, Literal
 
 import numpy as np
 
+from bakeoff.core.errors import UsageError
 from bakeoff.declare.model import BenchmarkInfo, Case, RunRecord
 from bakeoff.stats import drift, verdicts
 from bakeoff.stats import estimates as stats
@@ -220,19 +221,27 @@ def _settle(ratio: stats.Ratio, basis: Basis, threshold: float, tests: int, unit
 
 def compare_runs(old: RunRecord | Sequence[RunRecord], new: RunRecord | Sequence[RunRecord],
                  threshold: float, drifts: Sequence[drift.Drift] | drift.Drift | None = None,
-                 interleaved: bool = False) -> RunComparison:
+                 interleaved: bool = False, metric: str | None = None) -> RunComparison:
     """Compare the primary metric of every case measured on both sides. `drifts`: those
     recorded with the runs (drift.json); one is used for a case with one run a side when it
     was measured for that case's benchmark, metric and case on the runs' host.
     `interleaved`: old and new are the two sides of one run (bakeoff/cmd/rerun.py), whose
-    own CI holds."""
+    own CI holds. `metric`: compare that metric of every benchmark that has it, instead of
+    each one's primary metric."""
     olds = [old] if isinstance(old, RunRecord) else list(old)
     news = [new] if isinstance(new, RunRecord) else list(new)
     known = [drifts] if isinstance(drifts, drift.Drift) else list(drifts or ())
     first_old, first_new = olds[0], news[0]
     rng = np.random.default_rng(first_new.seed)
-    metric_of = {name: info.primary_metric for name, info in first_new.benchmarks.items()
-                 if all(name in r.benchmarks for r in olds)}
+    metric_of = {name: metric or info.primary_metric
+                 for name, info in first_new.benchmarks.items()
+                 if all(name in r.benchmarks for r in olds)
+                 and (metric is None or any(m["name"] == metric for m in info.metrics))}
+    if metric is not None and not metric_of:
+        names = sorted({m["name"] for info in first_new.benchmarks.values()
+                        for m in info.metrics})
+        raise UsageError(f"--metric {metric}: no benchmark of these runs measured it; give "
+                         f"one of {', '.join(names)}")
     signed = {name for name, metric in metric_of.items()
               if first_new.benchmarks[name].is_signed(metric)}
     runs_old = [_samples_by_case(r, metric_of, signed) for r in olds]

@@ -46,6 +46,14 @@ def cmd_compare(
     target_ratio_ci: Annotated[float | None, typer.Option(
         help="With --rerun: measure until each new/old ratio's CI half-width is within PCT % "
              "(default 3: a 10% change is then called, docs/STATISTICS.md).")] = None,
+    time_budget: Annotated[float | None, typer.Option(
+        help="With --rerun: stop measuring after this many seconds (default 600); a target "
+             "not reached by then is said.")] = None,
+    metric: Annotated[str | None, typer.Option(
+        help="Compare this metric instead of each benchmark's primary one (e.g. cpu_time, "
+             "or instructions for `cmd --instructions` runs); see docs/STATISTICS.md, "
+             "\"Measured beside two CPU hogs\", for which decides best on a busy machine.")]
+        = None,
 ) -> None:
     """Compare runs case by case: ratio new/old with a CI that allows for run-to-run drift."""
     if format not in ("text", "md"):
@@ -59,7 +67,10 @@ def cmd_compare(
         raise UsageError("a run directory is given twice on one side; give each run once")
     if rerun and (more_old or more_new):
         raise UsageError("--rerun measures one old and one new run again; drop --old/--new")
-    for given, name in ((out, "--out"), (target_ratio_ci, "--target-ratio-ci")):
+    if time_budget is not None and not 0 < time_budget < math.inf:
+        raise UsageError("--time-budget is a number of seconds above 0, e.g. --time-budget 120")
+    for given, name in ((out, "--out"), (target_ratio_ci, "--target-ratio-ci"),
+                        (time_budget, "--time-budget")):
         if given is not None and not rerun:
             raise UsageError(f"{name} goes with --rerun (the run it measures); add --rerun or "
                              f"drop {name}")
@@ -71,12 +82,12 @@ def cmd_compare(
 
     if rerun:
         again = _rerun(before[0], after[0], threshold, out, target_ratio_ci,
-                       quiet=format == "md")
-        cmp = compare_runs(*again, threshold / 100, interleaved=True)
+                       quiet=format == "md", time_budget=time_budget)
+        cmp = compare_runs(*again, threshold / 100, interleaved=True, metric=metric)
     else:
         # Drift is kept with the runs it was measured for (bakeoff selftest --of DIR).
         kept = [d for p in [*olds, *news] for d in drift.load_drifts(p)]
-        cmp = compare_runs(before, after, threshold / 100, kept)
+        cmp = compare_runs(before, after, threshold / 100, kept, metric=metric)
     if not cmp.changes:
         raise UsageError(f"{old} and {new} share no measured case; compare runs of the same "
                          "benchmarks and params")
@@ -90,12 +101,14 @@ def cmd_compare(
 
 
 def _rerun(old: RunRecord, new: RunRecord, threshold: float, out: Path | None,
-           target_ratio_ci: float | None, quiet: bool) -> tuple[RunRecord, RunRecord]:
+           target_ratio_ci: float | None, quiet: bool,
+           time_budget: float | None = None) -> tuple[RunRecord, RunRecord]:
     """`compare --rerun`: one `cmd` run of both runs' commands, split back into the sides."""
     from bakeoff.cmd import definition as adhoc
     from bakeoff.cmd import rerun
 
     target = rerun.TARGET_RATIO_CI_PCT if target_ratio_ci is None else target_ratio_ci
+    budget = rerun.TIME_BUDGET_S if time_budget is None else time_budget
 
     defn, p = rerun.definition(old, new)
     adhoc.check(defn)
@@ -112,7 +125,7 @@ def _rerun(old: RunRecord, new: RunRecord, threshold: float, out: Path | None,
     # No --max-trials: the cap is fitted to what the target needs at the measured spread
     # (bakeoff/run/target.py), and a target the budget cannot reach is said as soon as seen.
     request = RunRequest(out=out, quiet=quiet, threshold=threshold,
-                         time_budget=rerun.TIME_BUDGET_S, target_ratio_ci=target)
+                         time_budget=budget, target_ratio_ci=target)
     started = time.monotonic()
     run, run_dir = runs.start(request, [bench])
     rounds = len({t.round for t in run.trials})

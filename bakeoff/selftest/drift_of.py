@@ -29,16 +29,17 @@ from bakeoff.stats import drift
 from bakeoff.store import results as store
 
 
-def pair_terms(records: list[RunRecord], threshold: float) -> tuple[list[float], list[float],
-                                                                     list[str]]:
+def pair_terms(records: list[RunRecord], threshold: float, metric: str | None = None,
+               ) -> tuple[list[float], list[float], list[str]]:
     """Per consecutive run pair: the root of its cases' mean squared log ratio, its cases'
     mean within-run variance (the pair is the unit: its cases share the runs' drift), and
-    the case keys they came from."""
+    the case keys they came from. `metric`: of that metric (default: the primary one)."""
     diffs: list[float] = []
     within: list[float] = []
     keys: set[str] = set()
     for old, new in itertools.pairwise(records):
-        cs = [c for c in compare_runs(old, new, threshold).changes if c.ratio.ratio > 0]
+        cs = [c for c in compare_runs(old, new, threshold, metric=metric).changes
+              if c.ratio.ratio > 0]
         ses = [drift.log_se_of_ci(c.ratio.ci_low, c.ratio.ci_high) for c in cs]
         if not cs or not all(math.isfinite(se) for se in ses):
             continue
