@@ -336,6 +336,13 @@ OPTIONS: list[Case] = [
     ("compare-target-ratio-ci-without-rerun", ("compare", "{run}", "{run}",
                                                "--target-ratio-ci", "5"),
      "--target-ratio-ci goes with --rerun", "drop --target-ratio-ci"),
+    ("compare-time-budget-without-rerun", ("compare", "{run}", "{run}", "--time-budget", "60"),
+     "--time-budget goes with --rerun", "drop --time-budget"),
+    ("compare-time-budget-zero", ("compare", "{run}", "{run}", "--rerun", "--time-budget",
+                                  "0"), "--time-budget is a number of seconds",
+     "e.g. --time-budget 120"),
+    ("compare-metric-unknown", ("compare", "{run}", "{run}", "--metric", "bogus"),
+     "--metric bogus: no benchmark of these runs measured it", "give one of"),
 ]
 
 UNREADABLE = "unreadable results"

@@ -4,6 +4,7 @@ real runs, its tallies and their exact CIs, a run cut to one command), without m
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -104,3 +105,25 @@ def test_a_run_cut_to_one_command_compares_as_its_own_run(vr: ModuleType,
     assert change.verdict == "slower"
     with pytest.raises(ValueError):
         vr.one_command(run, "z")
+
+
+def test_compare_names_the_metric_that_decides_better(vr: ModuleType, tmp_path: Path) -> None:
+    """Wall time of one run a side is inconclusive; the runs also counted instructions, so
+    compare says so and how to decide on them, and --rerun would count them again."""
+    from bakeoff.cmd import rerun
+
+    run = store.load(POOL_RUN)
+    for name in ("a1", "p10"):
+        (tmp_path / name).mkdir()
+        store.save(vr.one_command(run, name), tmp_path / name)
+    said = subprocess.run([sys.executable, "-m", "bakeoff", "compare", str(tmp_path / "a1"),
+                           str(tmp_path / "p10")], cwd=REPO, capture_output=True, text=True,
+                          check=True).stdout
+    assert "decided on wall_time" in said and "--rerun --metric instructions" in said
+    on_count = subprocess.run([sys.executable, "-m", "bakeoff", "compare",
+                               str(tmp_path / "a1"), str(tmp_path / "p10"), "--metric",
+                               "instructions"], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout
+    assert "decided on wall_time" not in on_count and "instructions" in on_count
+    defn, _ = rerun.definition(store.load(tmp_path / "a1"), store.load(tmp_path / "p10"))
+    assert defn.instructions == 1

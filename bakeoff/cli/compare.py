@@ -133,7 +133,7 @@ def _rerun(old: RunRecord, new: RunRecord, threshold: float, out: Path | None,
                f"until each ratio's CI was within ±{target:g}%")
     err_console.print(
         f"--rerun measured {rounds} rounds of old and new in {time.monotonic() - started:.0f} s, "
-        f"{outcome} (at least {trials} rounds, at most {rerun.TIME_BUDGET_S:g} s)",
+        f"{outcome} (at least {trials} rounds, at most {budget:g} s)",
         highlight=False, soft_wrap=True)
     runs.report_run(run, run_dir, True)
     if runs.say_failed(run):
@@ -180,6 +180,7 @@ def _say_what_differs(cmp: Any, threshold: float) -> None:
                       + (": " + "; ".join(f"{c.case.key} {(c.ratio.ratio - 1) * 100:+.1f}%"
                                           for c in differ) if differ else ""),
                       highlight=False, soft_wrap=True)
+    _say_better_metric(cmp)
     from bakeoff.analysis.across_hosts import HostRun, fact_rows
     from bakeoff.report.facts import fact_text
 
@@ -193,3 +194,28 @@ def _say_what_differs(cmp: Any, threshold: float) -> None:
                           + ("" if shown else f" ({fact_text(cmp.old.host.get('hostname'))} → "
                              f"{fact_text(cmp.new.host.get('hostname'))})"),
                           highlight=False, soft_wrap=True)
+
+
+# What decides better than wall time when the machine is busy, best first: measured beside
+# two CPU hogs, per metric and decision (docs/STATISTICS.md, "Each metric per decision").
+BETTER_UNDER_LOAD = ("instructions", "cpu_time")
+
+
+def _say_better_metric(cmp: Any) -> None:
+    """Name the metric that decided, and a better one the runs also recorded, when a case
+    decided on wall time is left inconclusive: waiting for a CPU moves wall time."""
+    from bakeoff.stats import verdicts
+
+    untold = [c for c in cmp.changes
+              if c.metric == "wall_time" and c.verdict == verdicts.INCONCLUSIVE]
+    if not untold:
+        return
+    recorded = [{m["name"] for m in c.info.metrics} for c in untold]
+    better = next((m for m in BETTER_UNDER_LOAD if all(m in r for r in recorded)), None)
+    if better is None:
+        return
+    out_console.print(
+        f"decided on wall_time, which waiting for a CPU lengthens; these runs also recorded "
+        f"{better}, which a busy machine moves less (docs/STATISTICS.md, \"Each metric per "
+        f"decision\"): compare again with --rerun --metric {better}", highlight=False,
+        soft_wrap=True)

@@ -57,7 +57,9 @@ def definition(old: RunRecord, new: RunRecord) -> tuple[adhoc.Definition, dict[s
     return adhoc.Definition(
         commands=commands, scans=d_old.scans, shell=d_old.shell or d_new.shell,
         setup=d_old.setup, prepare=d_old.prepare, cleanup=d_old.cleanup,
-        ignore_failure=d_old.ignore_failure or d_new.ignore_failure), counts
+        ignore_failure=d_old.ignore_failure or d_new.ignore_failure,
+        # counted again when either side counted them: `compare --rerun --metric instructions`
+        instructions=max(d_old.instructions, d_new.instructions)), counts
 
 
 def split(run: RunRecord) -> tuple[RunRecord, RunRecord]:
