@@ -307,8 +307,12 @@ def test_selftest_of_a_run_keeps_its_drift_with_it_and_compare_prints_it(
     _cmd(tmp_path / "new", "-n", "work", "sleep 0.05")
     res = run_bakeoff("selftest", "--of", str(tmp_path / "old"), "--runs", "3")
     assert res.returncode == 0, res.stdout + res.stderr
-    [found] = drift.load_drifts(tmp_path / "old")
+    kept = {d.metric: d for d in drift.load_drifts(tmp_path / "old")}
+    # the primary metric's, and cpu_time's from the same runs (the run recorded it)
+    assert sorted(kept) == ["cpu_time", "wall_time"], kept
+    found = kept["wall_time"]
     assert (found.benchmark, found.metric, found.cases) == ("cmd", "wall_time", ("cmd/work[]",))
+    assert kept["cpu_time"].pairs == 3 and "drift of cmd cpu_time" in res.stderr
     assert found.pairs == 3 and found.sigma >= 0  # the run itself, then 3 runs: 3 pairs
     assert found.measured_at[:2] == "20" and "--of" in found.how
     res = run_bakeoff("compare", str(tmp_path / "old"), str(tmp_path / "new"),

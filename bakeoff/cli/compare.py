@@ -217,5 +217,6 @@ def _say_better_metric(cmp: Any) -> None:
     out_console.print(
         f"decided on wall_time, which waiting for a CPU lengthens; these runs also recorded "
         f"{better}, which a busy machine moves less (docs/STATISTICS.md, \"Each metric per "
-        f"decision\"): compare again with --rerun --metric {better}", highlight=False,
-        soft_wrap=True)
+        f"decision\"): compare again with --rerun --metric {better}, or with --metric {better} "
+        "after `bakeoff selftest --of OLD` (it keeps that metric's drift too)",
+        highlight=False, soft_wrap=True)
