@@ -192,8 +192,11 @@ def _pair_twice(section: str) -> list[str]:
     """Two cases set side by side at one point ('a / b 0.95, 95% CI …', the point the last
     'at …' before it names) with different figures within one benchmark's section: the same
     comparison said two ways."""
-    said: dict[tuple[str, str], set[str]] = {}
+    said: dict[tuple[str, str, str], set[str]] = {}
     for line in section.splitlines():
+        # A sentence that says it reads another metric ("On first_ns_per_entry: …") sets
+        # the two cases side by side on that metric: another comparison.
+        metric = next(iter(_METRIC_SAID.findall(line)), "")
         # 'Along fields with content=legacy: at 40 fields …': the line's fixed params, then
         # the point of the clause (carried to the next clause that names none).
         lead = " ".join(re.findall(r"\bwith ((?:[\w-]+=[^,:;()]+(?:, )?)+)", line))
@@ -202,9 +205,10 @@ def _pair_twice(section: str) -> list[str]:
             at = re.findall(r"\b[Aa]t ((?:[\w-]+=[^,:;()]+(?:, )?)+|[^,:;()]+)", clause)
             where = f"{lead} {at[-1].strip()}".strip() if at else where
             for m in _PAIR_SAID.finditer(clause):
-                said.setdefault((where, m["pair"]), set()).add(m["fig"].strip(", "))
-    return [f"at {where or '(every point)'}, {pair}: {' | '.join(sorted(figs))}"
-            for (where, pair), figs in said.items() if len(figs) > 1]
+                said.setdefault((metric, where, m["pair"]), set()).add(m["fig"].strip(", "))
+    return [f"at {where or '(every point)'}, {pair}{' on ' + metric if metric else ''}: "
+            f"{' | '.join(sorted(figs))}"
+            for (metric, where, pair), figs in said.items() if len(figs) > 1]
 
 
 def flaws(text: str, name: str) -> list[Flaw]:

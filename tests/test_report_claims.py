@@ -124,6 +124,10 @@ def test_the_check_finds_each_flaw_in_what_was_printed_before() -> None:
             "- At y, a beats c, and cannot be told apart from b (a / b 0.910, 97.5% CI "
             "0.653–1.27, Bonferroni over 2).\n")
     assert [f.kind for f in flaws(pair, "pair")] == ["two figures for one cell"]
+    # The same pair on another metric, said so, is another comparison (the first-dump
+    # answer of bpf-map-dump beside its ns_per_entry answer), not a second figure.
+    other = pair.replace("- At y, a beats c", "- On first_ns: at y, a beats c")
+    assert flaws(other, "other") == []
 
 
 def test_a_ratio_on_another_metric_or_against_a_median_is_no_second_figure() -> None:

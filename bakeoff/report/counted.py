@@ -235,30 +235,12 @@ class WhySentence:
     differs: bool = True  # False: the lead counter is the same for both (nothing explained)
 
 
-def _rival(ba: BenchmarkAnalysis, best: CaseResult, base: CaseResult) -> CaseResult:
-    """Whom the winner's counters are set against: of the variants measured at its point
-    (controls aside), the one whose why_counters differ most from the winner's. The baseline
-    when it is that far, or when nothing counted differs: the difference that explains a
-    ranking may lie with another variant (the tracer that wakes its reader, against the
-    winner that never does), not with the untraced baseline both are compared to."""
-    names = [n for n in ba.info.why_counters if n in best.per_op]
-    def distance(r: CaseResult) -> float:
-        return max((_apart(best.per_op[n], r.per_op[n]) for n in names if n in r.per_op),
-                   default=0.0)
-    peers = [r for r in ba.results if r.case.params == best.case.params
-             and r.metric == best.metric and r is not best and r.per_op
-             and not ba.info.is_control(r.case.variant)
-             and not ba.info.is_diagnostic(r.case.variant)]
-    far = max(peers, key=distance, default=base)
-    return base if distance(far) <= distance(base) else far
-
-
 def why_sentence(ba: BenchmarkAnalysis, where: str, best: CaseResult,
                  base: CaseResult, rival: CaseResult | None = None,
                  called: tuple[str, str] | None = None) -> WhySentence | None:
-    """At a winner finding's point: the why_counters of its best variant against the variant
-    whose counters differ most from its own (_rival: the baseline unless another differs
-    more; `rival` when given, as an answer sets a case against its question's reference).
+    """At a winner finding's point: the why_counters of its best variant against the case
+    the finding or answer sets it against (`rival`, else `base`): a why explains the
+    difference that is stated, per operation, or is left out.
     A why explains a cost: it names only counters (per operation) that the costlier case
     makes more of, shown apart (their CIs do not overlap), the one furthest apart first,
     each with its CI. None when there is no such counter (a counter the cheaper case makes
@@ -266,7 +248,7 @@ def why_sentence(ba: BenchmarkAnalysis, where: str, best: CaseResult,
     costs, not why it is cheaper), or the two cost the same, or the benchmark names none;
     `called` says what the two cases are called when not their variants (an answer that
     sets one value of a param against another)."""
-    other = rival if rival is not None else _rival(ba, best, base)
+    other = rival if rival is not None else base
     costs_less = _costs_less(ba, best, other)
     if costs_less is None:
         return None

@@ -371,8 +371,12 @@ def _group_finding(ba: BenchmarkAnalysis, g: Grid, fixed: Params,
 def _why_finding(ba: BenchmarkAnalysis, winner: Finding) -> tuple[Finding, bool] | None:
     """The counters behind a winner (or ranking) finding (BenchmarkInfo.why_counters), at
     each point it names: one sentence per point; and whether any shows a difference."""
+    # Against the case the finding sets the winner against (its foil: the closest, or the
+    # baseline), as an answer's why is set against its reference: a why explains the
+    # difference the finding states, not another variant's (cgroup-stat-read's said why
+    # held beats reopen with cat's clone count, issue 33 point 9).
     said = [(s, best, base) for where, best, base in winner.points
-            if (s := why_sentence(ba, where, best, base)) is not None]
+            if (s := why_sentence(ba, where, best, base, rival=base)) is not None]
     if not said:
         return None
     why = sorted({w for s, _, _ in said if s.tentative for w in s.tentative.split("; ")})

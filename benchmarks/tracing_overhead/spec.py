@@ -128,7 +128,8 @@ BENCHMARK = Benchmark(
     ),
     metrics=(
         Metric("per_call_ns", "ns", "time of one call as the app measures it (a timed batch "
-               "of calls / its size), the tracer's probes included", overhead_pct=True),
+               "of calls / its size), the tracer's probes included; at duration_us=0 the "
+               "batch's wait for a CPU (schedstat run_delay) taken off", overhead_pct=True),
         Metric("app_wall_ms", "ms", "whole-app wall time: fork to exit of the app process, "
                "loading, tracer registration and exit included", overhead_pct=True),
         Metric("app_cpu_ms", "ms", "user + system CPU of the app process (probe traps and "

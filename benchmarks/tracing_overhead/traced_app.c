@@ -7,7 +7,8 @@
  * The calls are split into warmup + samples batches of equal size (the remainder joins the
  * first, untimed, batch), so the app makes exactly `calls` calls, as the seed's sample_app,
  * and every one of them is traced: a tracer must record 2 x calls events. Each timed batch
- * prints one sample, per_call_ns = batch time / batch size. Output: JSON lines (bench.h).
+ * prints one sample, per_call_ns = batch time / batch size, the batch's wait for a CPU taken
+ * off at duration_us=0 (timed_batch). Output: JSON lines (bench.h).
  *
  * --counted-samples N adds N batches of the same size after the measured ones, with kernel
  * counters on around each (counters.h): counted.per_call_ns and per_op.<counter> per call.
@@ -19,12 +20,14 @@
 #include "counters.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 uint64_t bakeoff_traced_work(uint32_t duration_us);
 
@@ -137,6 +140,52 @@ static void call_batch(uint32_t duration_us, uint64_t n)
 		bakeoff_traced_work(duration_us);
 }
 
+/*
+ * Time off the CPU. On a busy machine a timed batch can lose its CPU to another task for a
+ * time slice or more, and the batch's wall time then carries the neighbour's turn: at
+ * duration_us=0, where a batch of ebpf-force calls runs for milliseconds, that put the added
+ * cost at several times what the calls took (issue 33; docs/notes/indep-checks-20261129-
+ * epyc.md). The kernel counts the wait: the second field of /proc/thread-self/schedstat,
+ * run_delay, the ns this thread waited runnable on a runqueue, read just outside the timer
+ * on both sides and taken off the batch's time. Only at duration_us=0: a busy-waiting call
+ * ends on the clock, so a wait inside its busy-wait is absorbed by it (the call is no longer
+ * for it), and taking the wait off would cut the call below its duration. A wait as long as
+ * the whole batch fell at least partly beside the timer and is not taken off. Without
+ * schedstat the wall time is kept.
+ */
+static int schedstat_fd = -1;
+
+static uint64_t run_delay_ns(void)
+{
+	char buf[128];
+	unsigned long long on_cpu, waited;
+	ssize_t n;
+
+	if (schedstat_fd < 0)
+		return 0;
+	n = pread(schedstat_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		bench_fatal_errno("failed to read /proc/thread-self/schedstat");
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu", &on_cpu, &waited) != 2)
+		bench_fatal("failed to parse /proc/thread-self/schedstat: '%s'", buf);
+	return waited;
+}
+
+/* One timed batch: ns per call, the run-queue wait taken off at duration_us=0. */
+static double timed_batch(uint32_t duration_us, uint64_t n)
+{
+	uint64_t w0 = run_delay_ns();
+	uint64_t t0 = bench_now_ns();
+	call_batch(duration_us, n);
+	uint64_t t1 = bench_now_ns();
+	uint64_t waited = run_delay_ns() - w0, wall = t1 - t0;
+
+	if (duration_us == 0 && waited < wall)
+		wall -= waited;
+	return (double)wall / (double)n;
+}
+
 static long long tv_us(struct timeval tv)
 {
 	return (long long)tv.tv_sec * 1000000 + tv.tv_usec;
@@ -160,12 +209,9 @@ static void counted_batches(const struct options *o, uint64_t per_batch)
 	bench_meta_end();
 	for (uint64_t s = 0; s < o->counted; s++) {
 		bench_counters_start();
-		uint64_t t0 = bench_now_ns();
-		call_batch(o->duration_us, per_batch);
-		uint64_t t1 = bench_now_ns();
+		double per_call = timed_batch(o->duration_us, per_batch);
 		bench_counters_stop();
-		bench_emit_sample(bench_metric(true, "per_call_ns"),
-				  (double)(t1 - t0) / (double)per_batch);
+		bench_emit_sample(bench_metric(true, "per_call_ns"), per_call);
 		bench_counters_emit((double)per_batch);
 	}
 	getrusage(RUSAGE_SELF, &ru1);
@@ -183,6 +229,7 @@ int main(int argc, char **argv)
 	uint64_t per_batch = o.calls / batches;
 	uint64_t first_untimed = per_batch + o.calls % batches;
 
+	schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	bench_meta_begin();
 	bench_meta_num("duration_us", o.duration_us);
 	bench_meta_num("calls", (double)o.calls);
@@ -199,10 +246,7 @@ int main(int argc, char **argv)
 	}
 	for (uint64_t s = 0; s < o.samples; s++) {
 		uint64_t n = s == 0 && o.warmup == 0 ? first_untimed : per_batch;
-		uint64_t t0 = bench_now_ns();
-		call_batch(o.duration_us, n);
-		uint64_t t1 = bench_now_ns();
-		bench_emit_sample("per_call_ns", (double)(t1 - t0) / (double)n);
+		bench_emit_sample("per_call_ns", timed_batch(o.duration_us, n));
 	}
 	if (o.counted > 0)
 		counted_batches(&o, per_batch);

@@ -1,6 +1,7 @@
 """An "added" answer: what each variant adds over its reference (the Hodges-Lehmann shift,
 variant - reference) with its CI at each point; where the reference does not report the
-metric (a metric that is itself the addition), the case's own median."""
+metric, or the table shows the metric's medians (a metric that is itself the addition,
+measured inside the program), the case's own median, the figure its table cell shows."""
 
 from __future__ import annotations
 
@@ -48,7 +49,15 @@ class _Added:
 
 
 
-def _added(ba: BenchmarkAnalysis, r: CaseResult, reading: Reading) -> _Added | None:
+def _added(ba: BenchmarkAnalysis, r: CaseResult, reading: Reading,
+           as_tabled: bool) -> _Added | None:
+    """as_tabled: the benchmark's table shows this metric's medians (no ratios), so the
+    answer quotes the case's own median and CI, the figure its cell shows: one figure per
+    cell (issue 33). heap-sampling's decide_ns_per_alloc is already a difference inside the
+    program, and its reference (NONE) the A/A check of it; a shift over that check took its
+    noise in a second time and printed a second figure for the cell."""
+    if as_tabled and r.summary is not None:
+        return _Added(r, None, r.summary.median, r.summary.ci_low, r.summary.ci_high)
     s = side_of(ba, r, reading)
     if s is not None and s.shift is not None:
         return _Added(r, s.against, s.shift.estimate, s.shift.ci_low, s.shift.ci_high)
@@ -106,8 +115,9 @@ def added_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
     unit = str(ba.info.metric(metric)["unit"])
     against = against_name(ba, q)
     by: dict[Params, list[_Added]] = {}
+    as_tabled = not grid(ba, metric).with_ratios
     for r, reading in read_results(ba, q, "difference", metric):
-        if (a := _added(ba, r, reading)) is not None:
+        if (a := _added(ba, r, reading, as_tabled)) is not None:
             by.setdefault(tuple((k, v) for k, v in r.case.params if k != q.get("param")),
                           []).append(a)
     order = {p.params: i for i, p in enumerate(grid(ba, metric).points)}

@@ -1,0 +1,232 @@
+"""Each room's headline beside its independent check (issue 33): what the room's run says and
+what a program written apart from the room's code says, as (point, low, high) figures with
+95% CIs, and whether they agree by the issue's rule (conftest.agree: within +-15%, or the
+two CIs overlap). The rooms' tests assert it one room at a time; scripts/indep-checks runs
+all five, idle and beside a CPU hog, and prints the table docs/runs keeps.
+
+One function per room makes its independent figures (`*_indep`), one reads the room's from a
+run directory (`*_room`); `ROOM_RUNS` is the small run of each room the script makes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from conftest import REPO, Speedup, agree, build_dir, speedup_over_rounds
+
+Figure = Speedup  # (point, low, high)
+
+# tracing-overhead: the tracers the headline names at 0 µs that indep_trace also traces
+# (bpftrace and ebpf-adaptive have no counterpart there), and ebpf-floor, the probes alone.
+TRACERS = ("lttng", "ebpf-batched", "ebpf-force", "ebpf-floor")
+INDEP_TRACE_ROUNDS = 10
+INDEP_TRACE_CALLS = 1000  # per batch
+INDEP_TRACE_BATCHES = 9
+
+
+@dataclass(frozen=True)
+class Row:
+    """One headline figure: the room's and the independent check's, and the verdict."""
+    room: str
+    what: str
+    unit: str  # "×" for a speed-up, else the unit of a difference
+    ours: Figure
+    indep: Figure
+
+    @property
+    def agrees(self) -> bool:
+        return agree(self.ours, self.indep)
+
+
+def added_over_rounds(base: list[float], other: list[float]) -> Figure:
+    """What other adds over base, rounds paired (base[i] and other[i] ran in round i): the
+    mean of the per-round differences with its t interval (stats.paired_difference, the
+    room's own estimator for its headline)."""
+    from bakeoff.stats import estimates
+
+    rounds = list(range(len(base)))
+    d = estimates.paired_difference([[x] for x in other], [[x] for x in base],
+                                    variant_rounds=rounds, baseline_rounds=rounds)
+    assert d is not None, "fewer than 2 rounds"
+    return d.estimate, d.ci_low, d.ci_high
+
+
+def _benchmark(run_dir: Path) -> Any:
+    from bakeoff.analysis.within_run import analyze
+    from bakeoff.store import results as store
+
+    (bench,) = analyze(store.load(run_dir)).benchmarks
+    return bench
+
+
+# ---- tracing-overhead ------------------------------------------------------------------------
+
+def tracing_room(run_dir: Path) -> dict[str, Figure]:
+    """What each tracer adds per call at duration_us=0 in the room's run: its headline, the
+    per-call difference from the baseline paired by round (ns)."""
+    out = {}
+    for r in _benchmark(run_dir).results:
+        paired = r.comparison.paired if r.comparison is not None else None
+        if (r.metric == "per_call_ns" and r.case.variant in TRACERS
+                and float(r.case.param("duration_us")) == 0 and paired is not None):
+            out[r.case.variant] = (paired.estimate, paired.ci_low, paired.ci_high)
+    return out
+
+
+def tracing_indep(rounds: int = INDEP_TRACE_ROUNDS,
+                  tmpdir: Path | None = None) -> dict[str, Figure]:
+    """indep_trace's figures: what each tracer adds per call over the untraced call of the
+    same round (ns; its per-call time less the batch's run-queue wait). tmpdir: where its
+    LTTng trace goes (TMPDIR)."""
+    env = {**os.environ, **({"TMPDIR": str(tmpdir)} if tmpdir else {})}
+    res = subprocess.run([str(build_dir() / "tracing_overhead" / "indep_trace"), str(rounds),
+                          str(INDEP_TRACE_CALLS), str(INDEP_TRACE_BATCHES)], env=env,
+                         capture_output=True, text=True, timeout=600, check=False)
+    assert res.returncode == 0, res.stderr
+    ns = json.loads(res.stdout)["per_call_ns"]
+    return {t: added_over_rounds(ns["baseline"], ns[t]) for t in TRACERS}
+
+
+def tracing_rows(run_dir: Path | None) -> list[Row]:
+    assert run_dir is not None
+    ours, indep = tracing_room(run_dir), tracing_indep()
+    return [Row("tracing-overhead", f"{t} adds per call at 0 µs", "ns", ours[t], indep[t])
+            for t in TRACERS if t in ours]
+
+
+# ---- bpf-map-dump ----------------------------------------------------------------------------
+
+DUMP_ENTRIES = 100_000  # the quick profile's
+DUMP_VARIANTS = ("batch-65536", "bpf-iter")
+
+
+def dump_rows(run_dir: Path | None) -> list[Row]:
+    """How many times faster than iterate each headline reader dumps a hash map, the room's
+    run against indep_dump's (its own iterator and batch reads)."""
+    assert run_dir is not None
+    bench = _benchmark(run_dir)
+    res = subprocess.run([str(build_dir() / "bpf_map_dump" / "indep_dump"), str(DUMP_ENTRIES),
+                          "15"], capture_output=True, text=True, timeout=300, check=False)
+    assert res.returncode == 0, res.stderr
+    per_entry = json.loads(res.stdout)["ns_per_entry"]
+    rows = []
+    for v in DUMP_VARIANTS:
+        (r,) = [r for r in bench.results if r.metric == "ns_per_entry"
+                and r.case.variant == v and r.case.param("map") == "hash"]
+        x = r.vs_baseline
+        rows.append(Row("bpf-map-dump", f"{v} vs iterate, hash map, {DUMP_ENTRIES:,} entries",
+                        "×", (1 / x.ratio, 1 / x.ci_high, 1 / x.ci_low),
+                        speedup_over_rounds(per_entry["iterate"], per_entry[v])))
+    return rows
+
+
+# ---- mremap-vs-memcpy ------------------------------------------------------------------------
+
+MIB = 1024 * 1024
+
+
+def mremap_rows(run_dir: Path | None) -> list[Row]:
+    """How many times faster one move is than a hot copy at 16 MiB: the room's against
+    indep_move's (the thread's CPU clock instead of the room's schedstat wait)."""
+    assert run_dir is not None
+    (r,) = [r for r in _benchmark(run_dir).results if r.case.variant == "mremap"
+            and r.case.param("size") == 16 * MIB and r.metric == "ns_per_op"]
+    res = subprocess.run([str(build_dir() / "mremap_vs_memcpy" / "indep_move"), "16", "15"],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0, res.stderr
+    ns = json.loads(res.stdout)
+    x = r.vs_baseline
+    return [Row("mremap-vs-memcpy", "mremap vs memcpy at 16 MiB", "×",
+                (1 / x.ratio, 1 / x.ci_high, 1 / x.ci_low),
+                speedup_over_rounds(ns["memcpy_ns"], ns["mremap_ns"]))]
+
+
+# ---- cgroup-stat-read ------------------------------------------------------------------------
+
+def _memory_cgroup_root() -> Path:
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        _, point, fstype, options, *_ = line.split()
+        if fstype == "cgroup" and "memory" in options.split(","):
+            return Path(point)
+    raise RuntimeError("no cgroup v1 memory controller mounted")
+
+
+def cgroup_rows(run_dir: Path | None) -> list[Row]:
+    """How many times slower a query by reopening memory.stat is than one on a held fd (3
+    fields, legacy parse): the room's against indep_cgstat's (each query timed alone, the
+    median), in a cgroup made and removed here."""
+    assert run_dir is not None
+    (r,) = [r for r in _benchmark(run_dir).results if r.metric == "us_per_query"
+            and r.case.variant == "reopen" and r.case.param("content") == "legacy-parse"
+            and r.case.param("fields") == 3]
+    cgroup = _memory_cgroup_root() / f"bakeoff-indep-{os.getpid()}"
+    cgroup.mkdir()
+    try:
+        res = subprocess.run([str(build_dir() / "cgroup_stat_read" / "indep_cgstat"),
+                              str(cgroup), "15", "2000"],
+                             capture_output=True, text=True, timeout=300, check=False)
+    finally:
+        cgroup.rmdir()
+    assert res.returncode == 0, res.stderr
+    us = json.loads(res.stdout)["us_per_query"]
+    x = r.vs_baseline
+    return [Row("cgroup-stat-read", "reopen vs held fd, 3 fields (times slower)", "×",
+                (x.ratio, x.ci_low, x.ci_high), speedup_over_rounds(us["reopen"], us["held"]))]
+
+
+# ---- the runs the script makes ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RoomRun:
+    name: str
+    args: tuple[str, ...] | None  # after `bakeoff run NAME --out DIR`; None: no run
+    rows: Callable[[Path | None], list[Row]]
+
+
+ROOM_RUNS = (
+    RoomRun("tracing-overhead", ("--profile", "quick", "--param", "duration_us=0",
+                                 "--variant", "lttng", "--variant", "ebpf-batched",
+                                 "--variant", "ebpf-force", "--variant", "ebpf-floor",
+                                 "--trials", "6"), tracing_rows),
+    RoomRun("bpf-map-dump", ("--profile", "quick", "--param", "map=hash", "--variant",
+                             "batch-65536", "--variant", "bpf-iter"), dump_rows),
+    RoomRun("mremap-vs-memcpy", ("--profile", "quick", "--param", f"size={16 * MIB}",
+                                 "--variant", "mremap"), mremap_rows),
+    RoomRun("cgroup-stat-read", ("--profile", "quick", "--param", "fields=3", "--variant",
+                                 "reopen"), cgroup_rows),
+    # heap-sampling's headline is timed by heap_bench processes run alternately with the
+    # check's (a bakeoff run would measure the same program minutes apart).
+    RoomRun("heap-sampling", None, lambda _: heap_rows()),
+)
+
+
+# ---- heap-sampling ---------------------------------------------------------------------------
+
+def heap_rows(run_dir: Path | None = None) -> list[Row]:
+    """The decision inlined in the malloc path at the seed's 4 KiB mean: hash/Poisson and each
+    scheme's ns per malloc+free, heap_bench processes (the room's program) against
+    indep_check inline-SIZE processes, interleaved (the room's test module does the work:
+    benchmarks/heap_sampling/tests/test_heap_decision_agreement.py)."""
+    import importlib.util
+
+    path = REPO / "benchmarks/heap_sampling/tests/test_heap_decision_agreement.py"
+    spec = importlib.util.spec_from_file_location("heap_decision_agreement", path)
+    assert spec is not None and spec.loader is not None
+    heap = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(heap)
+    rows = []
+    for size in (4096, 64):
+        got = heap.inline_check(size)
+        rows.append(Row("heap-sampling", f"hash/Poisson decision cost, {size} B blocks", "×",
+                        tuple(got.room_ratio), tuple(got.indep_ratio)))
+        for scheme in ("poisson", "hash"):
+            rows.append(Row("heap-sampling", f"{scheme} decision per malloc+free, {size} B "
+                            "blocks", "ns", tuple(heap.mean_ci(got.room[scheme])),
+                            tuple(heap.mean_ci(got.indep[scheme]))))
+    return rows
