@@ -427,7 +427,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "built" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
-        if item.path.name not in INDEPENDENT_MODULES:
+        # A test that names its own group (test_fleet.py's three) keeps it.
+        if item.path.name not in INDEPENDENT_MODULES and \
+                item.get_closest_marker("xdist_group") is None:
             group = SHARED_FIXTURE_GROUPS.get(item.path.name, item.path.name)
             item.add_marker(pytest.mark.xdist_group(group))
     if getattr(config.option, "loadgroup", False):  # an xdist worker of --dist loadgroup
