@@ -8,7 +8,16 @@ from typing import Any
 
 import pytest
 
-from conftest import UNIT_SECONDS_KEY, GroupTime, group_time_lines, slowest_first, unit_of
+from conftest import (
+    MACHINE_WIDE_GROUP,
+    TEST_SECONDS,
+    UNIT_SECONDS_KEY,
+    GroupTime,
+    measured_test_seconds,
+    group_time_lines,
+    slowest_first,
+    unit_of,
+)
 
 
 def _report(nodeid: str, when: str, start: float, seconds: float,
@@ -77,9 +86,10 @@ class _Cache:
         return self.known if key == UNIT_SECONDS_KEY else default
 
 
-def _order(items: list[_Item], known: dict[str, float] | None = None) -> list[str]:
+def _order(items: list[_Item], known: dict[str, float] | None = None,
+           measured: dict[str, float] | None = None) -> list[str]:
     listed: list[Any] = list(items)
-    slowest_first(_Config(known), listed)  # type: ignore[arg-type]
+    slowest_first(_Config(known), listed, measured or {})  # type: ignore[arg-type]
     return [i.nodeid for i in listed]
 
 
@@ -95,3 +105,28 @@ def test_the_longest_units_go_first_and_a_unit_keeps_its_order() -> None:
     # The last run's seconds, where known, over the guess.
     assert _order(items, {"test_a.py": 500.0, "b": 1.0})[:2] == [
         "tests/test_a.py::x", "tests/test_fault_injection.py::f"]
+
+
+def test_a_fresh_clone_orders_by_the_measured_seconds_of_each_test() -> None:
+    items = [_Item("tests/test_a.py::x", "a", True), _Item("tests/test_a.py::y", "a", True),
+             _Item("tests/test_fault_injection.py::f", None, True)]
+    # Without a cache, the tests' measured seconds add up to their unit's.
+    assert _order(items, measured={"tests/test_a.py::x": 100.0, "tests/test_a.py::y": 30.0,
+                                   "tests/test_fault_injection.py::f": 90.0})[0] == \
+        "tests/test_a.py::x"
+    # The committed file is the order's when there is no cache, and it holds real tests.
+    seconds = measured_test_seconds()
+    assert seconds and all(s >= 0.5 for s in seconds.values()), TEST_SECONDS
+    assert any(t.startswith("tests/test_fleet.py::") for t in seconds)
+
+
+def test_the_machine_wide_group_goes_first_then_what_takes_no_lock() -> None:
+    items = [_Item("tests/test_long.py::x", "long", True),
+             _Item("tests/test_fast.py::y", "fast", False),
+             _Item("tests/test_mw.py::z", MACHINE_WIDE_GROUP, True),
+             _Item("tests/test_short.py::w", "short", True)]
+    order = _order(items, {"long": 500.0, "fast": 1.0, MACHINE_WIDE_GROUP: 200.0,
+                           "short": 5.0})
+    # The group alone first, the lock-free unit while it runs, then the longest.
+    assert order == ["tests/test_mw.py::z", "tests/test_fast.py::y", "tests/test_long.py::x",
+                     "tests/test_short.py::w"]
