@@ -13,8 +13,8 @@ from conftest import (
     TEST_SECONDS,
     UNIT_SECONDS_KEY,
     GroupTime,
-    measured_test_seconds,
     group_time_lines,
+    measured_test_seconds,
     slowest_first,
     unit_of,
 )
