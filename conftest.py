@@ -269,9 +269,9 @@ def _suite_lock_per_module(request: pytest.FixtureRequest) -> Iterator[None]:
     _end_alone()
     # The tests of this module in the unit the test being set up belongs to: a module's
     # tests that start no live run are a unit apart (NO_LIVE_RUN).
-    unit = _unit(_RUNNING_ITEM[0]) if _RUNNING_ITEM else None
+    unit = item_unit(_RUNNING_ITEM[0]) if _RUNNING_ITEM else None
     mine = [i for i in request.session.items if i.path == request.path
-            and (unit is None or _unit(i) == unit)]
+            and (unit is None or item_unit(i) == unit)]
     with contextlib.ExitStack() as held:
         if _starts_live_runs(mine):
             held.enter_context(suite_lock(False, request.path.name))
@@ -289,7 +289,7 @@ _MODULE_HOLDS: list[contextlib.ExitStack] = []
 _RUNNING_ITEM: list[pytest.Item] = []
 
 
-def _unit(item: pytest.Item) -> str:
+def item_unit(item: pytest.Item) -> str:
     group = item.get_closest_marker("xdist_group")
     return str(group.args[0]) if group is not None else item.nodeid
 
@@ -438,7 +438,7 @@ def slowest_first(config: pytest.Config, items: list[pytest.Item],
     known: dict[str, float] = cache.get(UNIT_SECONDS_KEY, {}) if cache is not None else {}
     per_test = measured_test_seconds() if measured is None else measured
 
-    unit = _unit
+    unit = item_unit
 
     def guess(item: pytest.Item) -> float:
         """Seconds: as measured, or roughly, by what a test with a live run does: a test
@@ -463,7 +463,7 @@ def slowest_first(config: pytest.Config, items: list[pytest.Item],
     for item in items:
         cost[unit(item)] = cost.get(unit(item), 0.0) + guess(item)
         lock_free[unit(item)] = lock_free.get(unit(item), True) and \
-            item.get_closest_marker("slow") is None and not _machine_wide(item)
+            item.get_closest_marker("slow") is None and not machine_wide_test(item)
     cost = {u: known.get(u, c) for u, c in cost.items()}
     tier = {u: 0 if u == MACHINE_WIDE_GROUP else 1 if lock_free[u] else 2 for u in cost}
     if MACHINE_WIDE_GROUP not in cost:
@@ -507,7 +507,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         _remember_unit_seconds(terminalreporter.config)
 
 
-def _machine_wide(item: pytest.Item) -> bool:
+def machine_wide_test(item: pytest.Item) -> bool:
     """A test of the machine-wide group: of a MACHINE_WIDE module (but those that read a
     shared run, which stay in that run's group), or marked machine_wide itself."""
     if item.get_closest_marker("machine_wide") is not None:
@@ -541,7 +541,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # A test that names its own group (test_fleet.py's three) keeps it.
         if item.get_closest_marker("xdist_group") is not None:
             continue
-        if _machine_wide(item):
+        if machine_wide_test(item):
             item.add_marker(pytest.mark.xdist_group(MACHINE_WIDE_GROUP))
         elif item.path.name not in INDEPENDENT_MODULES:
             group = SHARED_FIXTURE_GROUPS.get(item.path.name, item.path.name)

@@ -130,3 +130,39 @@ def test_the_machine_wide_group_goes_first_then_what_takes_no_lock() -> None:
     # The group alone first, the lock-free unit while it runs, then the longest.
     assert order == ["tests/test_mw.py::z", "tests/test_fast.py::y", "tests/test_long.py::x",
                      "tests/test_short.py::w"]
+
+
+def _load_script(name: str) -> Any:
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name.removesuffix(".py"),
+                                                  TEST_SECONDS.parent.parent / "scripts" / name)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_tests_seconds_leave_out_its_waits_for_the_lock() -> None:
+    seconds = _load_script("test_seconds.py").seconds
+    lines = [{"worker": "gw0", "test": "m.py", "phase": "lock-wait", "start": 1.0, "stop": 31.0},
+             {"worker": "gw0", "test": "t.py::a@m.py", "phase": "setup", "start": 0.0,
+              "stop": 40.0},
+             {"worker": "gw0", "test": "t.py::a@m.py", "phase": "call", "start": 40.0,
+              "stop": 45.0},
+             {"worker": "gw1", "test": "t.py::b[x@y]", "phase": "call", "start": 0.0,
+              "stop": 2.0},
+             {"worker": "gw1", "test": "t.py::c", "phase": "call", "start": 0.0, "stop": 0.2}]
+    # a: 45 s less the 30 s wait; b: its ID keeps its "@" (a parameter, not a group); c: too
+    # short to list.
+    assert seconds(lines) == {"t.py::a": 15.0, "t.py::b[x@y]": 2.0}
+
+
+def test_the_schedule_waits_for_the_machine_wide_group_only_where_a_unit_runs_live() -> None:
+    schedule = _load_script("suite_schedule.py").schedule
+    units = [(MACHINE_WIDE_GROUP, 0, ["mw::a"]), ("fast", 1, ["f::a"]), ("live", 2, ["l::a"]),
+             ("live2", 2, ["l2::a"])]
+    plan = schedule(units, {"mw::a": 100.0, "f::a": 30.0, "l::a": 50.0, "l2::a": 10.0}, 3, {})
+    at = {s["unit"]: (s["start"], s["stop"]) for s in plan["spans"]}
+    assert at["fast"] == (0.0, 30.0)  # beside the group: it takes no lock
+    assert at["live"] == (100.0, 150.0) and at["live2"] == (100.0, 110.0)
+    assert plan["wall_s"] == 150.0
