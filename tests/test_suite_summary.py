@@ -166,3 +166,54 @@ def test_the_schedule_waits_for_the_machine_wide_group_only_where_a_unit_runs_li
     assert at["fast"] == (0.0, 30.0)  # beside the group: it takes no lock
     assert at["live"] == (100.0, 150.0) and at["live2"] == (100.0, 110.0)
     assert plan["wall_s"] == 150.0
+
+
+def _locked(path: Path, how: int) -> bool:
+    """Whether another open file of path is refused the lock `how` now."""
+    import fcntl
+    import os
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def test_the_hold_alone_lasts_until_ended_and_a_module_hold_takes_the_lock_late(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On lock files of its own (not the machine's): the machine-wide group's hold is taken
+    once and kept until ended; a live test in a module set up without the lock takes it into
+    the module's hold before its fixtures, until the module ends."""
+    import contextlib
+    import fcntl
+
+    import conftest
+    lock = tmp_path / "suite.lock"
+    monkeypatch.setattr(conftest, "SUITE_LOCK", lock)
+    monkeypatch.setattr(conftest, "TURNSTILE", tmp_path / "turnstile")
+    assert not conftest._LOCKS_HELD
+    conftest._hold_alone("first")
+    conftest._hold_alone("second")
+    try:
+        assert conftest._LOCKS_HELD == [("first", True)]
+        assert _locked(lock, fcntl.LOCK_SH)
+    finally:
+        conftest._end_alone()
+    assert not conftest._LOCKS_HELD and not _locked(lock, fcntl.LOCK_EX)
+
+    running = list(conftest._RUNNING), list(conftest._RUNNING_ITEM)
+    with contextlib.ExitStack() as module_hold:
+        conftest._MODULE_HOLDS.append(module_hold)
+        try:
+            conftest.pytest_runtest_setup(_Item("tests/test_m.py::fast", None, False))  # type: ignore[arg-type]
+            assert not _locked(lock, fcntl.LOCK_EX)
+            conftest.pytest_runtest_setup(_Item("tests/test_m.py::live", None, True))  # type: ignore[arg-type]
+            assert conftest._LOCKS_HELD == [("tests/test_m.py::live", False)]
+            assert _locked(lock, fcntl.LOCK_EX) and not _locked(lock, fcntl.LOCK_SH)
+        finally:
+            conftest._MODULE_HOLDS.remove(module_hold)
+            conftest._RUNNING[:], conftest._RUNNING_ITEM[:] = running
+    assert not conftest._LOCKS_HELD and not _locked(lock, fcntl.LOCK_EX)
