@@ -108,13 +108,15 @@ def _trial_key(trial: dict) -> tuple[str, str]:
 
 def _assert_resumed_per_trial(results: dict, kept: list[dict], trials: int) -> None:
     """Every case has its trials once each, and every trial recorded before the host was
-    lost is among them: nothing measured twice, nothing lost."""
+    lost is among them, or among those the run measured again for waiting too long for a
+    CPU (results.json's "retaken", which a busy machine makes): nothing measured twice,
+    nothing lost."""
     assert results["status"] == "complete"
     per_case: dict[str, list[int]] = {}
     for t in results["trials"]:
         per_case.setdefault(json.dumps(t["case"], sort_keys=True), []).append(t["index"])
     assert per_case and all(sorted(ix) == list(range(trials)) for ix in per_case.values()), per_case
-    final = {_trial_key(t) for t in results["trials"]}
+    final = {_trial_key(t) for t in [*results["trials"], *results.get("retaken", [])]}
     assert kept and {_trial_key(t) for t in kept} <= final
 
 
