@@ -64,14 +64,21 @@ def _live_run(args: Any) -> str | None:
 _RUNNING: list[str] = ["(collection)"]  # the test being set up, run or torn down
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before the test's fixtures: a test that starts live runs, in a module whose hold took
+    no lock (set up for its tests that start none), takes it for the rest of the module."""
     _RUNNING[0] = item.nodeid
+    _RUNNING_ITEM[:] = [item]
+    if _MODULE_HOLDS and not _LOCKS_HELD and item.get_closest_marker("slow") is not None:
+        _MODULE_HOLDS[-1].enter_context(suite_lock(False, item.nodeid))
 
 
 _STATE_DIR: list[str] = []
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    _end_alone()
     for d in _STATE_DIR:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -225,25 +232,83 @@ def _starts_live_runs(items: Iterable[pytest.Item]) -> bool:
     return any(item.get_closest_marker("slow") is not None for item in items)
 
 
+# The machine-wide modules are one xdist group (MACHINE_WIDE_GROUP), handed out first, and
+# its worker holds the suite lock alone from the first of them to the first test of another
+# kind: one hold, taken at the session's start, where no shared hold has to drain. Held
+# module by module, spread over the run, each exclusive request first waited for the other
+# workers' module-long shared holds to end and shut the turnstile on them meanwhile: in the
+# two fresh-clone timelines of 2026-11-29, 740 s and 1,073 s of the workers' time went in
+# waits for the lock, where the exclusive holds themselves took 260 s and 282 s.
+MACHINE_WIDE_GROUP = "machine-wide"
+_ALONE: list[contextlib.ExitStack] = []  # this worker's hold alone, while it lasts
+
+
+def _hold_alone(holder: str) -> None:
+    """Hold the suite lock alone from here on (until _end_alone), if not already held so."""
+    if not _ALONE:
+        held = contextlib.ExitStack()
+        held.enter_context(suite_lock(True, holder))
+        _ALONE.append(held)
+
+
+def _end_alone() -> None:
+    if _ALONE:
+        _ALONE.pop().close()
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _suite_lock_per_module(request: pytest.FixtureRequest) -> Iterator[None]:
     machine_wide = getattr(request.module, "MACHINE_WIDE", False)
-    mine = [i for i in request.session.items if i.path == request.path]
-    if request.path.name in LOCK_PER_TEST or not (machine_wide or _starts_live_runs(mine)):
+    if request.path.name in LOCK_PER_TEST:
+        yield  # each test decides (_suite_lock_per_test)
+        return
+    if machine_wide:
+        _hold_alone(request.path.name)
         yield
         return
-    with suite_lock(machine_wide, request.path.name):
-        yield
+    _end_alone()
+    # The tests of this module in the unit the test being set up belongs to: a module's
+    # tests that start no live run are a unit apart (NO_LIVE_RUN).
+    unit = item_unit(_RUNNING_ITEM[0]) if _RUNNING_ITEM else None
+    mine = [i for i in request.session.items if i.path == request.path
+            and (unit is None or item_unit(i) == unit)]
+    with contextlib.ExitStack() as held:
+        if _starts_live_runs(mine):
+            held.enter_context(suite_lock(False, request.path.name))
+        _MODULE_HOLDS.append(held)
+        try:
+            yield
+        finally:
+            _MODULE_HOLDS.remove(held)
+
+
+# The module holds of this worker (one at a time): a module set up for its unit of tests
+# that start no live run, followed on the same worker by its unit that does, is not set up
+# again; the first test that starts one takes the lock into it (pytest_runtest_setup).
+_MODULE_HOLDS: list[contextlib.ExitStack] = []
+_RUNNING_ITEM: list[pytest.Item] = []
+
+
+def item_unit(item: pytest.Item) -> str:
+    group = item.get_closest_marker("xdist_group")
+    return str(group.args[0]) if group is not None else item.nodeid
 
 
 @pytest.fixture(autouse=True)
 def _suite_lock_per_test(request: pytest.FixtureRequest) -> Iterator[None]:
     alone = request.node.get_closest_marker("machine_wide") is not None
-    if request.path.name not in LOCK_PER_TEST or not (
-            alone or _starts_live_runs([request.node])):
+    if request.path.name not in LOCK_PER_TEST:
         yield
         return
-    if request.path.name in LOCK_WHEN_RUNNING and not alone:
+    if alone:
+        _hold_alone(request.node.nodeid)
+        yield
+        return
+    _end_alone()
+    if not _starts_live_runs([request.node]):
+        yield
+        return
+    if request.path.name in LOCK_WHEN_RUNNING:
         with contextlib.ExitStack() as held:  # taken by the first live run, if any
             _LAZY_HOLDS.append(held)
             try:
@@ -251,7 +316,7 @@ def _suite_lock_per_test(request: pytest.FixtureRequest) -> Iterator[None]:
             finally:
                 _LAZY_HOLDS.pop()
         return
-    with suite_lock(alone, request.node.nodeid):
+    with suite_lock(False, request.node.nodeid):
         yield
 
 
@@ -347,26 +412,46 @@ def _remember_unit_seconds(config: pytest.Config) -> None:
     cache.set(UNIT_SECONDS_KEY, seconds)
 
 
-def slowest_first(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under --dist loadgroup, the units in the order their worker is to take them: the
-    longest first (its seconds in the last run's cache, else a guess from its live runs), so
-    that no unit of minutes starts last and leaves two workers idle. pytest-xdist's own
-    order (the most tests first) put the fault-injection tests, a unit each, at the end. A
-    unit's tests keep their order, so a module's fixtures are set up once."""
+# Each test's seconds in a fresh-clone run of the whole suite (scripts/test_seconds.py makes
+# it from a timeline): the order of a clone that has no pytest cache yet, as CI's has not.
+TEST_SECONDS = REPO / "tests" / "test-seconds.json"
+
+
+def measured_test_seconds() -> dict[str, float]:
+    try:
+        return {str(k): float(v) for k, v in json.loads(TEST_SECONDS.read_text()).items()}
+    except (OSError, ValueError):
+        return {}
+
+
+def slowest_first(config: pytest.Config, items: list[pytest.Item],
+                  measured: dict[str, float] | None = None) -> None:
+    """Under --dist loadgroup, the units in the order their worker is to take them. The
+    machine-wide group first (its worker holds the suite lock alone: at the start no shared
+    hold has to drain), then the units that take no lock (the other workers run them
+    meanwhile), then the rest longest first (a unit's seconds in the last run's cache, else
+    its tests' in TEST_SECONDS, else a guess from its live runs), so that no unit of minutes
+    starts last and leaves two workers idle. pytest-xdist's own order (the most tests
+    first) put the fault-injection tests, a unit each, at the end. A unit's tests keep
+    their order, so a module's fixtures are set up once."""
     cache = getattr(config, "cache", None)
     known: dict[str, float] = cache.get(UNIT_SECONDS_KEY, {}) if cache is not None else {}
+    per_test = measured_test_seconds() if measured is None else measured
 
-    def unit(item: pytest.Item) -> str:
-        group = item.get_closest_marker("xdist_group")
-        return str(group.args[0]) if group is not None else item.nodeid
+    unit = item_unit
 
     def guess(item: pytest.Item) -> float:
-        """Seconds, roughly, by what a test with a live run does: a test handed out alone
-        makes whole runs of its own (fault injection: minutes); a fleet test, minutes; a
-        test that reads outcomes its module fixture made, little; any other, a run."""
+        """Seconds: as measured, or roughly, by what a test with a live run does: a test
+        handed out alone makes whole runs of its own (fault injection: minutes); a fleet
+        test, minutes; a test that reads outcomes its module fixture made, little; any
+        other, a run."""
         name = item.path.name
+        if item.nodeid.split("@")[0] in per_test:
+            return per_test[item.nodeid.split("@")[0]]
         if item.get_closest_marker("slow") is None:
             return 0.1
+        if per_test:
+            return 0.5  # measured under half a second
         if name in INDEPENDENT_MODULES:
             return 120.0
         if name in LOCK_WHEN_RUNNING:
@@ -374,12 +459,17 @@ def slowest_first(config: pytest.Config, items: list[pytest.Item]) -> None:
         return 60.0 if name in LOCK_PER_TEST else 10.0
 
     cost: dict[str, float] = {}
+    lock_free: dict[str, bool] = {}
     for item in items:
         cost[unit(item)] = cost.get(unit(item), 0.0) + guess(item)
-    if known:
-        cost = {u: known.get(u, c) for u, c in cost.items()}
+        lock_free[unit(item)] = lock_free.get(unit(item), True) and \
+            item.get_closest_marker("slow") is None and not machine_wide_test(item)
+    cost = {u: known.get(u, c) for u, c in cost.items()}
+    tier = {u: 0 if u == MACHINE_WIDE_GROUP else 1 if lock_free[u] else 2 for u in cost}
+    if MACHINE_WIDE_GROUP not in cost:
+        tier = dict.fromkeys(cost, 2)  # nothing holds the lock alone for long: longest first
     first_seen = {u: i for i, u in reversed(list(enumerate(unit(x) for x in items)))}
-    items.sort(key=lambda x: (-cost[unit(x)], first_seen[unit(x)]))
+    items.sort(key=lambda x: (tier[unit(x)], -cost[unit(x)], first_seen[unit(x)]))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -417,6 +507,25 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         _remember_unit_seconds(terminalreporter.config)
 
 
+def machine_wide_test(item: pytest.Item) -> bool:
+    """A test of the machine-wide group: of a MACHINE_WIDE module (but those that read a
+    shared run, which stay in that run's group), or marked machine_wide itself."""
+    if item.get_closest_marker("machine_wide") is not None:
+        return True
+    module = getattr(item, "module", None)
+    return bool(getattr(module, "MACHINE_WIDE", False)) and \
+        item.path.name not in SHARED_FIXTURE_GROUPS
+
+
+# The tests of a module that start no live run (no `slow` mark) are a unit of their own,
+# apart from its tests that do: that unit takes no lock, so it runs while the machine-wide
+# group holds the lock alone (the other two workers had 150 s of such units for its 280 s
+# in the timelines of 2026-11-29; the fast tests of mixed modules are about 190 s more). The
+# modules whose fixtures both kinds share (beyond a temporary directory) are not split:
+# those of LOCK_PER_TEST, the machine-wide ones and the shared-run groups.
+NO_LIVE_RUN = " (no live run)"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test that needs the built benchmarks (the `built` fixture, directly or through
@@ -427,8 +536,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "built" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
-        if item.path.name not in INDEPENDENT_MODULES:
+    with_live_runs = {i.path for i in items if i.get_closest_marker("slow") is not None}
+    for item in items:
+        # A test that names its own group (test_fleet.py's three) keeps it.
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        if machine_wide_test(item):
+            item.add_marker(pytest.mark.xdist_group(MACHINE_WIDE_GROUP))
+        elif item.path.name not in INDEPENDENT_MODULES:
             group = SHARED_FIXTURE_GROUPS.get(item.path.name, item.path.name)
+            if item.path in with_live_runs and item.get_closest_marker("slow") is None and \
+                    group == item.path.name and group not in LOCK_PER_TEST:
+                group += NO_LIVE_RUN  # a unit of its own, that takes no lock
             item.add_marker(pytest.mark.xdist_group(group))
     if getattr(config.option, "loadgroup", False):  # an xdist worker of --dist loadgroup
         slowest_first(config, items)

@@ -14,7 +14,6 @@ import fcntl
 import json
 import math
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -328,11 +327,9 @@ def test_selftest_of_a_run_keeps_its_drift_with_it_and_compare_prints_it(
 def test_a_timed_out_trial_ends_its_case(executor: Path, tmp_path: Path) -> None:
     """A command that hangs times out once, and its other trials are not run (they would
     each cost the timeout again); the other command's trials all run."""
-    started = time.monotonic()
     res = run_bakeoff("cmd", "--out", str(tmp_path / "run"), "--quiet", "--trials", "4",
                       "--runs", "1", "--warmup", "0", "--warmup-trials", "0", "--timeout", "1",
                       "-n", "quick", "-n", "hang", "true", "sleep 60")
-    elapsed = time.monotonic() - started
     assert res.returncode == 1, res.stdout + res.stderr  # a failed trial
     data = json.loads((tmp_path / "run" / "results.json").read_text())
     by_variant: dict[str, list[str]] = {}
@@ -341,7 +338,11 @@ def test_a_timed_out_trial_ends_its_case(executor: Path, tmp_path: Path) -> None
     assert by_variant == {"quick": ["ok"] * 4, "hang": ["timeout"]}, by_variant
     assert any("hang" in w and "timed out after 1 s; its other trials were not run" in w
                for w in data["warnings"]), data["warnings"]
-    assert elapsed < 55, elapsed  # four timeouts of `sleep 60` would not fit in that
+    # Stopped at its timeout, not waited out: under 60 s however busy the machine (a bound on
+    # the whole command's wall time, 55 s, was a quiet machine's: the other trials and the
+    # start-up add to it under load).
+    hang = [t for t in data["trials"] if t["case"]["variant"] == "hang"]
+    assert hang[0]["wall_s"] < 60, hang
 
 
 @contextlib.contextmanager

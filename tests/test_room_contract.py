@@ -177,7 +177,8 @@ def test_stop_kills_what_outlives_its_grace_and_says_so() -> None:
         assert stubborn.stdout is not None and stubborn.stdout.readline() == b"ready\n"
         started = time.monotonic()
         done = procs.stop([stubborn.pid, polite.pid], grace_s=0.5)
-        assert time.monotonic() - started < 10
+        # Not waited out: both would sleep 60 s (a bound of 10 s held only on a quiet machine).
+        assert time.monotonic() - started < 60
         assert done.signalled == [stubborn.pid, polite.pid] and done.killed == [stubborn.pid]
         assert done.how(stubborn.pid) == "SIGKILL: it outlived the 0.5 s grace"
         assert done.how(polite.pid) == ""

@@ -8,7 +8,16 @@ from typing import Any
 
 import pytest
 
-from conftest import UNIT_SECONDS_KEY, GroupTime, group_time_lines, slowest_first, unit_of
+from conftest import (
+    MACHINE_WIDE_GROUP,
+    TEST_SECONDS,
+    UNIT_SECONDS_KEY,
+    GroupTime,
+    group_time_lines,
+    measured_test_seconds,
+    slowest_first,
+    unit_of,
+)
 
 
 def _report(nodeid: str, when: str, start: float, seconds: float,
@@ -77,9 +86,10 @@ class _Cache:
         return self.known if key == UNIT_SECONDS_KEY else default
 
 
-def _order(items: list[_Item], known: dict[str, float] | None = None) -> list[str]:
+def _order(items: list[_Item], known: dict[str, float] | None = None,
+           measured: dict[str, float] | None = None) -> list[str]:
     listed: list[Any] = list(items)
-    slowest_first(_Config(known), listed)  # type: ignore[arg-type]
+    slowest_first(_Config(known), listed, measured or {})  # type: ignore[arg-type]
     return [i.nodeid for i in listed]
 
 
@@ -95,3 +105,115 @@ def test_the_longest_units_go_first_and_a_unit_keeps_its_order() -> None:
     # The last run's seconds, where known, over the guess.
     assert _order(items, {"test_a.py": 500.0, "b": 1.0})[:2] == [
         "tests/test_a.py::x", "tests/test_fault_injection.py::f"]
+
+
+def test_a_fresh_clone_orders_by_the_measured_seconds_of_each_test() -> None:
+    items = [_Item("tests/test_a.py::x", "a", True), _Item("tests/test_a.py::y", "a", True),
+             _Item("tests/test_fault_injection.py::f", None, True)]
+    # Without a cache, the tests' measured seconds add up to their unit's.
+    assert _order(items, measured={"tests/test_a.py::x": 100.0, "tests/test_a.py::y": 30.0,
+                                   "tests/test_fault_injection.py::f": 90.0})[0] == \
+        "tests/test_a.py::x"
+    # The committed file is the order's when there is no cache, and it holds real tests.
+    seconds = measured_test_seconds()
+    assert seconds and all(s >= 0.5 for s in seconds.values()), TEST_SECONDS
+    assert any(t.startswith("tests/test_fleet.py::") for t in seconds)
+
+
+def test_the_machine_wide_group_goes_first_then_what_takes_no_lock() -> None:
+    items = [_Item("tests/test_long.py::x", "long", True),
+             _Item("tests/test_fast.py::y", "fast", False),
+             _Item("tests/test_mw.py::z", MACHINE_WIDE_GROUP, True),
+             _Item("tests/test_short.py::w", "short", True)]
+    order = _order(items, {"long": 500.0, "fast": 1.0, MACHINE_WIDE_GROUP: 200.0,
+                           "short": 5.0})
+    # The group alone first, the lock-free unit while it runs, then the longest.
+    assert order == ["tests/test_mw.py::z", "tests/test_fast.py::y", "tests/test_long.py::x",
+                     "tests/test_short.py::w"]
+
+
+def _load_script(name: str) -> Any:
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name.removesuffix(".py"),
+                                                  TEST_SECONDS.parent.parent / "scripts" / name)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_tests_seconds_leave_out_its_waits_for_the_lock() -> None:
+    seconds = _load_script("test_seconds.py").seconds
+    lines = [{"worker": "gw0", "test": "m.py", "phase": "lock-wait", "start": 1.0, "stop": 31.0},
+             {"worker": "gw0", "test": "t.py::a@m.py", "phase": "setup", "start": 0.0,
+              "stop": 40.0},
+             {"worker": "gw0", "test": "t.py::a@m.py", "phase": "call", "start": 40.0,
+              "stop": 45.0},
+             {"worker": "gw1", "test": "t.py::b[x@y]", "phase": "call", "start": 0.0,
+              "stop": 2.0},
+             {"worker": "gw1", "test": "t.py::c", "phase": "call", "start": 0.0, "stop": 0.2}]
+    # a: 45 s less the 30 s wait; b: its ID keeps its "@" (a parameter, not a group); c: too
+    # short to list.
+    assert seconds(lines) == {"t.py::a": 15.0, "t.py::b[x@y]": 2.0}
+
+
+def test_the_schedule_waits_for_the_machine_wide_group_only_where_a_unit_runs_live() -> None:
+    schedule = _load_script("suite_schedule.py").schedule
+    units = [(MACHINE_WIDE_GROUP, 0, ["mw::a"]), ("fast", 1, ["f::a"]), ("live", 2, ["l::a"]),
+             ("live2", 2, ["l2::a"])]
+    plan = schedule(units, {"mw::a": 100.0, "f::a": 30.0, "l::a": 50.0, "l2::a": 10.0}, 3, {})
+    at = {s["unit"]: (s["start"], s["stop"]) for s in plan["spans"]}
+    assert at["fast"] == (0.0, 30.0)  # beside the group: it takes no lock
+    assert at["live"] == (100.0, 150.0) and at["live2"] == (100.0, 110.0)
+    assert plan["wall_s"] == 150.0
+
+
+def _locked(path: Path, how: int) -> bool:
+    """Whether another open file of path is refused the lock `how` now."""
+    import fcntl
+    import os
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def test_the_hold_alone_lasts_until_ended_and_a_module_hold_takes_the_lock_late(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On lock files of its own (not the machine's): the machine-wide group's hold is taken
+    once and kept until ended; a live test in a module set up without the lock takes it into
+    the module's hold before its fixtures, until the module ends."""
+    import contextlib
+    import fcntl
+
+    import conftest
+    lock = tmp_path / "suite.lock"
+    monkeypatch.setattr(conftest, "SUITE_LOCK", lock)
+    monkeypatch.setattr(conftest, "TURNSTILE", tmp_path / "turnstile")
+    assert not conftest._LOCKS_HELD
+    conftest._hold_alone("first")
+    conftest._hold_alone("second")
+    try:
+        assert conftest._LOCKS_HELD == [("first", True)]
+        assert _locked(lock, fcntl.LOCK_SH)
+    finally:
+        conftest._end_alone()
+    assert not conftest._LOCKS_HELD and not _locked(lock, fcntl.LOCK_EX)
+
+    running = list(conftest._RUNNING), list(conftest._RUNNING_ITEM)
+    with contextlib.ExitStack() as module_hold:
+        conftest._MODULE_HOLDS.append(module_hold)
+        try:
+            conftest.pytest_runtest_setup(_Item("tests/test_m.py::fast", None, False))  # type: ignore[arg-type]
+            assert not _locked(lock, fcntl.LOCK_EX)
+            conftest.pytest_runtest_setup(_Item("tests/test_m.py::live", None, True))  # type: ignore[arg-type]
+            assert conftest._LOCKS_HELD == [("tests/test_m.py::live", False)]
+            assert _locked(lock, fcntl.LOCK_EX) and not _locked(lock, fcntl.LOCK_SH)
+        finally:
+            conftest._MODULE_HOLDS.remove(module_hold)
+            conftest._RUNNING[:], conftest._RUNNING_ITEM[:] = running
+    assert not conftest._LOCKS_HELD and not _locked(lock, fcntl.LOCK_EX)
