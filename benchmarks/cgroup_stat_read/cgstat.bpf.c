@@ -33,7 +33,16 @@ const volatile struct cgstat_field fields[CGSTAT_MAX_FIELDS] = {};
  * that `dump` still loads on a kernel without it. */
 extern void cgroup_rstat_flush(struct cgroup *cgrp) __ksym __weak;
 
-/* Counters that went negative through per-CPU drift print as 0, as memcg_page_state does. */
+/*
+ * One counter. Everything about struct memcg_vmstats is a CO-RE relocation against the running
+ * kernel's BTF: where state[], events[], state_local[] and events_local[] are (their offsets
+ * moved as arrays were compacted and added between 6.1, 6.10 and 6.12) and whether the local
+ * arrays exist at all (6.6+; the loader refuses local fields without them, and the guard keeps
+ * the program loadable on 6.1: a relocation against a missing field is poisoned, and fails the
+ * load wherever the verifier can reach it, so it must stay inside the guard).
+ * Which slot holds an item is the loader's (memcg_layout.c). Counters that went negative
+ * through per-CPU drift print as 0, as memcg_page_state does.
+ */
 static __always_inline __u64 read_counter(struct memcg_vmstats *vm, const volatile struct cgstat_field *f)
 {
 	long value = 0;
@@ -44,13 +53,19 @@ static __always_inline __u64 read_counter(struct memcg_vmstats *vm, const volati
 		bpf_core_read(&value, sizeof(value), &vm->state[slot]);
 		break;
 	case CGSTAT_STATE_LOCAL:
-		bpf_core_read(&value, sizeof(value), &vm->state_local[slot]);
+		if (bpf_core_field_exists(vm->state_local)) {
+			barrier_var(vm); /* or clang hoists &vm->state_local out of the guard */
+			bpf_core_read(&value, sizeof(value), &vm->state_local[slot]);
+		}
 		break;
 	case CGSTAT_EVENTS:
 		bpf_core_read(&value, sizeof(value), &vm->events[slot]);
 		return (__u64)value * f->unit;
 	case CGSTAT_EVENTS_LOCAL:
-		bpf_core_read(&value, sizeof(value), &vm->events_local[slot]);
+		if (bpf_core_field_exists(vm->events_local)) {
+			barrier_var(vm);
+			bpf_core_read(&value, sizeof(value), &vm->events_local[slot]);
+		}
 		return (__u64)value * f->unit;
 	}
 	return value < 0 ? 0 : (__u64)value * f->unit;

@@ -1,17 +1,11 @@
 /*
  * memcg_iter.c - see memcg_iter.h.
  *
- * Where a counter lives: struct memcg_vmstats holds state[], state_local[], events[] and
- * events_local[], but not indexed by the kernel's enum values. Since 6.10 (commit "memcg:
- * reduce memory size of mem_cgroup_events_index") memcg keeps only the items it accounts, in
- * the order of three static tables in mm/memcontrol.c (memcg_node_stat_items[],
- * memcg_stat_items[], memcg_vm_event_stat[]): slot = position in that list. Those tables are
- * not in BTF (and static data is not in kallsyms without CONFIG_KALLSYMS_ALL), so the lists
- * are carried here as the superset of what kernels have had, and each entry is kept only if
- * its enum item exists in this kernel's BTF (items come and go with config options and
- * versions). The result must then have exactly as many slots as BTF says the arrays have,
- * or the layout is unknown and the iterator refuses to run (exit 3). A layout that matches
- * in size but not in order would still give wrong values: every trial therefore checks the
+ * The BPF program finds struct memcg_vmstats and its arrays by CO-RE relocations against the
+ * running kernel's BTF; which slot of an array holds a memory.stat field's item is decided here
+ * from the same BTF (memcg_layout.c), because CO-RE resolves names fixed at compile time while
+ * the fields are chosen at run time from memory.stat, and the tables that order the slots are
+ * static data, not types. An unknown layout refuses to run (exit 3); every trial checks the
  * values against memory.stat before it measures (cgstat.c).
  */
 #include "memcg_iter.h"
@@ -31,181 +25,40 @@
 
 #include "cgstat.h"
 #include "cgstat.skel.h"
-
-#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-
-/* An item is in the list only when its enum member exists and, if `needs` is set, when the
- * kernel has that config (told by another enum member or struct member, see has_marker). */
-struct layout_entry {
-	const char *item;
-	const char *needs;
-};
-
-/* memcg_node_stat_items[] then memcg_stat_items[] (6.18 order; later kernels add NR_VMALLOC
- * and the PGSTEAL/PGSCAN items, which exist in enum node_stat_item only there). */
-static const struct layout_entry state_layout[] = {
-	{ "NR_INACTIVE_ANON", NULL }, { "NR_ACTIVE_ANON", NULL }, { "NR_INACTIVE_FILE", NULL },
-	{ "NR_ACTIVE_FILE", NULL }, { "NR_UNEVICTABLE", NULL }, { "NR_SLAB_RECLAIMABLE_B", NULL },
-	{ "NR_SLAB_UNRECLAIMABLE_B", NULL }, { "WORKINGSET_REFAULT_ANON", NULL },
-	{ "WORKINGSET_REFAULT_FILE", NULL }, { "WORKINGSET_ACTIVATE_ANON", NULL },
-	{ "WORKINGSET_ACTIVATE_FILE", NULL }, { "WORKINGSET_RESTORE_ANON", NULL },
-	{ "WORKINGSET_RESTORE_FILE", NULL }, { "WORKINGSET_NODERECLAIM", NULL },
-	{ "NR_ANON_MAPPED", NULL }, { "NR_FILE_MAPPED", NULL }, { "NR_FILE_PAGES", NULL },
-	{ "NR_FILE_DIRTY", NULL }, { "NR_WRITEBACK", NULL }, { "NR_SHMEM", NULL },
-	{ "NR_SHMEM_THPS", NULL }, { "NR_FILE_THPS", NULL }, { "NR_ANON_THPS", NULL },
-	{ "NR_VMALLOC", NULL }, { "NR_KERNEL_STACK_KB", NULL }, { "NR_PAGETABLE", NULL },
-	{ "NR_SECONDARY_PAGETABLE", NULL }, { "NR_SWAPCACHE", "config:SWAP" },
-	{ "PGPROMOTE_SUCCESS", NULL }, { "PGDEMOTE_KSWAPD", NULL }, { "PGDEMOTE_DIRECT", NULL },
-	{ "PGDEMOTE_KHUGEPAGED", NULL }, { "PGDEMOTE_PROACTIVE", NULL },
-	{ "PGSTEAL_KSWAPD", NULL }, { "PGSTEAL_DIRECT", NULL }, { "PGSTEAL_KHUGEPAGED", NULL },
-	{ "PGSTEAL_PROACTIVE", NULL }, { "PGSTEAL_ANON", NULL }, { "PGSTEAL_FILE", NULL },
-	{ "PGSCAN_KSWAPD", NULL }, { "PGSCAN_DIRECT", NULL }, { "PGSCAN_KHUGEPAGED", NULL },
-	{ "PGSCAN_PROACTIVE", NULL }, { "PGSCAN_ANON", NULL }, { "PGSCAN_FILE", NULL },
-	{ "PGREFILL", NULL }, { "NR_HUGETLB", NULL },
-	/* memcg_stat_items[] */
-	{ "MEMCG_SWAP", NULL }, { "MEMCG_SOCK", NULL }, { "MEMCG_PERCPU_B", NULL },
-	{ "MEMCG_VMALLOC", NULL }, { "MEMCG_KMEM", NULL }, { "MEMCG_ZSWAP_B", NULL },
-	{ "MEMCG_ZSWAPPED", NULL },
-};
-
-/* memcg_vm_event_stat[] (6.18 order). */
-static const struct layout_entry event_layout[] = {
-	{ "PGPGIN", "config:MEMCG_V1" }, { "PGPGOUT", "config:MEMCG_V1" }, { "PSWPIN", NULL },
-	{ "PSWPOUT", NULL }, { "PGSCAN_KSWAPD", NULL }, { "PGSCAN_DIRECT", NULL },
-	{ "PGSCAN_KHUGEPAGED", NULL }, { "PGSCAN_PROACTIVE", NULL }, { "PGSTEAL_KSWAPD", NULL },
-	{ "PGSTEAL_DIRECT", NULL }, { "PGSTEAL_KHUGEPAGED", NULL }, { "PGSTEAL_PROACTIVE", NULL },
-	{ "PGFAULT", NULL }, { "PGMAJFAULT", NULL }, { "PGREFILL", NULL }, { "PGACTIVATE", NULL },
-	{ "PGDEACTIVATE", NULL }, { "PGLAZYFREE", NULL }, { "PGLAZYFREED", NULL },
-	{ "SWPIN_ZERO", NULL }, { "SWPOUT_ZERO", NULL }, { "ZSWPIN", NULL }, { "ZSWPOUT", NULL },
-	{ "ZSWPWB", NULL }, { "THP_FAULT_ALLOC", NULL }, { "THP_COLLAPSE_ALLOC", NULL },
-	{ "THP_SWPOUT", NULL }, { "THP_SWPOUT_FALLBACK", NULL }, { "NUMA_PAGE_MIGRATE", NULL },
-	{ "NUMA_PTE_UPDATES", NULL }, { "NUMA_HINT_FAULTS", NULL },
-};
-
-static bool enum_has(const struct btf *btf, const char *enum_name, const char *item)
-{
-	int id = btf__find_by_name_kind(btf, enum_name, BTF_KIND_ENUM);
-	const struct btf_type *t;
-	const struct btf_enum *e;
-
-	if (id < 0)
-		return false;
-	t = btf__type_by_id(btf, id);
-	e = btf_enum(t);
-	for (int i = 0; i < btf_vlen(t); i++, e++)
-		if (strcmp(btf__name_by_offset(btf, e->name_off), item) == 0)
-			return true;
-	return false;
-}
-
-/* The struct member's type, or NULL. */
-static const struct btf_type *member_type(const struct btf *btf, const char *st, const char *name)
-{
-	int id = btf__find_by_name_kind(btf, st, BTF_KIND_STRUCT);
-	const struct btf_type *t;
-	const struct btf_member *m;
-
-	if (id < 0)
-		return NULL;
-	t = btf__type_by_id(btf, id);
-	m = btf_members(t);
-	for (int i = 0; i < btf_vlen(t); i++, m++)
-		if (strcmp(btf__name_by_offset(btf, m->name_off), name) == 0)
-			return btf__type_by_id(btf, m->type);
-	return NULL;
-}
-
-/* Config options that only change the tables, told by what else they add to BTF:
- * CONFIG_SWAP adds the SWAP_RA vm event; CONFIG_MEMCG_V1 adds mem_cgroup.events_percpu. */
-static bool has_marker(const struct btf *btf, const char *needs)
-{
-	if (!needs)
-		return true;
-	if (strcmp(needs, "config:SWAP") == 0)
-		return enum_has(btf, "vm_event_item", "SWAP_RA");
-	if (strcmp(needs, "config:MEMCG_V1") == 0)
-		return member_type(btf, "mem_cgroup", "events_percpu") != NULL;
-	return false;
-}
-
-static int array_len(const struct btf *btf, const char *member)
-{
-	const struct btf_type *t = member_type(btf, "memcg_vmstats", member);
-
-	return t && btf_is_array(t) ? (int)btf_array(t)->nelems : -1;
-}
-
-/* The slot of `item` in a layout, or -1 when the layout does not hold it. Which enum an entry
- * must exist in: state entries in node_stat_item or memcg_stat_item, events in vm_event_item. */
-static int layout_slot(const struct btf *btf, const struct layout_entry *layout, size_t n,
-		       bool events, const char *item, int *nslots)
-{
-	int slot = -1, count = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		const char *name = layout[i].item;
-		bool exists = events ? enum_has(btf, "vm_event_item", name)
-				     : enum_has(btf, "node_stat_item", name) ||
-					       enum_has(btf, "memcg_stat_item", name);
-
-		if (!exists || !has_marker(btf, layout[i].needs))
-			continue;
-		if (item && strcmp(name, item) == 0)
-			slot = count;
-		count++;
-	}
-	*nslots = count;
-	return slot;
-}
+#include "memcg_layout.h"
 
 /* Where one memory.stat field is: array and slot. Looks for the item as a state first, then
  * as an event, whatever enum it was in on 6.18 (items move between the two over time). */
-static int resolve_field(const struct btf *btf, const struct memstat_field_def *def,
-			 struct cgstat_field *out, char *err, size_t errlen)
+static enum iter_status resolve_field(const struct btf *btf, const struct memcg_layout *layout,
+				      const struct memstat_field_def *def, struct cgstat_field *out,
+				      char *err, size_t errlen)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	const char *item = def->item;
-	int nslots, slot;
+	bool is_event;
+	int slot;
 
-	if (strcmp(item, "MEMCG_VMALLOC") == 0 && !enum_has(btf, "memcg_stat_item", item))
-		item = "NR_VMALLOC";
-	slot = layout_slot(btf, state_layout, ARRAY_LEN(state_layout), false, item, &nslots);
-	if (slot >= 0) {
-		out->array = def->local ? CGSTAT_STATE_LOCAL : CGSTAT_STATE;
-	} else {
-		slot = layout_slot(btf, event_layout, ARRAY_LEN(event_layout), true, item, &nslots);
-		if (slot < 0) {
-			snprintf(err, errlen, "memory.stat field %s: kernel item %s is not in memcg's "
-				 "stats on this kernel", def->name, def->item);
-			return -1;
-		}
-		out->array = def->local ? CGSTAT_EVENTS_LOCAL : CGSTAT_EVENTS;
+	if (memcg_layout_slot(btf, layout, item, &is_event, &slot) != 0 &&
+	    strcmp(item, "MEMCG_VMALLOC") == 0) /* a node item (NR_VMALLOC) on later kernels */
+		memcg_layout_slot(btf, layout, "NR_VMALLOC", &is_event, &slot);
+	if (slot < 0) {
+		snprintf(err, errlen, "memory.stat field %s: kernel item %s is not in memcg's "
+			 "stats on this kernel", def->name, def->item);
+		return ITER_UNMET;
 	}
+	if (def->local && !layout->has_local) {
+		snprintf(err, errlen, "memory.stat field %s is this cgroup's own count, which memcg "
+			 "keeps only per CPU on this kernel (state_local[] came in 6.6): the "
+			 "iterator reads the hierarchical total_%s alone", def->name, def->name);
+		return ITER_UNMET;
+	}
+	if (is_event)
+		out->array = def->local ? CGSTAT_EVENTS_LOCAL : CGSTAT_EVENTS;
+	else
+		out->array = def->local ? CGSTAT_STATE_LOCAL : CGSTAT_STATE;
 	out->slot = (__u32)slot;
 	out->unit = def->unit == UNIT_PAGE ? (__u64)page : def->unit == UNIT_KIB ? 1024 : 1;
-	return 0;
-}
-
-/* The lists above must give exactly BTF's array sizes, or this is a layout we do not know. */
-static int check_layout(const struct btf *btf, char *err, size_t errlen)
-{
-	int states, events;
-	int want_states = array_len(btf, "state"), want_events = array_len(btf, "events");
-
-	layout_slot(btf, state_layout, ARRAY_LEN(state_layout), false, NULL, &states);
-	layout_slot(btf, event_layout, ARRAY_LEN(event_layout), true, NULL, &events);
-	if (want_states < 0 || want_events < 0) {
-		snprintf(err, errlen, "this kernel's BTF has no struct memcg_vmstats with state[] and "
-			 "events[] (before 6.10 memcg stats had another layout)");
-		return -1;
-	}
-	if (states != want_states || events != want_events) {
-		snprintf(err, errlen, "unknown memcg stats layout: BTF says %d states and %d events, "
-			 "the known item lists give %d and %d", want_states, want_events, states,
-			 events);
-		return -1;
-	}
-	return 0;
+	return ITER_OK;
 }
 
 static enum iter_status resolve_fields(struct cgstat_bpf *skel, const struct memcg_target *target,
@@ -214,12 +67,13 @@ static enum iter_status resolve_fields(struct cgstat_bpf *skel, const struct mem
 {
 	struct btf *btf = btf__load_vmlinux_btf();
 	enum iter_status status = ITER_OK;
+	struct memcg_layout layout;
 
 	if (!btf) {
 		snprintf(err, errlen, "failed to load kernel BTF: %s", strerror(errno));
 		return ITER_UNMET;
 	}
-	if (check_layout(btf, err, errlen) != 0) {
+	if (memcg_layout_read(btf, &layout, err, errlen) != 0) {
 		status = ITER_UNMET;
 		goto out;
 	}
@@ -231,11 +85,10 @@ static enum iter_status resolve_fields(struct cgstat_bpf *skel, const struct mem
 			status = ITER_UNMET;
 			goto out;
 		}
-		if (resolve_field(btf, &def, (struct cgstat_field *)&skel->rodata->fields[i], err,
-				  errlen) != 0) {
-			status = ITER_UNMET;
+		status = resolve_field(btf, &layout, &def,
+				       (struct cgstat_field *)&skel->rodata->fields[i], err, errlen);
+		if (status != ITER_OK)
 			goto out;
-		}
 	}
 	skel->rodata->nr_fields = (__u32)n;
 out:

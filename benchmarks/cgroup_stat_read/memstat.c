@@ -271,7 +271,7 @@ static const struct memstat_field_def v2_fields[] = {
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-static const struct memstat_field_def *defs_of(enum cg_version v, size_t *n)
+const struct memstat_field_def *memstat_field_defs(enum cg_version v, size_t *n)
 {
 	*n = v == CG_V1 ? ARRAY_LEN(v1_fields) : ARRAY_LEN(v2_fields);
 	return v == CG_V1 ? v1_fields : v2_fields;
@@ -282,7 +282,7 @@ bool memstat_field_def(const char *name, enum cg_version v, struct memstat_field
 	bool total = v == CG_V1 && strncmp(name, "total_", 6) == 0;
 	const char *base = total ? name + 6 : name;
 	size_t n;
-	const struct memstat_field_def *defs = defs_of(v, &n);
+	const struct memstat_field_def *defs = memstat_field_defs(v, &n);
 
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(defs[i].name, base) == 0) {
@@ -331,7 +331,7 @@ size_t memstat_counter_fields(const struct memstat_line *lines, size_t n, enum c
 			      const char **names, size_t max)
 {
 	size_t ndefs, count = 0;
-	const struct memstat_field_def *defs = defs_of(v, &ndefs);
+	const struct memstat_field_def *defs = memstat_field_defs(v, &ndefs);
 	char total[MEMSTAT_NAME_MAX + 8];
 
 	for (size_t i = 0; i < ndefs; i++)

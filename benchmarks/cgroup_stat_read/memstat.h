@@ -81,6 +81,10 @@ struct memstat_field_def {
 	bool local;               /* v1 without total_: this cgroup only (state_local/events_local) */
 };
 
+/* Every memory.stat field of a cgroup version whose kernel counter is known (v1: the
+ * cgroup's own names; total_<name> is the same item, hierarchical). */
+const struct memstat_field_def *memstat_field_defs(enum cg_version v, size_t *n);
+
 /* The kernel counter behind a memory.stat field name, or NULL if it has none known. */
 bool memstat_field_def(const char *name, enum cg_version v, struct memstat_field_def *out);
 

@@ -430,3 +430,42 @@ def test_program_rejects_bad_arguments(programs: Path, args: list[str], needle: 
 def test_bad_content_and_fields_are_one_line() -> None:
     assert_usage_error(run_bakeoff("run", NAME, "--param", "content=nope"), "legacy-parse")
     assert_usage_error(run_bakeoff("run", NAME, "--param", "fields=0"), "or all")
+
+
+# ---- the memcg layout, from BTF alone (memcg_layout.c) -----------------------------------------
+
+
+def _layout(programs: Path, *btf: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(programs / "cgstat_layout"), *btf], capture_output=True,
+                          text=True, check=False)
+
+
+def test_layout_of_this_kernel_places_every_memory_stat_field(programs: Path) -> None:
+    """Where the iterator reads each field comes from this kernel's BTF: the layout is known,
+    no two items share a slot and every slot is inside its array (exit 1 otherwise), and every
+    counter this machine's memory.stat prints has a slot."""
+    res = _layout(programs)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].split()[0] == "states" and lines[1].split()[0] == "events"
+    assert int(lines[0].split()[1]) > 0 and int(lines[1].split()[1]) > 0
+    version = CONTROLLER[1]  # type: ignore[index]
+    placed = {f.split()[2] for f in lines if f.startswith(f"field {version} ")
+              and not f.endswith(" absent")}
+    stat = _memory_stat(CONTROLLER[0])  # type: ignore[index]
+    counters = {k.removeprefix("total_") for k in stat
+                if k not in ("hierarchical_memory_limit", "hierarchical_memsw_limit", "slab",
+                             "pgscan", "pgsteal")}
+    assert counters and counters <= placed, sorted(counters - placed)
+
+
+def test_layout_refuses_what_it_does_not_know(programs: Path) -> None:
+    # BTF without struct memcg_vmstats (another room's BPF object): unknown layout, exit 3.
+    other = build_dir() / "bpf_map_dump" / ".obj" / "dump_reader.bpf.o"
+    subprocess.run(["make", "-s", "-C", str(REPO / "benchmarks" / "bpf_map_dump")], check=True)
+    res = _layout(programs, str(other))
+    assert res.returncode == 3 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "memcg_vmstats" in res.stderr and res.stdout == ""
+    # Not BTF at all: a bad argument, one line.
+    res = _layout(programs, str(ROOM / "cgstat.h"))
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
