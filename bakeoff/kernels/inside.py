@@ -1,0 +1,99 @@
+"""The guest's side: `python -m bakeoff.kernels.inside WORK`, run as the guest's command.
+
+It reads WORK/request.json (written by the host: the rooms' runs, the environment, the
+seed), makes /tmp private, runs each room's trials with the ordinary runner into
+WORK/rooms/<room>/ (results.json, trials.jsonl: no report, the host analyses), and writes
+WORK/kernel.json (what kernel this is) and, last, WORK/done.json (each room's outcome). The
+host trusts these files and nothing else: virtme-ng's exit status says nothing here (it is
+255 on every run of this machine's qemu).
+
+/tmp: virtme-ng shows the guest the host's /tmp through an overlay, so a run's clean-up in
+the guest would "remove" other runs' /tmp/bakeoff-* (in the overlay only, but the run is not
+private). A tmpfs goes over /tmp first; when WORK itself lies under /tmp it is bound back
+into the new tmpfs through a descriptor opened before, so the results still reach the host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REQUEST, KERNEL, DONE, ROOMS = "request.json", "kernel.json", "done.json", "rooms"
+BTF = Path("/sys/kernel/btf/vmlinux")
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Whole or absent: written aside, flushed, renamed (the host may read at any time)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w") as f:
+        json.dump(data, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+
+
+def private_tmp(work: Path) -> None:
+    """A tmpfs over /tmp in this mount namespace; WORK bound back in if it lies beneath."""
+    fd = os.open(work, os.O_PATH | os.O_DIRECTORY)
+    try:
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=1777", "bakeoff-guest-tmp", "/tmp"],
+                       check=True)
+        if work.is_relative_to("/tmp"):
+            work.mkdir(parents=True, exist_ok=True)
+            # --no-canonicalize: mount(8) would resolve the descriptor's path by name, which
+            # now names the new, empty directory; the kernel follows the descriptor itself.
+            subprocess.run(["mount", "--no-canonicalize", "--bind", f"/proc/self/fd/{fd}",
+                            str(work)], check=True, pass_fds=(fd,))
+    finally:
+        os.close(fd)
+
+
+def kernel_facts() -> dict[str, Any]:
+    uname = platform.uname()
+    return {"release": uname.release, "version": uname.version, "btf": BTF.exists(),
+            "cmdline": Path("/proc/cmdline").read_text().strip()}
+
+
+def run_room(work: Path, run: dict[str, Any], seed: int, pin: bool) -> dict[str, Any]:
+    """One room's run as `bakeoff run` makes it, minus the reports; its outcome in words."""
+    from bakeoff.app import runs
+    from bakeoff.app.request import RunRequest
+    from bakeoff.core.errors import UsageError
+
+    started = time.monotonic()
+    out = work / ROOMS / run["room"]
+    request = RunRequest(names=(run["room"],), profile=run["profile"], params=tuple(run["params"]),
+                         trials=run["trials"], out=out, seed=seed, quiet=True, pin=pin)
+    outcome: dict[str, Any] = {"room": run["room"], "dir": f"{ROOMS}/{run['room']}"}
+    try:
+        record, _ = runs.start(request, runs.benchmarks(request))
+        outcome.update(status="ran", run_status=record.status)
+    except UsageError as e:  # nothing to run here, a room that will not load: said, not raised
+        outcome.update(status="refused", message=str(e))
+    except Exception as e:  # one room's crash must not lose the others' results
+        outcome.update(status="crashed", message=f"{type(e).__name__}: {e}")
+    outcome["seconds"] = round(time.monotonic() - started, 1)
+    return outcome
+
+
+def main(argv: list[str]) -> int:
+    work = Path(argv[0]).resolve()
+    request = json.loads((work / REQUEST).read_text())
+    os.environ.update(request.get("env", {}))
+    if request.get("private_tmp", True):
+        private_tmp(work)
+    write_json(work / KERNEL, kernel_facts())
+    outcomes = [run_room(work, r, int(request["seed"]), bool(request.get("pin", False)))
+                for r in request["runs"]]
+    write_json(work / DONE, {"rooms": outcomes})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
