@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,9 @@ from bakeoff.app.console import err_console, out_console
 from bakeoff.app.request import RunRequest
 from bakeoff.core.errors import UsageError
 from bakeoff.declare import registry
+from bakeoff.declare.model import RunContext
 from bakeoff.kernels import configs, functional, guest, images, mode, plan, specs, timed
+from bakeoff.machine import host
 from bakeoff.store import results
 
 # A functional boot under the emulator: 30-60 s to boot, then every room's short run;
@@ -79,7 +82,7 @@ def run_kernels(request: RunRequest, asked: KernelsRequest) -> int:
     seed = request.seed if request.seed is not None else random.SystemRandom().randrange(2**31)
     names = [s.name for s in kernel_specs]
     if chosen == "functional":
-        order, room_runs = plan.functional_order(names), plan.functional_runs(benches)
+        order, room_runs = plan.functional_order(names), plan.functional_runs(benches, _here())
     else:
         order = plan.timed_order(names, asked.blocks, seed)
         room_runs = plan.timed_runs(benches, request.profile, request.params, request.trials)
@@ -112,6 +115,13 @@ def run_kernels(request: RunRequest, asked: KernelsRequest) -> int:
              + (result.problem or ", ".join(f"{r['room']} {r['status']} ({r['seconds']:.0f} s)"
                                             for r in result.rooms)))
     return _report(out, record, request.threshold / 100)
+
+
+def _here() -> RunContext:
+    """This host's context, for a room to say which of its cases cannot apply at a point of
+    its grid (bakeoff/kernels/plan.py)."""
+    return RunContext(build_dir=registry.build_dir(), scratch_dir=Path(tempfile.gettempdir()),
+                      capabilities={}, host=host.facts())
 
 
 def inside_write(out: Path, record: dict[str, Any]) -> None:

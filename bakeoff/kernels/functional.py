@@ -17,6 +17,7 @@ from bakeoff.store import results
 
 RUNS, SKIPS, ERROR = "runs", "skips", "error"
 NOTHING_TO_RUN = "nothing this machine can run"
+NOT_APPLICABLE = "not applicable"
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,11 @@ def rows(result: BootResult) -> list[Row]:
         else:
             out.append(Row(kernel, room["room"], "*", "", ERROR,
                            room.get("message") or f"room {room['status']}, no results.json"))
+    # A variant a room's first run set aside as not applicable at its params ran in a second
+    # run at params where it applies: that row stands for it.
+    covered = {(r.room, r.variant) for r in out if r.state != SKIPS}
+    out = [r for r in out if not (r.state == SKIPS and r.why.startswith(NOT_APPLICABLE)
+                                  and (r.room, r.variant) in covered)]
     return sorted(out, key=lambda r: (r.room, r.variant, r.params))
 
 

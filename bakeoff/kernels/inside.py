@@ -67,10 +67,11 @@ def run_room(work: Path, run: dict[str, Any], seed: int, pin: bool) -> dict[str,
     from bakeoff.core.errors import UsageError
 
     started = time.monotonic()
-    out = work / ROOMS / run["room"]
+    out = work / ROOMS / run["dir"]
     request = RunRequest(names=(run["room"],), profile=run["profile"], params=tuple(run["params"]),
-                         trials=run["trials"], out=out, seed=seed, quiet=True, pin=pin)
-    outcome: dict[str, Any] = {"room": run["room"], "dir": f"{ROOMS}/{run['room']}"}
+                         variants=tuple(run.get("variants", ())), trials=run["trials"], out=out,
+                         seed=seed, quiet=True, pin=pin)
+    outcome: dict[str, Any] = {"room": run["room"], "dir": f"{ROOMS}/{run['dir']}"}
     try:
         record, _ = runs.start(request, runs.benchmarks(request))
         outcome.update(status="ran", run_status=record.status)

@@ -11,11 +11,12 @@ alike.
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bakeoff.declare.model import Benchmark, ParamValue
+from bakeoff.declare.model import Benchmark, Case, ParamValue, Profile, RunContext
 
 FUNCTIONAL_PROFILE = "quick"
 DEFAULT_BLOCKS = 4  # a timed run's blocks of boots: two ABBA pairs
@@ -30,13 +31,20 @@ class RoomRun:
     profile: str
     params: tuple[str, ...]  # NAME=VALUE each, one value per param
     trials: int | None
+    variants: tuple[str, ...] = ()  # only these (and the baseline); empty: every variant
+    part: int = 0  # a room's second run (variants the first could not apply) is part 1
+
+    @property
+    def dir_name(self) -> str:
+        return self.room if self.part == 0 else f"{self.room}+{self.part}"
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "dir": self.dir_name}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> RoomRun:
-        return RoomRun(str(d["room"]), str(d["profile"]), tuple(d["params"]), d["trials"])
+        return RoomRun(str(d["room"]), str(d["profile"]), tuple(d["params"]), d["trials"],
+                       tuple(d.get("variants", ())), int(d.get("part", 0)))
 
 
 def smallest(values: tuple[ParamValue, ...]) -> ParamValue:
@@ -44,14 +52,53 @@ def smallest(values: tuple[ParamValue, ...]) -> ParamValue:
     return min(numbers) if numbers and len(numbers) == len(values) else values[0]
 
 
-def functional_runs(benches: list[Benchmark]) -> list[RoomRun]:
-    """One short run per room: a trial per variant at the smallest params of its grid."""
+def _ordered(values: tuple[ParamValue, ...]) -> list[ParamValue]:
+    """A param's values smallest first (numbers by value, words as the grid lists them)."""
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    return sorted(values, key=float) if numeric else list(values)
+
+
+def _grid(profile: Profile) -> list[tuple[tuple[str, ParamValue], ...]]:
+    """Every point of the grid, the smallest first (by the sum of each value's rank)."""
+    axes = [[(name, v) for v in _ordered(values)] for name, values in profile.params.items()
+            if values]
+    points = list(itertools.product(*axes))
+    return sorted(points, key=lambda p: sum(axes[i].index(x) for i, x in enumerate(p)))
+
+
+def _not_applicable(bench: Benchmark, case: Case, ctx: RunContext | None) -> bool:
+    """The room's own word that a case cannot apply at its params ("not applicable: ..."),
+    which no kernel changes; any other skip is the kernel's to say, in the guest."""
+    if bench.skip_case is None or ctx is None:
+        return False
+    try:
+        reason = bench.skip_case(case, ctx)
+    except Exception:  # a hook that needs the session's state: the guest will say
+        return False
+    return bool(reason and reason.startswith("not applicable"))
+
+
+def functional_runs(benches: list[Benchmark], ctx: RunContext | None = None) -> list[RoomRun]:
+    """A trial per variant at the smallest point of each room's grid; a variant that does
+    not apply there (a huge-page move of 4 KiB) gets the smallest point where it does, in a
+    second run of the room (ctx: the host's, to ask the room)."""
     runs = []
     for bench in benches:
         profile = bench.profiles.get(FUNCTIONAL_PROFILE) or next(iter(bench.profiles.values()))
-        params = tuple(f"{name}={smallest(values)}" for name, values in profile.params.items()
-                       if values)
-        runs.append(RoomRun(bench.name, profile.name, params, 1))
+        grid = _grid(profile)
+        first = grid[0] if grid else ()
+        runs.append(RoomRun(bench.name, profile.name, tuple(f"{k}={v}" for k, v in first), 1))
+        later: dict[tuple[tuple[str, ParamValue], ...], list[str]] = {}
+        for variant in bench.variants:
+            if not _not_applicable(bench, Case(bench.name, variant.name, first), ctx):
+                continue
+            point = next((p for p in grid[1:] if not _not_applicable(
+                bench, Case(bench.name, variant.name, p), ctx)), None)
+            if point is not None:
+                later.setdefault(point, []).append(variant.name)
+        for part, (point, variants) in enumerate(later.items(), 1):
+            runs.append(RoomRun(bench.name, profile.name, tuple(f"{k}={v}" for k, v in point),
+                                1, tuple(variants), part))
     return runs
 
 
