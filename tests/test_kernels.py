@@ -25,7 +25,7 @@ import pytest
 from bakeoff.core.errors import UsageError
 from bakeoff.declare import registry
 from bakeoff.declare.model import Case, RunRecord, Trial
-from bakeoff.kernels import configs, functional, guest, images, inside, mode, plan, specs, timed
+from bakeoff.kernels import command, configs, functional, guest, images, inside, mode, plan, specs, timed
 from bakeoff.store import results
 from conftest import FIXTURES, assert_usage_error, run_bakeoff
 
@@ -232,6 +232,15 @@ def test_results_come_back_as_files_and_the_guests_tmp_is_private(tmp_path: Path
     rows = functional.rows(result)
     assert {(r.variant, r.state) for r in rows} == {("a", "runs"), ("b", "runs"), ("c", "runs")}
     assert (work / "rooms" / "order" / results.RESULTS_JSON).is_file()
+    record = {"mode": "functional", "seed": 5, "hardware_kvm": False,
+              "kernels": {"a": {"spec": "x", "kind": "image", "image": "/k",
+                                "image_sha256": "0" * 64, "package": "", "config": "",
+                                "config_sha256": "", "release": result.kernel["release"],
+                                "btf": result.kernel["btf"]}},
+              "boots": [result.to_json()], "config_options_differing": 0,
+              "watched_options_differing": {}}
+    assert command._report(tmp_path, record, 0.02) == 0  # every variant runs: exit 0
+    assert "| a | order | b | n=1 | runs |" in (tmp_path / "kernels.md").read_text()
 
     shared = _inside(tmp_path / "shared", private=False, order_log=log)
     try:
@@ -295,7 +304,12 @@ def _recorded_boots(out: Path, b_factor: float) -> None:
                       "control": b.control, "dir": work.name, "seconds": 40.0,
                       "guest_kernel": {}, "problem": None,
                       "rooms": [{"room": "order", "dir": "rooms/order", "status": "ran"}]})
-    (out / timed.KERNELS_JSON).write_text(json.dumps({"mode": "timed", "boots": boots}))
+    kernel = {"spec": "x", "kind": "package", "image": "/k", "image_sha256": "0" * 64,
+              "package": "", "config": "", "config_sha256": "", "release": "6.x", "btf": True}
+    (out / timed.KERNELS_JSON).write_text(json.dumps({
+        "mode": "timed", "seed": 3, "hardware_kvm": True, "boots": boots,
+        "kernels": {"a": kernel, "b": kernel}, "config_options_differing": 0,
+        "watched_options_differing": {}}))
 
 
 def test_the_timed_analysis_takes_the_boot_as_its_unit_and_says_the_control_first(
@@ -312,6 +326,11 @@ def test_the_timed_analysis_takes_the_boot_as_its_unit_and_says_the_control_firs
     assert change.verdict == "slower" and change.ratio.ci_low > 1.1
     said = "\n".join(timed.lines([room], 0.02))
     assert said.index("A/A control") < said.index("b against a")
+    # The run's report, from its directory alone: the same order, the verdicts kept.
+    assert command._report(tmp_path, command.load(tmp_path), 0.02) == 0
+    report = (tmp_path / "kernels.md").read_text()
+    assert report.index("A/A control") < report.index("b against a") and "slower" in report
+    assert command.load(tmp_path)["timed"][0]["changes"]["b"][0]["verdict"] == "slower"
 
 
 def test_an_aa_control_that_calls_a_difference_is_said_before_any_verdict(
