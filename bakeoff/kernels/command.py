@@ -97,7 +97,8 @@ def run_kernels(request: RunRequest, asked: KernelsRequest) -> int:
         for o, vals in differ.items()))
     env = {k: os.environ[k] for k in PASSED_ON if k in os.environ}
     image_of = {k.spec.name: k.image for k in found}
-    _say(f"{chosen} run of {len(room_runs)} room(s) on {len(found)} kernel(s), "
+    _say(f"{chosen} run of {len(benches)} room(s) ({len(room_runs)} runs a boot) on "
+         f"{len(found)} kernel(s), "
          f"{len(order)} boot(s), under {'KVM' if hardware else 'the emulator (TCG)'}: {out}")
     for b in order:
         work = out / f"boot-{b.index:02d}-{b.kernel}{'-control' if b.control else ''}"
