@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,9 +22,7 @@ from bakeoff.app.console import err_console, out_console
 from bakeoff.app.request import RunRequest
 from bakeoff.core.errors import UsageError
 from bakeoff.declare import registry
-from bakeoff.declare.model import RunContext
 from bakeoff.kernels import configs, functional, guest, images, mode, plan, specs, timed
-from bakeoff.machine import host
 from bakeoff.store import results
 
 # A functional boot under the emulator: a minute or more to boot, then every room's short
@@ -82,14 +79,18 @@ def run_kernels(request: RunRequest, asked: KernelsRequest) -> int:
     out = _run_dir(request, [s.name for s in kernel_specs])
     seed = request.seed if request.seed is not None else random.SystemRandom().randrange(2**31)
     names = [s.name for s in kernel_specs]
+    room_runs: list[plan.RoomRun] | list[str]
     if chosen == "functional":
-        order, room_runs = plan.functional_order(names), plan.functional_runs(benches, _here())
+        # Planned in each guest, on its kernel (inside.functional_runs): a room's grid may be
+        # read from the kernel it runs on.
+        order, room_runs = plan.functional_order(names), [b.name for b in benches]
     else:
         order = plan.timed_order(names, asked.blocks, seed)
         room_runs = plan.timed_runs(benches, request.profile, request.params, request.trials)
     facts, differ = _facts(found)
     record: dict[str, Any] = {"mode": chosen, "seed": seed, "hardware_kvm": hardware,
-                              "kernels": facts, "rooms": [r.to_json() for r in room_runs],
+                              "kernels": facts, "rooms": [r if isinstance(r, str) else r.to_json()
+                                        for r in room_runs],
                               "order": [b.label for b in order], "boots": [],
                               "config_options_differing": len(differ),
                               "watched_options_differing": configs.watched(differ)}
@@ -98,8 +99,7 @@ def run_kernels(request: RunRequest, asked: KernelsRequest) -> int:
         for o, vals in differ.items()))
     env = {k: os.environ[k] for k in PASSED_ON if k in os.environ}
     image_of = {k.spec.name: k.image for k in found}
-    _say(f"{chosen} run of {len(benches)} room(s) ({len(room_runs)} runs a boot) on "
-         f"{len(found)} kernel(s), "
+    _say(f"{chosen} run of {len(benches)} room(s) on {len(found)} kernel(s), "
          f"{len(order)} boot(s), under {'KVM' if hardware else 'the emulator (TCG)'}: {out}")
     for b in order:
         work = out / f"boot-{b.index:02d}-{b.kernel}{'-control' if b.control else ''}"
@@ -117,13 +117,6 @@ def run_kernels(request: RunRequest, asked: KernelsRequest) -> int:
              + (result.problem or ", ".join(f"{r['room']} {r['status']} ({r['seconds']:.0f} s)"
                                             for r in result.rooms)))
     return _report(out, record, request.threshold / 100)
-
-
-def _here() -> RunContext:
-    """This host's context, for a room to say which of its cases cannot apply at a point of
-    its grid (bakeoff/kernels/plan.py)."""
-    return RunContext(build_dir=registry.build_dir(), scratch_dir=Path(tempfile.gettempdir()),
-                      capabilities={}, host=host.facts())
 
 
 def inside_write(out: Path, record: dict[str, Any]) -> None:

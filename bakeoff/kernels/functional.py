@@ -68,7 +68,8 @@ def rows(result: BootResult) -> list[Row]:
         run_dir = result.work / room["dir"]
         if room["status"] == "ran" and (run_dir / results.RESULTS_JSON).is_file():
             out += _room_rows(kernel, run_dir)
-        elif room["status"] == "refused" and NOTHING_TO_RUN in room.get("message", ""):
+        elif room["status"] == "refused" and (NOTHING_TO_RUN in room.get("message", "")
+                                              or NOT_APPLICABLE in room.get("message", "")):
             out.append(Row(kernel, room["room"], "*", "", SKIPS, room["message"]))
         else:
             out.append(Row(kernel, room["room"], "*", "", ERROR,

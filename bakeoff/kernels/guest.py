@@ -81,9 +81,13 @@ class BootResult:
                 "guest_kernel": self.kernel, "rooms": self.rooms, "problem": self.problem}
 
 
-def request_json(runs: list[RoomRun], seed: int, pin: bool, env: dict[str, str],
+def request_json(runs: list[RoomRun] | list[str], seed: int, pin: bool, env: dict[str, str],
                  timeout_factor: float = 1.0) -> dict[str, Any]:
-    return {"runs": [r.to_json() for r in runs], "seed": seed, "pin": pin, "env": env,
+    """runs: the rooms' runs as planned; or room names, for a functional check planned in
+    the guest (inside.functional_runs)."""
+    planned = [r.to_json() for r in runs if isinstance(r, RoomRun)]
+    rooms = [r for r in runs if isinstance(r, str)]
+    return {"runs": planned, "functional_rooms": rooms, "seed": seed, "pin": pin, "env": env,
             "private_tmp": True, "timeout_factor": timeout_factor}
 
 
@@ -128,7 +132,7 @@ def _terminated_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
-def boot(boot: Boot, image: Path, work: Path, runs: list[RoomRun], seed: int,
+def boot(boot: Boot, image: Path, work: Path, runs: list[RoomRun] | list[str], seed: int,
          hardware_kvm: bool, pin: bool, timeout_s: float, env: dict[str, str],
          repo: Path) -> BootResult:
     """Boot the image once, run `runs` inside, and read back what it wrote."""

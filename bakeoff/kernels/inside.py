@@ -1,6 +1,7 @@
 """The guest's side: `python -m bakeoff.kernels.inside WORK`, run as the guest's command.
 
-It reads WORK/request.json (written by the host: the rooms' runs, the environment, the
+It reads WORK/request.json (written by the host: the rooms' runs, or for a functional
+check the rooms, whose runs are planned here on the guest's kernel; the environment, the
 seed), makes /tmp private, runs each room's trials with the ordinary runner into
 WORK/rooms/<room>/ (results.json, trials.jsonl: no report, the host analyses), and writes
 WORK/kernel.json (what kernel this is) and, last, WORK/done.json (each room's outcome). The
@@ -21,12 +22,13 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bakeoff.declare.model import Benchmark
+    from bakeoff.declare.model import Benchmark, RunContext
 
 REQUEST, KERNEL, DONE, ROOMS = "request.json", "kernel.json", "done.json", "rooms"
 BTF = Path("/sys/kernel/btf/vmlinux")
@@ -98,6 +100,27 @@ def run_room(work: Path, run: dict[str, Any], seed: int, pin: bool,
     return outcome
 
 
+def here() -> RunContext:
+    """This machine's context, for a room to say which of its cases cannot apply at a point
+    of its grid (bakeoff/kernels/plan.py): in the guest, the guest kernel's (a room's grid
+    may be read from the kernel it runs on, as cgroup-stat-read's count of fields is)."""
+    from bakeoff.declare import registry
+    from bakeoff.declare.model import RunContext
+    from bakeoff.machine import host
+
+    return RunContext(build_dir=registry.build_dir(), scratch_dir=Path(tempfile.gettempdir()),
+                      capabilities={}, host=host.facts())
+
+
+def functional_runs(rooms: list[str]) -> list[dict[str, Any]]:
+    """The functional check's runs of these rooms, planned here, on the kernel they run on."""
+    from bakeoff.declare import registry
+    from bakeoff.kernels.plan import functional_runs as plan_runs
+
+    benches = registry.select(rooms, registry.load_rooms())
+    return [r.to_json() for r in plan_runs(benches, here())]
+
+
 def main(argv: list[str]) -> int:
     work = Path(argv[0]).resolve()
     request = json.loads((work / REQUEST).read_text())
@@ -105,9 +128,11 @@ def main(argv: list[str]) -> int:
     if request.get("private_tmp", True):
         private_tmp(work)
     write_json(work / KERNEL, kernel_facts())
+    planned = (functional_runs(request["functional_rooms"]) if request.get("functional_rooms")
+               else request["runs"])
     outcomes = [run_room(work, r, int(request["seed"]), bool(request.get("pin", False)),
                          float(request.get("timeout_factor", 1.0)))
-                for r in request["runs"]]
+                for r in planned]
     write_json(work / DONE, {"rooms": outcomes})
     return 0
 

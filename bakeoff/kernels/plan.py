@@ -16,7 +16,7 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bakeoff.declare.model import Benchmark, Case, ParamValue, Profile, RunContext
+from bakeoff.declare.model import Benchmark, Case, ParamValue, RunContext
 
 FUNCTIONAL_PROFILE = "quick"
 DEFAULT_BLOCKS = 4  # a timed run's blocks of boots: two ABBA pairs
@@ -47,23 +47,16 @@ class RoomRun:
                        tuple(d.get("variants", ())), int(d.get("part", 0)))
 
 
-def smallest(values: tuple[ParamValue, ...]) -> ParamValue:
-    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
-    return min(numbers) if numbers and len(numbers) == len(values) else values[0]
+def _is_number(v: ParamValue) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
 
 
-def _ordered(values: tuple[ParamValue, ...]) -> list[ParamValue]:
-    """A param's values smallest first (numbers by value, words as the grid lists them)."""
-    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
-    return sorted(values, key=float) if numeric else list(values)
+def _numeric(values: tuple[ParamValue, ...]) -> bool:
+    return bool(values) and all(_is_number(v) for v in values)
 
 
-def _grid(profile: Profile) -> list[tuple[tuple[str, ParamValue], ...]]:
-    """Every point of the grid, the smallest first (by the sum of each value's rank)."""
-    axes = [[(name, v) for v in _ordered(values)] for name, values in profile.params.items()
-            if values]
-    points = list(itertools.product(*axes))
-    return sorted(points, key=lambda p: sum(axes[i].index(x) for i, x in enumerate(p)))
+def _words(point: tuple[tuple[str, ParamValue], ...]) -> tuple[str, ...]:
+    return tuple(f"{k}={v}" for k, v in point)
 
 
 def _not_applicable(bench: Benchmark, case: Case, ctx: RunContext | None) -> bool:
@@ -79,26 +72,34 @@ def _not_applicable(bench: Benchmark, case: Case, ctx: RunContext | None) -> boo
 
 
 def functional_runs(benches: list[Benchmark], ctx: RunContext | None = None) -> list[RoomRun]:
-    """A trial per variant at the smallest point of each room's grid; a variant that does
-    not apply there (a huge-page move of 4 KiB) gets the smallest point where it does, in a
-    second run of the room (ctx: the host's, to ask the room)."""
+    """Per room, one trial per variant at every value of each word param of its quick grid
+    (each is a different mechanism: a map kind, a content, a workload) and the least value of
+    each numeric one; a variant that does not apply there (a huge-page move of 4 KiB, legacy
+    text at 3 fields) gets the least numeric point where it does, in a further run of the
+    room (ctx: the host's, to ask the room; None: no further runs)."""
     runs = []
     for bench in benches:
         profile = bench.profiles.get(FUNCTIONAL_PROFILE) or next(iter(bench.profiles.values()))
-        grid = _grid(profile)
-        first = grid[0] if grid else ()
-        runs.append(RoomRun(bench.name, profile.name, tuple(f"{k}={v}" for k, v in first), 1))
+        words = {n: v for n, v in profile.params.items() if v and not _numeric(v)}
+        numbers = {n: sorted(v, key=float) for n, v in profile.params.items() if _numeric(v)}
+        least = tuple((n, v[0]) for n, v in numbers.items())
+        params = tuple(f"{n}={','.join(str(x) for x in v)}" for n, v in words.items())
+        runs.append(RoomRun(bench.name, profile.name, params + _words(least), 1))
+        axes = [[(n, x) for x in v] for n, v in numbers.items()]
+        grid = sorted(itertools.product(*axes),
+                      key=lambda p: sum(axes[i].index(x) for i, x in enumerate(p)))
         later: dict[tuple[tuple[str, ParamValue], ...], list[str]] = {}
-        for variant in bench.variants:
-            if not _not_applicable(bench, Case(bench.name, variant.name, first), ctx):
-                continue
-            point = next((p for p in grid[1:] if not _not_applicable(
-                bench, Case(bench.name, variant.name, p), ctx)), None)
-            if point is not None:
-                later.setdefault(point, []).append(variant.name)
+        for word_point in itertools.product(*([(n, x) for x in v] for n, v in words.items())):
+            for variant in bench.variants:
+                if not _not_applicable(bench, Case(bench.name, variant.name,
+                                                   (*word_point, *least)), ctx):
+                    continue
+                point = next((p for p in grid[1:] if not _not_applicable(
+                    bench, Case(bench.name, variant.name, (*word_point, *p)), ctx)), None)
+                if point is not None:
+                    later.setdefault((*word_point, *point), []).append(variant.name)
         for part, (point, variants) in enumerate(later.items(), 1):
-            runs.append(RoomRun(bench.name, profile.name, tuple(f"{k}={v}" for k, v in point),
-                                1, tuple(variants), part))
+            runs.append(RoomRun(bench.name, profile.name, _words(point), 1, tuple(variants), part))
     return runs
 
 
