@@ -329,7 +329,7 @@ def test_the_timed_analysis_takes_the_boot_as_its_unit_and_says_the_control_firs
     said = "\n".join(timed.lines([room], 0.02))
     assert said.index("A/A control") < said.index("b against a")
     # The run's report, from its directory alone: the same order, the verdicts kept.
-    assert command._report(tmp_path, command.load(tmp_path), 0.02) == 0
+    assert command.report_again(tmp_path) == 0  # what `bakeoff report DIR` does
     report = (tmp_path / "kernels.md").read_text()
     assert report.index("A/A control") < report.index("b against a") and "slower" in report
     assert command.load(tmp_path)["timed"][0]["changes"]["b"][0]["verdict"] == "slower"

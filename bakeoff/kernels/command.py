@@ -89,6 +89,7 @@ def run_kernels(request: RunRequest, asked: KernelsRequest) -> int:
         room_runs = plan.timed_runs(benches, request.profile, request.params, request.trials)
     facts, differ = _facts(found)
     record: dict[str, Any] = {"mode": chosen, "seed": seed, "hardware_kvm": hardware,
+                              "threshold": request.threshold / 100,
                               "kernels": facts, "rooms": [r if isinstance(r, str) else r.to_json()
                                         for r in room_runs],
                               "order": [b.label for b in order], "boots": [],
@@ -144,10 +145,13 @@ def _report(out: Path, record: dict[str, Any], threshold: float) -> int:
             f"Boots: {len(record['boots'])}, under "
             f"{'KVM' if record['hardware_kvm'] else 'the emulator (TCG)'}; seed {record['seed']}.",
             "", *fact_lines(record), ""]
-    boot_lines = ["| boot | kernel | release | seconds | outcome |", "|---|---|---|---|---|"]
+    boot_lines = ["| boot | kernel | release | booted in s | boot and runs, s | outcome |",
+                  "|---|---|---|---|---|---|"]
     for b in record["boots"]:
+        booted = b["guest_kernel"].get("uptime_s")
         boot_lines.append(f"| {b['index'] + 1} | {b['kernel']}{plan.CONTROL_SUFFIX if b['control'] else ''}"
-                          f" | {b['guest_kernel'].get('release', '?')} | {b['seconds']} | "
+                          f" | {b['guest_kernel'].get('release', '?')} | "
+                          f"{'?' if booted is None else f'{booted:.1f}'} | {b['seconds']} | "
                           f"{b['problem'] or 'results back'} |")
     failed = any(b["problem"] for b in record["boots"])
     if record["mode"] == "functional":
@@ -177,6 +181,12 @@ def _result(out: Path, b: dict[str, Any]) -> guest.BootResult:
     result = guest.BootResult(boot, out / b["dir"], float(b["seconds"]), b["guest_kernel"],
                               b["rooms"], b["problem"])
     return result
+
+
+def report_again(out: Path) -> int:
+    """`bakeoff report DIR` of a kernel run: kernels.md from the run's files alone."""
+    record = load(out)
+    return _report(out, record, float(record.get("threshold", 0.02)))
 
 
 def load(out: Path) -> dict[str, Any]:
