@@ -130,6 +130,11 @@ def main(argv: list[str]) -> int:
     os.environ.update(request.get("env", {}))
     if request.get("private_tmp", True):
         private_tmp(work)
+        # The guest's /root is the host's, read-only (virtme-ng overlays /etc, /home, /var but
+        # not /root): a tool that writes its config at home (lttng create: ~/.lttngrc) failed
+        # there. A home of the guest's own, in its private /tmp.
+        home = Path(tempfile.mkdtemp(prefix="bakeoff-guest-home-", dir="/tmp"))
+        os.environ["HOME"] = str(home)
     write_json(work / KERNEL, kernel_facts())
     planned = (functional_runs(request["functional_rooms"]) if request.get("functional_rooms")
                else request["runs"])
