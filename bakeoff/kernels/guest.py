@@ -94,7 +94,10 @@ def request_json(runs: list[RoomRun] | list[str], seed: int, pin: bool, env: dic
 def vng_argv(image: Path, work: Path, hardware_kvm: bool, pin: bool) -> list[str]:
     inner = shlex.join([sys.executable, "-m", "bakeoff.kernels.inside", str(work)])
     argv = ["vng", "--run", str(image), "--cpus", str(GUEST_CPUS), "--memory", GUEST_MEMORY,
-            "--rwdir", str(work), "--exec", inner]
+            "--rwdir", str(work), "--exec", inner,
+            # The kernel's console into console.log: without it vng writes nothing when its
+            # output is not a terminal, and a guest that dies (a panic, an OOM) says nothing.
+            "--verbose"]
     if not hardware_kvm:
         argv.append("--disable-kvm")
     if pin:  # each vCPU on its own host CPU: a timed boot's trials do not migrate under it
