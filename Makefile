@@ -16,7 +16,7 @@ UV       := $(VENV)/bin/uv
 # pushed wheelhouse (PIP_NO_INDEX=1, PIP_FIND_LINKS=its directory).
 UV_OFFLINE = $(if $(PIP_NO_INDEX),--no-index) $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS))
 
-.PHONY: bench test test-fast test-load lint build deps system-deps venv venv-dev fleet-deps clean distclean
+.PHONY: bench test test-fast test-load test-kernels lint build deps system-deps venv venv-dev fleet-deps kernel-deps clean distclean
 
 # The runtime only: no test tools, no Ansible.
 bench: deps build
@@ -38,6 +38,17 @@ test-fast: venv-dev
 # The whole suite with every CPU kept busy by stress-ng (docs/RELIABILITY.md).
 test-load: deps build
 	scripts/under-load $(MAKE) test
+
+# Every room's functional check on Debian 12's own kernel (6.1) and its backport (6.12), each
+# booted in a virtme-ng guest (docs/KERNELS.md): fails on any variant in error. Outside `make
+# test`: it downloads two kernels and boots them (minutes each under an emulator).
+KERNEL_61  ?= linux-image-6.1.0-*-amd64
+KERNEL_612 ?= linux-image-6.12.*+deb12-amd64
+KERNELS_OUT ?= results/kernels-$(shell date -u +%Y%m%d-%H%M%S)
+
+test-kernels: kernel-deps build
+	$(BAKEOFF) run --functional --kernel 'deb61=$(KERNEL_61)' --kernel 'deb612=$(KERNEL_612)' \
+		--out $(KERNELS_OUT)
 
 # The layer order and "no cycle" (import-linter's contracts in pyproject.toml), no module taking
 # another's private name, and every commit since the move into packages with a short subject
@@ -70,6 +81,10 @@ venv-dev: $(VENV)/.installed-dev
 # wheelhouse pushed to the hosts (docs/FLEET.md). venv-dev includes it.
 fleet-deps: system-deps $(VENV)/.installed-fleet
 
+# What --kernel boots guests with: qemu, busybox, kmod (debian-packages) and virtme-ng (the
+# `kernels` extra). Not part of venv-dev: make test boots nothing.
+kernel-deps: system-deps $(VENV)/.installed-kernels
+
 $(UV): | system-deps
 	@test -x $(VENV)/bin/python || python3 -m venv --without-pip $(VENV)
 	python3 -m pip --python $(VENV)/bin/python install --quiet --disable-pip-version-check \
@@ -89,6 +104,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(UV)
 	$(UV) pip install --python $(VENV)/bin/python --quiet --compile-bytecode $(UV_OFFLINE) \
 		-e '.[test,fleet]' pip
 	@touch $@ $(VENV)/.installed $(VENV)/.installed-fleet
+
+$(VENV)/.installed-kernels: pyproject.toml | $(UV)
+	$(UV) pip install --python $(VENV)/bin/python --quiet $(UV_OFFLINE) -e '.[kernels]'
+	@touch $@
 
 clean:
 	$(MAKE) -C benchmarks clean

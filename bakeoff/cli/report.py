@@ -35,6 +35,15 @@ def cmd_report(
     """Regenerate a run's reports from results.json alone; or one report across hosts."""
     from bakeoff.fleet.record import is_fleet_dir
 
+    if len(run_dirs) == 1 and (run_dirs[0] / "kernels.json").is_file() and not redact \
+            and out is None:
+        # A run with the kernel as an axis (`run --kernel`): its kernels.md again.
+        from bakeoff.kernels.command import report_again
+
+        status = report_again(run_dirs[0])
+        if status:
+            raise typer.Exit(status)
+        return
     if len(run_dirs) == 1 and not is_fleet_dir(run_dirs[0]):
         if redact:
             redacted.export_run(run_dirs[0], out)
