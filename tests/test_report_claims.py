@@ -17,6 +17,7 @@ from test_findings import _two_variant_run
 
 from bakeoff.analysis.within_run import analyze
 from bakeoff.declare.model import RunRecord, Trial
+from bakeoff.report.format import fmt_ratio, fmt_with_ci
 from bakeoff.report.markdown import render_details, render_markdown
 from bakeoff.store import results as store
 
@@ -144,3 +145,15 @@ def test_a_ratio_on_another_metric_or_against_a_median_is_no_second_figure() -> 
     assert flaws(said.format(metric="first_ns_per_entry"), "other") == []
     assert [f.kind for f in flaws(said.format(metric="ns_per_entry"), "same")] == \
         ["two figures for one cell"]
+
+
+def test_an_interval_narrower_than_six_digits_is_said_as_a_share() -> None:
+    """A TSC-tick ratio whose CI is a millionth of its point (heap-sampling's `none` against
+    `no-preload` in a fresh all-rooms run: 1.405770, 1.405766–1.405772) printed as
+    "1.41 (1.41–1.41)" once six digits could not part its ends."""
+    said = fmt_ratio(1 / 0.711354, 1 / 0.711356, 1 / 0.711353)
+    assert said == "1.40577 (±0.0003%)"
+    assert flaws(f"| none | {said} |", "details.md") == []
+    assert flaws("| none | 1.41 (1.41–1.41) |", "details.md") != []
+    # An end that is the point itself stays visible as such, for the scanner to find.
+    assert fmt_with_ci(1.05, 1.05, 1.34, "ns") == "1.05 ns (95% CI 1.05–1.34 ns)"

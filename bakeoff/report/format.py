@@ -123,8 +123,14 @@ def fmt_estimate(point: float, low: float, high: float, unit: str) -> Estimate:
         return Estimate("0", f"up to {fmt_number(high / divisor)} {shown}".strip())
     # An end equal to the point itself (a method that cannot centre) stays visible as such.
     digits = next((d for d in range(3, _MAX_DIGITS + 1)
-                   if len({fmt_number(x / divisor, d) for x in (point, low, high)}) == 3), 3)
-    p, lo, hi = (fmt_number(x / divisor, digits) for x in (point, low, high))
+                   if len({fmt_number(x / divisor, d) for x in (point, low, high)}) == 3), None)
+    if digits is None and low < point < high and point != 0:
+        # Narrower than _MAX_DIGITS can show (a deterministic count, a TSC-tick figure that
+        # repeats): its half-width relative to the point, so no end prints as the point.
+        half = max(high - point, point - low) / abs(point) * 100
+        return Estimate(f"{fmt_number(point / divisor, _MAX_DIGITS)} {shown}".strip(),
+                        f"±{half:.1g}%")
+    p, lo, hi = (fmt_number(x / divisor, digits or 3) for x in (point, low, high))
     return Estimate(f"{p} {shown}".strip(), f"{lo}–{hi} {shown}".strip())
 
 
