@@ -104,6 +104,7 @@ def quick_run(programs: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     yield {"dir": out, "pid": pid, "data": json.loads((out / "results.json").read_text())}
 
 
+@pytest.mark.slow
 def test_independent_check_agrees_with_the_first_answer(quick_run: dict[str, Any]) -> None:
     """What a query by reopening costs against a held fd (3 fields), the room's ratio against
     indep_cgstat's, a program that shares no code with cgstat and times each query alone,
@@ -440,6 +441,7 @@ def _layout(programs: Path, *btf: str) -> subprocess.CompletedProcess[str]:
                           text=True, check=False)
 
 
+@pytest.mark.slow
 def test_layout_of_this_kernel_places_every_memory_stat_field(programs: Path) -> None:
     """Where the iterator reads each field comes from this kernel's BTF: the layout is known,
     no two items share a slot and every slot is inside its array (exit 1 otherwise), and every
@@ -459,6 +461,7 @@ def test_layout_of_this_kernel_places_every_memory_stat_field(programs: Path) ->
     assert counters and counters <= placed, sorted(counters - placed)
 
 
+@pytest.mark.slow
 def test_layout_refuses_what_it_does_not_know(programs: Path) -> None:
     # BTF without struct memcg_vmstats (another room's BPF object): unknown layout, exit 3.
     other = build_dir() / "bpf_map_dump" / ".obj" / "dump_reader.bpf.o"
