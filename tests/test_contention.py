@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from bakeoff.declare.model import Contention
+from bakeoff.report import contention as report_contention
 from bakeoff.run import contention
 from bakeoff.store import results as store
 from conftest import IN_CI, run_bakeoff
@@ -88,12 +89,19 @@ def test_every_trial_records_its_contention_and_the_report_says_it(
 
 def test_beside_a_cpu_hog_trials_wait_and_the_report_says_contended(
         built: Path, tmp_path: Path, hog: None) -> None:
-    data = _cmd(built, tmp_path / "run", "--retakes", "0", "sh -c '" + LOOP.format(n=4000) + "'")
+    data = _cmd(built, tmp_path / "run", "--retakes", "0", "sh -c '" + LOOP.format(n=4000) + "'",
+                "sh -c '" + LOOP.format(n=2000) + "'")
     waits = [t["contention"]["run_delay_s"] for t in data["trials"]]
     assert sum(waits) > 0, waits
     assert data["retaken"] == []
     head = _first_lines(tmp_path / "run")
     assert "Contended: trial processes waited" in head, head
+    # Each finding whose cases were contended says so in its own line, and no other does.
+    contended = report_contention.contended_cases(store.load(tmp_path / "run"))
+    lines = [ln for ln in (tmp_path / "run" / "report.md").read_text().splitlines()
+             if ln.startswith("- ")]
+    marked = [ln for ln in lines if "† Contended: the trials of" in ln]
+    assert bool(marked) == bool(contended), (contended, lines)
 
 
 def test_a_low_threshold_retakes_within_the_budget_then_stops(

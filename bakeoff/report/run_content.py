@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bakeoff.analysis.within_run import Analysis, BenchmarkAnalysis
-from bakeoff.declare.model import RunRecord
+from bakeoff.declare.model import Case, RunRecord
 from bakeoff.machine.fact_rows import flatten_facts, machine
 from bakeoff.report import contention
 from bakeoff.report.charts import benchmark_charts
@@ -94,18 +94,33 @@ def finding_text(text: str) -> Text:
     return tuple(parts)
 
 
-def _finding_item(f: Finding) -> Item:
+def _finding_item(f: Finding, contended: frozenset[Case] = frozenset()) -> Item:
     asked: Text = (strong(f.question), " ") if f.question else ()
-    return Item((*asked, *finding_text(f.text)), style="tentative" if f.tentative else "")
+    said = (*asked, *finding_text(f.text), *_contended_note(f, contended))
+    return Item(said, style="tentative" if f.tentative else "")
 
 
-def findings_blocks(bf: BenchmarkFindings) -> list[Block]:
+def _contended_note(f: Finding, contended: frozenset[Case]) -> Text:
+    """Where a finding's figures stand on contended trials, it says so in its own line: a
+    reader who quotes the line quotes that too (report/contention.py)."""
+    names = list(dict.fromkeys(r.case.variant for r in f.results if r.case in contended))
+    if not names:
+        return ()
+    return (f" {contention.CONTENDED_MARK} Contended: the trials of {', '.join(names)} waited "
+            f"for a CPU for at least {contention.CONTENDED_SHARE:.0%} of their wall time; "
+            "the figure is partly other work's.",)
+
+
+def findings_blocks(bf: BenchmarkFindings,
+                    contended: frozenset[Case] = frozenset()) -> list[Block]:
     """The answers to the benchmark's questions, then the generic contrasts under their own
-    heading (only the latter, unheaded, for a benchmark that declares no question)."""
-    others = Items(tuple(_finding_item(f) for f in bf.findings))
+    heading (only the latter, unheaded, for a benchmark that declares no question); a
+    finding that reads contended cases says so."""
+    others = Items(tuple(_finding_item(f, contended) for f in bf.findings))
     if not bf.answers:
         return [others]
-    out: list[Block] = [Items(tuple(_finding_item(f) for f in bf.answers), style="answers")]
+    out: list[Block] = [Items(tuple(_finding_item(f, contended) for f in bf.answers),
+                              style="answers")]
     if bf.findings:
         out.append(Section("Other contrasts", (others,), level=3))
     return out
@@ -302,13 +317,14 @@ def benchmark_content(run: RunRecord, bf: BenchmarkFindings, index: int) -> Benc
     ba = bf.analysis
     info = ba.info
     colors = variant_colors(info)
-    table = compact_table(ba, contention.contended_cases(run, info.name))
+    contended = contention.contended_cases(run, info.name)
+    table = compact_table(ba, contended)
     intro = table.legend if table else f"Baseline {info.baseline}."
     if table and table.constant:
         intro += f" Every case at {table.constant}."
     headline = findings_chart(ba, colors)
     lead: list[Block] = [
-        Columns(((Paragraph((intro,), "note"), *findings_blocks(bf)),
+        Columns(((Paragraph((intro,), "note"), *findings_blocks(bf, contended)),
                  (Figure(headline, info.name, heading=False),) if headline else ())),
         *compact_block(table, colors),
         *counted_lead(ba),
