@@ -10,8 +10,9 @@ host trusts these files and nothing else: virtme-ng's exit status says nothing h
 
 /tmp: virtme-ng shows the guest the host's /tmp through an overlay, so a run's clean-up in
 the guest would "remove" other runs' /tmp/bakeoff-* (in the overlay only, but the run is not
-private). A tmpfs goes over /tmp first; when WORK itself lies under /tmp it is bound back
-into the new tmpfs through a descriptor opened before, so the results still reach the host.
+private). A tmpfs goes over /tmp first; WORK, and the checkout where it lies under /tmp (a
+clone in /tmp, as CI's may be), are bound back into the new tmpfs through descriptors opened
+before, so the results still reach the host and the rooms' programs are still there.
 """
 
 from __future__ import annotations
@@ -44,20 +45,29 @@ def write_json(path: Path, data: Any) -> None:
     tmp.replace(path)
 
 
+# The checkout (its code, its build, usually its venv) and the interpreter's prefix: what the
+# guest's runs need, and what a tmpfs over /tmp would hide when a clone lives under /tmp.
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
 def private_tmp(work: Path) -> None:
-    """A tmpfs over /tmp in this mount namespace; WORK bound back in if it lies beneath."""
-    fd = os.open(work, os.O_PATH | os.O_DIRECTORY)
+    """A tmpfs over /tmp in this mount namespace; WORK, the checkout and the interpreter's
+    prefix bound back in where they lie beneath it."""
+    keep = [p for p in dict.fromkeys([work, CHECKOUT, Path(sys.prefix).resolve()])
+            if p.is_relative_to("/tmp")]
+    fds = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in keep}
     try:
         subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=1777", "bakeoff-guest-tmp", "/tmp"],
                        check=True)
-        if work.is_relative_to("/tmp"):
-            work.mkdir(parents=True, exist_ok=True)
+        for path, fd in fds.items():
+            path.mkdir(parents=True, exist_ok=True)
             # --no-canonicalize: mount(8) would resolve the descriptor's path by name, which
             # now names the new, empty directory; the kernel follows the descriptor itself.
             subprocess.run(["mount", "--no-canonicalize", "--bind", f"/proc/self/fd/{fd}",
-                            str(work)], check=True, pass_fds=(fd,))
+                            str(path)], check=True, pass_fds=(fd,))
     finally:
-        os.close(fd)
+        for fd in fds.values():
+            os.close(fd)
 
 
 def kernel_facts() -> dict[str, Any]:
