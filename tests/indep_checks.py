@@ -157,15 +157,10 @@ def _memory_cgroup_root() -> Path:
     raise RuntimeError("no cgroup v1 memory controller mounted")
 
 
-def cgroup_rows(run_dir: Path | None) -> list[Row]:
-    """How many times slower a query by reopening memory.stat is than one on a held fd (3
-    fields, legacy parse): the room's against indep_cgstat's (each query timed alone, the
-    median), in a cgroup made and removed here."""
-    assert run_dir is not None
-    (r,) = [r for r in _benchmark(run_dir).results if r.metric == "us_per_query"
-            and r.case.variant == "reopen" and r.case.param("content") == "legacy-parse"
-            and r.case.param("fields") == 3]
-    cgroup = _memory_cgroup_root() / f"bakeoff-indep-{os.getpid()}"
+def indep_cgstat_us(controller_root: Path) -> dict[str, list[float]]:
+    """indep_cgstat's µs per query of each way of reading, per round (15 rounds of 2000
+    queries), read from a cgroup of its own under controller_root, made and removed here."""
+    cgroup = controller_root / f"bakeoff-indep-{os.getpid()}"
     cgroup.mkdir()
     try:
         res = subprocess.run([str(build_dir() / "cgroup_stat_read" / "indep_cgstat"),
@@ -174,7 +169,18 @@ def cgroup_rows(run_dir: Path | None) -> list[Row]:
     finally:
         cgroup.rmdir()
     assert res.returncode == 0, res.stderr
-    us = json.loads(res.stdout)["us_per_query"]
+    return dict(json.loads(res.stdout)["us_per_query"])
+
+
+def cgroup_rows(run_dir: Path | None) -> list[Row]:
+    """How many times slower a query by reopening memory.stat is than one on a held fd (3
+    fields, legacy parse): the room's against indep_cgstat's (each query timed alone, the
+    median), in a cgroup made and removed here."""
+    assert run_dir is not None
+    (r,) = [r for r in _benchmark(run_dir).results if r.metric == "us_per_query"
+            and r.case.variant == "reopen" and r.case.param("content") == "legacy-parse"
+            and r.case.param("fields") == 3]
+    us = indep_cgstat_us(_memory_cgroup_root())
     x = r.vs_baseline
     return [Row("cgroup-stat-read", "reopen vs held fd, 3 fields (times slower)", "×",
                 (x.ratio, x.ci_low, x.ci_high), speedup_over_rounds(us["reopen"], us["held"]))]

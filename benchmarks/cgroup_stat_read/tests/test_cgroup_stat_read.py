@@ -125,17 +125,10 @@ def test_independent_check_agrees_with_the_first_answer(quick_run: dict[str, Any
     reopen = ratios["reopen"]
     room = (reopen.ratio, reopen.ci_low, reopen.ci_high)  # times slower than held
 
+    from tests.indep_checks import indep_cgstat_us
+
     assert CONTROLLER is not None
-    cgroup = CONTROLLER[0] / f"bakeoff-indep-{os.getpid()}"
-    cgroup.mkdir()
-    try:
-        res = subprocess.run([str(build_dir() / "cgroup_stat_read" / "indep_cgstat"),
-                              str(cgroup), "15", "2000"],
-                             capture_output=True, text=True, timeout=300, check=False)
-    finally:
-        cgroup.rmdir()
-    assert res.returncode == 0, res.stderr
-    us = json.loads(res.stdout)["us_per_query"]
+    us = indep_cgstat_us(CONTROLLER[0])
     # times slower than held: held's speed-up over reopen
     indep = speedup_over_rounds(us["reopen"], us["held"])
     assert agree(room, indep), ("room", room, "independent", indep)
