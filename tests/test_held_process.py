@@ -265,6 +265,42 @@ def test_the_sweep_stops_a_helper_whose_holder_was_sigkilled(tmp_path: Path) -> 
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
 
+def test_the_sweep_leaves_a_helper_of_another_mount_namespace(tmp_path: Path) -> None:
+    """CI (stop 39): a concurrent test's `bakeoff run`, in the root mount namespace, swept the
+    session daemon a SIGKILLed run had left in a test's private /run, before that test's
+    own `doctor --cleanup` could. Whether live runs still share a daemon is known only from
+    the lock in its namespace's /run: a sweep from elsewhere must leave it, and a sweep in
+    its namespace stops it."""
+    if os.geteuid() != 0 or not _which("unshare") or not _which("nsenter"):
+        if IN_CI:
+            pytest.fail("needs root, unshare and nsenter")
+        pytest.skip("needs root, unshare and nsenter")
+    pidfile = tmp_path / "helper.pid"
+    harness = subprocess.Popen(  # unshare execs the harness in place: its PID is harness.pid
+        ["unshare", "--mount", "--propagation", "private", "--", PY, "-c", HARNESS, "shared",
+         str(pidfile)], cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    helper = 0
+    try:
+        helper = _helper_pid(harness, pidfile)
+        assert harness.stdout is not None and harness.stdout.readline().strip() == "held"
+        harness.kill()
+        harness.wait()
+        assert procs.alive(helper), "the helper died with its holder: nothing to sweep"
+        assert sweep_held("held-helper", grace_s=5.0) == [] and procs.alive(helper)
+        inside = subprocess.run(
+            ["nsenter", f"--target={helper}", "--mount", "--", PY, "-c",
+             "from bakeoff.room.held import sweep_held; print(*sweep_held('held-helper'))"],
+            cwd=REPO, capture_output=True, text=True, timeout=WAIT_S)
+        assert inside.stdout.strip() == (f"stopped held-helper (held by bakeoff {harness.pid}, "
+                                         f"which is gone), pid {helper}"), inside.stderr
+        _wait_for(lambda: not procs.alive(helper), "the swept helper gone")
+    finally:
+        harness.kill()
+        harness.wait()
+        if helper and procs.alive(helper):
+            os.kill(helper, signal.SIGKILL)
+
+
 # ---- the case that made it: tracing-overhead's session daemon ------------------------------
 
 

@@ -312,12 +312,19 @@ def _held_marker(proc: psutil.Process) -> str:
 
 def sweep_held(name: str | None = None, grace_s: float = STOP_GRACE_S) -> list[str]:
     """Stops held helpers (of this `name`, or any) whose holder is gone: a harness SIGKILLed
-    while it held them, so that no session's tear-down ran. One line per helper stopped.
+    while it held them, so that no session's tear-down ran; those of this mount namespace
+    only (see the loop). One line per helper stopped.
     A shared helper's room calls this only once no live run uses it (see the module)."""
     me = os.getpid()
+    here = _mount_namespace(me)
     found: dict[int, str] = {}
     for proc in psutil.process_iter(["pid"]):
-        marker = _held_marker(proc) if proc.pid != me else ""
+        # Only this mount namespace's: a shared helper's state (a daemon's pid file, the
+        # lock its runs hold) lives in its namespace's /run, so whether a live run still
+        # uses it can only be known there; a sweep from another namespace (another
+        # container, a test's private /run) would stop a daemon live runs share.
+        mine = proc.pid != me and _mount_namespace(proc.pid) == here
+        marker = _held_marker(proc) if mine else ""
         if not marker or not left_by_dead_process(marker):
             continue
         holder = owner_pid(marker)
@@ -334,6 +341,15 @@ def sweep_held(name: str | None = None, grace_s: float = STOP_GRACE_S) -> list[s
         lines.append(f"stopped {found[pid]}, pid {pid}"
                      + (f" (SIGKILL: it outlived the {grace_s:g} s grace)" if killed else ""))
     return lines
+
+
+def _mount_namespace(pid: int) -> str:
+    """Its mount namespace ('mnt:[inode]'); '' when it cannot be read (gone, or not ours
+    to inspect: then it is left be)."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return ""
 
 
 def _pgid(pid: int) -> int:
