@@ -24,6 +24,7 @@ from bakeoff.bisect.search import SUMMARY, Outcome, bisect
 from bakeoff.core.errors import UsageError
 from bakeoff.declare import registry
 from bakeoff.run import cleanup
+from bakeoff.stats import load_metrics
 from bakeoff.store import results as store
 
 DEFAULT_THRESHOLD_PCT = 5.0
@@ -120,3 +121,19 @@ def resume_command(args: Args, good: str, bad: str, **changes: object) -> str:
     if a.cache is not None:
         words += ["--cache", str(a.cache)]
     return shlex.join(words)
+
+
+def better_metric_hint(args: Args, good: str, bad: str) -> str | None:
+    """For a step left UNKNOWN: a metric a busy machine moves less than the one that decided,
+    which every step recorded (cpu_time, beside wall time) or a step can count (instructions,
+    with valgrind installed), and the bisect of good..bad that decides on it; None when no
+    measured metric ranks above it (stats/load_metrics.py)."""
+    recorded = {m for m in METRICS if m != load_metrics.INSTRUCTIONS or args.metric == m}
+    countable = recorded | ({load_metrics.INSTRUCTIONS} if shutil.which("valgrind") else set())
+    better = load_metrics.better_metric(args.metric, [countable])
+    if better is None:
+        return None
+    have = "each step also recorded" if better in recorded else "a step can count"
+    return load_metrics.better_metric_text(
+        args.metric, better, have,
+        f"bisect on it with {resume_command(args, good, bad, metric=better)}")

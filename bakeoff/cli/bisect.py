@@ -4,11 +4,14 @@ Parse -> the feature (bakeoff/bisect/command.py: check, build, measure interleav
 down) -> the answer printed. Exit 0 when the first bad commit is found, 1 when it could not
 be told (no step between the ends, a step still UNKNOWN at its budget, or only commits that
 do not build left in the range: then the range and the command that goes on are printed), 2
-for bad input or an end that does not build.
+for bad input or an end that does not build. Every answer names the metric that decided; a
+step left UNKNOWN on one a busy machine moves (wall_time, cpu_time) names the one that decides
+better and the bisect that uses it (bisect/command.better_metric_hint).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -39,8 +42,9 @@ def cmd_bisect(
     metric: Annotated[str, typer.Option(
         help=f"What is compared: {', '.join(METRICS)} (user_time: the program's CPU time, "
              "which a busy machine's waits do not lengthen; instructions: user-space "
-             "instructions under cachegrind, unmoved by load, blind to kernel work and waits)"
-             ".")] = "wall_time",
+             "instructions under cachegrind, unmoved by load, blind to kernel work and waits; "
+             "on a busy machine instructions decide best, then cpu_time: docs/STATISTICS.md, "
+             "Each metric per decision).")] = "wall_time",
     shell: Annotated[bool, typer.Option(
         help="Run the measured command through sh (automatic when it uses shell syntax).")]
         = False,
@@ -73,8 +77,10 @@ def cmd_bisect(
             f"measurement steps{skipped}; record: {out_dir}")
         return
     if outcome.status == "no-step":
-        say(f"no slowdown to bisect: bad/good {last.ci.words()} is {last.verdict}, not "
-            f"wholly above 1 + threshold/2; record: {out_dir}")
+        say(f"no slowdown to bisect: bad/good {outcome.metric} ratio {last.ci.words()} is "
+            f"{last.verdict}, not wholly above 1 + threshold/2; record: {out_dir}")
+        if last.verdict == "UNKNOWN":
+            _say_better_metric(args, outcome.good.sha, outcome.bad.sha, say)
         raise typer.Exit(1)
     lo = outcome.last_good or outcome.good
     hi = outcome.known_bad or outcome.bad
@@ -87,9 +93,19 @@ def cmd_bisect(
             + command.resume_command(args, lo.sha, hi.sha))
     else:
         say(f"not found: step {last.number} ({last.candidate.short}) is still UNKNOWN after "
-            f"{last.ci.rounds} rounds ({last.ci.words()}); the first bad commit is after "
-            f"{lo.short} and at or before {hi.short}{skipped}; record: {out_dir}")
+            f"{last.ci.rounds} rounds ({outcome.metric} ratio {last.ci.words()}); the first "
+            f"bad commit is after {lo.short} and at or before {hi.short}{skipped}; record: "
+            f"{out_dir}")
         say("to go on with more rounds a step, run: " + command.resume_command(
             args, lo.sha, hi.sha, budget=args.budget * 2, step_time=args.step_time * 2))
+        _say_better_metric(args, lo.sha, hi.sha, say)
     raise typer.Exit(1)
+
+
+def _say_better_metric(args: command.Args, good: str, bad: str,
+                       say: Callable[[str], None]) -> None:
+    """A step left UNKNOWN on a metric a busy machine moves: the one that decides better."""
+    hint = command.better_metric_hint(args, good, bad)
+    if hint is not None:
+        say(hint)
 

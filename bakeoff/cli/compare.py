@@ -196,27 +196,21 @@ def _say_what_differs(cmp: Any, threshold: float) -> None:
                           highlight=False, soft_wrap=True)
 
 
-# What decides better than wall time when the machine is busy, best first: measured beside
-# two CPU hogs, per metric and decision (docs/STATISTICS.md, "Each metric per decision").
-BETTER_UNDER_LOAD = ("instructions", "cpu_time")
-
-
 def _say_better_metric(cmp: Any) -> None:
     """Name the metric that decided, and a better one the runs also recorded, when a case
-    decided on wall time is left inconclusive: waiting for a CPU moves wall time."""
-    from bakeoff.stats import verdicts
+    left inconclusive decided on a metric a busy machine moves (stats/load_metrics.py)."""
+    from bakeoff.stats import load_metrics, verdicts
 
-    untold = [c for c in cmp.changes
-              if c.metric == "wall_time" and c.verdict == verdicts.INCONCLUSIVE]
-    if not untold:
+    untold = [c for c in cmp.changes if c.verdict == verdicts.INCONCLUSIVE]
+    for decided in dict.fromkeys(c.metric for c in untold):  # each benchmark's, in order
+        better = load_metrics.better_metric(
+            decided, [{m["name"] for m in c.info.metrics} for c in untold if c.metric == decided])
+        if better is not None:
+            break
+    else:
         return
-    recorded = [{m["name"] for m in c.info.metrics} for c in untold]
-    better = next((m for m in BETTER_UNDER_LOAD if all(m in r for r in recorded)), None)
-    if better is None:
-        return
-    out_console.print(
-        f"decided on wall_time, which waiting for a CPU lengthens; these runs also recorded "
-        f"{better}, which a busy machine moves less (docs/STATISTICS.md, \"Each metric per "
-        f"decision\"): compare again with --rerun --metric {better}, or with --metric {better} "
-        "after `bakeoff selftest --of OLD` (it keeps that metric's drift too)",
+    out_console.print(load_metrics.better_metric_text(
+        decided, better, "these runs also recorded",
+        f"compare again with --rerun --metric {better}, or with --metric {better} after "
+        "`bakeoff selftest --of OLD` (it keeps that metric's drift too)"),
         highlight=False, soft_wrap=True)

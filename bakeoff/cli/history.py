@@ -4,6 +4,7 @@ trends as one offline HTML page (bakeoff/history/)."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -28,7 +29,9 @@ def cmd_history(
     machine: Annotated[str | None, typer.Option(
         help="Only this machine's series: its hostname, or its name as listed.")] = None,
     metric: Annotated[str, typer.Option(
-        help="A metric's name, 'primary' (each benchmark's first) or 'all'.")] = "primary",
+        help="A metric's name, 'primary' (each benchmark's first; instructions where every "
+             "run of a wall-time series counted them, docs/STATISTICS.md) or 'all'.")]
+        = "primary",
 ) -> None:
     """List per series the recorded runs (time, labels, median with 95% CI, trials) and where
     the level changed."""
@@ -41,7 +44,9 @@ def cmd_history(
     with open_history(history) as h:
         from bakeoff.history import listing  # numpy and scipy: once the history opened
 
-        found = listing.histories(h, benchmark, machine, metric)
+        again = ["bakeoff", "history", *(["--history", history] if history else []),
+                 *(["--machine", machine] if machine else [])]
+        found = listing.histories(h, benchmark, machine, metric, shlex.join(again))
         total = h.run_count()
         where = h.location.shown
     if not found:

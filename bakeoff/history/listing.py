@@ -10,6 +10,14 @@ are marked as including the machine's drift (docs/HISTORY.md).
 
 A run's figure is recomputed from the trials the history keeps, never copied from a report,
 so a later change of statistic applies to every recorded run alike.
+
+The metric that decides (stats/load_metrics.py, measured in docs/STATISTICS.md, "Each metric
+per decision"): by default each benchmark's primary one, except that a wall-time series every
+run of which also counted instructions (`cmd --instructions`) is decided on the count, which
+found the changes there that wall time missed, with no more false change points; the listing
+says so.
+A wall-time (or cpu_time) series that found no change, whose every run recorded a metric a
+busy machine moves less, says which and the command that lists it.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from dataclasses import dataclass, field
 
 from bakeoff.history.changes import ChangePoint, Level, RunPoint, change_points, round_ratios
 from bakeoff.history.store import History, Series, SeriesRun
+from bakeoff.stats import load_metrics
 from bakeoff.stats.estimates import median_ci
 
 PRIMARY = "primary"  # --metric: each benchmark's primary metric (the default)
@@ -57,6 +66,10 @@ class SeriesHistory:
     changes: list[ChangePoint] = field(default_factory=list)
     # The baseline variant the runs are ratios to; None: the runs are absolute levels.
     relative_to: str | None = None
+    # Said under the runs: why this metric decided instead of the primary one, and a metric
+    # that would decide better (with the command that lists it); None: nothing to say.
+    decided_instead: str | None = None
+    better_hint: str | None = None
 
     @property
     def unit(self) -> str:
@@ -107,9 +120,17 @@ def _baseline_of(s: Series, every: list[Series]) -> Series | None:
                 None)
 
 
+def _sibling(s: Series, every: list[Series], metric: str) -> Series | None:
+    """The series of the same case on the same machine, of another metric."""
+    return next((o for o in every if o.metric == metric and o.benchmark == s.benchmark
+                 and o.variant == s.variant and o.params == s.params
+                 and o.machine == s.machine), None)
+
+
 def histories(history: History, benchmark: str | None = None, machine: str | None = None,
-              metric: str = PRIMARY) -> list[SeriesHistory]:
-    """The series that match, each with its runs in time order."""
+              metric: str = PRIMARY, again: str = "bakeoff history") -> list[SeriesHistory]:
+    """The series that match, each with its runs in time order. `again` is the command a
+    hint to list another metric starts with (the CLI's, with its --history)."""
     out = []
     every = history.series(benchmark, machine)
     read: dict[int, list[SeriesRun]] = {}  # a baseline is read once for all its variants
@@ -119,8 +140,20 @@ def histories(history: History, benchmark: str | None = None, machine: str | Non
             read[s.id] = history.runs_of(s)
         return read[s.id]
 
+    def recorded(s: Series) -> list[set[str]]:
+        """Per run of s, the ranked metrics the same run recorded for the same case."""
+        keys = {m: {r.run_key for r in runs_of(o)} for m in load_metrics.RANKED
+                if (o := _sibling(s, every, m)) is not None}
+        return [{m for m, k in keys.items() if r.run_key in k} for r in runs_of(s)]
+
     for s in every:
-        if (metric == PRIMARY and s.metric_order != 0) or metric not in (PRIMARY, ALL, s.metric):
+        instead = None
+        if metric == PRIMARY and s.metric_order == 0:
+            if s.metric == load_metrics.WALL_TIME and load_metrics.better_metric(
+                    s.metric, recorded(s)) == load_metrics.INSTRUCTIONS:
+                instead = s.metric
+                s = _sibling(s, every, load_metrics.INSTRUCTIONS) or s
+        elif metric not in (ALL, s.metric):
             continue
         base = _baseline_of(s, every)
         if base is not None:
@@ -128,8 +161,18 @@ def histories(history: History, benchmark: str | None = None, machine: str | Non
         else:
             runs = [level_of(r) for r in runs_of(s)]
         points = [RunPoint(r.run_id, r.when, r.labels, r.trial_medians) for r in runs]
-        out.append(SeriesHistory(s, runs, change_points(points, s.lower_is_better),
-                                 base.variant if base is not None else None))
+        changes = change_points(points, s.lower_is_better)
+        better = (load_metrics.better_metric(s.metric, recorded(s))
+                  if metric != ALL and not changes else None)
+        out.append(SeriesHistory(
+            s, runs, changes, base.variant if base is not None else None,
+            decided_instead=None if instead is None else (
+                f"decided on {s.metric}, not the primary {instead}: every run counted them, "
+                f"and a busy machine does not move them ({load_metrics.TABLE}); they cannot "
+                f"see kernel work or waits: `{again} --metric {instead}` lists {instead}"),
+            better_hint=None if better is None else load_metrics.better_metric_text(
+                s.metric, better, "every run also recorded",
+                f"`{again} --metric {better} --benchmark {s.benchmark}` lists it")))
     return out
 
 
@@ -169,7 +212,8 @@ def series_lines(sh: SeriesHistory) -> list[str]:
         lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True))
                      + "  " + row[4])
     if not sh.changes:
-        lines.append("  no change of level found")
+        lines.append(f"  no change of level found on {s.metric}")
+    lines += [f"  {said}" for said in (sh.decided_instead, sh.better_hint) if said]
     return lines
 
 

@@ -68,8 +68,14 @@ def figure(sh: SeriesHistory) -> dict[str, Any]:
 
 
 def _changes_table(sh: SeriesHistory) -> str:
+    return _changes_found(sh) + "".join(
+        f'<p class="none">{esc(said)}</p>' for said in (sh.decided_instead, sh.better_hint)
+        if said)
+
+
+def _changes_found(sh: SeriesHistory) -> str:
     if not sh.changes:
-        return '<p class="none">no change of level found</p>'
+        return f'<p class="none">no change of level found on {esc(sh.series.metric)}</p>'
     unit, rows = sh.unit, []
     drift = "" if sh.relative_to else f" ({esc(DRIFT_NOTE)})"
     for c in sh.changes:

@@ -25,12 +25,12 @@ from bakeoff.app.request import RunRequest
 from bakeoff.cmd import definition as adhoc
 from bakeoff.core.errors import UsageError
 from bakeoff.declare.model import RunRecord
-from bakeoff.stats import drift
+from bakeoff.stats import drift, load_metrics
 from bakeoff.store import results as store
 
-# Metrics whose drift is kept beside the primary one's when the run recorded them
-# (docs/STATISTICS.md, "Each metric per decision, beside two CPU hogs").
-UNDER_LOAD = ("cpu_time", "instructions")
+# Metrics whose drift is kept beside the primary one's when the run recorded them: those
+# that decide better than wall time on a busy machine (stats/load_metrics.py).
+UNDER_LOAD = load_metrics.BETTER_UNDER_LOAD
 
 
 def pair_terms(records: list[RunRecord], threshold: float, metric: str | None = None,
