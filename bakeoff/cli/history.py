@@ -99,8 +99,10 @@ def cmd_history_page(
         raise UsageError(f"--out {out} is a directory; give a file, e.g. {out / 'history.html'}")
     if not out.parent.is_dir():
         raise UsageError(f"--out {out}: directory {out.parent} does not exist; create it first")
-    with open_history(_history_of(ctx, history)) as h:
-        found = listing.histories(h, None, None, metric)
+    given = _history_of(ctx, history)
+    with open_history(given) as h:
+        again = ["bakeoff", "history", *(["--history", given] if given else [])]
+        found = listing.histories(h, None, None, metric, shlex.join(again))
         where = h.location.shown
     if not found:
         raise UsageError(f"no series in {where}; record runs first with `bakeoff history add DIR…`")
