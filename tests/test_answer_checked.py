@@ -19,12 +19,16 @@ def _answer(text: str, short: str) -> Answer:
 
 
 def test_the_note_follows_the_answer_in_full_and_short() -> None:
-    q = Question("ask?", "ratio", checked="Its figure turns on the layout").to_dict()
+    q = Question("ask?", "ratio", checked="its figure turns on the layout").to_dict()
     got = with_checked(_answer("At 64 B, hash is 2.00× slower.", "At 64 B: 2.00× slower"), q)
     assert got is not None
     assert got.text == ("At 64 B, hash is 2.00× slower. Independent check: its figure turns "
                         "on the layout.")
-    assert got.short == "At 64 B: 2.00× slower. Independent check: its figure turns on the layout."
+    assert got.short == ("At 64 B: 2.00× slower. Independent check: its figure turns on the "
+                         "layout.")
+    named = Question("ask?", "ratio", checked="Poisson agrees").to_dict()
+    got = with_checked(_answer("x.", "x"), named)
+    assert got is not None and got.text == "x. Independent check: Poisson agrees."
 
 
 def test_no_note_leaves_the_answer_as_it_was() -> None:

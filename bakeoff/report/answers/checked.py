@@ -23,7 +23,7 @@ def with_checked(answer: Answer | None, q: dict[str, Any]) -> Answer | None:
 
 
 def _after(said: str, checked: str) -> str:
-    note = f"Independent check: {checked[0].lower()}{checked[1:]}"
+    note = f"Independent check: {checked}"  # as written: it may begin with a name
     if not note.endswith("."):
         note += "."
     if not said:
