@@ -678,8 +678,8 @@ static void run_inline(size_t size)
 			bool none_first = paired && (i + (uint64_t)j) % 2;
 
 			/* Each timed batch right after an untimed one of its own kind (lead): at
-			 * 64 B blocks a batch that follows the other kind's reads 0.6-0.7 ns per
-			 * malloc+free dearer than one that follows its own, in either scheme,
+			 * 64 B blocks a batch that follows the other kind's reads dearer than one
+			 * that follows its own, by more than the decision, in either scheme,
 			 * which no program with one allocator build pays; with alternating
 			 * order the median of a sample took that switch to one side or the
 			 * other by the sample's parity (METHOD.md "The decision inlined in the
