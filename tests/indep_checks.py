@@ -10,6 +10,7 @@ run directory (`*_room`); `ROOM_RUNS` is the small run of each room the script m
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -38,6 +39,9 @@ class Row:
     unit: str  # "×" for a speed-up, else the unit of a difference
     ours: Figure
     indep: Figure
+    # What the two figures turn on beside them, in words with both sides' values, e.g. how
+    # often ebpf-force's records found the consumer asleep; printed under the row.
+    note: str = ""
 
     @property
     def agrees(self) -> bool:
@@ -79,24 +83,62 @@ def tracing_room(run_dir: Path) -> dict[str, Figure]:
     return out
 
 
-def tracing_indep(rounds: int = INDEP_TRACE_ROUNDS,
-                  tmpdir: Path | None = None) -> dict[str, Figure]:
-    """indep_trace's figures: what each tracer adds per call over the untraced call of the
-    same round (ns; its per-call time less the batch's run-queue wait). tmpdir: where its
-    LTTng trace goes (TMPDIR)."""
+def tracing_indep_run(rounds: int = INDEP_TRACE_ROUNDS,
+                      tmpdir: Path | None = None) -> dict[str, Any]:
+    """indep_trace's JSON: per way, per round, per_call_ns, wall_per_call_ns and (where the
+    tracepoint could be counted) wakeups_per_call. tmpdir: where its LTTng trace goes."""
     env = {**os.environ, **({"TMPDIR": str(tmpdir)} if tmpdir else {})}
     res = subprocess.run([str(build_dir() / "tracing_overhead" / "indep_trace"), str(rounds),
                           str(INDEP_TRACE_CALLS), str(INDEP_TRACE_BATCHES)], env=env,
                          capture_output=True, text=True, timeout=600, check=False)
     assert res.returncode == 0, res.stderr
-    ns = json.loads(res.stdout)["per_call_ns"]
+    return dict(json.loads(res.stdout))
+
+
+def tracing_added(out: dict[str, Any]) -> dict[str, Figure]:
+    """What each tracer adds per call over the untraced call of the same round (ns; its
+    per-call time less the batch's run-queue wait), from indep_trace's JSON."""
+    ns = out["per_call_ns"]
     return {t: added_over_rounds(ns["baseline"], ns[t]) for t in TRACERS}
+
+
+def tracing_indep(rounds: int = INDEP_TRACE_ROUNDS,
+                  tmpdir: Path | None = None) -> dict[str, Figure]:
+    """indep_trace's figures: what each tracer adds per call (tracing_added)."""
+    return tracing_added(tracing_indep_run(rounds, tmpdir))
+
+
+def room_wakeups_per_call(run_dir: Path, variant: str = "ebpf-force") -> list[float]:
+    """sched:sched_waking per call of the variant's counted trials at duration_us=0 (the
+    room's counted samples, counted.csv): how often its records found the consumer
+    asleep. Empty when the run counted none."""
+    path = run_dir / "counted.csv"
+    if not path.exists():
+        return []
+    with path.open() as f:
+        return [float(r["value"]) for r in csv.DictReader(f)
+                if r["variant"] == variant and r["name"] == "per_op.sched.sched_waking"
+                and float(r["duration_us"]) == 0]
+
+
+def _wakeups_note(room: list[float], indep: list[float]) -> str:
+    """ebpf-force's cost turns on how often a record finds the consumer asleep (each such
+    wake-up costs the app a price of its own): both sides' rates, per call."""
+    def fmt(xs: list[float], what: str) -> str:
+        return (f"{what} {min(xs):.2f}–{max(xs):.2f} (n={len(xs)})" if xs
+                else f"{what} not counted")
+    return ("consumer wake-ups per call (sched:sched_waking): "
+            f"{fmt(room, 'room, counted trials')}; {fmt(indep, 'independent, rounds')}")
 
 
 def tracing_rows(run_dir: Path | None) -> list[Row]:
     assert run_dir is not None
-    ours, indep = tracing_room(run_dir), tracing_indep()
-    return [Row("tracing-overhead", f"{t} adds per call at 0 µs", "ns", ours[t], indep[t])
+    ours, out = tracing_room(run_dir), tracing_indep_run()
+    indep = tracing_added(out)
+    woke = out.get("wakeups_per_call", {}).get("ebpf-force", [])
+    return [Row("tracing-overhead", f"{t} adds per call at 0 µs", "ns", ours[t], indep[t],
+                _wakeups_note(room_wakeups_per_call(run_dir), woke)
+                if t == "ebpf-force" else "")
             for t in TRACERS if t in ours]
 
 

@@ -234,6 +234,11 @@ class Question:
     claim: a claim the answer tests, named beside it as written where it was made
     ("seed: hash 3–62× faster"); the answer then reads "<claim>; here: <answer>"
     (report/answers/claim.py).
+    checked: what the question's independent check (a program written apart from the room's
+    code, tests/indep_checks.py) leaves unsettled about the answer, in words and without
+    figures (those change from run to run; the dated note it names has them); the answer
+    then ends "Independent check: <checked>" (report/answers/checked.py). Empty where the
+    check agrees.
     """
 
     ask: str
@@ -248,6 +253,7 @@ class Question:
     within: tuple[str, ...] = ()  # with `param`: the variants the values are compared in
     target_ci: float = 0.05
     claim: str = ""
+    checked: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"ask": self.ask, "form": self.form, "against": self.against,
@@ -255,7 +261,7 @@ class Question:
                 "metrics": list(self.metrics),
                 "at": {k: list(v) for k, v in self.at.items()}, "along": self.along,
                 "param": self.param, "within": list(self.within),
-                "target_ci": self.target_ci, "claim": self.claim}
+                "target_ci": self.target_ci, "claim": self.claim, "checked": self.checked}
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,8 @@ def question_from_dict(d: Mapping[str, Any]) -> Question:
         metrics=tuple(d.get("metrics", ())),
         at={k: tuple(v) for k, v in dict(d.get("at", {})).items()},
         along=d.get("along"), param=d.get("param"), within=tuple(d.get("within", ())),
-        target_ci=float(d.get("target_ci", 0.05)), claim=str(d.get("claim", "")))
+        target_ci=float(d.get("target_ci", 0.05)), claim=str(d.get("claim", "")),
+        checked=str(d.get("checked", "")))
 
 
 def _resolve_at(at: Mapping[str, Sequence[ParamValue]],

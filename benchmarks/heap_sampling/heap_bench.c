@@ -651,8 +651,9 @@ static void run_inline(size_t size)
 	bench_meta_num("batch", INLINE_K);
 	bench_meta_num("pairs_per_sample", INLINE_PAIRS);
 	bench_meta_str("timing", "batches: k mallocs of one size, each decided on inline right "
-				 "after it, then k frees, between one pair of clock reads; a sample "
-				 "is the median over its (NONE, scheme) pairs of batches");
+				 "after it, then k frees, between one pair of clock reads, each "
+				 "right after an untimed batch of its own kind; a sample is the "
+				 "median over its (NONE, scheme) pairs of batches");
 	bench_meta_str("counted_window", "the scheme's batches of a counted sample, per "
 					 "malloc+free");
 	bench_meta_end();
@@ -676,22 +677,35 @@ static void run_inline(size_t size)
 			uint64_t none = 0, full;
 			bool none_first = paired && (i + (uint64_t)j) % 2;
 
-			if (none_first)
+			/* Each timed batch right after an untimed one of its own kind (lead): at
+			 * 64 B blocks a batch that follows the other kind's reads dearer than one
+			 * that follows its own, by more than the decision, in either scheme,
+			 * which no program with one allocator build pays; with alternating
+			 * order the median of a sample took that switch to one side or the
+			 * other by the sample's parity (METHOD.md "The decision inlined in the
+			 * malloc path"). */
+			if (none_first) {
+				inline_batch(S_NONE, size);
 				none = inline_batch(S_NONE, size);
+			}
+			inline_batch(s, size);
 			if (counted)
 				bench_counters_start();
 			full = inline_batch(s, size);
 			if (counted)
 				bench_counters_stop();
-			if (paired && !none_first)
+			if (paired && !none_first) {
+				inline_batch(S_NONE, size);
 				none = inline_batch(S_NONE, size);
+			}
 			full_ns[j] = (double)full / k;
 			decide[j] = ((double)full - (double)none) / k;
 		}
 		if (i < args.warmup)
 			continue;
 		if (!counted) {
-			decisions += (uint64_t)INLINE_PAIRS * INLINE_K;
+			/* the untimed lead batches decided too: 2 scheme batches a pair */
+			decisions += 2 * (uint64_t)INLINE_PAIRS * INLINE_K;
 			sampled += inl.samples - before;
 		}
 		bench_emit_sample(bench_metric(counted, "ns_per_alloc"),

@@ -22,11 +22,11 @@
  * program's own allocation path, as an allocator has it, and what it adds to a malloc and
  * its free: a run mallocs BLOCKS blocks of SIZE bytes, deciding on each right after its
  * malloc, and then frees them, one clock read either side. Each round runs it without the
- * decision ("off") and with it ("indep"), in an order drawn per round. Its own code, from the
- * definitions (the same ones indep_interposer.c states): Poisson a thread-local byte count
- * that the block's usable size (glibc's chunk of the request, less its size word) is taken
- * off, and on going negative (out of line) a new gap -mean ln U from splitmix64, the
- * sample counted and its weight n / (1 - e^(-n/mean)) added; the hash MurmurHash3's fmix64
+ * decision ("off") and with it ("indep"), in an order drawn per round, each timed run
+ * right after an untimed one of its own kind. Its own code, from the definitions (the same
+ * ones indep_interposer.c states): Poisson a thread-local byte count that the block's usable
+ * size (glibc's chunk of the request, less its size word) is taken off, and on going
+ * negative (out of line) a new gap -mean ln U from splitmix64, the sample counted and its weight n / (1 - e^(-n/mean)) added; the hash MurmurHash3's fmix64
  * of the address against n * floor(2^64 / mean), every block at n >= mean, on a sample
  * (out of line) the sample counted and its weight added. The class n is known before the
  * decision (the allocator computed it to serve the request).
@@ -218,11 +218,17 @@ static int run_inline(int scheme, long rounds, long blocks, double limit_ns, siz
 	double start = now_ns();
 	for (long round = -3; round < rounds; round++) { /* three warm-up rounds */
 		double off, on;
+		/* Each timed run after an untimed run of the same kind: a run right after the
+		 * other kind's reads dearer at small blocks (the switch, not the decision). */
 		if (next(&order_rng) & 1) {
+			in_run_off(size, blocks);
 			off = in_run_off(size, blocks);
+			with(size, blocks);
 			on = with(size, blocks);
 		} else {
+			with(size, blocks);
 			on = with(size, blocks);
+			in_run_off(size, blocks);
 			off = in_run_off(size, blocks);
 		}
 		if (round < 0)

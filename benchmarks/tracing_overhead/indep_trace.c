@@ -23,8 +23,11 @@
  * is the median over its batches of (wall time - run-queue wait) / CALLS: what the calls
  * took on the CPU, traps, BPF programs and the interrupts they raised included, with the
  * time a neighbour had the CPU taken off (on a busy machine a preempted batch would
- * otherwise carry the neighbour's turn). The wall time alone is printed beside it. The app
- * runs on one CPU, the ring buffer's consumer thread on another.
+ * otherwise carry the neighbour's turn). The wall time alone is printed beside it, and the
+ * wake-ups the app's thread made per call (sched:sched_waking counted on that thread: for
+ * ebpf-force, how often a record found the consumer asleep; each such wake-up is a cost
+ * of its own, so the figure is only comparable at a like rate). The app runs on one CPU,
+ * the ring buffer's consumer thread on another.
  *
  * Every event is counted: the ring buffer's records by the consumer, LTTng's with
  * babeltrace2 at the end; a count that is not 2 per call fails the check (exit 1).
@@ -34,8 +37,9 @@
  *
  *     indep_trace [ROUNDS [CALLS [BATCHES]]]      (root; default 10 1000 10)
  *
- * Prints one JSON object: per_call_ns (the headline's quantity) and wall_per_call_ns, each
- * per way, one figure per round; what a tracer adds is its round's figure less the
+ * Prints one JSON object: per_call_ns (the headline's quantity), wall_per_call_ns and
+ * wakeups_per_call (absent where the tracepoint cannot be counted), each per way, one figure
+ * per round (medians over its batches); what a tracer adds is its round's figure less the
  * baseline's of the same round (tests/indep_checks.py). */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -51,11 +55,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
+#include <linux/perf_event.h>
 
 #include "indep_trace.skel.h"
 
@@ -431,22 +438,59 @@ static double waited_ns(void)
 	return (double)wait;
 }
 
-/* One batch, per call: its wall time, and the part of it spent waiting for a CPU while
- * another task had it. */
+/* sched:sched_waking counted on this thread (the waker's context is where it fires): the
+ * wake-ups its calls made. -1 where tracefs or perf events are not to be had. */
+static int wakings_fd = -1;
+
+static void open_wakings(void)
+{
+	struct perf_event_attr attr = {.size = sizeof(attr), .type = PERF_TYPE_TRACEPOINT,
+				       .disabled = 0, .exclude_hv = 1};
+	const char *ids[] = {"/sys/kernel/tracing/events/sched/sched_waking/id",
+			     "/sys/kernel/debug/tracing/events/sched/sched_waking/id"};
+	unsigned long long id = 0;
+
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]) && !id; i++) {
+		FILE *f = fopen(ids[i], "r");
+
+		if (f) {
+			if (fscanf(f, "%llu", &id) != 1)
+				id = 0;
+			fclose(f);
+		}
+	}
+	if (!id)
+		return;
+	attr.config = id;
+	wakings_fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static double wakings(void)
+{
+	uint64_t n = 0;
+
+	if (wakings_fd < 0 || read(wakings_fd, &n, sizeof(n)) != sizeof(n))
+		return 0;
+	return (double)n;
+}
+
+/* One batch, per call: its wall time, the part of it spent waiting for a CPU while
+ * another task had it, and the wake-ups it made. */
 struct batch {
-	double wall, waited;
+	double wall, waited, wakeups;
 };
 
 static struct batch one_batch(traced_fn f, long calls)
 {
 	traced_fn volatile g = f;
-	double w0 = waited_ns();
+	double w0 = waited_ns(), k0 = wakings();
 	double t0 = now_ns(), t1;
 
 	for (long i = 0; i < calls; i++)
 		g(0);
 	t1 = now_ns();
-	return (struct batch){(t1 - t0) / (double)calls, (waited_ns() - w0) / (double)calls};
+	return (struct batch){(t1 - t0) / (double)calls, (waited_ns() - w0) / (double)calls,
+			      (wakings() - k0) / (double)calls};
 }
 
 static double median(double *x, int n)
@@ -461,7 +505,7 @@ static double median(double *x, int n)
  * taken off as the kernel's schedstat counts it), and the wall time as it was. */
 static void one_round(traced_fn f, long calls, int batches, double *out)
 {
-	double net[batches], wall[batches];
+	double net[batches], wall[batches], woke[batches];
 
 	one_batch(f, calls); /* untimed: caches and first hits */
 	for (int b = 0; b < batches; b++) {
@@ -469,10 +513,12 @@ static void one_round(traced_fn f, long calls, int batches, double *out)
 
 		net[b] = x.wall - x.waited;
 		wall[b] = x.wall;
+		woke[b] = x.wakeups;
 		check_interrupted();
 	}
 	out[0] = median(net, batches);
 	out[1] = median(wall, batches);
+	out[2] = median(woke, batches);
 }
 
 /* Waits until the consumer has seen `expected` records (at most 10 s). */
@@ -511,7 +557,7 @@ int main(int argc, char **argv)
 			      indep_traced_force, NULL};
 	struct sigaction sa = {.sa_handler = on_signal};
 	char exe[PATH_MAX], lib[PATH_MAX + 32];
-	double *per_call[WAYS][2];
+	double *per_call[WAYS][3];
 	uint64_t ebpf_calls = 0;
 	long long lttng_calls = 0, events, discarded;
 	void *handle;
@@ -542,6 +588,7 @@ int main(int argc, char **argv)
 		consumer_cpu = app_cpu;
 	pin(pthread_self(), app_cpu);
 	schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY);
+	open_wakings();
 	if (schedstat_fd < 0)
 		fail("cannot open /proc/thread-self/schedstat (CONFIG_SCHEDSTATS?)");
 
@@ -560,15 +607,15 @@ int main(int argc, char **argv)
 	check_interrupted();
 
 	for (int w = 0; w < WAYS; w++)
-		for (int k = 0; k < 2; k++)
+		for (int k = 0; k < 3; k++)
 			per_call[w][k] = calloc((size_t)rounds, sizeof(double));
 	for (long r = 0; r < rounds; r++) {
 		for (int k = 0; k < WAYS; k++) {
 			int w = (int)((r + k) % WAYS);
-			double figures[2];
+			double figures[3];
 
 			one_round(fn[w], calls, batches, figures);
-			for (int f = 0; f < 2; f++)
+			for (int f = 0; f < 3; f++)
 				per_call[w][f][r] = figures[f];
 			if (w == BATCHED || w == FORCE) {
 				ebpf_calls += (uint64_t)(calls * (batches + 1));
@@ -604,8 +651,9 @@ int main(int argc, char **argv)
 	       "\"lttng_events\": %lld, ",
 	       rounds, calls, batches, app_cpu, consumer_cpu, (unsigned long long)records_seen,
 	       events);
-	for (int k = 0; k < 2; k++) {
-		static const char *const figure[2] = {"per_call_ns", "wall_per_call_ns"};
+	for (int k = 0; k < (wakings_fd >= 0 ? 3 : 2); k++) {
+		static const char *const figure[3] = {"per_call_ns", "wall_per_call_ns",
+						      "wakeups_per_call"};
 
 		printf("%s\"%s\": {", k ? "}, " : "", figure[k]);
 		for (int w = 0; w < WAYS; w++) {

@@ -12,7 +12,8 @@ them, with their CIs and trials:
   benchmark's crossover_ratios, from which value of `along` the ratio stays under it;
 - added.py: the shift (variant - reference, Hodges-Lehmann) with its CI at each point;
 - error.py: the RMS of each signed metric named (CaseResult.signed) at each point;
-- claim.py: a question's claim (model.Question.claim) named before its answer.
+- claim.py: a question's claim (model.Question.claim) named before its answer;
+- checked.py: what its independent check leaves unsettled (model.Question.checked), after it.
 Diagnostic and control variants never answer. Each Answer has its full text (the
 benchmark's section), a short form for the top of a report (speed-ups as factors with their
 CIs, the lead counter of the why kept apart as short_why), and its Figures, which `bakeoff
@@ -27,6 +28,7 @@ from typing import Any
 
 from bakeoff.analysis.within_run import BenchmarkAnalysis
 from bakeoff.report.answers.added import added_answer
+from bakeoff.report.answers.checked import with_checked
 from bakeoff.report.answers.claim import with_claim
 from bakeoff.report.answers.common import Answer, Figure, figures_agree
 from bakeoff.report.answers.crossover import crossover_answer
@@ -45,7 +47,8 @@ FORMS: dict[str, Callable[[BenchmarkAnalysis, dict[str, Any]], Answer | None]] =
 def answers(ba: BenchmarkAnalysis) -> list[tuple[dict[str, Any], Answer | None]]:
     """Each declared question with its answer; None when the run measured nothing it reads
     (its variants skipped, or its points not in the profile run)."""
-    return [(q, with_claim(FORMS[q["form"]](ba, q), q) if q.get("form") in FORMS else None)
+    return [(q, with_checked(with_claim(FORMS[q["form"]](ba, q), q), q)
+             if q.get("form") in FORMS else None)
             for q in ba.info.questions]
 
 
