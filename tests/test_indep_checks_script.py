@@ -6,12 +6,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
 from tests.indep_checks import Row
 
 SCRIPT = REPO / "scripts" / "indep-checks"
 
 
+@pytest.mark.slow(live=False)
 def test_unknown_room_is_one_line_naming_the_rooms() -> None:
     res = subprocess.run([sys.executable, str(SCRIPT), "--rooms", "nope"], capture_output=True,
                          text=True, timeout=60, check=False)
