@@ -64,13 +64,17 @@ def _live_run(args: Any) -> str | None:
 _RUNNING: list[str] = ["(collection)"]  # the test being set up, run or torn down
 
 
+def _argv0(args: Any) -> str:
+    return str(args[0] if isinstance(args, list | tuple) and args else args).split()[0]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before the test's fixtures: a test that starts live runs, in a module whose hold took
     no lock (set up for its tests that start none), takes it for the rest of the module."""
     _RUNNING[0] = item.nodeid
     _RUNNING_ITEM[:] = [item]
-    if _MODULE_HOLDS and not _LOCKS_HELD and item.get_closest_marker("slow") is not None:
+    if _MODULE_HOLDS and not _LOCKS_HELD and starts_live_runs(item):
         _MODULE_HOLDS[-1].enter_context(suite_lock(False, item.nodeid))
 
 
@@ -105,6 +109,12 @@ def pytest_configure(config: pytest.Config) -> None:
     real_init = subprocess.Popen.__init__
 
     def guarded(self: subprocess.Popen[Any], args: Any, *rest: Any, **kw: Any) -> None:
+        if FAST_TIER and _RUNNING[0] != "(collection)" and _live_run(args) is None:
+            # The fast tier is the edit-test loop: each program started (the CLI's own
+            # interpreter start-up is ~0.5 s here) made it 411 s at load 5-8 (2026-11-29).
+            pytest.fail(f"{_RUNNING[0]} starts the program {_argv0(args)}: the fast tier "
+                        "starts none; mark the test @pytest.mark.slow(live=False)",
+                        pytrace=False)
         if (what := _live_run(args)) is not None:
             if FAST_TIER:
                 pytest.fail(f"{_RUNNING[0]} starts {what}: the fast tier runs no live "
@@ -228,8 +238,16 @@ def live_run_lock(holder: str) -> contextlib.AbstractContextManager[None]:
     return suite_lock(False, holder)
 
 
+def starts_live_runs(item: pytest.Item) -> bool:
+    """Marked slow for a live run. `@pytest.mark.slow(live=False)` is slow for its own work
+    (a simulation of thousands of runs, the CLI started as a program, over and over): out of
+    the fast tier, but it takes no suite lock and runs beside anything."""
+    mark = item.get_closest_marker("slow")
+    return mark is not None and mark.kwargs.get("live", True)
+
+
 def _starts_live_runs(items: Iterable[pytest.Item]) -> bool:
-    return any(item.get_closest_marker("slow") is not None for item in items)
+    return any(starts_live_runs(item) for item in items)
 
 
 # The machine-wide modules are one xdist group (MACHINE_WIDE_GROUP), handed out first, and
@@ -262,16 +280,22 @@ def _suite_lock_per_module(request: pytest.FixtureRequest) -> Iterator[None]:
     if request.path.name in LOCK_PER_TEST:
         yield  # each test decides (_suite_lock_per_test)
         return
-    if machine_wide:
-        _hold_alone(request.path.name)
-        yield
-        return
-    _end_alone()
     # The tests of this module in the unit the test being set up belongs to: a module's
     # tests that start no live run are a unit apart (NO_LIVE_RUN).
     unit = item_unit(_RUNNING_ITEM[0]) if _RUNNING_ITEM else None
     mine = [i for i in request.session.items if i.path == request.path
             and (unit is None or item_unit(i) == unit)]
+    if machine_wide:
+        # Only if its selected tests start programs (any slow test: a sweep's test starts
+        # no live run but plants what one would sweep): the fast tier runs a machine-wide
+        # module's unit tests, which make nothing to count, and waiting to hold the lock
+        # alone behind another clone's suite kept `make test-fast` waiting 10 minutes
+        # (2026-11-29).
+        if any(i.get_closest_marker("slow") is not None for i in mine):
+            _hold_alone(request.path.name)
+        yield
+        return
+    _end_alone()
     with contextlib.ExitStack() as held:
         if _starts_live_runs(mine):
             held.enter_context(suite_lock(False, request.path.name))
@@ -448,7 +472,7 @@ def slowest_first(config: pytest.Config, items: list[pytest.Item],
         name = item.path.name
         if item.nodeid.split("@")[0] in per_test:
             return per_test[item.nodeid.split("@")[0]]
-        if item.get_closest_marker("slow") is None:
+        if not starts_live_runs(item):
             return 0.1
         if per_test:
             return 0.5  # measured under half a second
@@ -463,7 +487,7 @@ def slowest_first(config: pytest.Config, items: list[pytest.Item],
     for item in items:
         cost[unit(item)] = cost.get(unit(item), 0.0) + guess(item)
         lock_free[unit(item)] = lock_free.get(unit(item), True) and \
-            item.get_closest_marker("slow") is None and not machine_wide_test(item)
+            not starts_live_runs(item) and not machine_wide_test(item)
     cost = {u: known.get(u, c) for u, c in cost.items()}
     tier = {u: 0 if u == MACHINE_WIDE_GROUP else 1 if lock_free[u] else 2 for u in cost}
     if MACHINE_WIDE_GROUP not in cost:
@@ -536,7 +560,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "built" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
-    with_live_runs = {i.path for i in items if i.get_closest_marker("slow") is not None}
+    with_live_runs = {i.path for i in items if starts_live_runs(i)}
     for item in items:
         # A test that names its own group (test_fleet.py's three) keeps it.
         if item.get_closest_marker("xdist_group") is not None:
@@ -545,7 +569,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(MACHINE_WIDE_GROUP))
         elif item.path.name not in INDEPENDENT_MODULES:
             group = SHARED_FIXTURE_GROUPS.get(item.path.name, item.path.name)
-            if item.path in with_live_runs and item.get_closest_marker("slow") is None and \
+            if item.path in with_live_runs and not starts_live_runs(item) and \
                     group == item.path.name and group not in LOCK_PER_TEST:
                 group += NO_LIVE_RUN  # a unit of its own, that takes no lock
             item.add_marker(pytest.mark.xdist_group(group))

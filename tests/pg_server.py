@@ -105,7 +105,8 @@ def postgres() -> Iterator[PgServer]:
         pytest.skip(f"no PostgreSQL server: {exc}")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+# PostgreSQL's side starts a server (runuser, initdb): out of the fast tier.
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow(live=False))])
 def history_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh, empty history of each kind."""
     if request.param == "sqlite":

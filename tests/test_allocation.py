@@ -70,6 +70,7 @@ SCENARIOS = [(ratio, spread) for spread in (0.05, 0.15) for ratio in (0.5, 0.98,
 
 
 @pytest.mark.parametrize(("low", "high"), [(5, 10), (3, 5)])
+@pytest.mark.slow(live=False)
 def test_the_rule_keeps_verdicts_and_coverage_near_the_fixed_designs(low: int, high: int) -> None:
     """The bound the docs state: against the fixed design at `high` trials on the same cases,
     the rule's share of wrong verdicts is at most 6 points higher and at most 8% in all, and
@@ -219,6 +220,7 @@ def _plan_errors(ratio: float, spread: float, rule: allocation.Rule, draws: int,
 
 
 @pytest.mark.parametrize(("ratio", "spread"), [(1.0, 0.05), (1.05, 0.05)])
+@pytest.mark.slow(live=False)
 def test_the_plan_counts_the_trials_the_rule_will_add(ratio: float, spread: float) -> None:
     """The time left is the plan's trials at each case's trial time (run/progress.py): at 25%,
     50% and 75% of a run under sequential allocation, the trials the plan still counts are

@@ -450,6 +450,7 @@ def _row(rows: list[tuple[str, str, str, bool]], label: str) -> tuple[str, str, 
     return next(r for r in rows if r[0] == label)
 
 
+@pytest.mark.slow(live=False)
 def test_compare_sets_each_answer_old_against_new(run: RunRecord) -> None:
     new = _fast_half_as_fast()
     cmp = compare_runs(run, new, 0.02)
@@ -465,6 +466,7 @@ def test_compare_sets_each_answer_old_against_new(run: RunRecord) -> None:
         "at size=16 KiB |" in md
 
 
+@pytest.mark.slow(live=False)
 def test_hosts_report_answers_each_question_per_host(run: RunRecord, analysis: Analysis) -> None:
     other = _fast_half_as_fast()
     hosts = HostsAnalysis([HostRun("toy-host", Path("a"), run, analysis),

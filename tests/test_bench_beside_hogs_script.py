@@ -64,6 +64,7 @@ def test_within_widened_outside_said_or_not(bh: ModuleType, tmp_path: Path) -> N
     assert bh.compare(idle, said) == 0
 
 
+@pytest.mark.slow(live=False)
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     for args in ([], [str(tmp_path)], [str(tmp_path), str(tmp_path)]):
         res = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True,

@@ -87,6 +87,7 @@ def _bisect(repo: Path, *extra: str, good: str | None = None, bad: str | None = 
                        str(repo.parent / "out"), *extra, timeout=120)
 
 
+@pytest.mark.slow(live=False)
 def test_bad_input_is_one_line_and_exit_2(small_repo: BisectRepo, tmp_path: Path) -> None:
     repo = small_repo.path
     plain = tmp_path / "plain"
@@ -104,6 +105,7 @@ def test_bad_input_is_one_line_and_exit_2(small_repo: BisectRepo, tmp_path: Path
     assert _worktrees(repo) == [f"worktree {repo}"]
 
 
+@pytest.mark.slow(live=False)
 def test_a_failed_build_names_the_commit_and_shows_its_last_lines(small_repo: BisectRepo) -> None:
     repo = small_repo.path
     res = _bisect(repo, build="echo compiling; echo 'prog.c:3: error: broken' >&2; exit 3")
@@ -116,12 +118,14 @@ def test_a_failed_build_names_the_commit_and_shows_its_last_lines(small_repo: Bi
     assert not (repo.parent / "out").exists()  # nothing measured: no empty record left
 
 
+@pytest.mark.slow(live=False)
 def test_a_measure_command_that_fails_is_exit_2_naming_it(small_repo: BisectRepo) -> None:
     res = _bisect(small_repo.path, measure="{build}/no-such-program")
     assert_usage_error(res, "no-such-program", "not found")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.slow(live=False)
 def test_a_signal_during_a_build_stops_it_and_leaves_no_registration(
         small_repo: BisectRepo, sig: signal.Signals) -> None:
     repo, cache = small_repo.path, small_repo.path.parent / "cache"
@@ -260,6 +264,7 @@ def test_the_next_candidate_is_the_middle_or_its_nearest_that_builds() -> None:
     assert next_candidate(3, 7, {4, 5}) == 6
 
 
+@pytest.mark.slow(live=False)
 def test_a_measure_command_that_exits_non_zero_is_exit_2_naming_it(
         small_repo: BisectRepo) -> None:
     res = _bisect(small_repo.path, measure="false {build}")
@@ -270,6 +275,7 @@ def test_a_measure_command_that_exits_non_zero_is_exit_2_naming_it(
 # ---- the build cache ---------------------------------------------------------------------
 
 
+@pytest.mark.slow(live=False)
 def test_builds_are_reused_across_invocations_and_leave_no_registration(
         small_repo: BisectRepo, tmp_path: Path) -> None:
     from bakeoff.bisect.builds import BuildCache
@@ -292,6 +298,7 @@ def test_builds_are_reused_across_invocations_and_leave_no_registration(
     assert other.build(good) != tree and good.sha in other.built_now
 
 
+@pytest.mark.slow(live=False)
 def test_a_build_cut_short_by_sigkill_is_built_again_and_its_registration_removed(
         small_repo: BisectRepo, tmp_path: Path) -> None:
     from bakeoff.bisect.builds import BuildCache
@@ -347,6 +354,7 @@ def test_sigterm_while_a_step_measures_leaves_nothing_behind(tmp_path: Path) -> 
     assert not list(cache.glob("*/*/tree/.git"))
 
 
+@pytest.mark.slow(live=False)
 def test_the_self_test_script_refuses_bad_counts_in_one_line() -> None:
     from conftest import run_script
 

@@ -107,6 +107,7 @@ def test_a_run_cut_to_one_command_compares_as_its_own_run(vr: ModuleType,
         vr.one_command(run, "z")
 
 
+@pytest.mark.slow(live=False)
 def test_compare_names_the_metric_that_decides_better(vr: ModuleType, tmp_path: Path) -> None:
     """Wall time of one run a side is inconclusive; the runs also counted instructions, so
     compare says so and how to decide on them, and --rerun would count them again."""

@@ -65,6 +65,7 @@ def test_help_everywhere() -> None:
         assert "Usage" in res.stdout
 
 
+@pytest.mark.slow(live=False)
 def test_list_shows_variants_params_and_whether_each_runs() -> None:
     res = run_bakeoff("list")
     assert res.returncode == 0, res.stderr
@@ -78,6 +79,7 @@ def test_list_shows_variants_params_and_whether_each_runs() -> None:
         assert (f"a trial claims {bench.cpus} CPUs" in flat) == (bench.cpus > 1), bench.name
 
 
+@pytest.mark.slow(live=False)
 def test_doctor_lists_capabilities_and_facts() -> None:
     res = run_bakeoff("doctor")
     assert res.returncode == 0, res.stderr
@@ -136,6 +138,7 @@ def test_a_failed_warm_up_trial_is_reported(tmp_path: Path) -> None:
     assert "a warm-up trial of flaky crash" in (out / "report.md").read_text()
 
 
+@pytest.mark.slow(live=False)
 def test_a_room_can_add_a_subcommand() -> None:
     env = {"BAKEOFF_BENCHMARKS_DIR": str(FIXTURES / "rooms"),
            "BAKEOFF_BUILD_DIR": str(FIXTURES / "build")}

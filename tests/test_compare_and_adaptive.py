@@ -69,6 +69,7 @@ def _with_drift(tmp_path: Path, old: Path, sigma: float, pairs: int = 10,
     return copy
 
 
+@pytest.mark.slow(live=False)
 def test_one_run_a_side_without_a_drift_is_inconclusive(before_after: tuple[Path, Path]) -> None:
     """No drift measured for the runs' cases: a 20% change between two runs is shown with
     its within-run CI but not called, and the fix is named."""
@@ -84,6 +85,7 @@ def test_one_run_a_side_without_a_drift_is_inconclusive(before_after: tuple[Path
     assert "0 of 4 cases differ" in res.stdout and " same" not in said
 
 
+@pytest.mark.slow(live=False)
 def test_compare_shows_every_case_with_a_verdict(before_after: tuple[Path, Path],
                                                  tmp_path: Path) -> None:
     """With a small spread recorded for the runs' host, the 20% case is called slower and
@@ -102,6 +104,7 @@ def test_compare_shows_every_case_with_a_verdict(before_after: tuple[Path, Path]
             "measured 2026-01-01 00:00 UTC)") in said, said
 
 
+@pytest.mark.slow(live=False)
 def test_a_drift_too_large_for_the_change_is_inconclusive(before_after: tuple[Path, Path],
                                                           tmp_path: Path) -> None:
     """A run-to-run drift of 30% swallows a 20% change: the widened CI holds 1, and the
@@ -115,6 +118,7 @@ def test_a_drift_too_large_for_the_change_is_inconclusive(before_after: tuple[Pa
     assert "inconclusive: demo/b[size=65536]: about" in said and "runs a side" in said, said
 
 
+@pytest.mark.slow(live=False)
 def test_a_spread_of_another_host_is_not_used(before_after: tuple[Path, Path],
                                               tmp_path: Path) -> None:
     old, new = before_after
@@ -124,6 +128,7 @@ def test_a_spread_of_another_host_is_not_used(before_after: tuple[Path, Path],
     assert res.returncode == 0 and "cannot be told from drift" in said, said
 
 
+@pytest.mark.slow(live=False)
 def test_fail_on_regression_exit_codes(before_after: tuple[Path, Path], tmp_path: Path) -> None:
     old, new = before_after
     # One run a side, no spread: not failed, and told how to get a verdict.
@@ -144,6 +149,7 @@ def test_fail_on_regression_exit_codes(before_after: tuple[Path, Path], tmp_path
                        "0").returncode == 0
 
 
+@pytest.mark.slow(live=False)
 def test_two_runs_a_side_are_the_unit(tmp_path: Path) -> None:
     """Two runs a side: each run is one observation, so the runs' drift is in the CI. Runs
     whose level moves 10% from run to run (drift) around an unchanged case: not called; a
@@ -166,6 +172,7 @@ def test_two_runs_a_side_are_the_unit(tmp_path: Path) -> None:
                                    str(olds[0])), "given twice")
 
 
+@pytest.mark.slow(live=False)
 def test_compare_markdown(before_after: tuple[Path, Path], tmp_path: Path) -> None:
     old, new = before_after
     res = run_bakeoff("compare", str(_with_drift(tmp_path, old, 0.01)), str(new), "--format",
@@ -178,6 +185,7 @@ def test_compare_markdown(before_after: tuple[Path, Path], tmp_path: Path) -> No
     assert "--fail-on-regression fails a case only where that verdict is slower" in said
 
 
+@pytest.mark.slow(live=False)
 def test_compare_bad_input(before_after: tuple[Path, Path], tmp_path: Path) -> None:
     old, _ = before_after
     assert_usage_error(run_bakeoff("compare", str(old), str(old), "--format", "pdf"), "use text or md")
@@ -270,6 +278,7 @@ def test_resume_after_sigkill_loses_and_repeats_nothing(built: Path, tmp_path: P
     assert_usage_error(run_bakeoff("run", "--resume", str(out), "--trials", "3"), "drop --trials")
 
 
+@pytest.mark.slow(live=False)
 def test_a_case_whose_old_median_is_0_is_named_not_a_crash(tmp_path: Path) -> None:
     """A difference metric or an A/A control can have a median of 0, or one that moves
     around 0 from run to run: there is no ratio new / old for it (-0.7 ns then +0.3 ns is

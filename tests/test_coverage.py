@@ -26,12 +26,14 @@ def _within_calibrated(cell: coverage.Cell) -> None:
 
 @pytest.mark.parametrize("n", coverage.TRIAL_COUNTS)
 @pytest.mark.parametrize("model", coverage.NOISE_MODELS, ids=lambda m: m.name)
+@pytest.mark.slow(live=False)
 def test_ratio_ci_covers_by_simulation(model: coverage.NoiseModel, n: int) -> None:
     _within_calibrated(coverage.simulated(stats.INTERVAL_METHOD, model, n, DRAWS, seed=7))
 
 
 @pytest.mark.parametrize("n", [3, 5, 10])
 @pytest.mark.parametrize("fixture", sorted(FIXTURES.glob("*.json")), ids=lambda p: p.stem)
+@pytest.mark.slow(live=False)
 def test_ratio_ci_covers_on_real_trials_resampled_aa(fixture: Path, n: int) -> None:
     cases = coverage.load_trials(fixture)
     assert len(cases) >= 10 and all(len(t) >= 2 * n for t in cases.values())
@@ -40,6 +42,7 @@ def test_ratio_ci_covers_on_real_trials_resampled_aa(fixture: Path, n: int) -> N
 
 
 @pytest.mark.parametrize("n", [3, 10])
+@pytest.mark.slow(live=False)
 def test_median_ci_covers_the_typical_trials_median(n: int) -> None:
     lognormal = coverage.NOISE_MODELS[0]
     _within_calibrated(coverage.median_coverage(lognormal, n, DRAWS, seed=7))

@@ -44,6 +44,7 @@ EXECUTOR = REPO / "build" / "common" / "bakeoff-cmd-exec"
 # ---- the statistics, by simulation -------------------------------------------------------
 
 
+@pytest.mark.slow(live=False)
 def test_widened_ci_covers_at_its_nominal_rate() -> None:
     """A/A pairs of runs with a run-level drift of sigma and within-run noise se: the CI
     widened by a sigma *estimated* from 8 other pairs covers 1 about 95% of the time (the t
@@ -68,6 +69,7 @@ def test_widened_ci_covers_at_its_nominal_rate() -> None:
     assert raw_covered / draws < 0.5, raw_covered / draws
 
 
+@pytest.mark.slow(live=False)
 def test_runs_as_unit_covers_at_its_nominal_rate() -> None:
     rng = np.random.default_rng(7)
     draws, covered = 4000, 0

@@ -867,6 +867,7 @@ def _memory_cgroup_root() -> Path | None:
 # Alone: its dead run's cgroup and uprobe are machine-wide, and any other test's `bakeoff run`
 # would sweep them at its start, before this test's doctor --cleanup can say it did.
 @pytest.mark.machine_wide
+@pytest.mark.slow(live=False)
 def test_sweep_removes_what_dead_runs_left_and_nothing_of_live_ones(tmp_path: Path) -> None:
     """Fake leftovers of every kind the sweeps know, half of a dead run (a PID that is gone),
     half of a live one (a process that runs): doctor --cleanup removes the first half, says

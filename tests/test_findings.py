@@ -275,6 +275,7 @@ def test_a_fit_finding_quotes_both_constants_with_their_cis() -> None:
     assert "over 4 points, at least 6 trials each" in fit.text and not fit.tentative
 
 
+@pytest.mark.slow(live=False)
 def test_report_md_leads_with_the_findings_and_one_compact_table() -> None:
     run = make_run()
     analysis = analyze(run)

@@ -92,6 +92,7 @@ def test_the_record_round_trips_and_a_bad_one_is_one_line(tmp_path: Path) -> Non
         record.load(tmp_path / "elsewhere")
 
 
+@pytest.mark.slow(live=False)
 def test_a_dirty_tree_is_refused_naming_what_differs(tmp_path: Path,
                                                     tmp_path_factory: pytest.TempPathFactory) -> None:
     import subprocess
@@ -166,6 +167,7 @@ def _poll_run() -> Any:
     return module
 
 
+@pytest.mark.slow(live=False)
 def test_the_look_at_a_hosts_run_tells_running_finished_and_gone(tmp_path: Path) -> None:
     """fleet/poll_run.py on real processes and async_wrapper's real file shapes."""
     poll_run = _poll_run()
@@ -225,6 +227,7 @@ def test_a_stalled_look_ends_the_run_phase_stalled_with_its_reason() -> None:
     assert [h.host for h in rec.failed()] == ["a"]
 
 
+@pytest.mark.slow(live=False)
 def test_a_failed_set_up_is_named_by_the_first_line_of_its_cause(tmp_path: Path) -> None:
     """Real make output: the cause comes first (a tool not found), make's `*** ... Error`
     summaries last; the reason is the cause."""
@@ -267,6 +270,7 @@ def _stand_in_run(tmp_path: Path, run_dir: Path) -> subprocess.Popen[bytes]:
     return proc
 
 
+@pytest.mark.slow(live=False)
 def test_a_frozen_run_is_stalled_past_its_bound_and_stopped(tmp_path: Path) -> None:
     """fleet/poll_run.py on a real SIGSTOPped process: within its bound it is running; past
     it (10x its slowest trial, at least STALL_AFTER_S) it is stalled, woken, SIGTERMed."""

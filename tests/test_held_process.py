@@ -57,6 +57,7 @@ READY_AFTER_TWO_LINES = _script("""
 """)
 
 
+@pytest.mark.slow(live=False)
 def test_start_waits_for_the_ready_line_in_a_session_of_its_own(
         helpers: list[HeldProcess]) -> None:
     h = HeldProcess("ready-helper", READY_AFTER_TWO_LINES, ready="ready")
@@ -73,6 +74,7 @@ def test_start_waits_for_the_ready_line_in_a_session_of_its_own(
     assert not procs.alive(pid) and not psutil.pid_exists(pid)  # gone and reaped
 
 
+@pytest.mark.slow(live=False)
 def test_a_ready_function_and_a_ready_probe(tmp_path: Path, helpers: list[HeldProcess]) -> None:
     by_line = HeldProcess("by-line", READY_AFTER_TWO_LINES,
                           ready=lambda line: '"map_id"' in line)
@@ -91,6 +93,7 @@ def test_a_ready_function_and_a_ready_probe(tmp_path: Path, helpers: list[HeldPr
     assert flag.exists() and by_probe.alive()
 
 
+@pytest.mark.slow(live=False)
 def test_a_start_that_never_gets_ready_times_out_and_leaves_nothing(
         helpers: list[HeldProcess]) -> None:
     h = HeldProcess("mute", _script("import time; time.sleep(600)"), ready="ready",
@@ -104,6 +107,7 @@ def test_a_start_that_never_gets_ready_times_out_and_leaves_nothing(
     assert h.ensure() == "mute was not ready within 0.5 s"  # what a trial fails with
 
 
+@pytest.mark.slow(live=False)
 def test_a_helper_that_exits_before_ready_says_why(tmp_path: Path,
                                                    helpers: list[HeldProcess]) -> None:
     err = tmp_path / "helper.stderr"
@@ -131,6 +135,7 @@ def test_a_helper_that_exits_before_ready_says_why(tmp_path: Path,
         missing.start()
 
 
+@pytest.mark.slow(live=False)
 def test_revive_starts_a_new_one_after_it_died(helpers: list[HeldProcess]) -> None:
     h = HeldProcess("reviver", READY_AFTER_TWO_LINES, ready="ready")
     helpers.append(h)
@@ -144,6 +149,7 @@ def test_revive_starts_a_new_one_after_it_died(helpers: list[HeldProcess]) -> No
     assert not psutil.pid_exists(first)  # the dead one was reaped, not left a zombie
 
 
+@pytest.mark.slow(live=False)
 def test_stop_escalates_to_sigkill_for_the_whole_group(tmp_path: Path,
                                                        helpers: list[HeldProcess]) -> None:
     """A helper that ignores SIGTERM, with a child of its own (a daemon's worker): after the
@@ -220,6 +226,7 @@ def _helper_pid(harness: subprocess.Popen[str], pidfile: Path) -> int:
     ("latched", signal.SIGINT, "Interrupted 2", 130),
     ("latched", signal.SIGTERM, "Interrupted 15", 143),
 ])
+@pytest.mark.slow(live=False)
 def test_a_signal_ends_a_hung_start_and_stops_the_helper(
         tmp_path: Path, mode: str, signum: int, said: str, status: int) -> None:
     """The hang the issue saw: a start that never gets ready ignored two Ctrl-Cs. Here the
@@ -239,6 +246,7 @@ def test_a_signal_ends_a_hung_start_and_stops_the_helper(
         harness.wait()
 
 
+@pytest.mark.slow(live=False)
 def test_the_sweep_stops_a_helper_whose_holder_was_sigkilled(tmp_path: Path) -> None:
     """SIGKILL gives the holder no tear-down: the helper (own session, shared: no run PID
     in its environment) lives on; sweep_held finds it by the dead holder's PID in its
@@ -265,6 +273,7 @@ def test_the_sweep_stops_a_helper_whose_holder_was_sigkilled(tmp_path: Path) -> 
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
 
+@pytest.mark.slow(live=False)
 def test_the_sweep_leaves_a_helper_of_another_mount_namespace(tmp_path: Path) -> None:
     """CI (stop 39): a concurrent test's `bakeoff run`, in the root mount namespace, swept the
     session daemon a SIGKILLed run had left in a test's private /run, before that test's

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from bakeoff.history import changes_selftest as st
 from bakeoff.history.changes import (
@@ -140,6 +141,7 @@ def test_rates_carry_exact_binomial_intervals() -> None:
     assert 0.55 < lo < 0.56 and 0.997 < hi < 0.998
 
 
+@pytest.mark.slow(live=False)
 def test_selftest_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     script = Path(__file__).parent.parent / "scripts" / "changes-selftest"
     bad = tmp_path / "series.json"

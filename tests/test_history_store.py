@@ -257,6 +257,7 @@ def test_labels_and_locations_refused_in_one_line(tmp_path: Path) -> None:
         open_history(str(tmp_path / "junk"))
 
 
+@pytest.mark.slow(live=False)
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     history = str(tmp_path / "h.sqlite")
     nowhere = tmp_path / "no-server"

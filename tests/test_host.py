@@ -23,6 +23,7 @@ def test_every_capability_is_probed_and_named() -> None:
             assert caps[name].available, caps[name]
 
 
+@pytest.mark.slow(live=False)
 def test_facts_name_the_machine_without_absolute_paths() -> None:
     facts = host.facts()
     assert facts.kernel and facts.cpu_model and facts.cores >= 1

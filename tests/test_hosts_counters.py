@@ -15,6 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 from recorded_fleet import RUNS, SIZE_A, SIZE_B, copy_run, recorded_fleet
 
 from bakeoff.analysis.across_hosts import DIFFERS, analyze_hosts, to_json
@@ -39,6 +40,7 @@ def _recorded_warnings(run: str) -> list[str]:
     return [str(w) for w in json.loads((RUNS / run / "results.json").read_text())["warnings"]]
 
 
+@pytest.mark.slow(live=False)
 def test_each_hosts_warnings_are_named_by_host(tmp_path: Path) -> None:
     """Every warning each recorded run carries (a busy machine, a shared CPU) is in the
     report across hosts: said once for every host when both gave it word for word, else
@@ -63,6 +65,7 @@ def _counter(a: object, variant: str, size: int, name: str) -> object:
                 and dict(c.case.params)["size"] == size and c.counter == name)
 
 
+@pytest.mark.slow(live=False)
 def test_counters_say_why_a_host_differs(tmp_path: Path) -> None:
     """beta's 256 KiB cases are a real 16 MiB run's: the counters that scale with the size
     differ, by the kernel's own arithmetic, and are named where each ratio differs; at
@@ -125,6 +128,7 @@ def test_the_same_run_on_two_hosts_differs_in_nothing(tmp_path: Path) -> None:
                                                   for c in rows if c.verdict != SAME]
 
 
+@pytest.mark.slow(live=False)
 def test_the_redacted_fleet_copy_is_complete_and_reports_again(tmp_path: Path) -> None:
     """The copy holds fleet.json, the fleet's logs and every host's results and reports,
     none of the original host names (inventory names, the recorded hostname), addresses or
@@ -213,6 +217,7 @@ def test_none_against_some_differs_and_a_ci_touching_zero_is_no_verdict() -> Non
     assert verdict(_summary(1.035, 1.02, 1.05), _summary(1.0, 1.0, 1.0)) == UNTESTED
 
 
+@pytest.mark.slow(live=False)
 def test_a_fleet_with_one_host_left_compares_nothing(tmp_path: Path) -> None:
     """beta sent nothing back: the report is of alpha alone, and no sentence says what holds
     or differs between hosts (issue 35 saw "across 1 hosts" and "the others hold on every

@@ -7,12 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO
 from tests.indep_checks import Row
 
 SCRIPT = REPO / "scripts" / "indep-checks"
 
 
+@pytest.mark.slow(live=False)
 def test_unknown_room_is_one_line_naming_the_rooms() -> None:
     res = subprocess.run([sys.executable, str(SCRIPT), "--rooms", "nope"], capture_output=True,
                          text=True, timeout=60, check=False)

@@ -70,6 +70,7 @@ def test_trial_gets_sigterm_to_clean_up_before_sigkill(tmp_path: Path) -> None:
     assert not marker.exists(), "the trial was killed before it could clean up"
 
 
+@pytest.mark.slow(live=False)
 def test_an_interrupt_while_a_compiled_module_loads_waits_until_it_has_loaded() -> None:
     """bakeoff/core/lazy.py: a SIGINT that comes while scipy.stats initialises is held, then raised
     as KeyboardInterrupt once it has loaded; not turned into 'ImportError: initialization
@@ -226,6 +227,7 @@ def test_a_signal_in_the_last_tear_down_completes_the_run_and_stops_before_the_r
     ("pending", 130, "interrupted by signal 2: 3 trials kept"),     # came while blocked
     ("none", 0, ""),
 ])
+@pytest.mark.slow(live=False)
 def test_a_signal_recorded_or_pending_at_exit_is_never_lost(how: str, code: int,
                                                             said: str) -> None:
     """interrupts.exit: a signal the latch recorded, or one pending while the signals were

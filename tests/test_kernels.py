@@ -105,6 +105,7 @@ def test_a_timed_kernel_run_is_refused_here_in_one_line() -> None:
 # ---- the plans ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow(live=False)
 def test_the_functional_plan_is_every_mechanism_at_the_least_size() -> None:
     """Each room once: every value of each word param of its quick grid (a map kind, a
     content, a workload: each another mechanism) at the least of each numeric one; a variant
@@ -172,6 +173,7 @@ def _deb(tmp: Path, release: str, image_bytes: bytes) -> Path:
     return deb
 
 
+@pytest.mark.slow(live=False)
 def test_a_deb_is_unpacked_into_the_cache_keyed_by_its_image(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -217,6 +219,7 @@ def _inside(work: Path, private: bool, order_log: Path) -> subprocess.CompletedP
                           capture_output=True, text=True, timeout=300, check=False)
 
 
+@pytest.mark.slow(live=False)
 def test_results_come_back_as_files_and_the_guests_tmp_is_private(tmp_path: Path) -> None:
     """WORK lies under /tmp (pytest's tmp_path), so the tmpfs over /tmp hides it and it must
     be bound back in: the results reach the host, the room's writes to /tmp do not. The

@@ -46,6 +46,7 @@ def test_load_rooms_sets_a_broken_room_aside(tmp_path: Path,
         registry.discover()
 
 
+@pytest.mark.slow(live=False)
 def test_list_and_help_name_a_broken_room_in_one_line(tmp_path: Path) -> None:
     env = {"BAKEOFF_BENCHMARKS_DIR": str(_rooms_with_a_broken_one(tmp_path))}
     for args in (("list",), ("--help",), ("doctor", "--cleanup")):
@@ -73,6 +74,7 @@ def test_a_broken_room_named_to_run_is_named_in_the_error(
     assert [b.name for b in registry.select(["order"])] == ["order"]
 
 
+@pytest.mark.slow(live=False)
 def test_report_and_compare_load_no_room(tmp_path: Path) -> None:
     """With only a broken room in the tree, a recorded run's reports and a comparison work,
     and say nothing of the room: neither imports any spec."""

@@ -185,6 +185,7 @@ def test_an_answer_that_cannot_be_narrow_stops_at_its_share() -> None:
     assert len(data[OTHER]) == 4
 
 
+@pytest.mark.slow(live=False)
 def test_cases_no_question_reads_get_their_own_count_and_no_more() -> None:
     """Profile.other_trials: the unread cases get exactly that many, though the levels
     (a ratio level with the baseline) would give them more; the asked ones go on, in a
@@ -216,6 +217,7 @@ def test_an_unread_variant_does_not_open_the_baseline_an_answer_shares() -> None
     assert len(plain[ASKED_BASE]) == 10
 
 
+@pytest.mark.slow(live=False)
 def test_every_room_default_gives_the_unread_cases_fewer_trials(tmp_path: Path) -> None:
     """Each room's default profile names other_trials, below its trials; the runner's set
     of unread cases is exactly the cases no reading of its questions touches."""
@@ -260,6 +262,7 @@ def test_a_metric_the_case_does_not_report_gets_it_no_trials() -> None:
         == {ASKED}
 
 
+@pytest.mark.slow(live=False)
 def test_stopping_at_the_target_leaves_the_reported_interval_within_it() -> None:
     """By simulation: where the rule stopped because the answer was narrow enough, the
     report's bootstrap CI half-width is within the target in nearly every draw."""
@@ -308,6 +311,7 @@ def test_the_analysis_reports_each_answers_half_width() -> None:
         assert a.met == (a.half_width <= 0.05)
 
 
+@pytest.mark.slow(live=False)
 def test_details_show_each_answers_half_width_against_its_target() -> None:
     run = make_run()
     info = next(iter(run.benchmarks.values()))

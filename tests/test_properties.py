@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_store import make_run
@@ -23,6 +24,7 @@ SCALES = {"": 1, "B": 1, "K": 1024, "KiB": 1024, "M": 1024**2, "MiB": 1024**2, "
 
 
 @given(st.integers(min_value=0, max_value=10**6), st.sampled_from(sorted(SCALES)))
+@pytest.mark.slow(live=False)
 def test_sizes_parse_exactly(n: int, suffix: str) -> None:
     assert parse_bytes(f"{n}{suffix}") == n * SCALES[suffix]
     assert parse_bytes(f" {n} {suffix.lower()} ") == n * SCALES[suffix]
@@ -79,12 +81,14 @@ def _load_text(text: str) -> None:
 
 @settings(max_examples=200)
 @given(json_values)
+@pytest.mark.slow(live=False)
 def test_loader_refuses_arbitrary_json_cleanly(value: Any) -> None:
     _load_text(json.dumps(value))
 
 
 @settings(max_examples=300)
 @given(st.data())
+@pytest.mark.slow(live=False)
 def test_loader_refuses_damaged_results_cleanly(data: st.DataObject) -> None:
     doc = store.run_to_json(make_run())
     # Damage one place: drop a key or replace a value, at the top or inside a trial.
@@ -123,6 +127,7 @@ any_value = st.one_of(st.text(max_size=30), number_like, st.sampled_from(
 
 @settings(max_examples=500)
 @given(st.sampled_from(REAL_PARAMS), any_value)
+@pytest.mark.slow(live=False)
 def test_every_real_param_parses_or_refuses_in_one_line(named: tuple[str, Param],
                                                        text: str) -> None:
     """Each benchmark's own parser and check (page alignment, calls, cgroup targets, ...):
@@ -146,6 +151,7 @@ def test_sizes_parse_exactly_however_long(n: int, suffix: str) -> None:
 
 
 @given(number_like)
+@pytest.mark.slow(live=False)
 def test_any_number_like_text_is_a_size_or_a_value_error(text: str) -> None:
     try:
         value = parse_bytes(text)
@@ -187,12 +193,14 @@ def _damaged_doc(data: st.DataObject) -> dict[str, Any]:
 
 @settings(max_examples=300)
 @given(st.data())
+@pytest.mark.slow(live=False)
 def test_loader_refuses_damage_at_any_depth_cleanly(data: st.DataObject) -> None:
     _load_text(json.dumps(_damaged_doc(data)))
 
 
 @settings(max_examples=200)
 @given(st.data())
+@pytest.mark.slow(live=False)
 def test_any_cut_of_results_json_is_refused_cleanly(data: st.DataObject) -> None:
     """A results.json cut short anywhere (a copy interrupted, a disk full) never loads half a
     run silently and never crashes: it is refused in one line."""
@@ -210,6 +218,7 @@ def test_any_cut_of_results_json_is_refused_cleanly(data: st.DataObject) -> None
 
 @settings(max_examples=150, deadline=None)
 @given(st.data())
+@pytest.mark.slow(live=False)
 def test_what_loads_can_be_reported_and_compared(data: st.DataObject) -> None:
     """`bakeoff report` and `compare` never crash on a directory the loader accepted: what
     the loader lets through, the analysis can take (else the loader must refuse it)."""

@@ -69,6 +69,7 @@ def _files_holding(tree: Path, originals: list[str]) -> list[str]:
     return found
 
 
+@pytest.mark.slow(live=False)
 def test_no_original_survives_in_any_file_and_the_source_is_untouched(tmp_path: Path) -> None:
     src = tmp_path / "run"
     originals = _write_run(src, "bench-alpha.lab.example")
@@ -107,6 +108,7 @@ def test_no_original_survives_in_any_file_and_the_source_is_untouched(tmp_path: 
     assert again.returncode == 0, again.stderr
 
 
+@pytest.mark.slow(live=False)
 def test_redacting_twice_gives_the_same_bytes(tmp_path: Path) -> None:
     src = tmp_path / "run"
     _write_run(src, "bench-alpha")
@@ -192,6 +194,7 @@ def _fleet_dir(tmp_path: Path, hosts: dict[str, str],
     return fleet
 
 
+@pytest.mark.slow(live=False)
 def test_the_fleet_report_names_no_host_and_no_address(tmp_path: Path) -> None:
     """Three hosts: alpha and alpha2 (one name inside the other; alpha's address a DNS name
     only the inventory knows as an address), and gamma-box, unreachable, in the fleet's
@@ -234,6 +237,7 @@ def test_the_fleet_report_names_no_host_and_no_address(tmp_path: Path) -> None:
     assert "fake-move" in md and "mremap" in md and "memcpy" in md  # the room's own names
 
 
+@pytest.mark.slow(live=False)
 def test_addresses_are_redacted_without_the_inventory(tmp_path: Path) -> None:
     """The inventory moved or gone (a fleet directory copied to another machine): the
     addresses in fleet.json are found there all the same."""
@@ -247,6 +251,7 @@ def test_addresses_are_redacted_without_the_inventory(tmp_path: Path) -> None:
     assert "ssh addr-1 ok" in md and "connect to host addr-2 port 22" in md
 
 
+@pytest.mark.slow(live=False)
 def test_plain_run_dirs_of_two_hosts(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     _write_run(a, "alpha")
@@ -264,6 +269,7 @@ def test_plain_run_dirs_of_two_hosts(tmp_path: Path) -> None:
     assert again["hosts"] == shared["hosts"] and again["cases"] == shared["cases"]
 
 
+@pytest.mark.slow(live=False)
 def test_a_user_named_like_a_word_of_the_report(tmp_path: Path) -> None:
     """A user called fake: the word "fake" alone is replaced (fake exited with status 1 is
     user-1 exited…: a whole-token match), but the benchmark fake-move, its variants and
@@ -289,6 +295,7 @@ def test_a_user_named_like_a_word_of_the_report(tmp_path: Path) -> None:
     assert originals[1] == "fake"
 
 
+@pytest.mark.slow(live=False)
 def test_a_host_named_like_a_field_of_the_record(tmp_path: Path) -> None:
     """host.example.com's short name is "host", a field of results.json: replacing it
     breaks the record, so nothing is kept, and the error does not quote the field."""
@@ -301,6 +308,7 @@ def test_a_host_named_like_a_field_of_the_record(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+@pytest.mark.slow(live=False)
 def test_bad_input_writes_nothing(tmp_path: Path) -> None:
     src = tmp_path / "run"
     _write_run(src, "bench-alpha")
@@ -321,6 +329,7 @@ def test_bad_input_writes_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "not-a-run-redacted").exists()
 
 
+@pytest.mark.slow(live=False)
 def test_the_check_finds_what_a_writer_let_through(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Were a report writer ever to take a host name from somewhere other than the redacted
@@ -348,6 +357,7 @@ def test_the_check_finds_what_a_writer_let_through(tmp_path: Path,
     assert _files_holding(out, ["bench-alpha", USER, HOME]) == []
 
 
+@pytest.mark.slow(live=False)
 def test_an_interrupt_leaves_no_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A Ctrl-C half way through the copy (here, while the CSVs are written): the copy is
     removed, an empty --out the user made is left as it was, the source is untouched."""

@@ -42,6 +42,7 @@ def _as_room(run: RunRecord) -> RunRecord:
         trials=[dataclasses.replace(t, case=moved(t.case)) for t in run.trials])
 
 
+@pytest.mark.slow(live=False)
 def test_the_replay_gives_the_profiles_counts_from_the_recorded_trials(
         script: ModuleType, tmp_path: Path) -> None:
     run = _as_room(make_run())

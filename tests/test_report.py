@@ -432,6 +432,7 @@ def test_md_escape_keeps_a_cell_one_cell_on_one_line(text: str) -> None:
 
 @given(st.recursive(st.text() | st.integers() | st.booleans(),
                     lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner)))
+@pytest.mark.slow(live=False)
 def test_script_json_cannot_close_a_script_and_round_trips(obj: object) -> None:
     out = script_json(obj)
     assert "<" not in out and ">" not in out

@@ -36,6 +36,7 @@ def _flaws(said: dict[str, str]) -> list[str]:
 
 
 @pytest.mark.parametrize("recorded", ["a", "b"])
+@pytest.mark.slow(live=False)
 def test_the_recorded_runs_reports_say_nothing_refused(recorded: str) -> None:
     said = _said(store.load(RECORDED / recorded))
     assert _flaws(said) == []
@@ -50,6 +51,7 @@ def _noisy(values: dict[str, tuple[float, float]], seed: int, trials: int = 6) -
                             metric_of={next(iter(values)): "other"}, sizes=(4096, 65536))
 
 
+@pytest.mark.slow(live=False)
 def test_costs_noise_cannot_resolve_are_neither_ranked_nor_said_as_costs() -> None:
     """heap-sampling's pattern: the reference reports no cost; schemes at 0.4 ns whose CIs
     overlap, and a mode where every figure is noise around 0 (medians below 0)."""

@@ -80,6 +80,7 @@ def test_the_api_resolves_every_name_it_lists() -> None:
         room.__getattr__("registry")
 
 
+@pytest.mark.slow(live=False)
 def test_a_trial_program_pays_only_for_program() -> None:
     """tracing-overhead's trial driver imports bakeoff.room.program under the system's
     python3: the API's package loads nothing of the declaration for it."""
@@ -155,6 +156,7 @@ def test_owner_pids_reads_one_or_two_pids_and_nothing_else() -> None:
     assert owner_pids("other-12-target") == ()
 
 
+@pytest.mark.slow(live=False)
 def test_sweep_removes_a_dead_owners_things_and_leaves_a_live_ones(tmp_path: Path) -> None:
     dead, live = _dead_pid(), os.getpid()
     for name in (f"bakeoff-{dead}-a", f"bakeoff-{live}-b", f"bakeoff-{live}-{dead}",
@@ -176,6 +178,7 @@ def test_sweep_removes_a_dead_owners_things_and_leaves_a_live_ones(tmp_path: Pat
                      "Device or resource busy"]
 
 
+@pytest.mark.slow(live=False)
 def test_all_owners_dead_reads_the_directories_a_path_names() -> None:
     dead = _dead_pid()
     assert room.all_owners_dead(f"/tmp/bakeoff-{dead}-x/lib/lib.so:0x10")
@@ -194,6 +197,7 @@ def test_partner_cpu_comes_from_the_trials_environment(monkeypatch: pytest.Monke
     assert room.pin_to(()) is None
 
 
+@pytest.mark.slow(live=False)
 def test_pin_to_places_a_real_process() -> None:
     cpu = sorted(os.sched_getaffinity(0))[-1]
     res = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
@@ -222,6 +226,7 @@ int main(void)
 """
 
 
+@pytest.mark.slow(live=False)
 def test_bench_h_gives_a_c_program_its_partner_cpu(tmp_path: Path) -> None:
     """bench_partner_cpu() reads BAKEOFF_TRIAL_CPUS as partner_cpu() does, and
     bench_pin_cpu() puts the caller there; nothing placed when not pinned or malformed."""

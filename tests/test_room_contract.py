@@ -94,6 +94,7 @@ def test_the_session_state_reaches_every_trial(contract_run: dict[str, object]) 
 # ---- the protocol's argv, and its program side in Python -------------------------------------
 
 
+@pytest.mark.slow(live=False)
 def test_trial_argv_is_what_a_program_parses() -> None:
     case = Case("prepared", "good", (("n", 2),))
     profile = Profile("quick", {"n": (2,)}, trials=1, samples=4, warmup_samples=2)
@@ -125,6 +126,7 @@ def test_trial_argv_is_what_a_program_parses() -> None:
      "--help)"),
     (["--variant", "good", "stray"], "error: unexpected argument 'stray' (see --help)"),
 ])
+@pytest.mark.slow(live=False)
 def test_bad_arguments_are_one_line_and_exit_2(args: list[str], message: str) -> None:
     res = subprocess.run([sys.executable, str(PROGRAM), *args], capture_output=True,
                          text=True, check=False)
@@ -132,6 +134,7 @@ def test_bad_arguments_are_one_line_and_exit_2(args: list[str], message: str) ->
     assert res.stderr == f"prepared: {message}\n" and res.stdout == ""
 
 
+@pytest.mark.slow(live=False)
 def test_help_lists_the_table_and_exits_0() -> None:
     res = subprocess.run([sys.executable, str(PROGRAM), "--variant", "nope", "--help"],
                          capture_output=True, text=True, check=False)
@@ -157,6 +160,7 @@ def test_output_lines_parse_back_and_refuse_what_is_not_a_measurement() -> None:
 # ---- processes ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow(live=False)
 def test_a_zombie_is_not_alive() -> None:
     child = subprocess.Popen(["true"])
     deadline = time.monotonic() + 10
@@ -167,6 +171,7 @@ def test_a_zombie_is_not_alive() -> None:
     assert not procs.alive(child.pid) and not procs.alive(0)
 
 
+@pytest.mark.slow(live=False)
 def test_stop_kills_what_outlives_its_grace_and_says_so() -> None:
     stubborn = subprocess.Popen([sys.executable, "-c", "import signal, time; "
                                  "signal.signal(signal.SIGTERM, signal.SIG_IGN); "

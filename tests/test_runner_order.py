@@ -82,6 +82,7 @@ def _rounds(lines: list[str], width: int) -> list[list[str]]:
     return [lines[i:i + width] for i in range(0, len(lines), width)]
 
 
+@pytest.mark.slow(live=False)
 def test_every_round_runs_every_case_once_warm_ups_first(seed_7: Measured) -> None:
     plan, log = seed_7.plan, seed_7.log
     profile, cases = plan.profile, plan.cases
@@ -92,6 +93,7 @@ def test_every_round_runs_every_case_once_warm_ups_first(seed_7: Measured) -> No
         assert sorted(executed) == sorted(_label(c) for c in cases)
 
 
+@pytest.mark.slow(live=False)
 def test_warm_ups_are_never_recorded(seed_7: Measured) -> None:
     run, plan, log = seed_7.run, seed_7.plan, seed_7.log
     warm = plan.profile.warmup_trials * len(plan.cases)
@@ -107,6 +109,7 @@ def test_warm_ups_are_never_recorded(seed_7: Measured) -> None:
     assert {t.index for t in run.trials} == set(range(plan.profile.trials))
 
 
+@pytest.mark.slow(live=False)
 def test_the_order_is_the_recorded_seeds(order_room: Benchmark, seed_7: Measured,
                                          tmp_path: Path) -> None:
     run, plan, log = seed_7.run, seed_7.plan, seed_7.log

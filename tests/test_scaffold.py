@@ -91,6 +91,7 @@ def quick_run(quick_run_dir: Path) -> dict[str, Any]:
     return saved_results(quick_run_dir)
 
 
+@pytest.mark.slow(live=False)
 def test_new_writes_the_room(new_room: NewRoom) -> None:
     assert new_room.new.returncode == 0, new_room.new.stderr
     room = new_room.rooms / "ipc_ping_pong"
@@ -101,6 +102,7 @@ def test_new_writes_the_room(new_room: NewRoom) -> None:
     assert f"wrote {room}/" in new_room.new.stdout
 
 
+@pytest.mark.slow(live=False)
 def test_the_skeleton_declares_a_question(new_room: NewRoom, bench: Benchmark) -> None:
     """A question the registry accepts, stated in METHOD.md, that the skeleton's quick run
     can answer (the test below reads the answer in its report)."""
@@ -110,6 +112,7 @@ def test_the_skeleton_declares_a_question(new_room: NewRoom, bench: Benchmark) -
     assert question.ask in method.split("## Questions", 1)[1].split("\n## ", 1)[0]
 
 
+@pytest.mark.slow(live=False)
 def test_the_skeletons_method_passes_the_figures_check(new_room: NewRoom) -> None:
     """METHOD.md as `bakeoff new` writes it keeps the convention test_doc_figures.py checks in
     every room: a new room is a folder that leaves the suite green unchanged."""
@@ -180,6 +183,7 @@ def test_the_skeletons_report_keeps_the_rules_every_rooms_report_keeps(
     ("common", "shared build rules"),
     (NAME, "exists already"),
 ])
+@pytest.mark.slow(live=False)
 def test_bad_names_exit_2(new_room: NewRoom, name: str, problem: str) -> None:
     before = sorted(p.name for p in new_room.rooms.iterdir())
     assert_usage_error(run_bakeoff("new", name, env=new_room.env), problem,
@@ -188,6 +192,7 @@ def test_bad_names_exit_2(new_room: NewRoom, name: str, problem: str) -> None:
     assert sorted(p.name for p in new_room.rooms.iterdir()) == before
 
 
+@pytest.mark.slow(live=False)
 def test_an_empty_title_is_refused(new_room: NewRoom) -> None:
     before = sorted(p.name for p in new_room.rooms.iterdir())
     assert_usage_error(run_bakeoff("new", "other-room", "--title", " ", env=new_room.env),
@@ -195,6 +200,7 @@ def test_an_empty_title_is_refused(new_room: NewRoom) -> None:
     assert sorted(p.name for p in new_room.rooms.iterdir()) == before
 
 
+@pytest.mark.slow(live=False)
 def test_new_refuses_a_missing_benchmarks_folder(tmp_path: Path) -> None:
     assert_usage_error(run_bakeoff("new", NAME, env={
         "BAKEOFF_BENCHMARKS_DIR": str(tmp_path / "nowhere")}), "is not a folder of rooms",

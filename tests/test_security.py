@@ -389,6 +389,7 @@ def source_files() -> Iterator[Path]:
                 yield path
 
 
+@pytest.mark.slow(live=False)
 def test_no_shell_is_given_user_text() -> None:
     found: list[str] = []
     named_seen: list[tuple[str, str]] = []

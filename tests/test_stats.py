@@ -57,6 +57,7 @@ def test_bootstrap_ci_covers_the_true_median_in_most_draws() -> None:
     assert 0.87 <= covered / draws <= 0.99, covered / draws
 
 
+@pytest.mark.slow(live=False)
 def test_ratio_ci_covers_a_known_ratio() -> None:
     rng = np.random.default_rng(7)
     draws = 200
@@ -126,6 +127,7 @@ def test_holm_adjusts_in_step_down_order() -> None:
     assert math.isnan(adjusted[3])
 
 
+@pytest.mark.slow(live=False)
 def test_verdict_same_for_one_distribution_and_faster_for_a_10pct_shift() -> None:
     rng = np.random.default_rng(2024)
     draws = 100
@@ -288,6 +290,7 @@ def _host_ratio(rng: np.random.Generator, level: float, ratio: float, spread: fl
 
 
 @pytest.mark.parametrize("trials", [5, 10])
+@pytest.mark.slow(live=False)
 def test_heterogeneity_false_alarm_rate_when_every_host_has_the_same_ratio(trials: int) -> None:
     # Hosts differ in speed (one twice as slow) and in noise, but not in the ratio: "differs"
     # must be rare: near the nominal 5% (200 draws: ±3% is noise); near 0 would mean a test

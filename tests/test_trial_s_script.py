@@ -40,6 +40,7 @@ def test_it_rewrites_trial_s_of_the_profile_named_only(script: ModuleType,
     assert spec.read_text() == text
 
 
+@pytest.mark.slow(live=False)
 def test_room_times_are_the_runs_own(script: ModuleType, tmp_path: Path) -> None:
     run = make_run()
     [(name, (n, mean, span))] = script.room_times(run).items()

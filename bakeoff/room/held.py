@@ -265,7 +265,8 @@ def _group_alive(pgid: int) -> bool:
         return True
     # Zombies still count for killpg: look whether any member is running.
     for proc in psutil.process_iter(["pid"]):
-        with contextlib.suppress(psutil.Error):
+        # A process listed may be gone by its getpgid (ProcessLookupError): not a member.
+        with contextlib.suppress(psutil.Error, ProcessLookupError):
             if os.getpgid(proc.pid) == pgid and procs.alive(proc.pid):
                 return True
     return False

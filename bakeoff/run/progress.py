@@ -14,7 +14,13 @@ with none of these can only be guessed from the others, and the estimate says so
 before a benchmark's first trial (its session's set-up) is counted apart, and each benchmark
 not started is expected to need the mean of those seen. Under
 sequential allocation a case counts its min_trials; the trials the rule adds join the count
-round by round (RunProgress.grow).
+round by round (RunProgress.grow, and RunProgress.replan with the allocation's plan).
+
+Two costs a trial's own time does not show are counted apart: the harness's decision after
+each round (once per round left), and what counted samples add to a case's first trials
+(taken off a case timed only by those). A trial measured again (run/contention.py) adds one
+to its case's trials left when it happens. What the estimate was told is kept in the run's record
+(timings.estimate_log), so replay() says again what a real run said.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ import json
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -36,6 +43,9 @@ from bakeoff.run.trial_process import ProcessResult
 HEARTBEAT_S = 60.0  # on a pipe, at most this long without a line while trials run
 EARLIER_RUNS = 20  # newest results directories read for earlier trial times
 RECENT_TRIALS = 5  # a case's trial time: the median of its latest this many
+# A counted-only case's plain trial: its counted trials less what counting added elsewhere,
+# never below this share of them.
+COUNTED_FLOOR = 0.1
 
 
 def earlier_seconds(results_root: Path, cases: Iterable[Case]) -> dict[Case, float]:
@@ -89,6 +99,14 @@ class Estimate:
                  declared: Mapping[str, float] | None = None,
                  no_set_up: Iterable[str] = ()) -> None:
         self.todo: dict[Case, int] = dict(todo)
+        # What the estimate was told, in order, with the seconds since it began: kept in the
+        # run's record (timings.estimate_log), so an estimate can be replayed on a real run's
+        # timeline (replay()) and a change to it measured on runs already made.
+        self._began = time.monotonic()
+        self._keys: dict[Case, int] = {}
+        self.log: list[list[Any]] = [["begin", 0.0, [[self._key(c), n] for c, n in todo.items()],
+                                      [[self._key(c), v] for c, v in (earlier or {}).items()],
+                                      dict(declared or {}), sorted(no_set_up)]]
         self.took: dict[Case, list[float]] = defaultdict(list)
         self.took_counted: dict[Case, list[float]] = defaultdict(list)
         self.earlier: dict[Case, float] = dict(earlier or {})
@@ -103,11 +121,28 @@ class Estimate:
         self.no_set_up = set(no_set_up)
         # The seconds --time-budget leaves (None: no budget): the time left never exceeds it.
         self.budget_left: Callable[[], float | None] = lambda: None
+        # Per benchmark, the harness's decisions between its rounds (the allocation's
+        # intervals, the plan): counted apart from the trials, as the rounds left times a
+        # typical one, since they come once a round, not once a trial. Before they were counted
+        # at all, a 12 s decision at load 8 went into one trial's time, which the median of
+        # that case's trials then dropped: every time left said was a third short.
+        self.decisions: dict[str, list[float]] = defaultdict(list)
+
+    def _key(self, case: Case) -> int:
+        return self._keys.setdefault(case, len(self._keys))
+
+    def _told(self, what: str, *args: Any) -> None:
+        self.log.append([what, round(time.monotonic() - self._began, 4), *args])
+
+    def cases(self) -> list[dict[str, Any]]:
+        """The cases the log's numbers stand for, in their order."""
+        return [c.to_json() for c in self._keys]
 
     def done(self, case: Case, seconds: float, counted: bool = False) -> None:
         """A trial of case ended after seconds; counted: it also took counted samples (a
         case's first Profile.counted_trials do), so it cost more than the trials after it,
         and it stands for the case's trials only until one without them is timed."""
+        self._told("done", self._key(case), round(seconds, 4), counted)
         self.todo[case] = max(0, self.todo.get(case, 0) - 1)
         if counted:
             self.took_counted[case].append(seconds)
@@ -117,16 +152,45 @@ class Estimate:
             self.took[case] = []  # a case timed, if only by counted trials, for seconds_left
 
     def grow(self, cases: Iterable[Case]) -> None:
+        cases = list(cases)
+        self._told("grow", [self._key(c) for c in cases])
         for c in cases:
             self.todo[c] = self.todo.get(c, 0) + 1
 
     def replan(self, left: Mapping[Case, int]) -> None:
         """The allocation's plan after a round: the trials each of these cases is still
         expected to take (run/allocation.py expected_trials, run/target.py)."""
+        self._told("replan", [[self._key(c), n] for c, n in left.items()])
         self.todo.update(left)
 
     def set_up(self, benchmark: str, seconds: float) -> None:
+        self._told("set_up", benchmark, round(seconds, 4))
         self.set_ups[benchmark] = seconds
+
+    def decided(self, benchmark: str, seconds: float) -> None:
+        """The harness decided, after a round of benchmark, what the next takes."""
+        self._told("decided", benchmark, round(seconds, 4))
+        self.decisions[benchmark].append(seconds)
+
+    def retaken(self, case: Case) -> None:
+        """The attempt just timed is measured again: one more trial of case to take. Not
+        extrapolated to the trials left: retakes come in bursts of load, and taking the
+        share seen so far for every trial left made the time left said 1.3-2 times the
+        truth in two of four runs measured (2026-11-29)."""
+        self._told("retaken", self._key(case))
+        self.todo[case] = self.todo.get(case, 0) + 1
+
+    def decisions_left(self) -> float:
+        """Seconds of decisions still to come: per benchmark with trials left, its rounds
+        left (the most trials any of its cases still takes: each open case takes one a
+        round) times its recent decision time."""
+        rounds: dict[str, int] = defaultdict(int)
+        for case, n in self.todo.items():
+            rounds[case.benchmark] = max(rounds[case.benchmark], n)
+        # The lower median: one slow decision among cheap ones (the first of the sequential
+        # rule, a moment of load) is not what each round left will take.
+        return sum(n * statistics.median_low(self.decisions[b])
+                   for b, n in rounds.items() if n > 0 and self.decisions.get(b))
 
     def speed(self, by_bench: Mapping[str, list[float]]) -> float:
         """This run's trial seconds over the declared ones, on the benchmarks both know (1
@@ -137,6 +201,33 @@ class Estimate:
         took = sum(sum(by_bench[b]) for b in known)
         declared = sum(self.declared[b] * len(by_bench[b]) for b in known)
         return took / declared
+
+    def typical(self) -> dict[Case, float]:
+        """Per case timed, what its trials still to come each cost: the median of its latest
+        trials without counted samples; with only counted ones, their median less what
+        counting added in its benchmark's cases that have both (a fixed cost: 0.1 s on a
+        4 KiB mremap trial of 0.03 s and on a 16 MiB one of 0.4 s). Taken as they were, the
+        counted trials of cgroup-stat-read (2-3 times its plain ones) made each time left
+        said before its cases had plain trials 1.6-1.9 times the truth (2026-11-29)."""
+        added: dict[str, list[float]] = defaultdict(list)
+        for case, plain in self.took.items():
+            counted = self.took_counted.get(case)
+            if plain and counted:
+                added[case.benchmark].append(statistics.median(counted)
+                                             - statistics.median(plain[-RECENT_TRIALS:]))
+        out: dict[Case, float] = {}
+        for case, plain in self.took.items():
+            counted = self.took_counted.get(case)
+            if plain:
+                # Its latest trials: a machine whose load changes mid-run changes what a
+                # trial costs, and the time left follows within a few trials.
+                out[case] = statistics.median(plain[-RECENT_TRIALS:])
+            elif counted:
+                seen = statistics.median(counted[-RECENT_TRIALS:])
+                extra = max(0.0, statistics.median(added[case.benchmark])) if added.get(
+                    case.benchmark) else 0.0
+                out[case] = max(seen - extra, seen * COUNTED_FLOOR)
+        return out
 
     def seconds_left(self) -> tuple[float, int] | None:
         """(seconds, benchmarks still to run whose time is a guess from the others); None
@@ -150,33 +241,64 @@ class Estimate:
             by_bench[case.benchmark] += times
         run_median = statistics.median(everything or list(self.earlier.values()))
         speed = self.speed(by_bench)
+        typical = self.typical()
+        bench_typical: dict[str, list[float]] = defaultdict(list)
+        for case, per_case in typical.items():
+            bench_typical[case.benchmark].append(per_case)
         total = 0.0
         untimed: set[str] = set()
         for case, n in self.todo.items():
             if n <= 0:
                 continue
-            if took.get(case):
-                # Its latest trials: a machine whose load changes mid-run changes what a
-                # trial costs, and the time left follows within a few trials.
-                per = statistics.median(took[case][-RECENT_TRIALS:])
+            if case in typical:
+                per = typical[case]
             elif case in self.earlier:
                 per = self.earlier[case]
-            elif by_bench.get(case.benchmark):
-                # The benchmark's mean, not its median: the cases not yet timed are as
-                # likely its slow ones as its fast ones, and the sum is what is estimated.
-                per = statistics.fmean(by_bench[case.benchmark])
+            elif bench_typical.get(case.benchmark):
+                # The mean of its timed cases, not their median: the cases not yet timed are
+                # as likely its slow ones as its fast ones, and the sum is what is estimated.
+                per = statistics.fmean(bench_typical[case.benchmark])
             elif case.benchmark in self.declared:
                 per = self.declared[case.benchmark] * speed
             else:
                 per = run_median
                 untimed.add(case.benchmark)
             total += n * per
+        total += self.decisions_left()
         waiting = ({c.benchmark for c, n in self.todo.items() if n > 0} - set(self.set_ups)
                    - self.no_set_up)
         if self.set_ups:
             total += len(waiting) * statistics.fmean(self.set_ups.values())
         budget = self.budget_left()
         return (total if budget is None else min(total, budget)), len(untimed)
+
+
+def replay(log: Sequence[Sequence[Any]], cases: Sequence[Mapping[str, Any]]
+           ) -> list[tuple[float, float | None]]:
+    """An estimate's log (Estimate.log, with Estimate.cases) told again to a new estimate:
+    after each trial, (seconds since the estimate began, the seconds left it then says), as
+    the run's progress said them (no --time-budget: the budget's clock is not in the log)."""
+    by_key = [Case.from_json(c) for c in cases]
+    begin = log[0]
+    estimate = Estimate({by_key[k]: n for k, n in begin[2]},
+                        {by_key[k]: v for k, v in begin[3]}, begin[4], begin[5])
+    said: list[tuple[float, float | None]] = []
+    for what, at, *args in log[1:]:
+        if what == "done":
+            estimate.done(by_key[args[0]], args[1], args[2])
+            found = estimate.seconds_left()
+            said.append((at, None if found is None else found[0]))
+        elif what == "grow":
+            estimate.grow([by_key[k] for k in args[0]])
+        elif what == "replan":
+            estimate.replan({by_key[k]: n for k, n in args[0]})
+        elif what == "set_up":
+            estimate.set_up(args[0], args[1])
+        elif what == "decided":
+            estimate.decided(args[0], args[1])
+        elif what == "retaken":
+            estimate.retaken(by_key[args[0]])
+    return said
 
 
 def left_text(estimate: Estimate) -> str:
@@ -254,9 +376,17 @@ class RunProgress:
         attempt costs time, which the estimate counts, but is no further trial of the plan;
         the counts say how many were retaken."""
         self.retake_next = True
-        self.estimate.grow([case])
+        self.estimate.retaken(case)
         if self.bar:
             self.bar.update(self.task, left=left_text(self.estimate))
+
+    def decided(self, benchmark: str) -> None:
+        """The harness has decided, after a round, what the next round takes: the time since
+        the round's last trial is the decision's, not the next trial's."""
+        now = time.monotonic()
+        if benchmark in self.bench_started:
+            self.estimate.decided(benchmark, now - self.last_mark)
+            self.last_mark = now
 
     def starting(self, case: Case, label: str) -> None:
         if case.benchmark not in self.bench_started:

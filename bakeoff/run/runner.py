@@ -200,6 +200,8 @@ def measure(
             measured_s = time.monotonic() - progress.started
             run.timings["measure_s"] = round(measured_s, 3)
             run.timings["time_left"] = timings.said_against_truth(progress.trace, measured_s)
+            run.timings["estimate_log"] = {"cases": progress.estimate.cases(),
+                                           "log": progress.estimate.log}
             run.finished_at = store.utc_now()
             store.finish(run, run_dir)
         if not quiet:
@@ -328,6 +330,7 @@ class _Measurement:
                         break
                     self._replan()
                     todo = self._cases_needing_trials()
+                    self.progress.decided(bench.name)
                 interrupts.log_phase("teardown")  # the session's, as the stack closes
                 clock.enter("tear_down")
         finally:

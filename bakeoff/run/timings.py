@@ -6,7 +6,9 @@ next slow part is found by reading, not guessing.
 - benchmarks[name]: its session's set-up, its warm-up rounds, its measured rounds and its
   tear-down, in seconds, and its trials;
 - time_left: the "time left" the progress said at 25%, 50% and 75% of the measuring time,
-  each beside what truly remained (the issue's yardstick: within ±25%).
+  each beside what truly remained (the issue's yardstick: within ±25%);
+- estimate_log: everything the estimate was told, in order (progress.Estimate.log, replayed
+  by progress.replay), so what a run said can be said again by a changed estimate.
 """
 
 from __future__ import annotations

@@ -85,6 +85,7 @@ def assert_consistent(summary: dict[str, Any], scheme: str) -> None:
 # ---- real programs keep working, exit codes unchanged -------------------------------------
 
 @pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.slow(live=False)
 def test_python_script_runs_and_keeps_its_exit_code(room: Path, tmp_path: Path,
                                                     scheme: str) -> None:
     script = ("import json, sys\n"
@@ -103,6 +104,7 @@ def test_python_script_runs_and_keeps_its_exit_code(room: Path, tmp_path: Path,
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.slow(live=False)
 def test_sort_of_a_generated_file_is_unchanged(room: Path, tmp_path: Path, scheme: str) -> None:
     rng = random.Random(7)
     numbers = [rng.randrange(10**9) for _ in range(50000)]
@@ -116,6 +118,7 @@ def test_sort_of_a_generated_file_is_unchanged(room: Path, tmp_path: Path, schem
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.slow(live=False)
 def test_git_status_on_a_temp_repo(room: Path, tmp_path: Path, scheme: str) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -139,6 +142,7 @@ def test_git_status_on_a_temp_repo(room: Path, tmp_path: Path, scheme: str) -> N
     assert res.returncode == 128, res.stderr
 
 
+@pytest.mark.slow(live=False)
 def test_exit_status_3_is_kept(room: Path, tmp_path: Path) -> None:
     for scheme in SCHEMES:
         res, _ = sampled(["sh", "-c", "ls / > /dev/null; exit 3"], scheme, tmp_path / "s.json")

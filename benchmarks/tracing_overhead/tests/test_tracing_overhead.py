@@ -432,6 +432,7 @@ def test_driver_rejects_bad_arguments(room: Path, args: list[str], needle: str) 
     assert res.stdout == ""
 
 
+@pytest.mark.slow(live=False)
 def test_scenarios_command_lists_the_seed_table() -> None:
     res = run_bakeoff("tracing-scenarios", "3", "4", "5")
     assert res.returncode == 0, res.stderr
