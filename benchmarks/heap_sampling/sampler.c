@@ -68,9 +68,12 @@
 
 #define DEFAULT_MEAN_BYTES 4096
 #define MAX_MEAN_BYTES ((uint64_t)1 << 40)
-/* A timed decision longer than this was interrupted or preempted (~300 µs at 3 GHz): it is
- * counted as an outlier, not added to the mean. */
-#define TICKS_OUTLIER ((uint64_t)1 << 20)
+/* A timed decision longer than this (~13 µs at 2.5 GHz) held something else: another task
+ * run in its place, a long interrupt. A decision's own work is tens of ticks, its sample work
+ * hundreds, a page fault it takes a few thousand. Counted as an outlier, not added to the
+ * mean: beside CPU hogs, preemptions under the old bound of 2^20 ticks (~400 µs) added
+ * 25 ticks a decision to NONE's empty one, which is 0 on a quiet machine. */
+#define TICKS_OUTLIER ((uint64_t)1 << 15)
 /* The TSC rate is measured over the process lifetime; at least this long. */
 #define TSC_RATE_MIN_NS 20000000ull
 #define TSC_FLOOR_PAIRS 20001
