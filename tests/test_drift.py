@@ -14,6 +14,7 @@ import fcntl
 import json
 import math
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -277,6 +278,14 @@ def test_compare_real_runs_drift_and_verdicts(executor: Path, tmp_path: Path) ->
     assert res.returncode == 0 and "not failed" in res.stderr, res.stdout + res.stderr
 
 
+def _tally(out: str, head: str) -> tuple[int, int]:
+    """(intervals, cases below resolution) of a selftest line that starts with head."""
+    line = next(x for x in out.splitlines() if x.startswith(head))
+    n = re.search(r"coverage \d+% \(\d+/(\d+)\)", line)
+    below = re.search(r"; (\d+) case\(s\) below resolution", line)
+    return (int(n.group(1)) if n else 0), (int(below.group(1)) if below else 0)
+
+
 def test_selftest_measures_the_spread_and_records_nothing_in_home(executor: Path,
                                                                    tmp_path: Path) -> None:
     """A short selftest (3 runs of a tiny loop): its three lines of figures, each an n that
@@ -288,10 +297,14 @@ def test_selftest_measures_the_spread_and_records_nothing_in_home(executor: Path
     res = run_bakeoff("selftest", "--runs", "3", "--trials", "3", "--executions", "1",
                       "--sizes", "200000", env=env)
     assert res.returncode == 0, res.stdout + res.stderr
-    # 3 runs x 1 size: 3 within-run ratios (b vs a); 2 pairs x 2 cases across runs.
-    assert "within a run (A' against A): coverage" in res.stdout and "/3)" in res.stdout
-    assert "across runs, one run a side, the run's own CI: coverage" in res.stdout
-    assert "/4)" in res.stdout and "not recorded" in res.stdout
+    # 3 runs x 1 size: 3 within-run ratios (b vs a); 2 pairs x 2 cases across runs. On a
+    # busy machine a case can read 0 once the shell's start-up is subtracted (CI, stop 39):
+    # it is said as such, and counted, so that each line still accounts for every case.
+    within = _tally(res.stdout, "within a run (A' against A): ")
+    across = _tally(res.stdout, "across runs, one run a side, the run's own CI: ")
+    assert within[0] + within[1] == 3 and within[0] >= 1, res.stdout
+    assert across[0] + across[1] == 4 and across[0] >= 1, res.stdout
+    assert "not recorded" in res.stdout
     assert not (tmp_path / "state").exists()
     assert set(Path("/tmp").glob("bakeoff-selftest-*")) <= before  # its runs are removed
     res = run_bakeoff("selftest", "--runs", "2")

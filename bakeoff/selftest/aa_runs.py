@@ -45,11 +45,15 @@ DEFAULT_SAMPLES = 5
 
 @dataclass(frozen=True)
 class Tally:
-    """Of n intervals: how many held the true value, how many were called a difference."""
+    """Of n intervals: how many held the true value, how many were called a difference;
+    and how many cases gave no interval at all (below the timer's resolution once the
+    shell's start-up is subtracted: on a busy machine a short command can read 0), so that
+    n plus those is always the number of cases run."""
 
     n: int
     covered: int
     called: int
+    unmeasured: int = 0
 
     def coverage(self) -> float:
         return self.covered / self.n if self.n else math.nan
@@ -58,10 +62,13 @@ class Tally:
         return self.called / self.n if self.n else math.nan
 
     def words(self) -> str:
+        unmeasured = (f"; {self.unmeasured} case(s) below resolution, no interval"
+                      if self.unmeasured else "")
         if not self.n:
-            return "none measured"
+            return "none measured" + unmeasured
         return (f"coverage {self.coverage() * 100:.0f}% ({self.covered}/{self.n}), "
-                f"false alarms {self.false_alarms() * 100:.0f}% ({self.called}/{self.n})")
+                f"false alarms {self.false_alarms() * 100:.0f}% ({self.called}/{self.n})"
+                + unmeasured)
 
 
 @dataclass(frozen=True)
@@ -110,19 +117,24 @@ def _spread_of(logs: list[float], within: list[float], host: str, how: str) -> d
 
 def figures(runs: Sequence[RunRecord], threshold: float, how: str = "") -> Figures:
     """The A/A figures of back-to-back runs of identical commands (see the module doc)."""
-    within = [0, 0, 0]
+    within = [0, 0, 0, 0]
     for run in runs:
         for ba in analyze(run, threshold).benchmarks:
             for r in ba.for_metric(ba.info.primary_metric):
+                if r.case.variant == ba.info.baseline:
+                    continue
                 if r.vs_baseline is None:
+                    within[3] += 1
                     continue
                 within[0] += 1
                 within[1] += r.vs_baseline.ci_low <= 1 <= r.vs_baseline.ci_high
                 within[2] += verdicts.is_called(r.verdict)
     # Per run pair, each case's log ratio and the within-run variance of it.
     pair_cases: list[list[tuple[float, float, float, float]]] = []
+    across_unmeasured = 0
     for old, new in itertools.pairwise(runs):
         cmp = compare_runs(old, new, threshold)
+        across_unmeasured += len(cmp.no_ratio) + sum(c.ratio.ratio <= 0 for c in cmp.changes)
         pair_cases.append([(math.log(c.ratio.ratio),
                             drift.log_se_of_ci(c.ratio.ci_low, c.ratio.ci_high),
                             c.ratio.ci_low, c.ratio.ci_high)
@@ -149,7 +161,8 @@ def figures(runs: Sequence[RunRecord], threshold: float, how: str = "") -> Figur
             widened[2] += whi < 1 - threshold or wlo > 1 + threshold
     spread = (_spread_of([math.sqrt(d2) for d2, _ in per_pair], [v for _, v in per_pair],
                          host, how) if per_pair else None)
-    return Figures(Tally(*within), Tally(*raw), Tally(*widened),
+    return Figures(Tally(*within), Tally(*raw, across_unmeasured),
+                   Tally(*widened, across_unmeasured),
                    spread.sigma if spread else math.nan, len(per_pair))
 
 
