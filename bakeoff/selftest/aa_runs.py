@@ -161,8 +161,8 @@ def figures(runs: Sequence[RunRecord], threshold: float, how: str = "") -> Figur
             widened[2] += whi < 1 - threshold or wlo > 1 + threshold
     spread = (_spread_of([math.sqrt(d2) for d2, _ in per_pair], [v for _, v in per_pair],
                          host, how) if per_pair else None)
-    return Figures(Tally(*within), Tally(*raw, across_unmeasured),
-                   Tally(*widened, across_unmeasured),
+    return Figures(Tally(*within), Tally(raw[0], raw[1], raw[2], across_unmeasured),
+                   Tally(widened[0], widened[1], widened[2], across_unmeasured),
                    spread.sigma if spread else math.nan, len(per_pair))
 
 
