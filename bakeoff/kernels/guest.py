@@ -36,10 +36,10 @@ GUEST_MEMORY = "2G"
 EMULATOR_TIMEOUT_FACTOR = 10.0
 # Under the emulator, both vCPUs run in one qemu thread, taking turns (TCG's round-robin),
 # not each in a thread of its own (MTTCG, qemu's default for an x86 guest on an x86 host).
-# A 6.12 guest with MTTCG died of `Oops: int3` in __schedule: the CPU executed the int3 of
-# a jump-label patch (text_poke_bp) after the patch was complete, bytes the memory no longer
-# held: a stale translation of code another vCPU had rewritten, which hardware's cross-
-# modifying-code rules (and the kernel's IPI sync) exclude (docs/KERNELS.md, "One boot").
+# A 6.12 guest with MTTCG died of `Oops: int3` in __schedule: a vCPU met the int3 of a
+# jump-label patch (text_poke_bp, as perf events open and close) that no published patch
+# covered, which x86's ordering and the kernel's IPI syncs exclude; a stress of those keys
+# reproduced it in seconds with MTTCG, not in 150 s in one thread (docs/KERNELS.md).
 EMULATOR_ACCEL = "tcg,thread=single"
 # What booting a distribution's kernel in a guest takes beside Python: the tool and where
 # it comes from (pyproject's `kernels` extra; debian-packages).
