@@ -266,12 +266,15 @@ def test_a_boot_that_wrote_nothing_is_an_error_with_the_consoles_last_line(
     assert row.state == functional.ERROR and functional.errors([row]) == [row]
 
 
-def test_the_guest_command_disables_kvm_and_pins_only_as_asked() -> None:
+def test_the_guest_command_disables_kvm_in_one_thread_and_pins_only_as_asked() -> None:
     argv = guest.vng_argv(Path("/k/vmlinuz"), Path("/w"), hardware_kvm=False, pin=False)
     assert "--disable-kvm" in argv and "--pin" not in argv
     assert argv[argv.index("--rwdir") + 1] == "/w"
+    # Under the emulator, one qemu thread for every vCPU (guest.EMULATOR_ACCEL says why).
+    assert "--qemu-opts=-accel tcg,thread=single" in argv
     timed_argv = guest.vng_argv(Path("/k/vmlinuz"), Path("/w"), hardware_kvm=True, pin=True)
     assert "--disable-kvm" not in timed_argv and "--pin" in timed_argv
+    assert not [a for a in timed_argv if a.startswith("--qemu-opts")]
 
 
 # ---- the timed analysis on recorded per-boot results -------------------------------------

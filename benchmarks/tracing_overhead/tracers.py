@@ -484,7 +484,12 @@ class LttngTracer(Tracer):
         self.tracked = pid
 
     def app_env(self) -> dict[str, str]:
-        return {"LD_PRELOAD": str(self.build.lttng_lib)}
+        # LTTng-UST's constructor waits this long (ms) for the session daemon to register the
+        # app with the session's events enabled; past its default (3 s) the app goes on
+        # untraced. A loaded machine's emulated guest took longer: 2000 of its calls went
+        # unrecorded, the count check failed (docs/notes/kernels-rooms-20261129-epyc.md).
+        # Past 30 s the count check still says so. indep_trace.c waits as long.
+        return {"LD_PRELOAD": str(self.build.lttng_lib), "LTTNG_UST_REGISTER_TIMEOUT": "30000"}
 
     def _list(self) -> str:
         return self.client("--mi", "xml", "list", self.session,
