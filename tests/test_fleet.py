@@ -411,17 +411,16 @@ def test_a_host_without_memory_cgroups_records_skips_not_failures(
 def test_sigterm_names_each_hosts_state_stops_their_runs_and_relative_resume_finishes(
         fleet: NamespaceFleet, tmp_path: Path) -> None:
     """--serial, SIGTERM while alpha measures: alpha is named running (its trials recorded),
-    beta not started; nothing runs on; relative -i/--out/--resume paths work. One size (its
-    4 trials of 5 cases: the stop comes at 3, with most still to take): what --resume
-    measures, alpha's rest and the whole of beta's run, is a third of the quick grid's."""
+    beta not started; nothing runs on; relative -i/--out/--resume paths work. The whole
+    quick grid: at one size (20 trials of under 0.2 s) the run finished before the stop
+    reached it (seen 2026-11-29: results.json "complete", not "interrupted")."""
     alpha = _host(fleet, "alpha")
     # Its key and known_hosts named relative to the directory it is used from (issue 35).
     fleet.inventory(tmp_path / "inventory.yml", [alpha, _host(fleet, "beta")], relative=True)
     out = tmp_path / "fleet"
     proc = subprocess.Popen(
         [sys.executable, "-m", "bakeoff", "fleet", "run", "-i", "inventory.yml", "--out", "fleet",
-         "--serial", "mremap-vs-memcpy", "--profile", "quick", "--param", "size=4KiB",
-         "--trials", "4"],
+         "--serial", "mremap-vs-memcpy", "--profile", "quick", "--trials", "4"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 900
