@@ -21,6 +21,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -203,15 +204,53 @@ def _clear_stale_pyenv_lock() -> None:
     a host, a restart kills everything on it) leaves the lock, and every later ssh command
     then waits 60 s for it: a fleet run crawls for half an hour (seen on this machine: each
     task of a fleet run took 244 s after a host's restart). So it is cleared whenever the
-    test kills a host's processes, and before and after the hosts live. A lock no rehash
-    holds is removed."""
-    lock = Path(os.environ.get("PYENV_ROOT", "~/.pyenv")).expanduser() / "shims" / ".pyenv-shim"
-    if not lock.exists():
+    test kills a host's processes, and every few seconds while the hosts live. The lock's
+    holder wrote it after it started: a lock written before every rehash now running
+    started is no one's (seen on 2026-11-29: a lock of 15:09:17 while seven rehashes, all
+    started after 15:12, waited on it; "no rehash running" never came)."""
+    root = Path(os.environ.get("PYENV_ROOT", "~/.pyenv")).expanduser()
+    lock, rehash = root / "shims" / ".pyenv-shim", str(root / "libexec" / "pyenv-rehash")
+    try:
+        written = lock.stat().st_mtime
+    except OSError:
         return
-    rehashing = subprocess.run(["pgrep", "-f", "pyenv-rehash"], capture_output=True,
-                               check=False, timeout=30).stdout.strip()
-    if not rehashing:
-        lock.unlink(missing_ok=True)
+    # On the clock processes' starts are counted by (seconds since boot, to the tick):
+    # psutil's create_time adds the boot time in whole seconds, up to 1 s off.
+    written_since_boot = time.clock_gettime(time.CLOCK_BOOTTIME) - (time.time() - written)
+    for pid in psutil.pids():
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2]
+            if rehash.encode() not in argv:
+                continue
+            stat = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        # Field 22, the start in clock ticks since boot; 50 ms of slack, so a rehash that
+        # started with the lock's writing counts as its possible holder.
+        if int(stat[19]) / os.sysconf("SC_CLK_TCK") <= written_since_boot + 0.05:
+            return
+    with contextlib.suppress(OSError):
+        if lock.stat().st_mtime == written:  # still that lock, not a new holder's
+            lock.unlink()
+
+
+@contextlib.contextmanager
+def _sweeping_stale_pyenv_locks(every_s: float = 5.0) -> Iterator[None]:
+    """A lock whose holder was killed by another test session (or another xdist worker's
+    hosts) is cleared too, not only those this fleet's kills leave."""
+    stop = threading.Event()
+
+    def sweep() -> None:
+        while not stop.wait(every_s):
+            _clear_stale_pyenv_lock()
+
+    thread = threading.Thread(target=sweep, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)
 
 
 @contextlib.contextmanager
@@ -259,7 +298,8 @@ def namespace_fleet(names: list[str], without_memcg: tuple[str, ...] = (),
             known.append(f"{host.address} {host_pub[0]} {host_pub[1]}")
             host.start_sshd()
         fleet.known_hosts.write_text("\n".join(known) + "\n")
-        yield fleet
+        with _sweeping_stale_pyenv_locks():
+            yield fleet
     finally:
         for host in fleet.hosts:
             host.stop_sshd()

@@ -242,6 +242,12 @@ def execute(rec: FleetRecord, fleet_dir: Path, hosts: list[str], extra_vars: dic
         # Debian has /usr/bin/python3 (the set-up installs it); interpreter discovery would
         # take whatever a login PATH finds first (a pyenv shim, say). Inventory may override.
         "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
+        # A module sent down the SSH session's stdin: one SSH command per task instead of
+        # four (temporary directory, copy, run, clean up), each of which runs the login
+        # user's shell start-up on the host. Nothing here uses `become` (sudo's requiretty,
+        # pipelining's one conflict); async tasks fall back to the copy by themselves.
+        # docs/FLEET.md gives what it saves, measured; an inventory may set it off.
+        "ANSIBLE_PIPELINING": "True",
         "ANSIBLE_RETRY_FILES_ENABLED": "False",
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_FORCE_COLOR": "0",
