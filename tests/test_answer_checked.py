@@ -24,8 +24,8 @@ def test_the_note_follows_the_answer_in_full_and_short() -> None:
     assert got is not None
     assert got.text == ("At 64 B, hash is 2.00× slower. Independent check: its figure turns "
                         "on the layout.")
-    assert got.short == ("At 64 B: 2.00× slower. Independent check: its figure turns on the "
-                         "layout.")
+    assert got.short == ("At 64 B: 2.00× slower. Independent check: part of it open (the "
+                         "answer below says what).")
     named = Question("ask?", "ratio", checked="Poisson agrees").to_dict()
     got = with_checked(_answer("x.", "x"), named)
     assert got is not None and got.text == "x. Independent check: Poisson agrees."
