@@ -16,7 +16,7 @@ import pytest
 
 from bakeoff.core.errors import UsageError
 from bakeoff.fleet import driver, kernel_index
-from bakeoff.fleet.record import HOSTS_DIR, FleetRecord, Phase
+from bakeoff.fleet.record import HOSTS_DIR, FleetRecord, Phase, save
 from bakeoff.kernels import specs
 from bakeoff.kernels.plan import DEFAULT_BLOCKS
 
@@ -106,3 +106,17 @@ def test_a_kernel_run_missing_boots_is_not_complete(tmp_path: Path) -> None:
     driver.collect(rec, fleet_dir, ["alpha"])
     assert rec.hosts["alpha"].run_status == "partial"
     assert rec.hosts["alpha"].status == "failed"
+
+
+def test_report_on_a_kernel_fleet_writes_its_index_again(tmp_path: Path) -> None:
+    from bakeoff.cli.report import cmd_report
+
+    fleet_dir = tmp_path / "fleet"
+    rec = _record(tmp_path, ["mremap-vs-memcpy", "--kernel", A61, "--functional"])
+    (fleet_dir / HOSTS_DIR).mkdir(parents=True)
+    rec.hosts["alpha"].status, rec.hosts["alpha"].reason = "failed", "bakeoff run exited 2: x"
+    save(rec, fleet_dir)
+    cmd_report([fleet_dir], out=None, redact=False, quiet=True)
+    page = (fleet_dir / kernel_index.KERNELS_MD).read_text()
+    assert "| alpha | failed | none; bakeoff run exited 2: x |" in page
+    assert not (fleet_dir / "report.md").exists()
