@@ -408,6 +408,13 @@ def test_a_host_without_memory_cgroups_records_skips_not_failures(
     assert "Failed trials" not in md
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return " ".join(psutil.Process(pid).cmdline())
+    except psutil.Error:  # gone since it was listed
+        return ""
+
+
 # Two Debian kernels by package name: a host refuses the timed run before fetching them.
 KERNELS = ["--kernel", "a=linux-image-6.1.0-*-amd64", "--kernel", "b=linux-image-6.12.*-amd64"]
 
@@ -440,8 +447,7 @@ def test_a_timed_kernel_run_is_refused_by_each_host_in_one_line(
         assert not (out / "hosts" / name / "kernels.json").exists()
         host = _host(fleet, name)
         assert not list((host.remote_dir / "results").glob(rec["remote_name"] + "*"))
-        left = [" ".join(psutil.Process(p).cmdline()) for p in host.pids()
-                if psutil.pid_exists(p)]
+        left = [_cmdline(p) for p in host.pids()]
         assert not [c for c in left if "bakeoff run" in c or "qemu" in c or "vng" in c], left
     page = (out / "kernels.md").read_text()
     for name in names:
