@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 
 from conftest import REPO, assert_usage_error, live_run_lock, run_bakeoff
@@ -405,6 +406,75 @@ def test_a_host_without_memory_cgroups_records_skips_not_failures(
     md = (out / "report.md").read_text()
     assert "Skipped cases, per host" in md and "| gamma | " in md
     assert "Failed trials" not in md
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return " ".join(psutil.Process(pid).cmdline())
+    except psutil.Error:  # gone since it was listed
+        return ""
+
+
+# Two Debian kernels by package name: a host refuses the timed run before fetching them.
+KERNELS = ["--kernel", "a=linux-image-6.1.0-*-amd64", "--kernel", "b=linux-image-6.12.*-amd64"]
+
+
+@SERIAL
+def test_a_timed_kernel_run_is_refused_by_each_host_in_one_line(
+        fleet: NamespaceFleet, tmp_path: Path) -> None:
+    """The hosts share this machine's /dev/kvm (kvm_pvm, no hardware KVM): each host's `bakeoff
+    run --kernel` refuses the timed run in one line, before it fetches or boots anything; the
+    fleet names each host with that line, writes kernels.md (each host's table or why none),
+    no report across hosts, and leaves no run, guest or results on the hosts."""
+    names = ["alpha", "beta"]
+    started = time.monotonic()
+    res, out = _fleet_run(fleet, tmp_path, names, "mremap-vs-memcpy", "--profile", "quick",
+                          *KERNELS, timeout=900)
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr
+    rec = _record(out)
+    assert rec["run_args"][-4:] == KERNELS, rec["run_args"]
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("host ")]
+    assert len(lines) == len(names), res.stderr
+    for name in names:
+        h = rec["hosts"][name]
+        assert h["status"] == "failed" and h["exit_status"] == 2 and not h["run_ids"], h
+        assert h["reason"].startswith("bakeoff run exited 2: "), h["reason"]
+        assert "a timed run needs hardware KVM" in h["reason"], h["reason"]
+        assert "--functional" in h["reason"] and "\n" not in h["reason"], h["reason"]
+        assert f"host {name}: failed: {h['reason']}" in lines, lines
+        # Refused before its run made its directory: nothing came back, nothing stayed there.
+        assert not (out / "hosts" / name / "kernels.json").exists()
+        host = _host(fleet, name)
+        assert not list((host.remote_dir / "results").glob(rec["remote_name"] + "*"))
+        left = [_cmdline(p) for p in host.pids()]
+        assert not [c for c in left if "bakeoff run" in c or "qemu" in c or "vng" in c], left
+    page = (out / "kernels.md").read_text()
+    for name in names:
+        assert f"| {name} | failed | none; {rec['hosts'][name]['reason']} |" in page, page
+    assert "No report across hosts yet" in page and "kernels.md" in res.stdout, res.stdout
+    assert not (out / "report.md").exists()
+    # A refusal, not a boot: well within one guest's boot under the emulator (about 10 min).
+    assert time.monotonic() - started < 600
+
+
+@NO_HOSTS
+def test_bad_kernel_input_is_one_line_before_any_host_is_touched(tmp_path: Path) -> None:
+    """Exit 2 in one line, before the inventory is read (it does not exist) and before the
+    fleet directory is made."""
+    out = tmp_path / "never"
+    base = ["fleet", "run", "-i", str(tmp_path / "none.yml"), "--out", str(out),
+            "mremap-vs-memcpy"]
+    assert_usage_error(run_bakeoff(*base, "--kernel", "a"), "give NAME=SPEC")
+    assert_usage_error(run_bakeoff(*base, KERNELS[0], KERNELS[1]), "compares kernels",
+                       "--functional")
+    assert_usage_error(run_bakeoff(*base, "--functional"), "go with --kernel")
+    assert_usage_error(run_bakeoff(*base, *KERNELS, "--history", "default"), "drop --history")
+    assert_usage_error(run_bakeoff("fleet", "run", "--resume", str(tmp_path), *KERNELS),
+                       "drop --kernel")
+    assert not out.exists()
+    # Good words get as far as the inventory: the kernels did not stop them.
+    assert_usage_error(run_bakeoff(*base, *KERNELS), "does not exist", "inventory")
 
 
 @SERIAL

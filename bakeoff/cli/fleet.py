@@ -11,6 +11,9 @@ from bakeoff.app.console import err_console, out_console
 from bakeoff.app.request import RunRequest
 from bakeoff.cli.options import Words, request_options
 from bakeoff.cli.report import export_hosts
+from bakeoff.core.errors import UsageError
+from bakeoff.kernels.plan import DEFAULT_BLOCKS
+from bakeoff.kernels.specs import host_words
 
 fleet_app = typer.Typer(help="Run a bakeoff on many hosts through Ansible (docs/FLEET.md).",
                         no_args_is_help=True)
@@ -45,16 +48,30 @@ def cmd_fleet_run(
         help="Push wheels of the pinned Python deps (hosts need no PyPI).")] = True,
     resume: Annotated[Path | None, typer.Option(
         help="Finish only what a fleet run in DIR left undone.")] = None,
+    kernel: Annotated[list[str] | None, typer.Option(
+        help="NAME=SPEC: each host runs on this kernel, booted in a guest (repeatable; SPEC a "
+        "Debian package name or an absolute path on the hosts; each host chooses timed or "
+        "refuses as `bakeoff run --kernel` does; docs/KERNELS.md).")] = None,
+    functional: Annotated[bool, typer.Option(
+        "--functional", help="With --kernel: each host checks what runs on each kernel "
+        "(no timing).")] = False,
+    blocks: Annotated[int, typer.Option(
+        help="With a timed --kernel run: as for bakeoff run.")] = DEFAULT_BLOCKS,
 ) -> None:
     """Push the committed checkout to every host, set it up, run, fetch; one record per host."""
     from bakeoff.fleet.command import FleetRequest, run_fleet
 
     request.check()
+    # Checked here, before any host is touched, as `bakeoff run --kernel` checks them.
+    kernel_args = host_words(list(kernel or []), functional, blocks)
+    if kernel_args and request.history is not None:
+        raise UsageError("--history records a run's trials; a --kernel run records boots, "
+                         "which the history does not take yet: drop --history")
     req = FleetRequest(
         inventory=inventory, run=request, serial=serial, forks=forks,
         host_timeout_s=host_timeout, connect_timeout_s=connect_timeout,
         stall_after_s=stall_after, out=out,
-        wheelhouse=wheelhouse, resume=resume)
+        wheelhouse=wheelhouse, resume=resume, kernel_args=kernel_args)
     # The report across hosts at the end, as `bakeoff run` writes its own.
     code = run_fleet(req, out_console, err_console,
                      report=lambda fleet_dir: export_hosts([fleet_dir], None))

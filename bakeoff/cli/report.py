@@ -44,6 +44,15 @@ def cmd_report(
         if status:
             raise typer.Exit(status)
         return
+    if len(run_dirs) == 1 and is_fleet_dir(run_dirs[0]) and not redact and out is None:
+        from bakeoff.fleet import driver, kernel_index, record
+
+        rec = record.load(run_dirs[0])
+        if driver.is_kernel_run(rec.run_args):
+            # A fleet's --kernel run: its index of each host's kernels table again (the
+            # report across hosts has no kernel axis yet; docs/KERNELS.md).
+            out_console.print(f"wrote {kernel_index.write(rec, run_dirs[0])}", highlight=False)
+            return
     if len(run_dirs) == 1 and not is_fleet_dir(run_dirs[0]):
         if redact:
             redacted.export_run(run_dirs[0], out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -14,7 +14,7 @@ from rich.text import Text
 from bakeoff.app.request import RunRequest
 from bakeoff.core.errors import UsageError
 from bakeoff.declare import registry
-from bakeoff.fleet import checkout, driver, record
+from bakeoff.fleet import checkout, driver, kernel_index, record
 from bakeoff.fleet.progress import Lines, LiveTable, Progress
 from bakeoff.plan.cases import check_request
 from bakeoff.run import interrupts
@@ -32,6 +32,9 @@ class FleetRequest:
     out: Path | None
     wheelhouse: bool
     resume: Path | None
+    # `--kernel NAME=SPEC ... [--functional] [--blocks N]` as each host's `bakeoff run` is
+    # given them (checked on the controller: bakeoff/kernels/specs.py host_words), or none.
+    kernel_args: list[str] = field(default_factory=list)
 
 
 def _progress(out: Console, rec: record.FleetRecord) -> Progress:
@@ -56,6 +59,9 @@ def run_fleet(req: FleetRequest, out: Console, err: Console,
         raise UsageError("--host-timeout, --connect-timeout and --stall-after are seconds "
                          "above 0")
     _absolute(req)
+    if req.resume is not None and req.kernel_args:
+        raise UsageError("--resume goes on as the fleet run was started; drop --kernel, "
+                         "--functional and --blocks")
     if req.resume is not None:
         rec, fleet_dir, hosts = _resumed(req)
     else:
@@ -94,7 +100,14 @@ def run_fleet(req: FleetRequest, out: Console, err: Console,
         if not closed:
             progress.close(rec)
     out.print(f"wrote {fleet_dir / record.FLEET_JSON}", highlight=False)
-    if report is not None:
+    if driver.is_kernel_run(rec.run_args):
+        # Each host's run has the kernel as its axis: the report across hosts, which compares
+        # hosts on one kernel each, cannot show it yet; an index of each host's kernels.md.
+        index = kernel_index.write(rec, fleet_dir)
+        out.print(f"wrote {index}: each host's kernels table (no report across hosts for a "
+                  "--kernel run yet: kernel would be its second axis)", highlight=False,
+                  soft_wrap=True)
+    elif report is not None:
         try:
             report(fleet_dir)
         except UsageError as exc:  # no host sent anything back: there is nothing to report
@@ -168,7 +181,8 @@ def _started(req: FleetRequest) -> tuple[record.FleetRecord, Path, list[str]]:
     (fleet_dir / record.HOSTS_DIR).mkdir(parents=True, exist_ok=True)
     # One seed for all hosts, chosen here when none is given: the same trial order everywhere.
     seed = run.seed if run.seed is not None else secrets.randbelow(2**31)
-    rec = driver.new_record(fleet_run, commit, req.inventory, hosts, run.host_argv(), seed,
+    rec = driver.new_record(fleet_run, commit, req.inventory, hosts,
+                            [*run.host_argv(), *req.kernel_args], seed,
                             registry.room_dirs(names), req.serial, req.forks, req.host_timeout_s,
                             req.stall_after_s)
     return rec, fleet_dir, hosts

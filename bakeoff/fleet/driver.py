@@ -143,6 +143,24 @@ def inventory_addresses(inventory: Path) -> list[str]:
             if isinstance(v, dict) and v.get("ansible_host")]
 
 
+# What a run with the kernel as an axis (`bakeoff run --kernel`) writes in its directory
+# instead of results.json (bakeoff/kernels/command.py).
+KERNELS_JSON = "kernels.json"
+
+
+def is_kernel_run(run_args: list[str]) -> bool:
+    """Does each host's `bakeoff run` boot kernels (--kernel)? Its results are kernels.json and
+    kernels.md, and it records boots, not trials."""
+    return "--kernel" in run_args
+
+
+def stall_look_s(rec: FleetRecord) -> int:
+    """fleet/poll_run.py's stall bound for each host's run. A kernel run records boots, not
+    trials (a boot under the emulator takes minutes with no trial in the run's journal): the
+    look is off (0) and --host-timeout bounds the run."""
+    return 0 if is_kernel_run(rec.run_args) else rec.stall_after_s
+
+
 def fleet_name(names: list[str]) -> str:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-fleet-{'-'.join(names) if names else 'all'}"
@@ -175,7 +193,11 @@ def collect(rec: FleetRecord, fleet_dir: Path, hosts: list[str]) -> None:
                 h.status, h.reason = "failed", f"fetch: cannot unpack the results ({exc})"
             tgz.unlink()
         results = hdir / "results.json"
-        if results.exists():
+        kernels = hdir / KERNELS_JSON
+        if kernels.exists() and not results.exists():
+            h.run_status = _kernel_run_status(kernels)
+            h.results_bytes = dir_bytes(hdir)
+        elif results.exists():
             try:
                 data = json.loads(results.read_text())
                 if data.get("run_id") and data["run_id"] not in h.run_ids:
@@ -193,6 +215,15 @@ def collect(rec: FleetRecord, fleet_dir: Path, hosts: list[str]) -> None:
         else:
             h.status = "failed"
             h.reason = h.reason or f"the run's record says {h.run_status or 'nothing'} (see ansible.log)"
+
+
+def _kernel_run_status(path: Path) -> str:
+    """A kernel run is complete when every boot of its order came back."""
+    try:
+        data = json.loads(path.read_text())
+        return "complete" if len(data["boots"]) == len(data["order"]) else "partial"
+    except (ValueError, KeyError, TypeError):
+        return "unreadable"
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -364,7 +395,7 @@ def prepare(rec: FleetRecord, fleet_dir: Path, use_wheelhouse: bool,
         "bakeoff_fetch_dir": str((fleet_dir / HOSTS_DIR).resolve()),
         "bakeoff_serial": 1 if rec.serial else 0,
         "bakeoff_run_timeout": rec.host_timeout_s,
-        "bakeoff_stall_after": rec.stall_after_s,
+        "bakeoff_stall_after": stall_look_s(rec),
     }
 
 

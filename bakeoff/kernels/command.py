@@ -68,9 +68,8 @@ def run_kernels(request: RunRequest, asked: KernelsRequest) -> int:
     empty)."""
     kernel_specs = specs.parse_all(list(asked.kernels))
     chosen = mode.choose(asked.functional, mode.probe())
-    if chosen == "timed" and (len(kernel_specs) < 2 or asked.blocks < 2):
-        raise UsageError("a timed --kernel run compares kernels: give two --kernel or more and "
-                         "--blocks 2 or more (or add --functional to check one kernel)")
+    if chosen == "timed":
+        specs.check_timed(kernel_specs, asked.blocks)
     request.check()
     benches = runs.benchmarks(request)
     guest.preflight()
