@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -361,16 +362,24 @@ def test_a_timed_out_trial_ends_its_case(executor: Path, tmp_path: Path) -> None
 
 
 @contextlib.contextmanager
-def _other_runs_claim(cpu_ids: list[int]) -> Iterator[None]:
-    """Hold the CPU claims of another run on `cpu_ids` (the same flocks a run takes)."""
+def _other_runs_claim(cpu_ids: list[int], wait_s: float = 900.0) -> Iterator[None]:
+    """Hold the CPU claims of another run on `cpu_ids` (the same flocks a run takes), each
+    held by this test itself: a claim a real run held instead could end before the run
+    under test claims its CPUs (CI, 2026-11-29), so the test waits its turn, bounded."""
     fds = []
     try:
         for cpu in cpu_ids:
             path = cpus._lock_dir() / f"bakeoff-cpu{cpu}.lock"
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
             fds.append(fd)
-            with contextlib.suppress(OSError):  # already held by a real run: as good
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            deadline = time.monotonic() + wait_s
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    assert time.monotonic() < deadline, f"CPU {cpu} stayed claimed {wait_s} s"
+                    time.sleep(0.2)
         yield
     finally:
         for fd in fds:
