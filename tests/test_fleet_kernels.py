@@ -120,3 +120,21 @@ def test_report_on_a_kernel_fleet_writes_its_index_again(tmp_path: Path) -> None
     page = (fleet_dir / kernel_index.KERNELS_MD).read_text()
     assert "| alpha | failed | none; bakeoff run exited 2: x |" in page
     assert not (fleet_dir / "report.md").exists()
+
+
+def test_redact_refuses_a_kernel_run_in_one_line(tmp_path: Path) -> None:
+    """A redacted copy covers results.json and the report across hosts, not kernels.md: a
+    --kernel run, alone or across a fleet, is refused (exit 2 at the CLI), nothing written."""
+    from bakeoff.cli.report import cmd_report
+
+    fleet_dir = tmp_path / "fleet"
+    rec = _record(tmp_path, ["mremap-vs-memcpy", "--kernel", A61, "--functional"])
+    (fleet_dir / HOSTS_DIR).mkdir(parents=True)
+    save(rec, fleet_dir)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "kernels.json").write_text("{}")
+    for target in (fleet_dir, run_dir):
+        with pytest.raises(UsageError, match="--redact: a --kernel run's tables"):
+            cmd_report([target], out=None, redact=True, quiet=True)
+    assert not list(tmp_path.glob("*-redacted"))

@@ -35,6 +35,10 @@ def cmd_report(
     """Regenerate a run's reports from results.json alone; or one report across hosts."""
     from bakeoff.fleet.record import is_fleet_dir
 
+    if redact and any(_is_kernel_run(d) for d in run_dirs):
+        raise UsageError("--redact: a --kernel run's tables (kernels.md) have no redacted copy "
+                         "yet; share kernels.md after reading it, or redact a run without "
+                         "--kernel")
     if len(run_dirs) == 1 and (run_dirs[0] / "kernels.json").is_file() and not redact \
             and out is None:
         # A run with the kernel as an axis (`run --kernel`): its kernels.md again.
@@ -64,6 +68,19 @@ def cmd_report(
         runs.export(run, run_dirs[0], quiet)
         return
     export_hosts(run_dirs, out, redact)
+
+
+def _is_kernel_run(run_dir: Path) -> bool:
+    """A run with the kernel as an axis (kernels.json), or a fleet of them."""
+    from bakeoff.fleet.record import is_fleet_dir
+
+    if (run_dir / "kernels.json").is_file():
+        return True
+    if not is_fleet_dir(run_dir):
+        return False
+    from bakeoff.fleet import driver, record
+
+    return driver.is_kernel_run(record.load(run_dir).run_args)
 
 
 def export_hosts(run_dirs: list[Path], out: Path | None, redact: bool = False) -> None:
