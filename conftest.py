@@ -111,7 +111,7 @@ def pytest_configure(config: pytest.Config) -> None:
     def guarded(self: subprocess.Popen[Any], args: Any, *rest: Any, **kw: Any) -> None:
         if FAST_TIER and _RUNNING[0] != "(collection)" and _live_run(args) is None:
             # The fast tier is the edit-test loop: each program started (the CLI's own
-            # interpreter start-up is ~0.5 s here) made it 411 s at load 5-8 (2026-11-29).
+            # interpreter start-up) made it minutes long (docs/RELIABILITY.md).
             pytest.fail(f"{_RUNNING[0]} starts the program {_argv0(args)}: the fast tier "
                         "starts none; mark the test @pytest.mark.slow(live=False)",
                         pytrace=False)
@@ -289,8 +289,7 @@ def _suite_lock_per_module(request: pytest.FixtureRequest) -> Iterator[None]:
         # Only if its selected tests start programs (any slow test: a sweep's test starts
         # no live run but plants what one would sweep): the fast tier runs a machine-wide
         # module's unit tests, which make nothing to count, and waiting to hold the lock
-        # alone behind another clone's suite kept `make test-fast` waiting 10 minutes
-        # (2026-11-29).
+        # alone behind another clone's suite kept `make test-fast` waiting for minutes.
         if any(i.get_closest_marker("slow") is not None for i in mine):
             _hold_alone(request.path.name)
         yield

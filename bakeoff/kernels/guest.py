@@ -39,7 +39,7 @@ EMULATOR_TIMEOUT_FACTOR = 10.0
 # A 6.12 guest with MTTCG died of `Oops: int3` in __schedule: a vCPU met the int3 of a
 # jump-label patch (text_poke_bp, as perf events open and close) that no published patch
 # covered, which x86's ordering and the kernel's IPI syncs exclude; a stress of those keys
-# reproduced it in seconds with MTTCG, not in 150 s in one thread (docs/KERNELS.md).
+# reproduced it with MTTCG and not in one thread (docs/KERNELS.md has the runs).
 EMULATOR_ACCEL = "tcg,thread=single"
 # What booting a distribution's kernel in a guest takes beside Python: the tool and where
 # it comes from (pyproject's `kernels` extra; debian-packages).

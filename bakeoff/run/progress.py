@@ -124,8 +124,9 @@ class Estimate:
         # Per benchmark, the harness's decisions between its rounds (the allocation's
         # intervals, the plan): counted apart from the trials, as the rounds left times a
         # typical one, since they come once a round, not once a trial. Before they were counted
-        # at all, a 12 s decision at load 8 went into one trial's time, which the median of
-        # that case's trials then dropped: every time left said was a third short.
+        # at all, a long decision on a loaded machine went into one trial's time, which the
+        # median of that case's trials then dropped, and every time left said ran short
+        # (docs/RELIABILITY.md, "The time left at 25, 50 and 75% of a run").
         self.decisions: dict[str, list[float]] = defaultdict(list)
 
     def _key(self, case: Case) -> int:
@@ -175,8 +176,8 @@ class Estimate:
     def retaken(self, case: Case) -> None:
         """The attempt just timed is measured again: one more trial of case to take. Not
         extrapolated to the trials left: retakes come in bursts of load, and taking the
-        share seen so far for every trial left made the time left said 1.3-2 times the
-        truth in two of four runs measured (2026-11-29)."""
+        share seen so far for every trial left overshot the time left in half the runs
+        measured (docs/RELIABILITY.md)."""
         self._told("retaken", self._key(case))
         self.todo[case] = self.todo.get(case, 0) + 1
 
@@ -205,10 +206,10 @@ class Estimate:
     def typical(self) -> dict[Case, float]:
         """Per case timed, what its trials still to come each cost: the median of its latest
         trials without counted samples; with only counted ones, their median less what
-        counting added in its benchmark's cases that have both (a fixed cost: 0.1 s on a
-        4 KiB mremap trial of 0.03 s and on a 16 MiB one of 0.4 s). Taken as they were, the
-        counted trials of cgroup-stat-read (2-3 times its plain ones) made each time left
-        said before its cases had plain trials 1.6-1.9 times the truth (2026-11-29)."""
+        counting added in its benchmark's cases that have both (a fixed cost, about the same
+        on a short trial and a long one). Taken as they were, counted trials (several times a
+        plain one in cgroup-stat-read) made each time left said before a case had plain
+        trials far too long (docs/RELIABILITY.md)."""
         added: dict[str, list[float]] = defaultdict(list)
         for case, plain in self.took.items():
             counted = self.took_counted.get(case)

@@ -105,7 +105,7 @@ static const char *const leg_metric[N_LEGS] = { "ns_per_alloc", "ref_ns_per_allo
  * decision: METHOD.md), so the order must balance what comes before each run, not only
  * where it stands: the rotation used before put the track run after the bypass run (glibc
  * called directly) in every other round and the decision run never, and NONE's live-heap
- * part, which compares identical code, read above 0 in 9 of 9 samples (CI, 2026-11-29).
+ * part, which compares identical code, read above 0 in every sample of a CI run.
  */
 static unsigned williams_leg(uint64_t round, uint64_t place)
 {

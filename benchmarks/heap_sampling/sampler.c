@@ -71,8 +71,8 @@
 /* A timed decision longer than this (~13 µs at 2.5 GHz) held something else: another task
  * run in its place, a long interrupt. A decision's own work is tens of ticks, its sample work
  * hundreds, a page fault it takes a few thousand. Counted as an outlier, not added to the
- * mean: beside CPU hogs, preemptions under the old bound of 2^20 ticks (~400 µs) added
- * 25 ticks a decision to NONE's empty one, which is 0 on a quiet machine. */
+ * mean: beside CPU hogs, preemptions under the old bound of 2^20 ticks (~400 µs) made
+ * NONE's empty decision, 0 on a quiet machine, read tens of ticks. */
 #define TICKS_OUTLIER ((uint64_t)1 << 15)
 /* The TSC rate is measured over the process lifetime; at least this long. */
 #define TSC_RATE_MIN_NS 20000000ull
