@@ -159,3 +159,13 @@ def test_an_interval_narrower_than_six_digits_is_said_as_a_share() -> None:
     assert flaws("| none | 1.41 (1.41–1.41) |", "details.md") != []
     # An end that is the point itself stays visible as such, for the scanner to find.
     assert fmt_with_ci(1.05, 1.05, 1.34, "ns") == "1.05 ns (95% CI 1.05–1.34 ns)"
+
+
+def test_ends_that_print_as_the_point_in_other_digits_get_more() -> None:
+    """A speed-up of 1/ratio (an all-rooms run's cgroup-stat-read, CI 2026-11-29): 0.99996 with
+    CI 0.99502-1.00499 printed "1.000× (0.995–1.00×)", its high end the point's value in
+    fewer digits, which the scanner refuses. Digits are added until the values differ."""
+    said = fmt_with_ci(0.99996, 0.99502, 1.00499, "×", "").replace(" ×", "×")
+    assert said == "1.0000× (0.9950–1.005×)"
+    assert flaws(f"| reopen | {said} |", "details.md") == []
+    assert flaws("| reopen | 1.000× (0.995–1.00×) |", "details.md") != []

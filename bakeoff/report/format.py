@@ -122,8 +122,11 @@ def fmt_estimate(point: float, low: float, high: float, unit: str) -> Estimate:
     if point == low == 0:
         return Estimate("0", f"up to {fmt_number(high / divisor)} {shown}".strip())
     # An end equal to the point itself (a method that cannot centre) stays visible as such.
+    # Told apart by the values printed, not the text: 0.99996 prints "1.000" at three
+    # significant digits and 1.00499 "1.00", two strings for one value.
     digits = next((d for d in range(3, _MAX_DIGITS + 1)
-                   if len({fmt_number(x / divisor, d) for x in (point, low, high)}) == 3), None)
+                   if len({_printed_value(fmt_number(x / divisor, d))
+                           for x in (point, low, high)}) == 3), None)
     if digits is None and low < point < high and point != 0:
         # Narrower than _MAX_DIGITS can show (a deterministic count, a TSC-tick figure that
         # repeats): its half-width relative to the point, so no end prints as the point.
@@ -132,6 +135,14 @@ def fmt_estimate(point: float, low: float, high: float, unit: str) -> Estimate:
                         f"±{half:.1g}%")
     p, lo, hi = (fmt_number(x / divisor, digits or 3) for x in (point, low, high))
     return Estimate(f"{p} {shown}".strip(), f"{lo}–{hi} {shown}".strip())
+
+
+def _printed_value(text: str) -> float | str:
+    """The value a reader takes from fmt_number's text (the text itself if it is no number)."""
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return text
 
 
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"))
