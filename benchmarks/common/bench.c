@@ -252,6 +252,20 @@ uint64_t bench_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t bench_run_delay_ns(int fd)
+{
+	char buf[128];
+	unsigned long long on_cpu, waited;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		bench_fatal_errno("failed to read /proc/thread-self/schedstat");
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu", &on_cpu, &waited) != 2)
+		bench_fatal("failed to parse /proc/thread-self/schedstat: '%s'", buf);
+	return waited;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

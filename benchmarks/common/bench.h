@@ -62,6 +62,13 @@
 uint64_t bench_now_ns(void);
 
 /*
+ * The calling thread's run-queue wait so far in ns (run_delay: the second field of
+ * /proc/thread-self/schedstat, opened by the caller as `fd`, read with pread so one open
+ * serves every read). Fatal if it cannot be read or parsed.
+ */
+uint64_t bench_run_delay_ns(int fd);
+
+/*
  * The cost of one bench_now_ns() call in ns: the median of 1001 differences between
  * back-to-back calls, measured on the first call and cached.
  */

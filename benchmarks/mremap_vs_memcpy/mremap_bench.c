@@ -452,18 +452,8 @@ static void offcpu_open(void)
 /* run_delay in ns, or without schedstat the involuntary context switches so far. */
 static uint64_t offcpu_mark(void)
 {
-	if (schedstat_fd >= 0) {
-		char buf[128];
-		unsigned long long on_cpu, waited;
-		ssize_t n = pread(schedstat_fd, buf, sizeof(buf) - 1, 0);
-
-		if (n <= 0)
-			bench_fatal_errno("failed to read /proc/thread-self/schedstat");
-		buf[n] = '\0';
-		if (sscanf(buf, "%llu %llu", &on_cpu, &waited) != 2)
-			bench_fatal("failed to parse /proc/thread-self/schedstat: '%s'", buf);
-		return waited;
-	}
+	if (schedstat_fd >= 0)
+		return bench_run_delay_ns(schedstat_fd);
 	struct rusage ru;
 
 	if (getrusage(RUSAGE_THREAD, &ru) != 0)

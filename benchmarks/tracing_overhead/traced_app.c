@@ -157,19 +157,7 @@ static int schedstat_fd = -1;
 
 static uint64_t run_delay_ns(void)
 {
-	char buf[128];
-	unsigned long long on_cpu, waited;
-	ssize_t n;
-
-	if (schedstat_fd < 0)
-		return 0;
-	n = pread(schedstat_fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
-		bench_fatal_errno("failed to read /proc/thread-self/schedstat");
-	buf[n] = '\0';
-	if (sscanf(buf, "%llu %llu", &on_cpu, &waited) != 2)
-		bench_fatal("failed to parse /proc/thread-self/schedstat: '%s'", buf);
-	return waited;
+	return schedstat_fd < 0 ? 0 : bench_run_delay_ns(schedstat_fd);
 }
 
 /* One timed batch: ns per call, the run-queue wait taken off at duration_us=0. */
