@@ -233,7 +233,7 @@ def test_the_time_left_said_at_25_50_75_percent_is_within_a_quarter(tmp_path: Pa
     said = replay(timings["estimate_log"]["log"], timings["estimate_log"]["cases"])
     for c in checkpoints:
         at = [s for s in said if s[0] <= c["share"] * timings["measure_s"]][-1]
-        assert at[1] == pytest.approx(c["said_s"], abs=0.001), (c, at)
+        assert at[1] == pytest.approx(c["said_s"], abs=0.0005 + 1e-9), (c, at)  # said_s: 3 places
     trials = data["trials"]  # in the order they ran
     for c in checkpoints:
         assert c["said_s"] is not None and c["remained_s"] > 0

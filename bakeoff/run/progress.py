@@ -143,7 +143,9 @@ class Estimate:
         """A trial of case ended after seconds; counted: it also took counted samples (a
         case's first Profile.counted_trials do), so it cost more than the trials after it,
         and it stands for the case's trials only until one without them is timed."""
-        self._told("done", self._key(case), round(seconds, 4), counted)
+        # The estimate takes the seconds as logged, so a replay of the log is exact.
+        seconds = round(seconds, 4)
+        self._told("done", self._key(case), seconds, counted)
         self.todo[case] = max(0, self.todo.get(case, 0) - 1)
         if counted:
             self.took_counted[case].append(seconds)
@@ -165,12 +167,14 @@ class Estimate:
         self.todo.update(left)
 
     def set_up(self, benchmark: str, seconds: float) -> None:
-        self._told("set_up", benchmark, round(seconds, 4))
+        seconds = round(seconds, 4)
+        self._told("set_up", benchmark, seconds)
         self.set_ups[benchmark] = seconds
 
     def decided(self, benchmark: str, seconds: float) -> None:
         """The harness decided, after a round of benchmark, what the next takes."""
-        self._told("decided", benchmark, round(seconds, 4))
+        seconds = round(seconds, 4)
+        self._told("decided", benchmark, seconds)
         self.decisions[benchmark].append(seconds)
 
     def retaken(self, case: Case) -> None:
