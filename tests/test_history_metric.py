@@ -1,4 +1,4 @@
-"""Which metric decides a history, said: real `bakeoff cmd --instructions 1` runs of a tiny
+"""Which metric decides a history or a comparison, said: real `bakeoff cmd --instructions 1` runs of a tiny
 awk loop (base; same, the identical loop; work, +10% iterations from the fourth run on)
 recorded with `bakeoff history add`. By default a wall-time series whose every run counted
 instructions is decided on the count and says so; a wall-time series that found no change,
@@ -12,6 +12,7 @@ each side), and the A/A series "same" is what a false change point would have to
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -36,8 +37,8 @@ def _cmd(out: Path, n_work: int, *extra: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def histories(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    """Two histories: the six counted runs, and the same with a seventh that did not count."""
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Path]:
+    """The six counted runs, and a seventh that did not count."""
     work = tmp_path_factory.mktemp("history-metric")
     counted = [work / f"run{i}" for i in range(RUNS)]
     plain = work / "plain"
@@ -45,6 +46,14 @@ def histories(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
         for i, run_dir in enumerate(counted):
             _cmd(run_dir, 100000 if i < STEP_AT else 110000, "--instructions", "1")
         _cmd(plain, 110000)
+    return counted, plain
+
+
+@pytest.fixture(scope="module")
+def histories(runs: tuple[list[Path], Path]) -> tuple[str, str]:
+    """Two histories: the six counted runs, and the same with a seventh that did not count."""
+    counted, plain = runs
+    work = plain.parent
     both = (str(work / "counted.sqlite"), str(work / "mixed.sqlite"))
     for history, dirs in zip(both, (counted, [*counted, plain]), strict=True):
         res = run_bakeoff("history", "add", *map(str, dirs), "--history", history)
@@ -123,3 +132,60 @@ def test_a_run_without_the_count_leaves_wall_time_deciding(histories: tuple[str,
     # The count still lists on its own, over the runs that counted it.
     on_count = _series(mixed, "--metric", "instructions")
     assert on_count["cmd/same instructions"][0].endswith(f": {RUNS} runs")
+
+
+COMPARE_INSTEAD = "decided on instructions, not the primary wall_time: every run counted them"
+
+
+def _verdicts(stdout: str) -> dict[str, str]:
+    """The compare table's verdict per variant (its rows: │ cmd │ VARIANT │ … │ VERDICT │)."""
+    out = {}
+    for line in stdout.splitlines():
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if len(cells) > 7 and cells[0] == "cmd":
+            out[cells[1]] = cells[7]
+    return out
+
+
+def test_a_comparison_of_counted_runs_is_decided_on_the_count(
+        runs: tuple[list[Path], Path]) -> None:
+    """Two runs a side, before and after the +10% step: the count decides, says so, calls the
+    step slower and the identical loops equivalent, and --metric wall_time takes it back."""
+    counted, plain = runs
+    args = ["compare", str(counted[0]), str(counted[STEP_AT]), "--old", str(counted[1]),
+            "--new", str(counted[STEP_AT + 1])]
+    res = run_bakeoff(*args, env={"COLUMNS": "250"})
+    assert res.returncode == 0, res.stderr
+    said = " ".join(res.stdout.split())
+    assert COMPARE_INSTEAD in said, said
+    assert "`bakeoff compare … --metric wall_time` compares wall_time" in said
+    assert _verdicts(res.stdout) == {"base": "equivalent", "same": "equivalent",
+                                     "work": "slower"}, res.stdout
+    asked = run_bakeoff(*args, "--metric", "wall_time", env={"COLUMNS": "250"})
+    assert asked.returncode == 0, asked.stderr
+    assert "decided on instructions" not in asked.stdout
+    # A side with a run that did not count: wall time decides, as the table ranks it.
+    mixed = run_bakeoff("compare", str(counted[0]), str(plain), env={"COLUMNS": "250"})
+    assert mixed.returncode == 0, mixed.stderr
+    assert "decided on instructions" not in mixed.stdout
+
+
+def test_a_rerun_of_counted_runs_aims_its_target_at_the_count(
+        runs: tuple[list[Path], Path], tmp_path: Path) -> None:
+    """`compare --rerun` of two counted runs: the rerun counts again, its target is the
+    count's ratio CI (met in its first rounds: the count repeats exactly), it decides on the
+    count, and each side answers its own question against its own first command."""
+    counted, _ = runs
+    with live_run_lock("test_history_metric.py rerun"):
+        res = run_bakeoff("compare", str(counted[0]), str(counted[STEP_AT]), "--rerun",
+                          "--out", str(tmp_path / "rerun"), env={"COLUMNS": "250"},
+                          timeout=900)
+    assert res.returncode == 0, res.stderr[-2000:]
+    said = " ".join((res.stdout + res.stderr).split())
+    assert "until each ratio's CI was within ±3%" in said, said  # the target was reached
+    assert COMPARE_INSTEAD in said
+    assert _verdicts(res.stdout) == {"base": "equivalent", "same": "equivalent",
+                                     "work": "slower"}, res.stdout
+    assert "work against base:" in said and "not answered by either run" not in said
+    data = json.loads((tmp_path / "rerun" / "results.json").read_text())
+    assert data["benchmarks"]["cmd"]["metrics"][0]["name"] == "instructions"

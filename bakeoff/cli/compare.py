@@ -75,6 +75,11 @@ def cmd_compare(
             raise UsageError(f"{name} goes with --rerun (the run it measures); add --rerun or "
                              f"drop {name}")
     before, after = [store.load(p) for p in olds], [store.load(p) for p in news]
+    # Runs that counted instructions are decided on them, as `history` decides (a rerun
+    # counts them again when either side did): the metric a busy machine does not move.
+    instead = None if metric is not None else _counted_instead([*before, *after], rerun)
+    if instead is not None:
+        metric = "instructions"
     with lazy.signals_held():  # imported only when comparing (bakeoff/core/lazy.py says why)
         from bakeoff.analysis.across_runs import compare_runs
         from bakeoff.report.compare import print_comparison, render_comparison_markdown
@@ -82,7 +87,7 @@ def cmd_compare(
 
     if rerun:
         again = _rerun(before[0], after[0], threshold, out, target_ratio_ci,
-                       quiet=format == "md", time_budget=time_budget)
+                       quiet=format == "md", time_budget=time_budget, primary=metric)
         cmp = compare_runs(*again, threshold / 100, interleaved=True, metric=metric)
     else:
         # Drift is kept with the runs it was measured for (bakeoff selftest --of DIR).
@@ -91,19 +96,50 @@ def cmd_compare(
     if not cmp.changes:
         raise UsageError(f"{old} and {new} share no measured case; compare runs of the same "
                          "benchmarks and params")
+    said_instead = None if instead is None else _counted_instead_text(instead)
     if format == "md":
         sys.stdout.write(render_comparison_markdown(cmp, threshold / 100))
+        if said_instead is not None:
+            sys.stdout.write(f"\n{said_instead}\n")
     else:
         print_comparison(cmp, out_console, threshold / 100)
+        if said_instead is not None:
+            out_console.print(said_instead, highlight=False, soft_wrap=True)
         _say_what_differs(cmp, threshold)
     if fail_on_regression is not None:
         _gate(cmp, fail_on_regression)
 
 
+def _counted_instead(runs: list[RunRecord], either: bool) -> str | None:
+    """The primary metric the instruction count replaces in this comparison
+    (stats/load_metrics.counted_instead), or None. either: a --rerun, which counts again
+    when either side counted."""
+    from bakeoff.stats import load_metrics
+
+    infos = [info for r in runs for info in r.benchmarks.values()]
+    primaries = {info.primary_metric for info in infos}
+    if len(primaries) != 1:
+        return None
+    recorded = [{m["name"] for m in info.metrics} for info in infos]
+    if either:
+        recorded = [set().union(*recorded)]
+    primary = primaries.pop()
+    return primary if load_metrics.counted_instead(primary, recorded) else None
+
+
+def _counted_instead_text(primary: str) -> str:
+    from bakeoff.stats import load_metrics
+
+    return load_metrics.counted_instead_text(
+        primary, f"`bakeoff compare … --metric {primary}` compares {primary}")
+
+
 def _rerun(old: RunRecord, new: RunRecord, threshold: float, out: Path | None,
            target_ratio_ci: float | None, quiet: bool,
-           time_budget: float | None = None) -> tuple[RunRecord, RunRecord]:
-    """`compare --rerun`: one `cmd` run of both runs' commands, split back into the sides."""
+           time_budget: float | None = None,
+           primary: str | None = None) -> tuple[RunRecord, RunRecord]:
+    """`compare --rerun`: one `cmd` run of both runs' commands, split back into the sides.
+    primary: the metric the comparison decides on, which the rerun's target is set for."""
     from bakeoff.cmd import definition as adhoc
     from bakeoff.cmd import rerun
 
@@ -121,7 +157,7 @@ def _rerun(old: RunRecord, new: RunRecord, threshold: float, out: Path | None,
     bench = adhoc.benchmark(defn, trials, int(str(p.get("samples", 10))),
                             int(str(p.get("warmup_samples", 1))),
                             int(str(p.get("warmup_trials", 1))),
-                            float(str(p.get("timeout_s", 600))))
+                            float(str(p.get("timeout_s", 600))), primary=primary)
     # No --max-trials: the cap is fitted to what the target needs at the measured spread
     # (bakeoff/run/target.py), and a target the budget cannot reach is said as soon as seen.
     request = RunRequest(out=out, quiet=quiet, threshold=threshold,

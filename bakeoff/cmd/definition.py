@@ -393,7 +393,9 @@ def _summary(defn: Definition) -> str:
 
 
 def benchmark(defn: Definition, trials: int, runs: int, warmup: int, warmup_trials: int,
-              timeout_s: float) -> Benchmark:
+              timeout_s: float, primary: str | None = None) -> Benchmark:
+    """primary: the metric listed first, which the run's allocation and targets read
+    (`compare --rerun` deciding on instructions); wall time by default."""
     params = tuple(Param(s.name, s.kind, f"{{{s.name}}} in the commands") for s in defn.scans)
     # One counted execution per trial: bakeoff-cmd-exec counts the command's processes with
     # inherited kernel counters (benchmarks/common/counters.h) after its measured runs.
@@ -420,7 +422,8 @@ def benchmark(defn: Definition, trials: int, runs: int, warmup: int, warmup_tria
         variants=tuple(Variant(c.name, c.command, baseline=(i == 0))
                        for i, c in enumerate(defn.commands)),
         params=params,
-        metrics=metrics + ((INSTRUCTIONS,) if defn.instructions else ()),
+        metrics=_primary_first(metrics + ((INSTRUCTIONS,) if defn.instructions else ()),
+                               primary),
         profiles=profiles,
         program=PROGRAM,
         fits=tuple(Fit("wall_time", s.name, f"wall time against the first command along "
@@ -434,6 +437,11 @@ def benchmark(defn: Definition, trials: int, runs: int, warmup: int, warmup_tria
         definition=defn.to_json(),
         timeout_ends_case=True,  # a command that hung once would hang again
     )
+
+
+def _primary_first(metrics: tuple[Metric, ...], primary: str | None) -> tuple[Metric, ...]:
+    chosen = [m for m in metrics if m.name == primary]
+    return (*chosen, *(m for m in metrics if m.name != primary))
 
 
 def _questions(defn: Definition) -> tuple[Question, ...]:

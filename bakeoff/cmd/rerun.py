@@ -13,7 +13,7 @@ import dataclasses
 
 from bakeoff.cmd import definition as adhoc
 from bakeoff.core.errors import UsageError
-from bakeoff.declare.model import RunRecord
+from bakeoff.declare.model import BenchmarkInfo, Case, RunRecord, Trial
 
 OLD, NEW = "old ", "new "
 
@@ -63,11 +63,32 @@ def definition(old: RunRecord, new: RunRecord) -> tuple[adhoc.Definition, dict[s
 
 
 def split(run: RunRecord) -> tuple[RunRecord, RunRecord]:
-    """The rerun as the old run and the new run: each side's trials, named as before."""
+    """The rerun as the old run and the new run: each side's trials, variants and questions,
+    named as before (so each side answers the question its run asked: against its own first
+    command, not the rerun's "old" one)."""
     def side(prefix: str) -> RunRecord:
-        trials = [dataclasses.replace(t, case=dataclasses.replace(
-            t.case, variant=t.case.variant[len(prefix):]))
-            for t in run.trials if t.case.variant.startswith(prefix)]
-        return dataclasses.replace(run, trials=trials)
+        def own(cases: list[Case]) -> list[Case]:
+            return [dataclasses.replace(c, variant=c.variant[len(prefix):])
+                    for c in cases if c.variant.startswith(prefix)]
+
+        def own_trials(trials: list[Trial]) -> list[Trial]:
+            return [dataclasses.replace(t, case=own([t.case])[0])
+                    for t in trials if t.case.variant.startswith(prefix)]
+
+        return dataclasses.replace(
+            run, trials=own_trials(run.trials), retaken=own_trials(run.retaken),
+            cases=own(run.cases), capped=own(run.capped),
+            benchmarks={name: _side_info(info, prefix) for name, info in run.benchmarks.items()})
 
     return side(OLD), side(NEW)
+
+
+def _side_info(info: BenchmarkInfo, prefix: str) -> BenchmarkInfo:
+    variants = [v | {"name": v["name"][len(prefix):]} for v in info.variants
+                if v["name"].startswith(prefix)]
+    if not variants:
+        return info
+    first, rerun_first = variants[0]["name"], info.baseline
+    return dataclasses.replace(info, baseline=first, variants=variants, questions=[
+        q | {"against": first, "ask": q["ask"].replace(rerun_first, first)}
+        if q.get("against") == rerun_first else q for q in info.questions])

@@ -149,8 +149,7 @@ def histories(history: History, benchmark: str | None = None, machine: str | Non
     for s in every:
         instead = None
         if metric == PRIMARY and s.metric_order == 0:
-            if s.metric == load_metrics.WALL_TIME and load_metrics.better_metric(
-                    s.metric, recorded(s)) == load_metrics.INSTRUCTIONS:
+            if load_metrics.counted_instead(s.metric, recorded(s)):
                 instead = s.metric
                 s = _sibling(s, every, load_metrics.INSTRUCTIONS) or s
         elif metric not in (ALL, s.metric):
@@ -166,10 +165,8 @@ def histories(history: History, benchmark: str | None = None, machine: str | Non
                   if metric != ALL and not changes else None)
         out.append(SeriesHistory(
             s, runs, changes, base.variant if base is not None else None,
-            decided_instead=None if instead is None else (
-                f"decided on {s.metric}, not the primary {instead}: every run counted them, "
-                f"and a busy machine does not move them ({load_metrics.TABLE}); they cannot "
-                f"see kernel work or waits: `{again} --metric {instead}` lists {instead}"),
+            decided_instead=None if instead is None else load_metrics.counted_instead_text(
+                instead, f"`{again} --metric {instead}` lists {instead}"),
             better_hint=None if better is None else load_metrics.better_metric_text(
                 s.metric, better, "every run also recorded",
                 f"`{again} --metric {better} --benchmark {s.benchmark}` lists it")))

@@ -58,3 +58,19 @@ def better_metric_text(decided: str, better: str, have: str, how: str) -> str:
     who holds the better metric ('these runs also recorded'), `how` the command to use it."""
     return (f"decided on {decided}, {_MOVED_BY[decided]}; {have} {better}"
             f"{_BLIND_TO[better]}, which a busy machine moves less ({TABLE}): {how}")
+
+
+def counted_instead(primary: str, recorded: Iterable[Collection[str]]) -> bool:
+    """A decision on wall time whose every run also counted instructions (`cmd
+    --instructions`) is made on the count instead: the table's best metric, there at no
+    further cost, and the user asked for it when they made the runs. `history` and
+    `compare` both decide so; `--metric wall_time` keeps wall time."""
+    return primary == WALL_TIME and better_metric(primary, recorded) == INSTRUCTIONS
+
+
+def counted_instead_text(primary: str, how: str) -> str:
+    """'decided on instructions, not the primary wall_time: …', with `how` the command that
+    decides on the primary metric again."""
+    return (f"decided on {INSTRUCTIONS}, not the primary {primary}: every run counted them, "
+            f"and a busy machine does not move them ({TABLE}); they cannot see kernel work or "
+            f"waits: {how}")
