@@ -53,6 +53,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -148,7 +149,9 @@ enum {
 	SC_TICKS = SC_DECISIONS + N_PATHS,
 	SC_FLOOR_TICKS = SC_TICKS + N_PATHS, /* the empty pair beside each timed decision */
 	SC_OUTLIERS = SC_FLOOR_TICKS + N_PATHS,
-	SC_N = SC_OUTLIERS + N_PATHS,
+	/* sum of (decision pair - empty pair)^2: the net cost's standard error */
+	SC_NET_SQUARES = SC_OUTLIERS + N_PATHS,
+	SC_N = SC_NET_SQUARES + N_PATHS,
 };
 #define N_COUNTERS (C_SCHEME + N_SCHEMES * SC_N)
 #define SC(scheme, what) (C_SCHEME + (scheme) * SC_N + (what))
@@ -715,6 +718,8 @@ static inline void timed_end(struct thread_stats *st, enum slot_scheme s, enum p
 	cadd(st, SC(s, SC_DECISIONS + p), 1);
 	cadd(st, SC(s, SC_TICKS + p), d);
 	cadd(st, SC(s, SC_FLOOR_TICKS + p), empty);
+	int64_t net = (int64_t)d - (int64_t)empty; /* both below 2^15: the square fits */
+	cadd(st, SC(s, SC_NET_SQUARES + p), (uint64_t)(net * net));
 }
 
 /* Runs `decision`, timed as scheme s on path p when SAMPLER_TIMING=1. */
@@ -1378,6 +1383,11 @@ static void json_scheme_timing(struct json *j, const struct stats_sum *t, enum s
 			json_num(j, KEY("raw_ticks_per_decision"), raw);
 			json_num(j, KEY("floor_ticks_per_decision"), floor);
 			json_num(j, KEY("ticks_per_decision"), net);
+			/* The standard error of that mean, from the pairs' own scatter: what a
+			 * reader (and a test) needs to tell a cost from the noise of a busy CPU. */
+			double sq = (double)t->c[SC(s, SC_NET_SQUARES + p)] / (double)n;
+			json_num(j, KEY("ticks_per_decision_se"),
+				 sqrt(fmax(0.0, sq - net * net) / (double)n));
 			json_num(j, KEY("ns_per_decision"), net / ghz);
 		}
 #undef KEY

@@ -242,11 +242,15 @@ def test_timing_reports_ticks_with_the_floor_beside(room: Path, tmp_path: Path) 
             assert s[f"{prefix}_{path}_floor_ticks_per_decision"] > 0
             assert s[f"{prefix}_{path}_ns_per_decision"] == pytest.approx(
                 s[f"{prefix}_{path}_ticks_per_decision"] / s["tsc_ghz"])
-    # NONE times an empty decision: with the in-place floor subtracted it is ~0 ticks.
+    # NONE times an empty decision: with the in-place floor subtracted it is ~0 ticks, within
+    # the noise its own pairs show (a busy CPU's short interruptions land in either pair).
     res, s = sampled([str(PATTERNS), "4", "500", "200", "64", "4096"], "NONE",
                      tmp_path / "n.json", timing=True)
     assert s is not None
-    assert abs(s["none_malloc_ticks_per_decision"]) < 10, s
+    for path in ("malloc", "free"):
+        se = s[f"none_{path}_ticks_per_decision_se"]
+        assert 0 <= se < 100, s
+        assert abs(s[f"none_{path}_ticks_per_decision"]) < 10 + 4 * se, s
 
 
 # ---- the summary file, the environment ----------------------------------------------------
