@@ -37,6 +37,11 @@ class ProcessResult:
     error: str | None = None
     nivcsw: int | None = None  # involuntary context switches (wait4)
     run_delay_s: float | None = None  # the trial process's run-queue wait (schedstat)
+    # From the program's last output to its end: its exit, where a counted trial's kernel
+    # counters are closed (~40 ms a tracepoint here, benchmarks/common/counters.c). The time
+    # left takes it off such a trial to tell what a trial without counting costs
+    # (run/progress.py). None: the program printed nothing.
+    tail_s: float | None = None
 
 
 @dataclass
@@ -48,8 +53,10 @@ class _Reader:
     lineno: int = 0
     stderr: bytes = b""
     protocol_error: str | None = None
+    last_output: float | None = None  # time.monotonic() of the last stdout read
 
     def stdout(self, chunk: bytes) -> None:
+        self.last_output = time.monotonic()
         data = self.partial + chunk
         *lines, self.partial = data.split(b"\n")
         for line in lines:
@@ -278,10 +285,12 @@ def run_program(
     proc.stdout.close()
     proc.stderr.close()
     reader.finish()
-    wall = time.monotonic() - deadline.start
+    ended = time.monotonic()
+    wall = ended - deadline.start
+    tail = None if reader.last_output is None else ended - reader.last_output
     if launcher:
         end = _launcher_report(report_r) or _Exit(end.code, None)
     status, error = _outcome(end.code, reader, deadline)
     return ProcessResult(status, end.code, wall, reader.output, end.rusage,
                          reader.stderr.decode("utf-8", errors="replace"), error,
-                         end.nivcsw, end.run_delay_s)
+                         end.nivcsw, end.run_delay_s, tail)
