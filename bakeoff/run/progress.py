@@ -19,8 +19,8 @@ round by round (RunProgress.grow, and RunProgress.replan with the allocation's p
 Two costs a trial's own time does not show are counted apart: the harness's decision after
 each round (once per round left), and what counted samples add to a case's first trials:
 each case's counted trials still to come are charged at a counted trial's price, the rest
-at a plain one's, which for a case timed only by counted trials is theirs less what its
-program's exit took (the counters are closed there; Estimate.costs). A trial measured again
+at a plain one's, which for a case timed only by counted trials is theirs less what came
+after their last measured sample (the counted samples and counters; Estimate.costs). A trial measured again
 (run/contention.py) adds one to its case's trials left when it happens. What the estimate
 was told is kept in the run's record (timings.estimate_log), so replay() says again what a
 real run said.
@@ -123,9 +123,9 @@ class Estimate:
         self.counted_trials: dict[str, int | None] = dict(counted or {})
         self.counted_kept: dict[Case, int] = defaultdict(int)  # counted trials taken, not retaken
         self._last_counted: dict[Case, bool] = {}
-        # Per trial, the seconds from the program's last output to its end (its exit, where
-        # counters are closed; ProcessResult.tail_s): of a case's counted trials, and of the
-        # plain trials of each benchmark.
+        # Per trial, the seconds from the program's last measured sample to its end
+        # (ProcessResult.tail_s): of a case's counted trials, and of the plain trials of each
+        # benchmark.
         self.counted_tails: dict[Case, list[float | None]] = defaultdict(list)
         self.plain_tails: dict[str, list[float]] = defaultdict(list)
         self.earlier: dict[Case, float] = dict(earlier or {})
@@ -162,8 +162,8 @@ class Estimate:
              tail: float | None = None) -> None:
         """A trial of case ended after seconds; counted: it also took counted samples (a
         case's first Profile.counted_trials do), so it cost more than the trials after it.
-        tail: of those seconds, the ones after the program's last output (its exit, where a
-        counted trial closes its counters); None: not known."""
+        tail: of those seconds, the ones after the program's last measured sample (a
+        counted trial's counted samples and counters, and the exit); None: not known."""
         # The estimate takes the seconds as logged, so a replay of the log is exact.
         seconds = round(seconds, 4)
         tail = None if tail is None else round(tail, 4)
@@ -256,13 +256,13 @@ class Estimate:
         and the time left follows within a few trials).
 
         A case timed only by counted trials (all of them are, for the run's first rounds):
-        those less what counting added to them, which is two parts. What the program's exit
-        took beyond a plain trial's (its tail: the counters are closed there, ~40 ms a
-        tracepoint here, most of what counting costs), known of every counted trial; and
-        what else counting added (the counted samples, opening the counters), known once
-        some case of the benchmark has both kinds, and 0 until then. Without tails (a
-        record from before they were kept): its benchmark's counted trials less its plain
-        ones where a case has both. Taken as they were, counted trials (ten times a plain
+        those less what counting added to them, which is two parts. What came after the
+        trial's last measured sample beyond what follows a plain trial's (its tail: the
+        counted samples, the counters opened, and closed at exit, ~40 ms a tracepoint here;
+        ProcessResult.tail_s), known of every counted trial; and what else counting added,
+        known once some case of the benchmark has both kinds, and 0 until then. Without
+        tails (a record from before they were kept): its benchmark's counted trials less its
+        plain ones where a case has both. Taken as they were, counted trials (ten times a plain
         one at 4 KiB in mremap-vs-memcpy) made each time left said before a case had plain
         trials far too long (docs/RELIABILITY.md).
 
