@@ -155,10 +155,10 @@ def checkpoints(log: Sequence[Sequence[Any]], said: list[tuple[float, float | No
     cells = []
     for share in CHECKPOINTS:
         before = [s for s in said if s[0] <= share * measure_s]
-        if not before or before[-1][1] is None:
+        at, seconds, counted = before[-1] if before else (0.0, None, 0)
+        if seconds is None:
             cells.append("-")
             continue
-        at, seconds, counted = before[-1]
         remained = measure_s - at
         after = [w for t, w in attempts if t > at]
         left = after.count("done") - after.count("retaken")

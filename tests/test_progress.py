@@ -34,7 +34,8 @@ FAST, SLOW = Case("a", "v", (("n", 1),)), Case("a", "v", (("n", 2),))
 OTHER = Case("b", "w", (("n", 1),))
 # Real runs' timings made with the estimate as it is (tests/fixtures/time-left/; the runs
 # are tabled in docs/RELIABILITY.md, "The time left at 25, 50 and 75% of a run").
-TIME_LEFT_RUNS = ()
+TIME_LEFT_RUNS = ("mremap-vs-memcpy-1743.json", "mremap-vs-memcpy-1744.json")
+OTHER_ROOM_RUN = "cgroup-stat-read-quick-1744.json"
 
 
 def test_time_left_is_per_case_then_per_benchmark_then_guessed() -> None:
@@ -293,7 +294,7 @@ def test_a_retake_adds_one_trial_of_its_case() -> None:
     assert est.seconds_left() == (2 * 1.0 + 3 * 2.0, 0)
 
 
-@pytest.mark.parametrize("name", ["mremap-vs-memcpy.json", *TIME_LEFT_RUNS])
+@pytest.mark.parametrize("name", ["mremap-vs-memcpy.json", *TIME_LEFT_RUNS, OTHER_ROOM_RUN])
 def test_a_recorded_run_replays_to_what_it_said(name: str) -> None:
     """A real run's record keeps what its estimate was told (timings.estimate_log): told
     again to a new estimate, it says what the run said at 25, 50 and 75%, so a change to the
@@ -377,3 +378,13 @@ def test_on_recorded_runs_the_time_left_at_25_50_75_percent_is_within_a_quarter(
     run made it."""
     for share, seconds, remained in _fixture_checkpoints(name):
         assert abs(seconds - remained) <= 0.25 * remained, (name, share, seconds, remained)
+
+
+def test_on_a_recorded_run_of_another_room_the_time_left_at_50_and_75_percent_is_within_a_quarter(
+        ) -> None:
+    """cgroup-stat-read's quick profile (a fixed design of 3 trials a case, the first two
+    counted), 17:44 UTC, load 9.3 falling to 7.8: within ±25% at 50% and 75%. Not at 25%
+    (+53%, main's estimate +60%): 5 of its 20 cases had a trial then, and the 15 others were
+    charged the mean of those, which happened to be its dearer cases (docs/RELIABILITY.md)."""
+    for share, seconds, remained in _fixture_checkpoints(OTHER_ROOM_RUN)[1:]:
+        assert abs(seconds - remained) <= 0.25 * remained, (share, seconds, remained)
