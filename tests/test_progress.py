@@ -27,7 +27,7 @@ from bakeoff.run.progress import (
     replay,
 )
 from bakeoff.run.protocol import ProgramOutput
-from bakeoff.run.trial_process import ProcessResult
+from bakeoff.run.trial_process import ProcessResult, run_program
 from conftest import FIXTURES, REPO
 
 FAST, SLOW = Case("a", "v", (("n", 1),)), Case("a", "v", (("n", 2),))
@@ -388,3 +388,22 @@ def test_on_a_recorded_run_of_another_room_the_time_left_at_50_and_75_percent_is
     charged the mean of those, which happened to be its dearer cases (docs/RELIABILITY.md)."""
     for share, seconds, remained in _fixture_checkpoints(OTHER_ROOM_RUN)[1:]:
         assert abs(seconds - remained) <= 0.25 * remained, (share, seconds, remained)
+
+
+@pytest.mark.slow(live=False)
+def test_a_trials_tail_runs_from_its_last_measured_sample_to_its_end() -> None:
+    """ProcessResult.tail_s, what the time left takes off a counted trial to price a plain one:
+    from the last measured sample read to the process's end, so a counted sample after it
+    (and what counting does at exit) is in the tail, and the measured work before it is not."""
+    sample = '{"type":"sample","metric":"%s","value":1}'
+    script = (f"sleep 0.3; echo '{sample % 'm'}'; sleep 0.8; echo '{sample % 'counted.m'}'; "
+              "sleep 0.2")
+    counted = run_program(["sh", "-c", script], {}, 30.0)
+    plain = run_program(["sh", "-c", f"sleep 0.3; echo '{sample % 'm'}'"], {}, 30.0)
+    assert counted.status == "ok" and plain.status == "ok", (counted.error, plain.error)
+    assert counted.tail_s is not None and plain.tail_s is not None
+    # The counted trial's tail: the 1.0 s of sleeps after its measured sample, less however
+    # late the harness read that sample (0.3 s allowed for a loaded machine); never the 0.3 s
+    # before it, at any load. The plain trial's: its exit only.
+    assert 0.7 <= counted.tail_s <= counted.wall_s - 0.3, counted
+    assert plain.tail_s <= plain.wall_s - 0.3 and plain.tail_s < counted.tail_s, plain
