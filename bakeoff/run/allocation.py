@@ -397,9 +397,9 @@ def answer_cases_needing_trials(counts: Mapping[Case, int], values: Values,
 # The trial-to-trial spread (SD of the logs of a case's trial medians) a case is planned with
 # while it has one trial: one trial cannot show it, and planning every case at its cap until
 # a second round counted 12 trials more than the rule took in every mremap-vs-memcpy run
-# measured (docs/notes/time-left-20261129-epyc.md). 0.15: the spread STOP_MARGIN was chosen
-# at (tests/test_allocation.py), and about the median of the cases of real runs here (the
-# note). A case whose samples scatter more within its one trial is planned at that instead.
+# measured (docs/notes/time-left-plan-20261129-epyc.md). 0.15: the spread STOP_MARGIN was
+# chosen at (tests/test_allocation.py), near the median of a real run's cases (the note). A
+# case whose samples scatter more within its one trial is planned at that instead.
 FIRST_TRIAL_SPREAD = 0.15
 
 
@@ -458,8 +458,8 @@ def _trials_to_settle(variant: stats.Trials, baseline: stats.Trials, rule: Rule)
     needed = n if half <= distance else rounds_needed(half, distance, n)
     needed = rule.max_trials if needed is None else needed
     if n < rule.min_trials:
-        # A spread of 1 to 3 degrees of freedom is no plan: in one run the 16 MiB pair was
-        # planned at 5, 8 and 7 trials after its 2nd, 3rd and 4th, and took 12. Until the
+        # A spread of 1 to 3 degrees of freedom is no plan: it planned a pair at less than
+        # half the trials it took (docs/notes/time-left-plan-20261129-epyc.md). Until the
         # case has min_trials (which it gets whatever its spread), no fewer than the first
         # trial's spread plans.
         needed = max(needed, _first_trial_rounds(variant, baseline, distance, rule.margin,
@@ -503,8 +503,8 @@ def expected_trials(
             if not n:
                 # A side not yet run (in the first round): the first trial's spread, which
                 # is all a precision target needs to be planned (mremap-vs-memcpy's 5% at
-                # 16 MiB: answer_trials); planned at min_trials, as the levels are, it said
-                # 14 trials too few at a quarter of the run.
+                # 16 MiB: answer_trials); planned at min_trials, as the levels are, the
+                # first round's time left counted too few (the note above).
                 if r.kind == "ratio" and r.reference is not None:
                     first = _first_trial_rounds([], [], r.target_ci, 1.0, precision.max_trials)
                     for c in sides:
@@ -512,10 +512,9 @@ def expected_trials(
                             out[c] = max(out[c], first)
                 continue
             # The width the rule decides on (answer_cases_needing_trials): the wider of the
-            # stopping interval and the one the report quotes. Planned on the stopping one
-            # alone, a case the quoted one kept open past it was counted as done: 8 trials
-            # planned at 16 MiB in a mremap-vs-memcpy run, where the rule took its cap of 12.
-            # Its own generator, so that planning leaves the rule's resamples as they were.
+            # stopping interval and the one the report quotes (an error reading's is a
+            # bootstrap's), so the plan stops where the rule does. Its own generator, so that
+            # planning leaves the rule's resamples as they were.
             width = reading_half_width(r, values, np.random.default_rng(0))
             needed = rounds_needed(width, r.target_ci, n)
             if n < rule.min_trials and r.kind == "ratio" and r.reference is not None:
