@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from bakeoff.core.errors import UsageError
-from bakeoff.declare import registry
+from bakeoff.declare import questions, registry
 from bakeoff.declare.model import Case, RunContext
 from bakeoff.machine import host
 from bakeoff.plan import cases as plan
@@ -233,3 +233,43 @@ def test_the_plan_counts_the_trials_the_rule_will_add(ratio: float, spread: floa
         assert len(new) >= 25, (share, len(new))
         assert float(np.median(new)) <= 0.25, (share, float(np.median(new)))
         assert float(np.median(new)) < float(np.median(old)) / 3, share
+
+
+def _one_trial(centre: float, spread: float) -> list[list[float]]:
+    """One trial of 8 samples spread evenly (log SD about spread) around centre."""
+    points = np.linspace(-1.5, 1.5, 8)
+    return [list(centre * np.exp(points * spread / float(points.std(ddof=1))))]
+
+
+def test_a_case_with_one_trial_is_planned_at_the_first_trials_spread() -> None:
+    """After a benchmark's first round no case has an interval: the plan used to count every
+    case at its cap, 12 trials more than the rule took in every mremap-vs-memcpy run, so the
+    time left said in the second round was half as long again as what remained. A case is
+    now planned at FIRST_TRIAL_SPREAD (or its samples' own, when wider): a ratio far from
+    every level at min_trials, one on a level at the cap, a precision target of 5% at
+    answer_trials, a loose one within a few rounds."""
+    rule = allocation.Rule(5, 8, LEVELS)
+    counts = {BASE: 1, VARIANT: 1}
+    for ratio, spread, planned in [(3.0, 0.01, 5), (3.0, 0.9, 8), (1.0, 0.01, 8)]:
+        data = {BASE: _one_trial(100.0, spread), VARIANT: _one_trial(100.0 * ratio, spread)}
+        plan = allocation.expected_trials([BASE, VARIANT], counts, data.__getitem__, "base",
+                                          rule)
+        assert plan == {BASE: planned, VARIANT: planned}, (ratio, spread, plan)
+    # A side not yet run (the first round, which the runner plans after each case's first
+    # trial): min_trials, what the run counted before any plan. A side whose trials all
+    # failed: the cap, since the rule never settles it.
+    empty: dict[Case, list[list[float]]] = {BASE: [], VARIANT: []}
+    assert allocation.expected_trials([BASE, VARIANT], {BASE: 0, VARIANT: 1},
+                                      empty.__getitem__, "base", rule) == {BASE: 5,
+                                                                            VARIANT: 5}
+    assert allocation.expected_trials([BASE, VARIANT], {BASE: 1, VARIANT: 1},
+                                      empty.__getitem__, "base", rule) == {BASE: 8,
+                                                                            VARIANT: 8}
+    data = {BASE: _one_trial(100.0, 0.01), VARIANT: _one_trial(10.0, 0.01)}
+    for target, planned in [(0.05, 12), (0.5, 5)]:
+        reading = questions.Reading(0, "ratio", VARIANT, BASE, "m", target)
+        precision = allocation.Precision((reading,), 12)
+        plan = allocation.expected_trials(
+            [BASE, VARIANT], counts, data.__getitem__, "base", rule, precision,
+            lambda c, _m: data[c])
+        assert plan == {BASE: planned, VARIANT: planned}, (target, plan)

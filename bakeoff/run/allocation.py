@@ -390,7 +390,51 @@ def answer_cases_needing_trials(counts: Mapping[Case, int], values: Values,
 # it counts the trials the rules will add, not only the round being decided. A t interval
 # narrows as t(n-1)/√n (run/target.py rounds_needed): a case open on the levels needs its
 # widened interval to shrink to its distance from the nearest level; a reading wider than its
-# target, to its target; each within its cap.
+# target, to its target; each within its cap. A case with one trial has no interval yet: it
+# is planned at FIRST_TRIAL_SPREAD (below) rather than at its cap.
+
+
+# The trial-to-trial spread (SD of the logs of a case's trial medians) a case is planned with
+# while it has one trial: one trial cannot show it, and planning every case at its cap until
+# a second round counted 12 trials more than the rule took in every mremap-vs-memcpy run
+# measured (docs/notes/time-left-plan-20261129-epyc.md). 0.15: the spread STOP_MARGIN was
+# chosen at (tests/test_allocation.py), near the median of a real run's cases (the note). A
+# case whose samples scatter more within its one trial is planned at that instead.
+FIRST_TRIAL_SPREAD = 0.15
+
+
+def _first_trial_spread(trials: stats.Trials) -> tuple[float, float] | None:
+    """(log of the median, the spread to plan with) of a side with one trial or more and no
+    interval yet: the larger of FIRST_TRIAL_SPREAD and its samples' own spread (SD of their
+    logs); None without a positive sample."""
+    pooled = [np.asarray(t, dtype=float) for t in trials if len(t)]
+    if not pooled:
+        return None
+    values = np.concatenate(pooled)
+    if values.size == 0 or float(values.min()) <= 0:
+        return None
+    logs = np.log(values)
+    own = float(logs.std(ddof=1)) if values.size > 1 else 0.0
+    return float(np.median(logs)), max(FIRST_TRIAL_SPREAD, own)
+
+
+def _first_trial_rounds(variant: stats.Trials, baseline: stats.Trials, bound: float,
+                        margin: float, cap: int) -> int:
+    """Before two trials a side: the rounds after which the ratio's t interval (Welch, on
+    the logs of trial medians, as log_ratio_interval), widened by margin, is within bound
+    of its centre, at each side's first-trial spread; cap when never within it. bound <= 0
+    (the ratio sits on a level): cap."""
+    sides = _first_trial_spread(variant), _first_trial_spread(baseline)
+    if bound <= 0:
+        return cap
+    # A side not yet run: FIRST_TRIAL_SPREAD alone.
+    sv, sb = ((FIRST_TRIAL_SPREAD if side is None else side[1]) ** 2 for side in sides)
+    for n in range(2, cap):
+        a, b = sv / n, sb / n
+        df = (n - 1) * (a + b) ** 2 / (a * a + b * b) if a + b > 0 else math.inf
+        if margin * stats.t_quantile(df) * math.sqrt(a + b) <= bound:
+            return n
+    return cap
 
 
 def _trials_to_settle(variant: stats.Trials, baseline: stats.Trials, rule: Rule) -> int:
@@ -398,17 +442,29 @@ def _trials_to_settle(variant: stats.Trials, baseline: stats.Trials, rule: Rule)
     interval = log_ratio_interval(variant, baseline, stats.CONFIDENCE)
     n = min(sum(1 for t in variant if len(t)), sum(1 for t in baseline if len(t)))
     if interval is None:
-        return rule.max_trials
+        sides = _first_trial_spread(variant), _first_trial_spread(baseline)
+        if sides[0] is None or sides[1] is None:
+            return rule.max_trials
+        centre = sides[0][0] - sides[1][0]
+        distance = min((abs(centre - math.log(level)) for level in rule.levels),
+                       default=math.inf)
+        return _first_trial_rounds(variant, baseline, distance, rule.margin, rule.max_trials)
     low, high = interval
     centre = math.sqrt(low * high)
     half = math.log(high / low) / 2 * rule.margin
     distance = min((abs(math.log(centre / level)) for level in rule.levels), default=math.inf)
     if distance == 0:
         return rule.max_trials
-    if half <= distance:
-        return n
-    needed = rounds_needed(half, distance, n)
-    return rule.max_trials if needed is None else needed
+    needed = n if half <= distance else rounds_needed(half, distance, n)
+    needed = rule.max_trials if needed is None else needed
+    if n < rule.min_trials:
+        # A spread of 1 to 3 degrees of freedom is no plan: it planned a pair at less than
+        # half the trials it took (docs/notes/time-left-plan-20261129-epyc.md). Until the
+        # case has min_trials (which it gets whatever its spread), no fewer than the first
+        # trial's spread plans.
+        needed = max(needed, _first_trial_rounds(variant, baseline, distance, rule.margin,
+                                                 rule.max_trials))
+    return needed
 
 
 def expected_trials(
@@ -432,6 +488,8 @@ def expected_trials(
             base = base_of.get(case.params)
             if case.variant == baseline or case in extra or base is None:
                 continue
+            if not counts[case] or not counts[base]:
+                continue  # a side not yet run (in the first round): nothing to plan with
             n = min(rule.max_trials, max(counts[case], _trials_to_settle(
                 samples(case), samples(base), rule)))
             out[case] = max(out[case], n)
@@ -442,7 +500,30 @@ def expected_trials(
                 continue
             sides = [c for c in (r.case, r.reference) if c is not None and c in out]
             n = min((counts[c] for c in sides), default=0)
-            needed = rounds_needed(reading_half_width(r, values), r.target_ci, n)
+            if not n:
+                # A side not yet run (in the first round): the first trial's spread, which
+                # is all a precision target needs to be planned (mremap-vs-memcpy's 5% at
+                # 16 MiB: answer_trials); planned at min_trials, as the levels are, the
+                # first round's time left counted too few (the note above).
+                if r.kind == "ratio" and r.reference is not None:
+                    first = _first_trial_rounds([], [], r.target_ci, 1.0, precision.max_trials)
+                    for c in sides:
+                        if c not in extra:
+                            out[c] = max(out[c], first)
+                continue
+            # The width the rule decides on (answer_cases_needing_trials): the wider of the
+            # stopping interval and the one the report quotes (an error reading's is a
+            # bootstrap's), so the plan stops where the rule does. Its own generator, so that
+            # planning leaves the rule's resamples as they were.
+            width = reading_half_width(r, values, np.random.default_rng(0))
+            needed = rounds_needed(width, r.target_ci, n)
+            if n < rule.min_trials and r.kind == "ratio" and r.reference is not None:
+                # One trial a side, or fewer than min_trials: planned at no less than the
+                # first trial's spread, as the levels are.
+                first = _first_trial_rounds(values(r.case, r.metric),
+                                            values(r.reference, r.metric), r.target_ci, 1.0,
+                                            precision.max_trials)
+                needed = first if needed is None else max(needed, first)
             for c in sides:
                 if c not in extra:
                     out[c] = max(out[c], min(precision.max_trials,

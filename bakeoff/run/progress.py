@@ -17,10 +17,13 @@ sequential allocation a case counts its min_trials; the trials the rule adds joi
 round by round (RunProgress.grow, and RunProgress.replan with the allocation's plan).
 
 Two costs a trial's own time does not show are counted apart: the harness's decision after
-each round (once per round left), and what counted samples add to a case's first trials
-(taken off a case timed only by those). A trial measured again (run/contention.py) adds one
-to its case's trials left when it happens. What the estimate was told is kept in the run's record
-(timings.estimate_log), so replay() says again what a real run said.
+each round (once per round left), and what counted samples add to a case's first trials:
+each case's counted trials still to come are charged at a counted trial's price, the rest
+at a plain one's, which for a case timed only by counted trials is theirs less what came
+after their last measured sample (the counted samples and counters; Estimate.costs). A trial measured again
+(run/contention.py) adds one to its case's trials left when it happens. What the estimate
+was told is kept in the run's record (timings.estimate_log), so replay() says again what a
+real run said.
 """
 
 from __future__ import annotations
@@ -97,7 +100,8 @@ class Estimate:
     def __init__(self, todo: Mapping[Case, int],
                  earlier: Mapping[Case, float] | None = None,
                  declared: Mapping[str, float] | None = None,
-                 no_set_up: Iterable[str] = ()) -> None:
+                 no_set_up: Iterable[str] = (),
+                 counted: Mapping[str, int | None] | None = None) -> None:
         self.todo: dict[Case, int] = dict(todo)
         # What the estimate was told, in order, with the seconds since it began: kept in the
         # run's record (timings.estimate_log), so an estimate can be replayed on a real run's
@@ -106,9 +110,24 @@ class Estimate:
         self._keys: dict[Case, int] = {}
         self.log: list[list[Any]] = [["begin", 0.0, [[self._key(c), n] for c, n in todo.items()],
                                       [[self._key(c), v] for c, v in (earlier or {}).items()],
-                                      dict(declared or {}), sorted(no_set_up)]]
+                                      dict(declared or {}), sorted(no_set_up),
+                                      dict(counted or {})]]
         self.took: dict[Case, list[float]] = defaultdict(list)
         self.took_counted: dict[Case, list[float]] = defaultdict(list)
+        # Per benchmark, how many of a case's first trials take counted samples
+        # (Profile.counted_trials; None: every trial). Those still to come are charged what a
+        # counted trial costs, the rest what a trial without counting costs: in a run's first
+        # rounds the counted trials were most of its time (three quarters of a
+        # mremap-vs-memcpy quick run), and charging every trial left at one of the two prices
+        # said half as much again, or half as little, as remained.
+        self.counted_trials: dict[str, int | None] = dict(counted or {})
+        self.counted_kept: dict[Case, int] = defaultdict(int)  # counted trials taken, not retaken
+        self._last_counted: dict[Case, bool] = {}
+        # Per trial, the seconds from the program's last measured sample to its end
+        # (ProcessResult.tail_s): of a case's counted trials, and of the plain trials of each
+        # benchmark.
+        self.counted_tails: dict[Case, list[float | None]] = defaultdict(list)
+        self.plain_tails: dict[str, list[float]] = defaultdict(list)
         self.earlier: dict[Case, float] = dict(earlier or {})
         self.declared: dict[str, float] = {b: s for b, s in (declared or {}).items() if s > 0}
         # Per benchmark started, what passed before its first trial began (its session's
@@ -139,18 +158,26 @@ class Estimate:
         """The cases the log's numbers stand for, in their order."""
         return [c.to_json() for c in self._keys]
 
-    def done(self, case: Case, seconds: float, counted: bool = False) -> None:
+    def done(self, case: Case, seconds: float, counted: bool = False,
+             tail: float | None = None) -> None:
         """A trial of case ended after seconds; counted: it also took counted samples (a
-        case's first Profile.counted_trials do), so it cost more than the trials after it,
-        and it stands for the case's trials only until one without them is timed."""
+        case's first Profile.counted_trials do), so it cost more than the trials after it.
+        tail: of those seconds, the ones after the program's last measured sample (a
+        counted trial's counted samples and counters, and the exit); None: not known."""
         # The estimate takes the seconds as logged, so a replay of the log is exact.
         seconds = round(seconds, 4)
-        self._told("done", self._key(case), seconds, counted)
+        tail = None if tail is None else round(tail, 4)
+        self._told("done", self._key(case), seconds, counted, tail)
         self.todo[case] = max(0, self.todo.get(case, 0) - 1)
+        self._last_counted[case] = counted
         if counted:
             self.took_counted[case].append(seconds)
+            self.counted_tails[case].append(tail)
+            self.counted_kept[case] += 1
         else:
             self.took[case].append(seconds)
+            if tail is not None:
+                self.plain_tails[case.benchmark].append(tail)
         if not self.took[case]:
             self.took[case] = []  # a case timed, if only by counted trials, for seconds_left
 
@@ -169,6 +196,13 @@ class Estimate:
     def set_up(self, benchmark: str, seconds: float) -> None:
         seconds = round(seconds, 4)
         self._told("set_up", benchmark, seconds)
+        # Benchmarks run one after another: those started before this one have ended, and
+        # whatever their plan still counted (a rule that stopped short of its plan) is no
+        # longer to come. Left counted, heap-sampling's 180 planned trials it did not take
+        # were charged to the rest of a `make bench` run: +92% at 75% (docs/RELIABILITY.md).
+        for case in self.todo:
+            if case.benchmark != benchmark and case.benchmark in self.set_ups:
+                self.todo[case] = 0
         self.set_ups[benchmark] = seconds
 
     def decided(self, benchmark: str, seconds: float) -> None:
@@ -184,6 +218,16 @@ class Estimate:
         measured (docs/RELIABILITY.md)."""
         self._told("retaken", self._key(case))
         self.todo[case] = self.todo.get(case, 0) + 1
+        if self._last_counted.get(case):
+            self.counted_kept[case] -= 1  # measured again, with its counted samples again
+
+    def counted_left(self, case: Case) -> int:
+        """How many of the case's trials still to come take counted samples."""
+        if case.benchmark not in self.counted_trials:
+            return 0
+        first = self.counted_trials[case.benchmark]
+        n = self.todo.get(case, 0)
+        return n if first is None else max(0, min(n, first - self.counted_kept[case]))
 
     def decisions_left(self) -> float:
         """Seconds of decisions still to come: per benchmark with trials left, its rounds
@@ -208,31 +252,81 @@ class Estimate:
         return took / declared
 
     def typical(self) -> dict[Case, float]:
-        """Per case timed, what its trials still to come each cost: the median of its latest
-        trials without counted samples; with only counted ones, their median less what
-        counting added in its benchmark's cases that have both (a fixed cost, about the same
-        on a short trial and a long one). Taken as they were, counted trials (several times a
-        plain one in cgroup-stat-read) made each time left said before a case had plain
-        trials far too long (docs/RELIABILITY.md)."""
-        added: dict[str, list[float]] = defaultdict(list)
+        """Per case timed, what each of its trials without counted samples still to come
+        costs (costs(), its first figure)."""
+        return {c: plain for c, (plain, _) in self.costs().items()}
+
+    def costs(self) -> dict[Case, tuple[float, float]]:
+        """Per case timed, what each of its trials still to come costs: (one without counted
+        samples, one with them), each the median of its latest RECENT_TRIALS of that kind
+        when it has some (a machine whose load changes mid-run changes what a trial costs,
+        and the time left follows within a few trials).
+
+        A case timed only by counted trials (all of them are, for the run's first rounds):
+        those less what counting added to them, which is two parts. What came after the
+        trial's last measured sample beyond what follows a plain trial's (its tail: the
+        counted samples, the counters opened, and closed at exit, ~40 ms a tracepoint here;
+        ProcessResult.tail_s), known of every counted trial; and what else counting added,
+        known once some case of the benchmark has both kinds, and 0 until then. Without
+        tails (a record from before they were kept): its benchmark's counted trials less its
+        plain ones where a case has both. Taken as they were, counted trials (ten times a plain
+        one at 4 KiB in mremap-vs-memcpy) made each time left said before a case had plain
+        trials far too long (docs/RELIABILITY.md).
+
+        A case with no counted trial timed: its plain trial and what counting added to its
+        benchmark's cases with counted trials (counting_added)."""
+        plain_tail = {b: statistics.median(t) for b, t in self.plain_tails.items() if t}
+
+        def exit_extra(case: Case) -> float | None:
+            tails = [t for t in self.counted_tails.get(case, [])[-RECENT_TRIALS:]
+                     if t is not None]
+            if not tails:
+                return None
+            return max(0.0, statistics.median(tails) - plain_tail.get(case.benchmark, 0.0))
+
+        added: dict[str, list[float]] = defaultdict(list)  # counted less plain, cases with both
+        rest: dict[str, list[float]] = defaultdict(list)  # the same less the exit's extra
         for case, plain in self.took.items():
             counted = self.took_counted.get(case)
             if plain and counted:
-                added[case.benchmark].append(statistics.median(counted)
-                                             - statistics.median(plain[-RECENT_TRIALS:]))
-        out: dict[Case, float] = {}
+                diff = (statistics.median(counted[-RECENT_TRIALS:])
+                        - statistics.median(plain[-RECENT_TRIALS:]))
+                added[case.benchmark].append(diff)
+                extra = exit_extra(case)
+                if extra is not None:
+                    rest[case.benchmark].append(diff - extra)
+        plain_of: dict[Case, float] = {}
         for case, plain in self.took.items():
             counted = self.took_counted.get(case)
             if plain:
-                # Its latest trials: a machine whose load changes mid-run changes what a
-                # trial costs, and the time left follows within a few trials.
-                out[case] = statistics.median(plain[-RECENT_TRIALS:])
+                plain_of[case] = statistics.median(plain[-RECENT_TRIALS:])
             elif counted:
                 seen = statistics.median(counted[-RECENT_TRIALS:])
-                extra = max(0.0, statistics.median(added[case.benchmark])) if added.get(
-                    case.benchmark) else 0.0
-                out[case] = max(seen - extra, seen * COUNTED_FLOOR)
+                extra = exit_extra(case)
+                if extra is not None:
+                    extra += statistics.median(rest[case.benchmark]) if rest.get(
+                        case.benchmark) else 0.0
+                else:
+                    extra = max(0.0, statistics.median(added[case.benchmark])) if added.get(
+                        case.benchmark) else 0.0
+                plain_of[case] = max(seen - extra, seen * COUNTED_FLOOR)
+        counting = self.counting_added(plain_of)
+        out: dict[Case, tuple[float, float]] = {}
+        for case, plain_s in plain_of.items():
+            counted = self.took_counted.get(case)
+            out[case] = (plain_s, statistics.median(counted[-RECENT_TRIALS:]) if counted
+                         else plain_s + counting.get(case.benchmark, 0.0))
         return out
+
+    def counting_added(self, plain_of: Mapping[Case, float]) -> dict[str, float]:
+        """Per benchmark, the median over its cases with counted trials of what a counted
+        trial costs beyond the case's plain one (plain_of: each case's plain trial)."""
+        by_bench: dict[str, list[float]] = defaultdict(list)
+        for case, counted in self.took_counted.items():
+            if counted and case in plain_of:
+                by_bench[case.benchmark].append(
+                    statistics.median(counted[-RECENT_TRIALS:]) - plain_of[case])
+        return {b: max(0.0, statistics.median(d)) for b, d in by_bench.items()}
 
     def seconds_left(self) -> tuple[float, int] | None:
         """(seconds, benchmarks still to run whose time is a guess from the others); None
@@ -246,18 +340,22 @@ class Estimate:
             by_bench[case.benchmark] += times
         run_median = statistics.median(everything or list(self.earlier.values()))
         speed = self.speed(by_bench)
-        typical = self.typical()
+        costs = self.costs()
+        counting = self.counting_added({c: plain for c, (plain, _) in costs.items()})
         bench_typical: dict[str, list[float]] = defaultdict(list)
-        for case, per_case in typical.items():
+        for case, (per_case, _) in costs.items():
             bench_typical[case.benchmark].append(per_case)
         total = 0.0
         untimed: set[str] = set()
         for case, n in self.todo.items():
             if n <= 0:
                 continue
-            if case in typical:
-                per = typical[case]
-            elif case in self.earlier:
+            counted_n = self.counted_left(case)
+            if case in costs:
+                plain, counted = costs[case]
+                total += (n - counted_n) * plain + counted_n * counted
+                continue
+            if case in self.earlier:
                 per = self.earlier[case]
             elif bench_typical.get(case.benchmark):
                 # The mean of its timed cases, not their median: the cases not yet timed are
@@ -268,7 +366,7 @@ class Estimate:
             else:
                 per = run_median
                 untimed.add(case.benchmark)
-            total += n * per
+            total += n * per + counted_n * counting.get(case.benchmark, 0.0)
         total += self.decisions_left()
         waiting = ({c.benchmark for c, n in self.todo.items() if n > 0} - set(self.set_ups)
                    - self.no_set_up)
@@ -286,11 +384,12 @@ def replay(log: Sequence[Sequence[Any]], cases: Sequence[Mapping[str, Any]]
     by_key = [Case.from_json(c) for c in cases]
     begin = log[0]
     estimate = Estimate({by_key[k]: n for k, n in begin[2]},
-                        {by_key[k]: v for k, v in begin[3]}, begin[4], begin[5])
+                        {by_key[k]: v for k, v in begin[3]}, begin[4], begin[5],
+                        begin[6] if len(begin) > 6 else None)  # older logs: no counted trials
     said: list[tuple[float, float | None]] = []
     for what, at, *args in log[1:]:
         if what == "done":
-            estimate.done(by_key[args[0]], args[1], args[2])
+            estimate.done(by_key[args[0]], args[1], args[2], args[3] if len(args) > 3 else None)
             found = estimate.seconds_left()
             said.append((at, None if found is None else found[0]))
         elif what == "grow":
@@ -322,11 +421,12 @@ class RunProgress:
     def __init__(self, todo: Mapping[Case, int], quiet: bool, console: Console,
                  earlier: Mapping[Case, float] | None = None,
                  declared: Mapping[str, float] | None = None,
-                 no_set_up: Iterable[str] = ()) -> None:
+                 no_set_up: Iterable[str] = (),
+                 counted: Mapping[str, int | None] | None = None) -> None:
         self.quiet = quiet
         self.console = console
         self.fancy = console.is_terminal and not quiet
-        self.estimate = Estimate(todo, earlier, declared, no_set_up)
+        self.estimate = Estimate(todo, earlier, declared, no_set_up, counted)
         self.total = sum(todo.values())
         self.done = 0
         self.benchmarks = list(dict.fromkeys(c.benchmark for c in todo))
@@ -408,7 +508,8 @@ class RunProgress:
         # From the previous trial's end: the harness's own work (saving the trial, planning the
         # next) is part of what a trial costs the run; a session's set-up is counted apart.
         self.estimate.done(case, now - self.last_mark,
-                           counted=any(is_counted(k) for k in result.output.samples))
+                           counted=any(is_counted(k) for k in result.output.samples),
+                           tail=result.tail_s)
         self.last_mark = now
         if self.retake_next:
             self.retake_next = False

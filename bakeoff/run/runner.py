@@ -164,8 +164,18 @@ def measure(
     earlier = earlier_seconds(earlier_runs, todo) if earlier_runs is not None and not quiet \
         else {}
     declared = {p.benchmark.name: p.profile.trial_s for p in plans if p.profile.trial_s}
+    # Per benchmark, how many of a case's first trials take counted samples (None: all).
+    counted = {p.benchmark.name: 0 if p.profile.counted_samples == 0
+               else p.profile.counted_trials for p in plans}
+    # scipy's t quantiles, loaded now, before the clock of the time left: loaded by the first
+    # decision that forms an interval (the allocation's, a target's), they made it seconds
+    # long at load, and the time left multiplied it by the rounds left (a 1.2 s decision said
+    # "24 s left" where 11 s remained; 1.8 s in a `cmd --target-ratio-ci` run). Every run
+    # loads them anyway, for its report's intervals.
+    stats.t_quantile(2.0)
     progress = RunProgress(todo, quiet, console, earlier, declared,
-                           no_set_up=[p.benchmark.name for p in plans if p.benchmark.session is None])
+                           no_set_up=[p.benchmark.name for p in plans if p.benchmark.session is None],
+                           counted=counted)
     # As many CPUs as the most demanding benchmark's trials need (Benchmark.cpus).
     with cpus.held(run.settings.pin,
                    max((p.benchmark.cpus for p in plans), default=1)) as cpu:
@@ -580,6 +590,12 @@ class _Measurement:
                 self.record.capped += [c for c in short if c not in self.record.capped]
                 return False
             self._trial(case, None if warmup else self.round_no)
+            if not warmup and self.count[case] == 1:
+                # A case's first trial: the plan is made again at once rather than at the
+                # round's end, so the first round's time left counts the trials the rules
+                # will add (docs/RELIABILITY.md, "The time left": a first round was a third
+                # of a mremap-vs-memcpy run, and its plan then counted only min_trials).
+                self._replan()
         if not warmup:
             self.round_no += 1
         return True

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bakeoff.core import pids as procs
-from bakeoff.declare.model import Rusage
+from bakeoff.declare.model import Rusage, is_counted
 from bakeoff.run.protocol import ProgramOutput, ProtocolError, parse_line
 
 STDERR_TAIL_BYTES = 8192
@@ -37,6 +37,12 @@ class ProcessResult:
     error: str | None = None
     nivcsw: int | None = None  # involuntary context switches (wait4)
     run_delay_s: float | None = None  # the trial process's run-queue wait (schedstat)
+    # From the program's last measured sample (its last output when it printed none) to its
+    # end: a counted trial's counted samples, its counters opened and closed (~40 ms a
+    # tracepoint at exit here, benchmarks/common/counters.c), and its exit; a plain trial's
+    # exit. The time left takes the difference off a counted trial to tell what a trial
+    # without counting costs (run/progress.py). None: the program printed nothing.
+    tail_s: float | None = None
 
 
 @dataclass
@@ -48,12 +54,22 @@ class _Reader:
     lineno: int = 0
     stderr: bytes = b""
     protocol_error: str | None = None
+    last_output: float | None = None  # time.monotonic() of the last stdout read
+    last_measured: float | None = None  # ... that brought a measured (not counted) sample
+    measured: int = 0  # measured samples so far
 
     def stdout(self, chunk: bytes) -> None:
+        self.last_output = time.monotonic()
         data = self.partial + chunk
         *lines, self.partial = data.split(b"\n")
         for line in lines:
             self._line(line)
+        # Programs flush each line as they emit it (benchmarks/common/bench.c), so the time a
+        # read brought a sample is about when it was taken. Counted once a read, not a line:
+        # a program may print millions of samples.
+        measured = sum(len(v) for k, v in self.output.samples.items() if not is_counted(k))
+        if measured > self.measured:
+            self.measured, self.last_measured = measured, self.last_output
 
     def finish(self) -> None:
         if self.partial:
@@ -278,10 +294,13 @@ def run_program(
     proc.stdout.close()
     proc.stderr.close()
     reader.finish()
-    wall = time.monotonic() - deadline.start
+    ended = time.monotonic()
+    wall = ended - deadline.start
+    last = reader.last_measured if reader.last_measured is not None else reader.last_output
+    tail = None if last is None else ended - last
     if launcher:
         end = _launcher_report(report_r) or _Exit(end.code, None)
     status, error = _outcome(end.code, reader, deadline)
     return ProcessResult(status, end.code, wall, reader.output, end.rusage,
                          reader.stderr.decode("utf-8", errors="replace"), error,
-                         end.nivcsw, end.run_delay_s)
+                         end.nivcsw, end.run_delay_s, tail)
