@@ -205,6 +205,13 @@ def suite_lock(exclusive: bool, holder: str) -> Iterator[None]:
                                f"{_LOCKS_HELD[0][0]}'s shared hold")
         yield
         return
+    if _RUNNING_ITEM and item_unit(_RUNNING_ITEM[0]).endswith(NO_LIVE_RUN):
+        # Such a unit is handed out to run while the machine-wide group holds the lock
+        # alone: here it would wait for all of it (test_history's PostgreSQL case waited
+        # 195 s in CI, then made its module's live runs a second time).
+        pytest.fail(f"{holder} takes the suite lock in {_RUNNING_ITEM[0].nodeid}, a test of "
+                    "a unit that takes none (no `slow` mark, or a closer slow(live=False) "
+                    "one): mark the test @pytest.mark.slow", pytrace=False)
     start = time.time()
     gate, fd = _open_lock(TURNSTILE), _open_lock(SUITE_LOCK)
     try:

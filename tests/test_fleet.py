@@ -29,16 +29,20 @@ from fleet_hosts import NamespaceFleet, NamespaceHost, namespace_fleet
 
 pytestmark = pytest.mark.slow
 
-# The module's tests go to three workers (xdist groups), each group with hosts of its own
-# (the `fleet` fixture, made once per group): on one worker they were the suite's long pole
-# (771 s of 1,354 in the 2026-11-29 fresh-clone run). A group's first run on a host pays
-# for its set-up (push, `make deps build`); the uv cache and the wheels in build/fleet/ are
-# the machine's, shared by every group.
-TWO_HOSTS = pytest.mark.xdist_group("test_fleet.py: two hosts")
-LOSSES = pytest.mark.xdist_group("test_fleet.py: losses")
+# The module's tests go to two workers (xdist groups) with hosts of their own (the `fleet`
+# fixture, made once per group): on one worker they were the suite's long pole (771 s of
+# 1,354 in the 2026-11-29 fresh-clone run). A host's first run pays for its set-up (push,
+# `make deps build`); later runs on it find the set-up checkout and go straight to measuring.
+# So each group's tests run in the order that sets up the fewest hosts, as many at once as
+# may be: in AT_ONCE, the healthy pair sets alpha and beta up together, and the host-loss run
+# (last: it kills and restarts hosts) then sets up gamma and delta only, where it had four
+# hosts of its own to set up until 2026-11-29; in SERIAL, the kernel refusal sets alpha and
+# beta up together, so the memory-cgroup test's --serial run sets up gamma alone, not alpha
+# and then gamma. The uv cache and the wheels in build/fleet/ are the machine's, shared.
+AT_ONCE = pytest.mark.xdist_group("test_fleet.py: hosts at once")
 SERIAL = pytest.mark.xdist_group("test_fleet.py: serial")
-# Bad input makes no hosts (it never reaches one): a unit of its own, so the two-host group,
-# the longest, does not carry its minute of bakeoff start-ups.
+# Bad input makes no hosts (it never reaches one): a unit of its own, so no group of hosts
+# carries its minute of bakeoff start-ups.
 NO_HOSTS = pytest.mark.xdist_group("test_fleet.py: no hosts")
 
 QUICK_ONE_SIZE = ["mremap-vs-memcpy", "--profile", "quick", "--param", "size=4KiB", "--trials", "3"]
@@ -139,7 +143,7 @@ def _verdict_time(out: Path, host: str) -> float:
 LOSS_TO_VERDICT_BOUND_S = 2 * (2 + 3 * 12 + 4)
 
 
-@TWO_HOSTS
+@AT_ONCE
 def test_two_healthy_hosts_one_report_with_the_host_in_every_table_and_chart(
         fleet: NamespaceFleet, tmp_path: Path) -> None:
     t0 = time.monotonic()
@@ -222,7 +226,7 @@ def test_two_healthy_hosts_one_report_with_the_host_in_every_table_and_chart(
         assert "alpha" in piece and "beta" in piece  # each legend names both hosts
 
 
-@TWO_HOSTS
+@AT_ONCE
 def test_a_host_whose_sshd_is_stopped_is_unreachable_and_the_other_completes(
         fleet: NamespaceFleet, tmp_path: Path) -> None:
     beta = _host(fleet, "beta")
@@ -245,6 +249,23 @@ def test_a_host_whose_sshd_is_stopped_is_unreachable_and_the_other_completes(
     md = (out / "report.md").read_text()
     assert "across 1 hosts" not in md and "nothing compared across hosts" in md, md[:2000]
     assert "differs between hosts" not in md and "holds on every host" not in md, md
+
+
+@AT_ONCE
+def test_on_a_terminal_a_live_table_per_host(fleet: NamespaceFleet, tmp_path: Path) -> None:
+    inv = fleet.inventory(tmp_path / "inventory.yml", [_host(fleet, "alpha")])
+    out = tmp_path / "fleet"
+    cmd = [sys.executable, "-m", "bakeoff", "fleet", "run", "-i", str(inv), "--out", str(out),
+           *QUICK_ONE_SIZE]
+    # script(1) gives the command a terminal, as a person at a shell has.
+    res = subprocess.run(["script", "-qfec", f"stty cols 120; {shlex.join(cmd)}",
+                          str(tmp_path / "tty.log")], cwd=REPO, capture_output=True, text=True,
+                         timeout=1500, check=False)
+    assert res.returncode == 0, res.stdout[-3000:]
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", (tmp_path / "tty.log").read_text())
+    assert re.search(r"┃ host\s+┃ connect\s+┃ push\s+┃ setup\s+┃ run\s+┃ fetch\s+┃ status", screen)
+    assert re.search(r"│ alpha\s+│ ok [\d.]+s .*│ complete", screen), screen[-3000:]
+    assert "alpha: connect ok" not in screen  # the table instead of the lines of a pipe
 
 
 def _lose_when_measuring(host: NamespaceHost, out: Path, lose: Callable[[], None],
@@ -314,7 +335,7 @@ def losses(fleet: NamespaceFleet, tmp_path_factory: pytest.TempPathFactory) -> L
     return Losses(out, first, first_record, lost, fetched, again, _record(out), left)
 
 
-@LOSSES
+@AT_ONCE
 def test_hosts_lost_mid_run_are_named_in_bounded_time_and_resumed_per_trial(
         losses: Losses) -> None:
     """beta (sshd killed) and gamma (link down) are each declared within the bound, named
@@ -354,7 +375,7 @@ def test_hosts_lost_mid_run_are_named_in_bounded_time_and_resumed_per_trial(
     assert losses.left_running == {"beta": [], "gamma": [], "delta": []}  # nothing of the first
 
 
-@LOSSES
+@AT_ONCE
 def test_a_host_that_restarts_mid_run_is_failed_and_resumed_per_trial(losses: Losses) -> None:
     """delta restarts mid-run (every process killed, sshd back at once): its run is found
     gone (no exit status) at the next look, its partial results come back, and --resume
@@ -377,35 +398,6 @@ def test_a_host_that_restarts_mid_run_is_failed_and_resumed_per_trial(losses: Lo
         losses.again.stdout
     results = json.loads((losses.out / "hosts" / "delta" / "results.json").read_text())
     _assert_resumed_per_trial(results, fetched, 6)
-
-
-@SERIAL
-def test_a_host_without_memory_cgroups_records_skips_not_failures(
-        fleet: NamespaceFleet, tmp_path: Path) -> None:
-    # --serial: one host after the other, as hosts sharing hardware must be run.
-    res, out = _fleet_run(fleet, tmp_path, ["alpha", "gamma"], "mremap-vs-memcpy",
-                          "cgroup-stat-read", "--profile", "quick", "--param", "size=4KiB",
-                          "--param", "content=legacy-parse", "--param", "fields=3",
-                          "--trials", "3", "--serial")
-    assert res.returncode == 0, (res.stdout, res.stderr)
-    rec = _record(out)
-    assert rec["serial"] is True
-    assert {h["status"] for h in rec["hosts"].values()} == {"complete"}
-    first, second = sorted(rec["hosts"].values(), key=lambda h: h["phases"]["connect"]["started"])
-    assert second["phases"]["connect"]["started"] >= first["phases"]["fetch"]["ended"] - 0.5
-    runs = {n: json.loads((out / "hosts" / n / "results.json").read_text())
-            for n in ("alpha", "gamma")}
-    gamma_skips = [s for s in runs["gamma"]["skips"] if s["case"]["benchmark"] == "cgroup-stat-read"]
-    assert gamma_skips and all("cgroup_memory" in s["reason"] for s in gamma_skips), gamma_skips
-    assert not any(t["case"]["benchmark"] == "cgroup-stat-read" for t in runs["gamma"]["trials"])
-    assert all(t["status"] == "ok" for r in runs.values() for t in r["trials"])
-    assert any(t["case"]["benchmark"] == "cgroup-stat-read" for t in runs["alpha"]["trials"])
-    assert not [s for s in runs["alpha"]["skips"] if s["case"]["benchmark"] == "cgroup-stat-read"]
-    rep = run_bakeoff("report", str(out))
-    assert rep.returncode == 0, rep.stderr
-    md = (out / "report.md").read_text()
-    assert "Skipped cases, per host" in md and "| gamma | " in md
-    assert "Failed trials" not in md
 
 
 def _cmdline(pid: int) -> str:
@@ -456,6 +448,35 @@ def test_a_timed_kernel_run_is_refused_by_each_host_in_one_line(
     assert not (out / "report.md").exists()
     # A refusal, not a boot: well within one guest's boot under the emulator (about 10 min).
     assert time.monotonic() - started < 600
+
+
+@SERIAL
+def test_a_host_without_memory_cgroups_records_skips_not_failures(
+        fleet: NamespaceFleet, tmp_path: Path) -> None:
+    # --serial: one host after the other, as hosts sharing hardware must be run.
+    res, out = _fleet_run(fleet, tmp_path, ["alpha", "gamma"], "mremap-vs-memcpy",
+                          "cgroup-stat-read", "--profile", "quick", "--param", "size=4KiB",
+                          "--param", "content=legacy-parse", "--param", "fields=3",
+                          "--trials", "3", "--serial")
+    assert res.returncode == 0, (res.stdout, res.stderr)
+    rec = _record(out)
+    assert rec["serial"] is True
+    assert {h["status"] for h in rec["hosts"].values()} == {"complete"}
+    first, second = sorted(rec["hosts"].values(), key=lambda h: h["phases"]["connect"]["started"])
+    assert second["phases"]["connect"]["started"] >= first["phases"]["fetch"]["ended"] - 0.5
+    runs = {n: json.loads((out / "hosts" / n / "results.json").read_text())
+            for n in ("alpha", "gamma")}
+    gamma_skips = [s for s in runs["gamma"]["skips"] if s["case"]["benchmark"] == "cgroup-stat-read"]
+    assert gamma_skips and all("cgroup_memory" in s["reason"] for s in gamma_skips), gamma_skips
+    assert not any(t["case"]["benchmark"] == "cgroup-stat-read" for t in runs["gamma"]["trials"])
+    assert all(t["status"] == "ok" for r in runs.values() for t in r["trials"])
+    assert any(t["case"]["benchmark"] == "cgroup-stat-read" for t in runs["alpha"]["trials"])
+    assert not [s for s in runs["alpha"]["skips"] if s["case"]["benchmark"] == "cgroup-stat-read"]
+    rep = run_bakeoff("report", str(out))
+    assert rep.returncode == 0, rep.stderr
+    md = (out / "report.md").read_text()
+    assert "Skipped cases, per host" in md and "| gamma | " in md
+    assert "Failed trials" not in md
 
 
 @NO_HOSTS
@@ -532,23 +553,6 @@ def test_sigterm_names_each_hosts_state_stops_their_runs_and_relative_resume_fin
                            check=False)
     assert again.returncode == 0, (again.stdout, again.stderr)
     assert {h["status"] for h in _record(out)["hosts"].values()} == {"complete"}
-
-
-@TWO_HOSTS
-def test_on_a_terminal_a_live_table_per_host(fleet: NamespaceFleet, tmp_path: Path) -> None:
-    inv = fleet.inventory(tmp_path / "inventory.yml", [_host(fleet, "alpha")])
-    out = tmp_path / "fleet"
-    cmd = [sys.executable, "-m", "bakeoff", "fleet", "run", "-i", str(inv), "--out", str(out),
-           *QUICK_ONE_SIZE]
-    # script(1) gives the command a terminal, as a person at a shell has.
-    res = subprocess.run(["script", "-qfec", f"stty cols 120; {shlex.join(cmd)}",
-                          str(tmp_path / "tty.log")], cwd=REPO, capture_output=True, text=True,
-                         timeout=1500, check=False)
-    assert res.returncode == 0, res.stdout[-3000:]
-    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", (tmp_path / "tty.log").read_text())
-    assert re.search(r"┃ host\s+┃ connect\s+┃ push\s+┃ setup\s+┃ run\s+┃ fetch\s+┃ status", screen)
-    assert re.search(r"│ alpha\s+│ ok [\d.]+s .*│ complete", screen), screen[-3000:]
-    assert "alpha: connect ok" not in screen  # the table instead of the lines of a pipe
 
 
 @NO_HOSTS

@@ -63,6 +63,11 @@ def _add(run_dirs: list[Path], history_url: str, *labels: str) -> str:
     return res.stdout
 
 
+# Slow for its live runs (the `runs` fixture), on both backends: history_url's PostgreSQL
+# param is marked slow(live=False) (it starts a server, no benchmark), and that mark, the
+# closest, made the PostgreSQL case a unit of its own that takes no lock: in CI it made the
+# sixteen runs again on another worker, after waiting 195 s for the lock it was not to need.
+@pytest.mark.slow
 def test_history_lists_the_runs_and_the_change(runs: list[Path], history_url: str) -> None:
     said = _add(runs[:STEP_AT], history_url, "commit=old")
     assert said.count(": recorded: ") == STEP_AT

@@ -217,3 +217,32 @@ def test_the_hold_alone_lasts_until_ended_and_a_module_hold_takes_the_lock_late(
             conftest._MODULE_HOLDS.remove(module_hold)
             conftest._RUNNING[:], conftest._RUNNING_ITEM[:] = running
     assert not conftest._LOCKS_HELD and not _locked(lock, fcntl.LOCK_EX)
+
+
+def test_a_test_of_a_unit_that_takes_no_lock_may_not_take_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A unit apart for tests without live runs runs while the machine-wide group holds the
+    lock alone: a fixture of it that takes the lock (test_history's runs, reached by a test
+    whose closest mark said slow(live=False)) fails it in one line, naming the fix, without
+    taking the lock; a live unit's test takes it as before."""
+    import fcntl
+
+    import conftest
+    lock = tmp_path / "suite.lock"
+    monkeypatch.setattr(conftest, "SUITE_LOCK", lock)
+    monkeypatch.setattr(conftest, "TURNSTILE", tmp_path / "turnstile")
+    assert not conftest._LOCKS_HELD
+    running = list(conftest._RUNNING_ITEM)
+    try:
+        conftest._RUNNING_ITEM[:] = [_Item("tests/test_m.py::pg", "test_m.py"
+                                           + conftest.NO_LIVE_RUN, False)]
+        with pytest.raises(pytest.fail.Exception, match=r"mark the test @pytest.mark.slow"), \
+                conftest.live_run_lock("test_m.py: runs"):
+            pass
+        assert not conftest._LOCKS_HELD and not _locked(lock, fcntl.LOCK_EX)
+        conftest._RUNNING_ITEM[:] = [_Item("tests/test_m.py::live", "test_m.py", True)]
+        with conftest.live_run_lock("test_m.py: runs"):
+            assert conftest._LOCKS_HELD == [("test_m.py: runs", False)]
+    finally:
+        conftest._RUNNING_ITEM[:] = running
+    assert not conftest._LOCKS_HELD
