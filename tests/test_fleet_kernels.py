@@ -238,3 +238,18 @@ def test_boots_of_one_kernel_on_one_host_give_the_error_first_then_a_run() -> No
     assert across_hosts.merge(across_hosts.merge(runs, error), runs) == error
     assert across_hosts.merge(skips, runs) == runs
     assert across_hosts.merge(None, skips) == skips
+
+
+def test_a_kernel_runs_hosts_get_virtme_ng_in_a_wheelhouse_of_its_own_name() -> None:
+    """The hosts' set-up is `make deps kernel-deps build` for a --kernel run, from wheels that
+    hold the `kernels` extra too; the archive's marker is named after it, so a host holding
+    the plain wheels (its `.complete-…` of another name) unpacks these as well."""
+    from bakeoff.declare import registry
+    from bakeoff.fleet import wheelhouse
+
+    pyproject = registry.REPO_ROOT / "pyproject.toml"
+    plain, kernels = (wheelhouse.requirements(pyproject),
+                      wheelhouse.requirements(pyproject, ("kernels",)))
+    added = [r for r in kernels if r not in plain]
+    assert added and all(r.startswith("virtme-ng") for r in added), added
+    assert wheelhouse.marker(Path("/c/wheelhouse-0123abcd.tar")) == ".complete-0123abcd"
