@@ -40,15 +40,24 @@ test-load: deps build
 	scripts/under-load $(MAKE) test
 
 # Every room's functional check on Debian 12's own kernel (6.1) and its backport (6.12), each
-# booted in a virtme-ng guest (docs/KERNELS.md): fails on any variant in error. Outside `make
-# test`: it downloads two kernels and boots them (minutes each under an emulator).
+# booted in a virtme-ng guest (docs/KERNELS.md): fails on any variant in error. Then the same
+# through a fleet, end to end (scripts/fleet-kernels-check): two namespace hosts with real
+# sshd, one without LTTng's tools, set up by the playbook, each booting FLEET_KERNEL; fails
+# unless the fleet's table across hosts and kernels has every cell, no error, and LTTng's
+# variant running on one host and skipping on the other. Outside `make test`: it downloads
+# two kernels and boots them (minutes each under an emulator); the fleet part pushes HEAD,
+# so commit first.
 KERNEL_61  ?= linux-image-6.1.0-*-amd64
 KERNEL_612 ?= linux-image-6.12.*+deb12-amd64
 KERNELS_OUT ?= results/kernels-$(shell date -u +%Y%m%d-%H%M%S)
+FLEET_KERNEL ?= deb612=$(KERNEL_612)
+FLEET_KERNEL_ROOMS ?= mremap-vs-memcpy tracing-overhead
 
-test-kernels: kernel-deps build
+test-kernels: kernel-deps fleet-deps build
 	$(BAKEOFF) run --functional --kernel 'deb61=$(KERNEL_61)' --kernel 'deb612=$(KERNEL_612)' \
 		--out $(KERNELS_OUT)
+	$(VENV)/bin/python scripts/fleet-kernels-check --hosts 2 --kernel '$(FLEET_KERNEL)' \
+		--out $(KERNELS_OUT)-fleet $(FLEET_KERNEL_ROOMS)
 
 # The layer order and "no cycle" (import-linter's contracts in pyproject.toml), no module taking
 # another's private name, and every commit since the move into packages with a short subject

@@ -9,8 +9,11 @@ else (no PyPI), which is what a lab host without internet access looks like.
 A host may have root without CAP_SYS_ADMIN (sshd under a reduced bounding set, as in a
 container). A host may get its own mount namespace with the cgroup v1 memory controller unmounted: it
 then really has no memory cgroups (the cgroup_memory capability is absent there), while the
-others do. Everything is removed on exit: sshd and every process in the namespaces, the
-namespaces, the veths, the keys and the hosts' remote directories. Every wait is bounded.
+others do. Or one where the `lttng` command is a file that does not run (a file of mode 0644
+bound over it): a host without LTTng's tools, for it and for the guests it boots, which see
+its root as it does (the lttng capability is absent in both). Everything is removed on exit:
+sshd and every process in the namespaces, the namespaces, the veths, the keys and the hosts'
+remote directories. Every wait is bounded.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class NamespaceHost:
     log: Path
     without_memcg: bool = False
     without_caps: bool = False
+    without_lttng: bool = False
     sshd: subprocess.Popen[bytes] | None = None
 
     def start_sshd(self) -> None:
@@ -52,11 +56,20 @@ class NamespaceHost:
         reduced = ["setpriv", "--bounding-set", "-sys_admin"] if self.without_caps else []
         cmd = ["nsenter", f"--net=/run/netns/{self.netns}", *reduced, SSHD, "-D", "-e", "-f",
                str(self.config)]
+        hide = []
         if self.without_memcg:
+            hide.append("umount -l /sys/fs/cgroup/memory")
+        lttng = shutil.which("lttng")
+        if self.without_lttng and lttng:
+            not_lttng = self.config.with_name(f"not-lttng-{self.name}")
+            not_lttng.write_text("not LTTng: this test host has no LTTng tools\n")
+            not_lttng.chmod(0o644)
+            hide.append(f"mount --bind {not_lttng} {lttng}")
+        if hide:
             # A mount namespace of its own (private: nothing propagates back to this machine)
-            # with the memory controller unmounted, then sshd in the network namespace.
+            # with what the host lacks taken away, then sshd in the network namespace.
             cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                   'umount -l /sys/fs/cgroup/memory && exec "$@"', "sh", *cmd]
+                   " && ".join([*hide, 'exec "$@"']), "sh", *cmd]
         self.sshd = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                                      stderr=open(self.log, "ab"))  # noqa: SIM115
         deadline = time.monotonic() + 15
@@ -255,7 +268,8 @@ def _sweeping_stale_pyenv_locks(every_s: float = 5.0) -> Iterator[None]:
 
 @contextlib.contextmanager
 def namespace_fleet(names: list[str], without_memcg: tuple[str, ...] = (),
-                    without_caps: tuple[str, ...] = ()) -> Iterator[NamespaceFleet]:
+                    without_caps: tuple[str, ...] = (),
+                    without_lttng: tuple[str, ...] = ()) -> Iterator[NamespaceFleet]:
     """Hosts `names`, up and listening, removed again on exit (also when the body fails)."""
     tag = f"{os.getpid() % 100000}"
     root = Path(tempfile.mkdtemp(prefix=f"bakeoff-fleet-hosts-{tag}-", dir="/var/tmp"))
@@ -276,7 +290,8 @@ def namespace_fleet(names: list[str], without_memcg: tuple[str, ...] = (),
                 name=name, netns=f"bakeoff-{tag}-{name}", veth=f"bk{tag}{i}",
                 address=f"{subnet}.{4 * i + 2}", remote_dir=root / "remote" / name,
                 config=root / f"sshd-{name}.conf", log=root / f"sshd-{name}.log",
-                without_memcg=name in without_memcg, without_caps=name in without_caps)
+                without_memcg=name in without_memcg, without_caps=name in without_caps,
+                without_lttng=name in without_lttng)
             fleet.hosts.append(host)
             _run("ip", "netns", "add", host.netns)
             _run("ip", "link", "add", host.veth, "type", "veth", "peer", "name", f"{host.veth}p")

@@ -1,6 +1,7 @@
 """`bakeoff fleet run --kernel`: the kernels passed on to each host's `bakeoff run`, checked on
 the controller before any host is touched; a host's kernel run settled from its kernels.json;
-the fleet's kernels.md linking each host's table (no report across hosts for it yet).
+the fleet's kernels.md linking each host's table, and its table across hosts and kernels made
+from recorded hosts' runs (a real functional fleet run's files, tests/fixtures/kernel_fleet/).
 
 No host is started here: the refusal by each host of a timed run on this machine (no
 hardware KVM), and bad words refused by the CLI in one line, are tested in
@@ -10,6 +11,7 @@ tests/test_fleet.py.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ import pytest
 from bakeoff.core.errors import UsageError
 from bakeoff.fleet import driver, kernel_index
 from bakeoff.fleet.record import HOSTS_DIR, FleetRecord, Phase, save
-from bakeoff.kernels import specs
+from bakeoff.kernels import across_hosts, command, specs
 from bakeoff.kernels.plan import DEFAULT_BLOCKS
 
 A61, B612 = "a=linux-image-6.1.0-*-amd64", "b=linux-image-6.12.*+bpo-amd64"
@@ -91,7 +93,8 @@ def test_a_hosts_kernel_run_is_settled_from_kernels_json_and_indexed(tmp_path: P
     page = kernel_index.write(rec, fleet_dir).read_text()
     assert "| alpha | complete | [hosts/alpha/kernels.md](hosts/alpha/kernels.md) |" in page
     assert f"| beta | failed | none; {refusal} |" in page
-    assert "No report across hosts yet" in page and "second axis" in page
+    # Without a table given (the CLI gives bakeoff/kernels/across_hosts.py's): the index alone.
+    assert "What runs, across hosts and kernels" not in page
 
 
 def test_a_kernel_run_missing_boots_is_not_complete(tmp_path: Path) -> None:
@@ -138,3 +141,115 @@ def test_redact_refuses_a_kernel_run_in_one_line(tmp_path: Path) -> None:
         with pytest.raises(UsageError, match="--redact: a --kernel run's tables"):
             cmd_report([target], out=None, redact=True, quiet=True)
     assert not list(tmp_path.glob("*-redacted"))
+
+
+# ---- the table across hosts and kernels, on a real fleet run's files ------------------------
+
+# A real functional fleet run (scripts/fleet-kernels-check --hosts 2, 2026-11-29; its output
+# is docs/runs/fleet-kernels-20261129-epyc.txt): alpha, and beta whose root has no working
+# `lttng` (a host without LTTng's tools), each booting Debian's 6.1 and 6.12 under the
+# emulator, rooms mremap-vs-memcpy and tracing-overhead. Kept as fetched, less what the table
+# does not read (the guests' consoles, samples.csv, counted.csv, config-diff.txt).
+KERNEL_FLEET = Path(__file__).parent / "fixtures" / "kernel_fleet"
+HOSTS, KERNELS = ["alpha", "beta"], ["deb61", "deb612"]
+
+
+def _fleet_copy(tmp_path: Path) -> Path:
+    dest = tmp_path / "fleet"
+    shutil.copytree(KERNEL_FLEET, dest)
+    return dest
+
+
+def test_a_kernel_fleet_is_one_table_of_hosts_and_kernels_and_shows_where_hosts_differ(
+        tmp_path: Path) -> None:
+    """`bakeoff report` of the fleet writes kernels.md again from the hosts' files: one table,
+    a column per kernel and host; LTTng's variant runs on alpha and skips on beta (the
+    capability named) on both kernels, and the table says the hosts differ there and only
+    there; nothing is in error; each host's kernels are named by the release its guest
+    reported."""
+    from bakeoff.cli.report import cmd_report
+
+    fleet = _fleet_copy(tmp_path)
+    (fleet / kernel_index.KERNELS_MD).unlink(missing_ok=True)
+    (fleet / kernel_index.TABLE_JSON).unlink(missing_ok=True)
+    cmd_report([fleet], out=None, redact=False, quiet=True)
+    page = (fleet / kernel_index.KERNELS_MD).read_text()
+    table = json.loads((fleet / kernel_index.TABLE_JSON).read_text())
+    assert table["hosts"] == HOSTS and table["kernels"] == KERNELS and not table["unread"]
+    assert ("| room | variant | params | deb61 alpha | deb61 beta | deb612 alpha | deb612 beta "
+            "| hosts | kernels | why |") in page
+    for host in HOSTS:
+        assert f"| {host} | deb61 | functional | 6.1.0-" in page, page
+        assert f"| {host} | deb612 | functional | 6.12." in page, page
+        assert f"[hosts/{host}/kernels.md](hosts/{host}/kernels.md)" in page
+    rows = table["rows"]
+    assert {r["room"] for r in rows} == {"mremap-vs-memcpy", "tracing-overhead"}
+    assert not [r for r in rows for c in r["cells"].values() if c["state"] == "error"]
+    lttng = [r for r in rows if r["variant"] == "lttng"]
+    assert len(lttng) == 1, lttng
+    cells = lttng[0]["cells"]
+    for k in KERNELS:
+        assert cells[f"{k} alpha"]["state"] == "runs", cells
+        assert cells[f"{k} beta"]["state"] == "skips", cells
+        assert "needs lttng" in cells[f"{k} beta"]["why"], cells
+    assert lttng[0]["hosts_differ_on"] == KERNELS and lttng[0]["kernels_differ_on"] == []
+    others = [r for r in rows if r is not lttng[0]]
+    assert others and not [r for r in others if r["hosts_differ_on"]]
+    line = next(ln for ln in page.splitlines() if ln.startswith("| tracing-overhead | lttng |"))
+    assert "| runs | skips | runs | skips | differ | same |" in line, line
+    assert "skips on beta (deb61, deb612): lttng needs lttng" in line, line
+    assert "Where the hosts differ:" in page
+    assert "tracing-overhead lttng (" in page and "runs on alpha, skips on beta" in page
+
+
+def test_each_cell_is_what_that_hosts_boots_recorded(tmp_path: Path) -> None:
+    """The table is a pivot of each host's own functional table, nothing added or lost: every
+    row of every host's kernels.json boots is one cell, with its state and reason."""
+    fleet = _fleet_copy(tmp_path)
+    dirs = {h: fleet / HOSTS_DIR / h for h in HOSTS}
+    across = across_hosts.gather(dirs)
+    seen = 0
+    for host, run_dir in dirs.items():
+        for r in command.functional_table(run_dir, command.load(run_dir)):
+            cell = across.cells[(r.room, r.variant, r.params)][(r.kernel, host)]
+            assert (cell.state, cell.why) == (r.state, r.why)
+            seen += 1
+    assert seen == sum(len(row) for row in across.cells.values()) > 0
+
+
+def test_a_host_without_a_kernel_run_is_named_and_left_out_of_the_table(
+        tmp_path: Path) -> None:
+    fleet = _fleet_copy(tmp_path)
+    (fleet / HOSTS_DIR / "beta" / driver.KERNELS_JSON).unlink()
+    across = across_hosts.gather({h: fleet / HOSTS_DIR / h for h in HOSTS})
+    assert across.hosts == ["alpha"] and across.unread["beta"].startswith("no kernels.json in ")
+    assert all(h == "alpha" for _, h in across.columns())
+    page = "\n".join(across_hosts.lines(across))
+    assert "- beta: not in the table: no kernels.json in " in page
+    assert not [k for k in across.cells if across.hosts_differ(k)]
+    empty = across_hosts.lines(across_hosts.gather({}))
+    assert "No host brought a kernel run back: nothing to set side by side." in empty
+
+
+def test_boots_of_one_kernel_on_one_host_give_the_error_first_then_a_run() -> None:
+    """A timed host boots each kernel several times: one error among them is the cell."""
+    runs, skips = across_hosts.Cell("runs"), across_hosts.Cell("skips", "needs x")
+    error = across_hosts.Cell("error", "failed: exit status 1")
+    assert across_hosts.merge(across_hosts.merge(runs, error), runs) == error
+    assert across_hosts.merge(skips, runs) == runs
+    assert across_hosts.merge(None, skips) == skips
+
+
+def test_a_kernel_runs_hosts_get_virtme_ng_in_a_wheelhouse_of_its_own_name() -> None:
+    """The hosts' set-up is `make deps kernel-deps build` for a --kernel run, from wheels that
+    hold the `kernels` extra too; the archive's marker is named after it, so a host holding
+    the plain wheels (its `.complete-…` of another name) unpacks these as well."""
+    from bakeoff.declare import registry
+    from bakeoff.fleet import wheelhouse
+
+    pyproject = registry.REPO_ROOT / "pyproject.toml"
+    plain, kernels = (wheelhouse.requirements(pyproject),
+                      wheelhouse.requirements(pyproject, ("kernels",)))
+    added = [r for r in kernels if r not in plain]
+    assert added and all(r.startswith("virtme-ng") for r in added), added
+    assert wheelhouse.marker(Path("/c/wheelhouse-0123abcd.tar")) == ".complete-0123abcd"

@@ -277,6 +277,24 @@ def test_the_guest_command_disables_kvm_in_one_thread_and_pins_only_as_asked() -
     assert not [a for a in timed_argv if a.startswith("--qemu-opts")]
 
 
+def test_a_checkout_under_var_tmp_is_shown_to_the_guest_and_work_stays_writable() -> None:
+    """virtme-ng's init hides /var/tmp under a tmpfs; a fleet host's default remote
+    directory is there (/var/tmp/bakeoff-fleet): the first functional fleet run's guests
+    said `.venv/bin/python: not found`. The checkout goes to the guest read-only, or
+    read-write before WORK's mount where it holds WORK (vng mounts --rwdir before --rodir)."""
+    repo = Path("/var/tmp/bakeoff-fleet/alpha/checkout-abc")
+    beside = guest.vng_argv(Path("/k"), Path("/var/tmp/bakeoff-fleet/alpha/results/r/boot-00"),
+                            False, False, repo)
+    assert f"--rodir={repo}" in beside
+    assert beside.index("--rwdir") < beside.index(f"--rodir={repo}")
+    inside_it = guest.vng_argv(Path("/k"), repo / "results" / "r" / "boot-00", False, False, repo)
+    assert inside_it.index(f"--rwdir={repo}") < inside_it.index("--rwdir")
+    assert not [a for a in inside_it if a.startswith("--rodir")]
+    # Elsewhere (this checkout, /tmp: inside.private_tmp binds it back) nothing is added.
+    assert guest.hidden_dirs(Path("/work/x"), Path("/work/x/results/b")) == [] or \
+        Path(sys.prefix).resolve().is_relative_to("/var/tmp")
+
+
 # ---- the timed analysis on recorded per-boot results -------------------------------------
 
 

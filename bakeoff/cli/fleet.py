@@ -60,6 +60,7 @@ def cmd_fleet_run(
 ) -> None:
     """Push the committed checkout to every host, set it up, run, fetch; one record per host."""
     from bakeoff.fleet.command import FleetRequest, run_fleet
+    from bakeoff.kernels.across_hosts import report as kernel_table
 
     request.check()
     # Checked here, before any host is touched, as `bakeoff run --kernel` checks them.
@@ -74,6 +75,7 @@ def cmd_fleet_run(
         wheelhouse=wheelhouse, resume=resume, kernel_args=kernel_args)
     # The report across hosts at the end, as `bakeoff run` writes its own.
     code = run_fleet(req, out_console, err_console,
-                     report=lambda fleet_dir: export_hosts([fleet_dir], None))
+                     report=lambda fleet_dir: export_hosts([fleet_dir], None),
+                     kernel_table=kernel_table)
     if code:
         raise typer.Exit(code)

@@ -53,9 +53,15 @@ def cmd_report(
 
         rec = record.load(run_dirs[0])
         if driver.is_kernel_run(rec.run_args):
-            # A fleet's --kernel run: its index of each host's kernels table again (the
-            # report across hosts has no kernel axis yet; docs/KERNELS.md).
-            out_console.print(f"wrote {kernel_index.write(rec, run_dirs[0])}", highlight=False)
+            # A fleet's --kernel run: its kernels.md again, the table across hosts and
+            # kernels made from each host's files (docs/KERNELS.md, "On a fleet").
+            from bakeoff.kernels.across_hosts import report as kernel_table
+
+            page = kernel_index.write(rec, run_dirs[0], kernel_table)
+            if not quiet:
+                out_console.print(page.read_text(), markup=False, highlight=False,
+                                  soft_wrap=True)
+            out_console.print(f"wrote {page}", highlight=False)
             return
     if len(run_dirs) == 1 and not is_fleet_dir(run_dirs[0]):
         if redact:

@@ -51,8 +51,10 @@ def _absolute(req: FleetRequest) -> None:
 
 
 def run_fleet(req: FleetRequest, out: Console, err: Console,
-              report: Callable[[Path], None] | None = None) -> int:
-    """The fleet run; `report(fleet_dir)` writes the report across hosts at its end."""
+              report: Callable[[Path], None] | None = None,
+              kernel_table: kernel_index.Table | None = None) -> int:
+    """The fleet run; `report(fleet_dir)` writes the report across hosts at its end, or for
+    a --kernel run `kernel_table` the table across hosts and kernels in its kernels.md."""
     if req.forks < 1:
         raise UsageError("--forks is a number of hosts of 1 or more, e.g. --forks 20")
     if req.host_timeout_s < 1 or req.connect_timeout_s < 1 or req.stall_after_s < 1:
@@ -101,11 +103,11 @@ def run_fleet(req: FleetRequest, out: Console, err: Console,
             progress.close(rec)
     out.print(f"wrote {fleet_dir / record.FLEET_JSON}", highlight=False)
     if driver.is_kernel_run(rec.run_args):
-        # Each host's run has the kernel as its axis: the report across hosts, which compares
-        # hosts on one kernel each, cannot show it yet; an index of each host's kernels.md.
-        index = kernel_index.write(rec, fleet_dir)
-        out.print(f"wrote {index}: each host's kernels table (no report across hosts for a "
-                  "--kernel run yet: kernel would be its second axis)", highlight=False,
+        # Each host's run has the kernel as its axis: one table across hosts and kernels
+        # (what runs, skips and why), and each host's own kernels.md linked.
+        index = kernel_index.write(rec, fleet_dir, kernel_table)
+        out.print(index.read_text(), markup=False, highlight=False, soft_wrap=True)
+        out.print(f"wrote {index}: what runs on each host and kernel", highlight=False,
                   soft_wrap=True)
     elif report is not None:
         try:

@@ -378,17 +378,23 @@ def prepare(rec: FleetRecord, fleet_dir: Path, use_wheelhouse: bool,
     cache = registry.build_dir() / "fleet"
     archive = checkout.archive(registry.REPO_ROOT, rec.commit, cache)
     rec.archive_bytes = archive.stat().st_size
-    wheels = ""
+    wheels = marker = ""
+    # A --kernel run boots guests on each host: virtme-ng too (the `kernels` extra, `make
+    # kernel-deps`; qemu and the rest are Debian packages every host gets with `make deps`).
+    kernels = is_kernel_run(rec.run_args)
     if use_wheelhouse:
         note("gathering the wheels of the pinned Python dependencies (once per set of pins)")
-        path = wheelhouse.build(registry.REPO_ROOT / "pyproject.toml", cache)
+        path = wheelhouse.build(registry.REPO_ROOT / "pyproject.toml", cache,
+                                ("kernels",) if kernels else ())
         rec.wheelhouse_bytes = path.stat().st_size
-        wheels = str(path)
+        wheels, marker = str(path), wheelhouse.marker(path)
     return {
         "bakeoff_fleet_run": rec.remote_name,
         "bakeoff_archive": str(archive),
         "bakeoff_commit": rec.commit,
         "bakeoff_wheelhouse": wheels,
+        "bakeoff_wheelhouse_marker": marker,
+        "bakeoff_setup": ["deps", *(["kernel-deps"] if kernels else []), "build"],
         "bakeoff_rooms": " ".join(rec.rooms),
         "bakeoff_run_args": rec.run_args,
         "bakeoff_seed": rec.seed,

@@ -22,20 +22,29 @@ from pathlib import Path
 from bakeoff.core.errors import UsageError
 
 
-def requirements(pyproject: Path) -> list[str]:
+def requirements(pyproject: Path, extras: tuple[str, ...] = ()) -> list[str]:
     """What the host's `make deps` installs: the installer (uv), the runtime dependencies and
-    the build backend of `uv pip install -e .`."""
+    the build backend of `uv pip install -e .`; and those of `extras` (`kernels`: what
+    `make kernel-deps` adds for a --kernel run, virtme-ng)."""
     data = tomllib.loads(pyproject.read_text())
+    optional = data["project"].get("optional-dependencies", {})
     return [data["tool"]["bakeoff"]["installer"], *data["project"]["dependencies"],
-            *data["build-system"]["requires"]]
+            *data["build-system"]["requires"], *(r for e in extras for r in optional[e])]
 
 
-def build(pyproject: Path, cache: Path) -> Path:
-    """One tar of wheels for requirements(pyproject), reused while they stay the same.
+def marker(archive: Path) -> str:
+    """The file the archive's unpacking leaves last in the host's wheelhouse: named after the
+    archive, so a host that holds an earlier set of wheels (another pin, no extras) unpacks
+    this one too instead of taking the folder as done."""
+    return f".complete-{archive.stem.removeprefix('wheelhouse-')}"
+
+
+def build(pyproject: Path, cache: Path, extras: tuple[str, ...] = ()) -> Path:
+    """One tar of wheels for requirements(pyproject, extras), reused while they stay the same.
 
     One file, not a directory: Ansible copies a directory file by file (tens of seconds for
     the thirty wheels), one archive in one transfer."""
-    reqs = requirements(pyproject)
+    reqs = requirements(pyproject, extras)
     key = hashlib.sha256("\n".join([*reqs, sys.version, platform.machine()]).encode()).hexdigest()
     out = cache / f"wheelhouse-{key[:16]}.tar"
     if out.exists():
@@ -55,7 +64,7 @@ def build(pyproject: Path, cache: Path) -> Path:
         raise UsageError(f"cannot gather the wheels the hosts install from ({last}); the "
                          "controller needs PyPI (or a pip cache) once, or give --no-wheelhouse "
                          "when every host reaches PyPI")
-    (tmp / ".complete").touch()  # the host's unarchive is skipped once this is there
+    (tmp / marker(out)).touch()  # the host's unarchive is skipped once this is there
     part = tmp.with_suffix(".part")
     try:
         with tarfile.open(part, "w") as tar:  # wheels are compressed already

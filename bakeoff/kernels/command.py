@@ -154,7 +154,7 @@ def _report(out: Path, record: dict[str, Any], threshold: float) -> int:
                           f"{b['problem'] or 'results back'} |")
     failed = any(b["problem"] for b in record["boots"])
     if record["mode"] == "functional":
-        table = [row for b in record["boots"] for row in functional.rows(_result(out, b))]
+        table = functional_table(out, record)
         body = ["## What runs on each kernel", "", *functional.lines(table)]
         errors = functional.errors(table)
         verdict = (f"{len(errors)} variant(s) in error" if errors
@@ -173,6 +173,11 @@ def _report(out: Path, record: dict[str, Any], threshold: float) -> int:
     out_console.print(text, markup=False, highlight=False, soft_wrap=True)
     _say(f"results: {out}")
     return 1 if failed else 0
+
+
+def functional_table(out: Path, record: dict[str, Any]) -> list[functional.Row]:
+    """Every boot's rows (functional.rows), read from the run's files alone."""
+    return [row for b in record["boots"] for row in functional.rows(_result(out, b))]
 
 
 def _result(out: Path, b: dict[str, Any]) -> guest.BootResult:

@@ -98,10 +98,34 @@ def request_json(runs: list[RoomRun] | list[str], seed: int, pin: bool, env: dic
             "private_tmp": True, "timeout_factor": timeout_factor}
 
 
-def vng_argv(image: Path, work: Path, hardware_kvm: bool, pin: bool) -> list[str]:
+# virtme-ng's init mounts an empty tmpfs over these in the guest, whatever the host has there
+# (virtme/guest/virtme-init: `mount -t tmpfs tmpfs /var/tmp/`), after it shares the root.
+HIDDEN_IN_GUEST = (Path("/var/tmp"),)
+
+
+def hidden_dirs(repo: Path, work: Path) -> list[str]:
+    """vng's --rodir/--rwdir words that show the guest the checkout and the interpreter's
+    prefixes where they lie under a directory the guest's init hides (a fleet host's
+    default remote directory is /var/tmp/bakeoff-fleet: its checkout and venv would be
+    missing in the guest, whose `python` was then "not found"). Read-only, but a directory
+    that holds WORK is read-write, and comes before WORK's own: vng mounts every --rwdir
+    before any --rodir, and a read-only mount after WORK's would cover it."""
+    found: list[Path] = []
+    for p in dict.fromkeys(Path(x).resolve() for x in (repo, sys.prefix, sys.base_prefix)):
+        if any(p.is_relative_to(h) for h in HIDDEN_IN_GUEST) and not any(
+                p.is_relative_to(f) for f in found):
+            found = [f for f in found if not f.is_relative_to(p)] + [p]
+    return [f"--rwdir={p}" if work.resolve().is_relative_to(p) else f"--rodir={p}"
+            for p in found]
+
+
+def vng_argv(image: Path, work: Path, hardware_kvm: bool, pin: bool,
+             repo: Path | None = None) -> list[str]:
     inner = shlex.join([sys.executable, "-m", "bakeoff.kernels.inside", str(work)])
+    shown = hidden_dirs(repo, work) if repo is not None else []
     argv = ["vng", "--run", str(image), "--cpus", str(GUEST_CPUS), "--memory", GUEST_MEMORY,
-            "--rwdir", str(work), "--exec", inner,
+            *(w for w in shown if w.startswith("--rwdir")), "--rwdir", str(work),
+            *(w for w in shown if w.startswith("--rodir")), "--exec", inner,
             # The kernel's console into console.log: without it vng writes nothing when its
             # output is not a terminal, and a guest that dies (a panic, an OOM) says nothing.
             "--verbose"]
@@ -153,7 +177,7 @@ def boot(boot: Boot, image: Path, work: Path, runs: list[RoomRun] | list[str], s
     inside.write_json(work / inside.REQUEST, request_json(runs, seed, pin, env, factor))
     started = time.monotonic()
     with (work / CONSOLE).open("wb") as console, _terminated_as_interrupt():
-        proc = subprocess.Popen(vng_argv(image, work, hardware_kvm, pin), cwd=repo,
+        proc = subprocess.Popen(vng_argv(image, work, hardware_kvm, pin, repo), cwd=repo,
                                 stdin=subprocess.DEVNULL, stdout=console,
                                 stderr=subprocess.STDOUT, start_new_session=True,
                                 env={**os.environ, "PATH": tool_path()})
