@@ -320,6 +320,20 @@ static double micro_median(double *v, size_t n)
 	return v[n / 2];
 }
 
+/* The mean of n values (n >= 3) less the lowest and the highest; sorts them in place. Over
+ * pairs in drawn placements: a mean over placements (their figures come in steps a cycle
+ * apart, two or three modes, whose median jumps between modes where their mean does not),
+ * with the one pair an interrupt landed on dropped. */
+static double trimmed_mean(double *v, size_t n)
+{
+	double sum = 0;
+
+	qsort(v, n, sizeof(v[0]), cmp_double);
+	for (size_t i = 1; i + 1 < n; i++)
+		sum += v[i];
+	return sum / (double)(n - 2);
+}
+
 /*
  * Addresses as glibc lays out blocks of one size carved from the top of a fresh heap: chunk =
  * size + 8-byte header, rounded up to 16, at least 32. The base moves by whole pages from one
@@ -541,16 +555,16 @@ static inline uint64_t inline_class(size_t n)
 }
 
 /*
- * Where the code lies is a random factor, drawn per sample (METHOD.md "Code placement"). At
+ * Where the code lies is a random factor, drawn per pair (METHOD.md "Code placement"). At
  * 64 B blocks a decision costs a cycle or two beside a malloc+free of about 12 ns, and the
  * same instructions placed otherwise read several tenths of a ns apart: one build's layout
  * is one draw of that factor, and a figure from it says nothing of the next build's. So the
  * timed batch functions and the sample paths they call exist in INLINE_LAYOUTS copies, each
  * aligned to a cache line and entered at its own offset in it (the offset is padding laid
  * before the entry, never executed: patchable_function_entry with every nop before the
- * label); each sample draws a NONE copy and a scheme copy independently, so a sample's
- * figure is one random layout, and the median over samples and processes averages over
- * layouts instead of keeping one.
+ * label); each pair of batches draws a NONE copy and a scheme copy independently, and a
+ * sample's decide_ns_per_alloc is the trimmed mean over its pairs: a figure over placements
+ * instead of one build's.
  */
 #define INLINE_LAYOUTS 16
 /* A copy's offset in its cache line: distinct for the 16 copies (23 is odd: k * 23 mod 64
@@ -681,7 +695,7 @@ static inline_batch_fn inline_batch_fn_of(enum scheme s, unsigned k)
 	}
 }
 
-/* The copies a sample runs: drawn (NONE's and the scheme's independently), or fixed by
+/* The copies a pair runs: drawn (NONE's and the scheme's independently), or fixed by
  * BAKEOFF_INLINE_LAYOUT=K (0..15; a diagnostic: one layout's figure, as one build has). */
 static int inline_fixed_layout = -1;
 static uint64_t inline_layout_rng;
@@ -714,7 +728,7 @@ static void run_inline(size_t size)
 		long k = strtol(fixed, &end, 10);
 		if (*end || k < 0 || k >= INLINE_LAYOUTS)
 			bench_usage_error("BAKEOFF_INLINE_LAYOUT=%s: give a copy 0..%d, or unset "
-					  "it to draw one per sample", fixed, INLINE_LAYOUTS - 1);
+					  "it to draw one per pair", fixed, INLINE_LAYOUTS - 1);
 		inline_fixed_layout = (int)k;
 	}
 	for (int w = 0; w < 3; w++) { /* the heap's pages, the branch history */
@@ -735,9 +749,10 @@ static void run_inline(size_t size)
 	bench_meta_num("fixed_layout", inline_fixed_layout);
 	bench_meta_str("timing", "batches: k mallocs of one size, each decided on inline right "
 				 "after it, then k frees, between one pair of clock reads, each "
-				 "right after an untimed batch of its own kind; a sample is the "
-				 "median over its (NONE, scheme) pairs of batches, in a layout "
-				 "(copy of each batch function) drawn per sample");
+				 "right after an untimed batch of its own kind, each (NONE, scheme) "
+				 "pair in a placement (copy of each batch function) drawn per "
+				 "pair; decide_ns_per_alloc: a sample's pairs' mean less the "
+				 "lowest and highest, ns_per_alloc: their median");
 	bench_meta_str("counted_window", "the scheme's batches of a counted sample, per "
 					 "malloc+free");
 	bench_meta_end();
@@ -756,11 +771,10 @@ static void run_inline(size_t size)
 		}
 		double full_ns[INLINE_PAIRS], decide[INLINE_PAIRS];
 		uint64_t before = inl.samples;
-		/* This sample's layout: NONE's copy and the scheme's, drawn apart. */
-		inline_batch_fn none_batch = inline_batch_fn_of(S_NONE, inline_draw_layout());
-		inline_batch_fn scheme_batch = inline_batch_fn_of(s, inline_draw_layout());
-
 		for (int j = 0; j < INLINE_PAIRS; j++) {
+			/* This pair's placement: NONE's copy and the scheme's, drawn apart. */
+			inline_batch_fn none_batch = inline_batch_fn_of(S_NONE, inline_draw_layout());
+			inline_batch_fn scheme_batch = inline_batch_fn_of(s, inline_draw_layout());
 			uint64_t none = 0, full;
 			bool none_first = paired && (i + (uint64_t)j) % 2;
 
@@ -799,7 +813,7 @@ static void run_inline(size_t size)
 				  micro_median(full_ns, INLINE_PAIRS));
 		if (paired)
 			bench_emit_sample(bench_metric(counted, "decide_ns_per_alloc"),
-					  micro_median(decide, INLINE_PAIRS));
+					  trimmed_mean(decide, INLINE_PAIRS));
 		if (counted)
 			bench_counters_emit(k * INLINE_PAIRS);
 	}

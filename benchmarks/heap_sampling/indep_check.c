@@ -30,8 +30,9 @@
  * of the address against n * floor(2^64 / mean), every block at n >= mean, on a sample
  * (out of line) the sample counted and its weight added. The class n is known before the
  * decision (the allocator computed it to serve the request). Where the code lies is drawn
- * per round (IN_COPIES placements of each run function; the round's line names the two
- * copies it ran); INDEP_LAYOUT=K runs every round in copy K.
+ * every IN_ROUNDS_PER_PLACEMENT rounds (IN_COPIES placements of each run function; the
+ * round's line names its placement's number and the two copies); INDEP_LAYOUT=K runs every
+ * round in copy K.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -129,8 +130,10 @@ static size_t in_usable(size_t n)
  * at a cache line plus an offset of its own, the offset laid before the entry as nops that
  * never run; every round picks its copies at random. A decision of a cycle or two reads
  * several tenths of a ns apart in two placements of the same instructions, so a figure from
- * one placement is one draw, and the median over rounds is over placements. */
+ * one placement is one draw; a figure over placements is the reader's (median within a
+ * placement, mean across them). */
 #define IN_COPIES 16
+#define IN_ROUNDS_PER_PLACEMENT 5
 #define IN_OFFSET(copy, kind) ((5 + 13 * (copy) + 29 * (kind)) & 63)
 #define IN_PLACE(copy, kind) \
 	__attribute__((noinline, aligned(64), \
@@ -262,10 +265,16 @@ static int run_inline(int scheme, long rounds, long blocks, double limit_ns, siz
 		in_runs[scheme][c](size, blocks);
 	}
 	double start = now_ns();
+	int off_copy = 0, on_copy = 0;
 	for (long round = -3; round < rounds; round++) { /* three warm-up rounds */
 		double off, on;
-		int off_copy = pinned >= 0 ? pinned : (int)(next(&place_rng) % IN_COPIES);
-		int on_copy = pinned >= 0 ? pinned : (int)(next(&place_rng) % IN_COPIES);
+		/* A placement holds for IN_ROUNDS_PER_PLACEMENT rounds, so that a reader can take
+		 * the median within one (an interrupt moves one round) and the mean across them
+		 * (the steps a placement makes are not symmetric about their median). */
+		if (round < 0 || round % IN_ROUNDS_PER_PLACEMENT == 0) {
+			off_copy = pinned >= 0 ? pinned : (int)(next(&place_rng) % IN_COPIES);
+			on_copy = pinned >= 0 ? pinned : (int)(next(&place_rng) % IN_COPIES);
+		}
 		in_run_fn in_run_off = in_runs[0][off_copy], with = in_runs[scheme][on_copy];
 		/* Each timed run after an untimed run of the same kind: a run right after the
 		 * other kind's reads dearer at small blocks (the switch, not the decision). */
@@ -282,8 +291,9 @@ static int run_inline(int scheme, long rounds, long blocks, double limit_ns, siz
 		}
 		if (round < 0)
 			continue;
-		printf("{\"round\":%ld,\"off\":%.4f,\"indep\":%.4f,\"off_copy\":%d,"
-		       "\"indep_copy\":%d}\n", round, off, on, off_copy, on_copy);
+		printf("{\"round\":%ld,\"off\":%.4f,\"indep\":%.4f,\"placement\":%ld,"
+		       "\"off_copy\":%d,\"indep_copy\":%d}\n", round, off, on,
+		       round / IN_ROUNDS_PER_PLACEMENT, off_copy, on_copy);
 		if (now_ns() - start > limit_ns)
 			break;
 	}
