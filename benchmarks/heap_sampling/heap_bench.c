@@ -655,15 +655,18 @@ static inline __attribute__((always_inline)) uint64_t inline_loop(enum scheme s,
 	{                                                                                     \
 		inline_hash_sample_work(u);                                                   \
 	}                                                                                     \
-	static INLINE_PLACED(k, 3) INLINE_LOOP_SHAPE uint64_t inline_batch_none_##k(size_t n)                   \
+	static INLINE_PLACED(k, 3) INLINE_LOOP_SHAPE                                          \
+	uint64_t inline_batch_none_##k(size_t n)                                              \
 	{                                                                                     \
 		return inline_loop(S_NONE, n, NULL);                                          \
 	}                                                                                     \
-	static INLINE_PLACED(k, 4) INLINE_LOOP_SHAPE uint64_t inline_batch_poisson_##k(size_t n)                \
+	static INLINE_PLACED(k, 4) INLINE_LOOP_SHAPE                                          \
+	uint64_t inline_batch_poisson_##k(size_t n)                                           \
 	{                                                                                     \
 		return inline_loop(S_POISSON, n, inline_poisson_sample_##k);                  \
 	}                                                                                     \
-	static INLINE_PLACED(k, 5) INLINE_LOOP_SHAPE uint64_t inline_batch_hash_##k(size_t n)                   \
+	static INLINE_PLACED(k, 5) INLINE_LOOP_SHAPE                                          \
+	uint64_t inline_batch_hash_##k(size_t n)                                              \
 	{                                                                                     \
 		return inline_loop(S_HASH, n, inline_hash_sample_##k);                        \
 	}
