@@ -275,6 +275,6 @@ def heap_rows(run_dir: Path | None = None) -> list[Row]:
                         tuple(got.room_ratio), tuple(got.indep_ratio)))
         for scheme in ("poisson", "hash"):
             rows.append(Row("heap-sampling", f"{scheme} decision per malloc+free, {size} B "
-                            "blocks", "ns", tuple(heap.mean_ci(got.room[scheme])),
-                            tuple(heap.mean_ci(got.indep[scheme]))))
+                            "blocks", "ns", tuple(heap.median_ci(got.room[scheme])),
+                            tuple(heap.median_ci(got.indep[scheme]))))
     return rows

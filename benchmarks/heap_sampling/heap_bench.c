@@ -320,6 +320,20 @@ static double micro_median(double *v, size_t n)
 	return v[n / 2];
 }
 
+/* The mean of n values (n >= 3) less the lowest and the highest; sorts them in place. Over
+ * pairs in drawn placements: a mean over placements (their figures come in steps a cycle
+ * apart, two or three modes, whose median jumps between modes where their mean does not),
+ * with the one pair an interrupt landed on dropped. */
+static double trimmed_mean(double *v, size_t n)
+{
+	double sum = 0;
+
+	qsort(v, n, sizeof(v[0]), cmp_double);
+	for (size_t i = 1; i + 1 < n; i++)
+		sum += v[i];
+	return sum / (double)(n - 2);
+}
+
 /*
  * Addresses as glibc lays out blocks of one size carved from the top of a fresh heap: chunk =
  * size + 8-byte header, rounded up to 16, at least 32. The base moves by whole pages from one
@@ -540,20 +554,54 @@ static inline uint64_t inline_class(size_t n)
 	return (chunk < 32 ? 32 : chunk) - 8;
 }
 
-static __attribute__((noinline)) void inline_poisson_sample(uint64_t u)
+/*
+ * Where the code lies is a random factor, drawn per pair (METHOD.md "Code placement"). At
+ * 64 B blocks a decision costs a cycle or two beside a malloc+free of about 12 ns, and the
+ * same instructions placed otherwise read several tenths of a ns apart: one build's layout
+ * is one draw of that factor, and a figure from it says nothing of the next build's. So the
+ * timed batch functions and the sample paths they call exist in INLINE_LAYOUTS copies, each
+ * aligned to a cache line and entered at its own offset in it (the offset is padding laid
+ * before the entry, never executed: patchable_function_entry with every nop before the
+ * label); each pair of batches draws a NONE copy and a scheme copy independently, and a
+ * sample's decide_ns_per_alloc is the trimmed mean over its pairs: a figure over placements
+ * instead of one build's.
+ */
+#define INLINE_LAYOUTS 16
+/* A copy's offset in its cache line: distinct for the 16 copies (23 is odd: k * 23 mod 64
+ * takes 16 distinct values), and a different set per kind of function (salt). */
+#define INLINE_PAD(k, salt) (((k) * 23 + (salt) * 11) % 64)
+#define INLINE_PLACED(k, salt) \
+	__attribute__((noinline, aligned(64), \
+		       patchable_function_entry(INLINE_PAD(k, salt), INLINE_PAD(k, salt))))
+/* A batch's loops counted by index, not rewritten to a moving pointer (GCC's ivopts): with
+ * the pointer, the base and the end held registers the scheme's loop then lacked, and it
+ * reloaded the request's size from the stack after every malloc, which NONE's loop did not:
+ * a load per malloc+free charged to the decision that is this benchmark's loop, not the
+ * decision (an allocator's decision sits in malloc, not in its caller's loop). Measured:
+ * docs/notes/heap-sampling-layout-20261129-epyc.md. */
+#define INLINE_LOOP_SHAPE __attribute__((optimize("no-ivopts")))
+
+static inline __attribute__((always_inline)) void inline_poisson_sample_work(uint64_t u)
 {
 	inl.ps.until = poisson_gap(&inl.ps, inl.mean);
 	inl.samples++;
 	inl.est_total += poisson_weighted_bytes(u, inl.mean);
 }
 
-static __attribute__((noinline)) void inline_hash_sample(uint64_t u)
+static inline __attribute__((always_inline)) void inline_hash_sample_work(uint64_t u)
 {
 	inl.samples++;
 	inl.est_total += hash_weighted_bytes(u, &inl.hp);
 }
 
-static inline __attribute__((always_inline)) void *inline_malloc(enum scheme s, size_t n)
+typedef void (*inline_sample_fn)(uint64_t u);
+
+/* u: the block's class, which the allocator computed to serve the request (known before the
+ * decision, not part of it); sample: the out-of-line sample path, a constant in each copy (a
+ * direct call). */
+static inline __attribute__((always_inline)) void *inline_malloc(enum scheme s, size_t n,
+								 uint64_t u,
+								 inline_sample_fn sample)
 {
 	void *p = malloc(n);
 
@@ -568,24 +616,26 @@ static inline __attribute__((always_inline)) void *inline_malloc(enum scheme s, 
 		exit(1);
 	}
 	if (s == S_POISSON || s == S_TAGGED) {
-		uint64_t u = inline_class(n);
 		inl.ps.until -= (int64_t)u;
 		if (unlikely(inl.ps.until < 0))
-			inline_poisson_sample(u);
+			sample(u);
 	} else if (s == S_HASH) {
-		uint64_t u = inline_class(n);
 		if (unlikely(hash_sampled((uintptr_t)p, u, &inl.hp)))
-			inline_hash_sample(u);
+			sample(u);
 	}
 	return p;
 }
 
-static inline __attribute__((always_inline)) uint64_t inline_loop(enum scheme s, size_t n)
+static inline __attribute__((always_inline)) uint64_t inline_loop(enum scheme s, size_t n,
+								  inline_sample_fn sample)
 {
+	/* Taken once: with the sample path a parameter GCC no longer hoisted it by itself and
+	 * recomputed it after every malloc (five instructions the allocator does not repeat). */
+	const uint64_t u = inline_class(n);
 	uint64_t t0 = bench_now_ns();
 
 	for (size_t i = 0; i < INLINE_K; i++) {
-		void *p = inline_malloc(s, n);
+		void *p = inline_malloc(s, n, u, sample);
 		*(volatile char *)p = 1;
 		inline_blocks[i] = p;
 	}
@@ -594,34 +644,70 @@ static inline __attribute__((always_inline)) uint64_t inline_loop(enum scheme s,
 	return bench_now_ns() - t0;
 }
 
-/* One function per scheme, each with its decision compiled into its loop (as a build of an
- * allocator has one scheme), none inlined into the others' callers. */
-static __attribute__((noinline)) uint64_t inline_batch_none(size_t n)
-{
-	return inline_loop(S_NONE, n);
-}
+/* Copy k of each: one function per scheme, each with its decision compiled into its loop
+ * (as a build of an allocator has one scheme), none inlined into the others' callers. */
+#define INLINE_COPY(k)                                                                        \
+	static INLINE_PLACED(k, 1) void inline_poisson_sample_##k(uint64_t u)                 \
+	{                                                                                     \
+		inline_poisson_sample_work(u);                                                \
+	}                                                                                     \
+	static INLINE_PLACED(k, 2) void inline_hash_sample_##k(uint64_t u)                    \
+	{                                                                                     \
+		inline_hash_sample_work(u);                                                   \
+	}                                                                                     \
+	static INLINE_PLACED(k, 3) INLINE_LOOP_SHAPE                                          \
+	uint64_t inline_batch_none_##k(size_t n)                                              \
+	{                                                                                     \
+		return inline_loop(S_NONE, n, NULL);                                          \
+	}                                                                                     \
+	static INLINE_PLACED(k, 4) INLINE_LOOP_SHAPE                                          \
+	uint64_t inline_batch_poisson_##k(size_t n)                                           \
+	{                                                                                     \
+		return inline_loop(S_POISSON, n, inline_poisson_sample_##k);                  \
+	}                                                                                     \
+	static INLINE_PLACED(k, 5) INLINE_LOOP_SHAPE                                          \
+	uint64_t inline_batch_hash_##k(size_t n)                                              \
+	{                                                                                     \
+		return inline_loop(S_HASH, n, inline_hash_sample_##k);                        \
+	}
+#define INLINE_EACH(X)                                                                        \
+	X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+INLINE_EACH(INLINE_COPY)
 
-static __attribute__((noinline)) uint64_t inline_batch_poisson(size_t n)
-{
-	return inline_loop(S_POISSON, n);
-}
+typedef uint64_t (*inline_batch_fn)(size_t n);
+#define INLINE_NONE_FN(k) inline_batch_none_##k,
+#define INLINE_POISSON_FN(k) inline_batch_poisson_##k,
+#define INLINE_HASH_FN(k) inline_batch_hash_##k,
+static const inline_batch_fn inline_none_fns[INLINE_LAYOUTS] = { INLINE_EACH(INLINE_NONE_FN) };
+static const inline_batch_fn inline_poisson_fns[INLINE_LAYOUTS] = {
+	INLINE_EACH(INLINE_POISSON_FN)
+};
+static const inline_batch_fn inline_hash_fns[INLINE_LAYOUTS] = { INLINE_EACH(INLINE_HASH_FN) };
 
-static __attribute__((noinline)) uint64_t inline_batch_hash(size_t n)
-{
-	return inline_loop(S_HASH, n);
-}
-
-static uint64_t inline_batch(enum scheme s, size_t n)
+/* The batch function of scheme s in layout copy k. */
+static inline_batch_fn inline_batch_fn_of(enum scheme s, unsigned k)
 {
 	switch (s) {
 	case S_POISSON:
 	case S_TAGGED:
-		return inline_batch_poisson(n);
+		return inline_poisson_fns[k];
 	case S_HASH:
-		return inline_batch_hash(n);
+		return inline_hash_fns[k];
 	default:
-		return inline_batch_none(n);
+		return inline_none_fns[k];
 	}
+}
+
+/* The copies a pair runs: drawn (NONE's and the scheme's independently), or fixed by
+ * BAKEOFF_INLINE_LAYOUT=K (0..15; a diagnostic: one layout's figure, as one build has). */
+static int inline_fixed_layout = -1;
+static uint64_t inline_layout_rng;
+
+static unsigned inline_draw_layout(void)
+{
+	if (inline_fixed_layout >= 0)
+		return (unsigned)inline_fixed_layout;
+	return (unsigned)(xorshift64s(&inline_layout_rng) >> 33) % INLINE_LAYOUTS;
 }
 
 static void run_inline(size_t size)
@@ -638,9 +724,21 @@ static void run_inline(size_t size)
 	inl.mean = (double)mean;
 	inl.hp = hash_params_make(hash_mean);
 	poisson_seed(&inl.ps, tsc_start() ^ (uint64_t)getpid(), inl.mean);
-	for (int w = 0; w < 3; w++) { /* the heap's pages, the code, the branch history */
-		inline_batch(S_NONE, size);
-		inline_batch(s, size);
+	inline_layout_rng = mix64(tsc_start() ^ ((uint64_t)getpid() << 32)) | 1;
+	const char *fixed = getenv("BAKEOFF_INLINE_LAYOUT");
+	if (fixed && *fixed) {
+		char *end;
+		long k = strtol(fixed, &end, 10);
+		if (*end || k < 0 || k >= INLINE_LAYOUTS)
+			bench_usage_error("BAKEOFF_INLINE_LAYOUT=%s: give a copy 0..%d, or unset "
+					  "it to draw one per pair", fixed, INLINE_LAYOUTS - 1);
+		inline_fixed_layout = (int)k;
+	}
+	for (int w = 0; w < 3; w++) { /* the heap's pages, the branch history */
+		for (unsigned k = 0; k < INLINE_LAYOUTS; k++) { /* and every copy's code */
+			inline_batch_fn_of(S_NONE, k)(size);
+			inline_batch_fn_of(s, k)(size);
+		}
 	}
 
 	bench_meta_begin();
@@ -650,10 +748,14 @@ static void run_inline(size_t size)
 	bench_meta_num("hash_mean", (double)hash_mean);
 	bench_meta_num("batch", INLINE_K);
 	bench_meta_num("pairs_per_sample", INLINE_PAIRS);
+	bench_meta_num("layouts", INLINE_LAYOUTS);
+	bench_meta_num("fixed_layout", inline_fixed_layout);
 	bench_meta_str("timing", "batches: k mallocs of one size, each decided on inline right "
 				 "after it, then k frees, between one pair of clock reads, each "
-				 "right after an untimed batch of its own kind; a sample is the "
-				 "median over its (NONE, scheme) pairs of batches");
+				 "right after an untimed batch of its own kind, each (NONE, scheme) "
+				 "pair in a placement (copy of each batch function) drawn per "
+				 "pair; decide_ns_per_alloc: a sample's pairs' mean less the "
+				 "lowest and highest, ns_per_alloc: their median");
 	bench_meta_str("counted_window", "the scheme's batches of a counted sample, per "
 					 "malloc+free");
 	bench_meta_end();
@@ -666,14 +768,16 @@ static void run_inline(size_t size)
 			bench_counters_open_late(HEAP_TRACEPOINTS);
 			bench_counters_start(); /* the warm-up window (counters.h) */
 			for (int w = 0; w < MICRO_COUNTED_WARMUP; w++)
-				inline_batch(s, size);
+				inline_batch_fn_of(s, inline_draw_layout())(size);
 			bench_counters_stop();
 			bench_counters_discard();
 		}
 		double full_ns[INLINE_PAIRS], decide[INLINE_PAIRS];
 		uint64_t before = inl.samples;
-
 		for (int j = 0; j < INLINE_PAIRS; j++) {
+			/* This pair's placement: NONE's copy and the scheme's, drawn apart. */
+			inline_batch_fn none_batch = inline_batch_fn_of(S_NONE, inline_draw_layout());
+			inline_batch_fn scheme_batch = inline_batch_fn_of(s, inline_draw_layout());
 			uint64_t none = 0, full;
 			bool none_first = paired && (i + (uint64_t)j) % 2;
 
@@ -685,18 +789,18 @@ static void run_inline(size_t size)
 			 * other by the sample's parity (METHOD.md "The decision inlined in the
 			 * malloc path"). */
 			if (none_first) {
-				inline_batch(S_NONE, size);
-				none = inline_batch(S_NONE, size);
+				none_batch(size);
+				none = none_batch(size);
 			}
-			inline_batch(s, size);
+			scheme_batch(size);
 			if (counted)
 				bench_counters_start();
-			full = inline_batch(s, size);
+			full = scheme_batch(size);
 			if (counted)
 				bench_counters_stop();
 			if (paired && !none_first) {
-				inline_batch(S_NONE, size);
-				none = inline_batch(S_NONE, size);
+				none_batch(size);
+				none = none_batch(size);
 			}
 			full_ns[j] = (double)full / k;
 			decide[j] = ((double)full - (double)none) / k;
@@ -712,7 +816,7 @@ static void run_inline(size_t size)
 				  micro_median(full_ns, INLINE_PAIRS));
 		if (paired)
 			bench_emit_sample(bench_metric(counted, "decide_ns_per_alloc"),
-					  micro_median(decide, INLINE_PAIRS));
+					  trimmed_mean(decide, INLINE_PAIRS));
 		if (counted)
 			bench_counters_emit(k * INLINE_PAIRS);
 	}

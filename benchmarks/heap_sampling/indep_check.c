@@ -29,7 +29,10 @@
  * negative (out of line) a new gap -mean ln U from splitmix64, the sample counted and its weight n / (1 - e^(-n/mean)) added; the hash MurmurHash3's fmix64
  * of the address against n * floor(2^64 / mean), every block at n >= mean, on a sample
  * (out of line) the sample counted and its weight added. The class n is known before the
- * decision (the allocator computed it to serve the request).
+ * decision (the allocator computed it to serve the request). Where the code lies is drawn
+ * every IN_ROUNDS_PER_PLACEMENT rounds (IN_COPIES placements of each run function; the
+ * round's line names its placement's number and the two copies); INDEP_LAYOUT=K runs every
+ * round in copy K.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -122,7 +125,21 @@ static size_t in_usable(size_t n)
 	return (chunk < 32 ? 32 : chunk) - 8;
 }
 
-static __attribute__((noinline)) void in_poisson_hit(size_t n)
+/* Code placement is drawn, not fixed by this build (its own take on METHOD.md "Code
+ * placement"): the functions the timed runs execute come in IN_COPIES copies, each starting
+ * at a cache line plus an offset of its own, the offset laid before the entry as nops that
+ * never run; every round picks its copies at random. A decision of a cycle or two reads
+ * several tenths of a ns apart in two placements of the same instructions, so a figure from
+ * one placement is one draw; a figure over placements is the reader's (median within a
+ * placement, mean across them). */
+#define IN_COPIES 16
+#define IN_ROUNDS_PER_PLACEMENT 5
+#define IN_OFFSET(copy, kind) ((5 + 13 * (copy) + 29 * (kind)) & 63)
+#define IN_PLACE(copy, kind) \
+	__attribute__((noinline, aligned(64), \
+		       patchable_function_entry(IN_OFFSET(copy, kind), IN_OFFSET(copy, kind))))
+
+static inline __attribute__((always_inline)) void in_poisson_hit_body(size_t n)
 {
 	double u = (double)((next(&in_stream) >> 11) + 1) / 9007199254740992.0; /* (0, 1] */
 
@@ -131,11 +148,16 @@ static __attribute__((noinline)) void in_poisson_hit(size_t n)
 	in_weighted += (double)n / -expm1(-(double)n / in_mean);
 }
 
-static __attribute__((noinline)) void in_hash_hit(size_t n)
+static inline __attribute__((always_inline)) void in_hash_hit_body(size_t n)
 {
 	in_samples++;
 	in_weighted += n >= in_mean_bytes ? (double)n :
 		(double)n / ((double)(n * in_step) / 18446744073709551616.0);
+}
+
+static __attribute__((noinline)) void in_poisson_hit(size_t n)
+{
+	in_poisson_hit_body(n);
 }
 
 static inline uint64_t in_fmix64(uint64_t k)
@@ -150,8 +172,10 @@ static inline uint64_t in_fmix64(uint64_t k)
 
 /* One run: `blocks` mallocs of `size`, each decided on by `scheme` (0 none, 1 Poisson,
  * 2 hash) inline right after it, then their frees; ns per malloc+free. A function per
- * scheme (the scheme a constant in each), as a build of an allocator has one. */
-static inline __attribute__((always_inline)) double in_run(int scheme, size_t size, long blocks)
+ * scheme (the scheme a constant in each), as a build of an allocator has one; `hit` the
+ * out-of-line sample path it calls, a constant in each copy. */
+static inline __attribute__((always_inline)) double in_run(int scheme, size_t size, long blocks,
+							   void (*hit)(size_t))
 {
 	/* The class is what the allocator computed to serve the request anyway: known before
 	 * the decision, not part of it. */
@@ -167,11 +191,11 @@ static inline __attribute__((always_inline)) double in_run(int scheme, size_t si
 		if (scheme == 1) {
 			in_left -= (int64_t)n;
 			if (__builtin_expect(in_left < 0, 0))
-				in_poisson_hit(n);
+				hit(n);
 		} else if (scheme == 2) {
 			if (__builtin_expect(n >= in_mean_bytes ||
 					     in_fmix64((uint64_t)(uintptr_t)p) < n * in_step, 0))
-				in_hash_hit(n);
+				hit(n);
 		}
 		*(volatile char *)p = 1;
 		in_blocks[i] = p;
@@ -181,20 +205,31 @@ static inline __attribute__((always_inline)) double in_run(int scheme, size_t si
 	return (now_ns() - t0) / (double)blocks;
 }
 
-static __attribute__((noinline)) double in_run_off(size_t size, long blocks)
-{
-	return in_run(0, size, blocks);
-}
+typedef double (*in_run_fn)(size_t, long);
 
-static __attribute__((noinline)) double in_run_poisson(size_t size, long blocks)
-{
-	return in_run(1, size, blocks);
-}
+#define IN_RUNS(c)                                                                            \
+	static IN_PLACE(c, 0) void in_poisson_hit_##c(size_t n) { in_poisson_hit_body(n); }   \
+	static IN_PLACE(c, 1) void in_hash_hit_##c(size_t n) { in_hash_hit_body(n); }         \
+	static IN_PLACE(c, 2) double in_run_off_##c(size_t size, long blocks)                 \
+	{                                                                                     \
+		return in_run(0, size, blocks, NULL);                                         \
+	}                                                                                     \
+	static IN_PLACE(c, 3) double in_run_poisson_##c(size_t size, long blocks)             \
+	{                                                                                     \
+		return in_run(1, size, blocks, in_poisson_hit_##c);                           \
+	}                                                                                     \
+	static IN_PLACE(c, 4) double in_run_hash_##c(size_t size, long blocks)                \
+	{                                                                                     \
+		return in_run(2, size, blocks, in_hash_hit_##c);                              \
+	}
+IN_RUNS(0) IN_RUNS(1) IN_RUNS(2) IN_RUNS(3) IN_RUNS(4) IN_RUNS(5) IN_RUNS(6) IN_RUNS(7)
+IN_RUNS(8) IN_RUNS(9) IN_RUNS(10) IN_RUNS(11) IN_RUNS(12) IN_RUNS(13) IN_RUNS(14) IN_RUNS(15)
 
-static __attribute__((noinline)) double in_run_hash(size_t size, long blocks)
-{
-	return in_run(2, size, blocks);
-}
+#define IN_ROW(name) { name##_0, name##_1, name##_2, name##_3, name##_4, name##_5, name##_6, \
+		       name##_7, name##_8, name##_9, name##_10, name##_11, name##_12, \
+		       name##_13, name##_14, name##_15 }
+static const in_run_fn in_runs[3][IN_COPIES] = { IN_ROW(in_run_off), IN_ROW(in_run_poisson),
+						 IN_ROW(in_run_hash) };
 
 static int run_inline(int scheme, long rounds, long blocks, double limit_ns, size_t size)
 {
@@ -211,13 +246,36 @@ static int run_inline(int scheme, long rounds, long blocks, double limit_ns, siz
 	in_step = UINT64_MAX / in_mean_bytes;
 	in_stream = (uint64_t)now_ns() ^ 0x2545f4914f6cdd1dULL;
 	in_poisson_hit(1); /* the first gap */
+	uint64_t place_rng = in_stream ^ 0x5851f42d4c957f2dULL; /* a placement per round */
+	int pinned = -1; /* INDEP_LAYOUT=K: every round in copy K (one placement, as one build) */
+	const char *pin = getenv("INDEP_LAYOUT");
+	if (pin && *pin) {
+		char *end;
+		pinned = (int)strtol(pin, &end, 10);
+		if (*end || pinned < 0 || pinned >= IN_COPIES) {
+			fprintf(stderr, "indep_check: INDEP_LAYOUT must be 0..%d\n", IN_COPIES - 1);
+			return 2;
+		}
+	}
 	/* Freed blocks stay with the heap (no trim of its top), so every run after the first
 	 * reuses them: the runs time malloc and free, not the kernel faulting pages back in. */
 	mallopt(M_TRIM_THRESHOLD, INT_MAX);
-	double (*with)(size_t, long) = scheme == 1 ? in_run_poisson : in_run_hash;
+	for (int c = 0; c < IN_COPIES; c++) { /* every copy's code and the heap, once */
+		in_runs[0][c](size, blocks);
+		in_runs[scheme][c](size, blocks);
+	}
 	double start = now_ns();
+	int off_copy = 0, on_copy = 0;
 	for (long round = -3; round < rounds; round++) { /* three warm-up rounds */
 		double off, on;
+		/* A placement holds for IN_ROUNDS_PER_PLACEMENT rounds, so that a reader can take
+		 * the median within one (an interrupt moves one round) and the mean across them
+		 * (the steps a placement makes are not symmetric about their median). */
+		if (round < 0 || round % IN_ROUNDS_PER_PLACEMENT == 0) {
+			off_copy = pinned >= 0 ? pinned : (int)(next(&place_rng) % IN_COPIES);
+			on_copy = pinned >= 0 ? pinned : (int)(next(&place_rng) % IN_COPIES);
+		}
+		in_run_fn in_run_off = in_runs[0][off_copy], with = in_runs[scheme][on_copy];
 		/* Each timed run after an untimed run of the same kind: a run right after the
 		 * other kind's reads dearer at small blocks (the switch, not the decision). */
 		if (next(&order_rng) & 1) {
@@ -233,7 +291,9 @@ static int run_inline(int scheme, long rounds, long blocks, double limit_ns, siz
 		}
 		if (round < 0)
 			continue;
-		printf("{\"round\":%ld,\"off\":%.4f,\"indep\":%.4f}\n", round, off, on);
+		printf("{\"round\":%ld,\"off\":%.4f,\"indep\":%.4f,\"placement\":%ld,"
+		       "\"off_copy\":%d,\"indep_copy\":%d}\n", round, off, on,
+		       round / IN_ROUNDS_PER_PLACEMENT, off_copy, on_copy);
 		if (now_ns() - start > limit_ns)
 			break;
 	}

@@ -213,12 +213,12 @@ BENCHMARK = Benchmark(
                  at={"mean": (SEED_MEAN,), "workload": INLINE_WORKLOADS}, target_ci=0.10,
                  claim=SEED_CLAIM,
                  # tests/indep_checks.py; the figures are in the note it names.
-                 checked="Poisson at 4 KiB blocks agrees with indep_check, written apart; "
-                 "the decisions of a ns or less (the hash at both sizes, Poisson at 64 B) "
-                 "read dearer here than there in every process, and the check's own source "
-                 "built with its functions placed otherwise reads as dear: where the code "
-                 "lies, not what it does, so at 64 B the ratio's direction holds and its "
-                 "size does not (docs/notes/indep-checks-20261129-epyc.md)"),
+                 checked="with the code's placement drawn in both programs (METHOD.md "
+                 "\"Code placement\"), Poisson agrees with indep_check, written apart, at "
+                 "both sizes; the hash reads up to a quarter dearer here than there, less "
+                 "than one step of placement (about a cycle per malloc+free), so the "
+                 "ratio's direction holds at both sizes and its size within that step "
+                 "(docs/notes/heap-sampling-layout-20261129-epyc.md)"),
         Question("What does deciding add per malloc+free, inlined in the malloc path, at the "
                  "means profilers ship with?", "added", against="none",
                  variants=("poisson", "stateless-hash"), metric="decide_ns_per_alloc",
