@@ -68,3 +68,35 @@ def test_the_replay_gives_the_profiles_counts_from_the_recorded_trials(
     assert f"{ROOM}: {sum(count.values())} trials (recorded {len(run.trials)})" in res.stdout
     bad = run_script("replay_allocation.py", str(tmp_path / "nope"))
     assert_usage_error(bad, "no such results directory", "give one written by bakeoff run")
+
+
+@pytest.mark.slow(live=False)
+def test_the_answers_are_compared_on_the_recorded_and_the_replayed_trials(
+        script: ModuleType, tmp_path: Path) -> None:
+    """--answers: each answer figure's CI half-width on the recorded trials and on the
+    replayed ones, analysed as the report does; an answer the replay leaves without its
+    cases is said, and flagged wider."""
+    run = _as_room(make_run())
+    info = registry.select([ROOM])[0].info()  # the room's own questions: the crossover
+    run = dataclasses.replace(run, benchmarks={ROOM: info})
+    same = script.compare_answers(run, run)
+    assert same and all(line.startswith(f"  {ROOM}: Q") for line in same)
+    assert not any("(wider)" in line for line in same)
+    crossing = [line for line in same if "crosses" in line]
+    assert len(crossing) == 1
+    figure = crossing[0].split(": +-")[1].split("%")[0]
+    assert crossing[0].endswith(f"+-{figure}% -> +-{figure}%")  # the same trials, the same CI
+    # The crossover's sizes measured by memcpy only: no ratio, so no answer.
+    without = dataclasses.replace(run, trials=[t for t in run.trials
+                                               if t.case.variant != "mremap"])
+    gone = script.compare_answers(run, without)
+    assert [line for line in gone if "crosses" in line] == [
+        crossing[0].rsplit(" -> ", 1)[0] + " -> not answered (wider)"]
+    # From the command line: the header, then one line per figure.
+    store.save(run, tmp_path)
+    res = run_script("replay_allocation.py", str(tmp_path), "--answers")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout.splitlines()
+    head = out.index("answers (CI half-width as a share of the figure: recorded trials -> "
+                     "replayed):")
+    assert len(out) > head + 1 and all(line.startswith("  ") for line in out[head + 1:])
