@@ -13,6 +13,7 @@ from test_report import XSS, make_run
 from bakeoff.declare import registry
 from bakeoff.declare.model import Case, RunRecord, Trial
 from bakeoff.plan.cases import BenchmarkPlan
+from bakeoff.run import runner
 from bakeoff.store import results as store
 from conftest import REPO, assert_usage_error, run_script
 
@@ -100,3 +101,34 @@ def test_the_answers_are_compared_on_the_recorded_and_the_replayed_trials(
     head = out.index("answers (CI half-width as a share of the figure: recorded trials -> "
                      "replayed):")
     assert len(out) > head + 1 and all(line.startswith("  ") for line in out[head + 1:])
+
+
+@pytest.mark.slow(live=False)
+def test_a_trial_recorded_counted_that_the_rules_would_not_count_is_charged_a_plain_one(
+        script: ModuleType) -> None:
+    """A case no question reads counts its first trial only (runner.UNREAD_COUNTED_TRIALS):
+    its later trials the run recorded counted are charged the case's median plain trial; a
+    read case's first counted_trials keep their recorded times."""
+    run = _as_room(make_run())
+    bench = registry.select([ROOM])[0]
+    profile = bench.profiles["default"]
+    assert profile.counted_trials == 2 and runner.UNREAD_COUNTED_TRIALS == 1
+    recorded: dict[Case, list[Trial]] = {}
+    for t in run.trials:
+        recorded.setdefault(t.case, []).append(t)
+    unread = next(c for c in recorded if c.variant == XSS and len(recorded[c]) >= 3)
+    read = next(c for c in recorded if c.variant == "mremap" and len(recorded[c]) >= 3)
+
+    def walls(case: Case, counted: int) -> None:  # counted first trials of 1.0 s, then 0.2 s
+        recorded[case] = [dataclasses.replace(
+            t, index=i, wall_s=1.0 if i < counted else 0.2,
+            samples={**t.samples, **({"counted.ns_per_op": [1.0]} if i < counted else {})})
+            for i, t in enumerate(recorded[case][:3])]
+    walls(unread, 2)
+    walls(read, 2)
+    cases = [c for c in recorded if c.params == read.params or c == unread]
+    plan = BenchmarkPlan(benchmark=bench, profile=profile, cases=cases, skips=[])
+    count = dict.fromkeys(cases, 0) | {unread: 3, read: 3}
+    seconds, charged, saved = script.trial_seconds(plan, run.settings, recorded, count)
+    # unread: 1.0 (its counted first) + 0.2 (its second, charged) + 0.2; read: 1.0 + 1.0 + 0.2
+    assert (charged, seconds, saved) == (1, pytest.approx(3.6), pytest.approx(0.8))
