@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -113,11 +114,10 @@ def trial_seconds(plan: BenchmarkPlan, settings: RunSettings,
         limit = plan.profile.counted_trials
         if others is not None and case in others.cases:
             limit = min(limit or 1, runner.UNREAD_COUNTED_TRIALS)
-        plain = sorted(t.wall_s for t in recorded[case] if not is_counted(t))
+        plain = [t.wall_s for t in recorded[case] if not is_counted(t)]
         for t in trials:
             if limit is not None and t.index >= limit and is_counted(t) and plain:
-                median = plain[len(plain) // 2] if len(plain) % 2 else (
-                    plain[len(plain) // 2 - 1] + plain[len(plain) // 2]) / 2
+                median = statistics.median(plain)
                 total += median
                 charged += 1
                 saved += t.wall_s - median
