@@ -17,7 +17,7 @@ from bakeoff.declare import questions, registry
 from bakeoff.declare.model import Case, RunContext
 from bakeoff.machine import host
 from bakeoff.plan import cases as plan
-from bakeoff.run import allocation
+from bakeoff.run import allocation, runner
 from bakeoff.stats import estimates as stats
 from conftest import REPO
 
@@ -147,7 +147,8 @@ def test_a_real_run_stops_settled_cases_at_the_minimum(tmp_path: Path) -> None:
     """mremap-vs-memcpy's default profile (sequential) at two sizes where every variant's
     answer is far from the threshold: each case its crossover question reads (mremap and
     memcpy) stops at min_trials, each other one gets other_trials, and the recorded profile
-    carries the rule so --resume goes on with it."""
+    carries the rule so --resume goes on with it. Counted samples: a read case's first
+    counted_trials trials take them, an unread case's first only (its counters once)."""
     out = tmp_path / "run"
     res = subprocess.run(
         [sys.executable, "-m", "bakeoff", "run", "mremap-vs-memcpy", "--param",
@@ -165,9 +166,15 @@ def test_a_real_run_stops_settled_cases_at_the_minimum(tmp_path: Path) -> None:
     # At 4 KiB a copy beats a remap many times over, at 64 MiB the other way round: every
     # ratio is far from 1 ± 2%, so every case stops at its minimum.
     assert len(per_case) == len(record["cases"]), per_case
+    counted: dict[str, list[int]] = {}
+    for t in record["trials"]:
+        if any(name.startswith("counted.") for name in t["samples"]):
+            counted.setdefault(json.dumps(t["case"], sort_keys=True), []).append(t["index"])
     for key, n in per_case.items():
-        assert n == (low if json.loads(key)["variant"] in ("memcpy", "mremap") else other), (
-            key, n)
+        read = json.loads(key)["variant"] in ("memcpy", "mremap")
+        assert n == (low if read else other), (key, n)
+        first = profile["counted_trials"] if read else runner.UNREAD_COUNTED_TRIALS
+        assert sorted(counted.get(key, [])) == list(range(first)), (key, counted.get(key))
 
 
 def test_trials_asks_for_a_count_and_resume_keeps_the_rule(tmp_path: Path) -> None:

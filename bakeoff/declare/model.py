@@ -285,7 +285,9 @@ class Profile:
     a program counts costs it ~40 ms at exit here (the kernel waits out an RCU grace period
     to unregister the probe; system calls share one, counters.c), so counting every trial
     made the default run half as long again. Two trials give each counter a CI; kernel
-    counts barely vary from trial to trial."""
+    counts barely vary from trial to trial. A case no question reads (other_trials) takes
+    them in its first trial only (runner.UNREAD_COUNTED_TRIALS): its counters once, without
+    a CI, for its table row."""
 
     name: str
     params: Mapping[str, tuple[ParamValue, ...]]
@@ -306,6 +308,7 @@ class Profile:
     # The trials a case none of the benchmark's questions reads gets (bakeoff/declare/questions.py,
     # answer_cases), in place of trials and min_trials: such a case is still in the tables
     # with its CI, a wider one, but its time goes to the answers. Below 2 it has no CI.
+    # Such a case takes counted samples in its first trial only (counted_trials above).
     # None (or a benchmark without questions): what every case gets.
     other_trials: int | None = None
     # Set only by `bakeoff profile` (Benchmark.profile_repeat): the program repeats its timed

@@ -53,6 +53,9 @@ from bakeoff.store import results as store
 
 DEFAULT_MAX_TRIALS = precision_target.DEFAULT_MAX_TRIALS  # with a target, no --max-trials
 MIN_TRIALS_FOR_TARGET = 3  # a case meets --target-ci only from this many trials on
+# Trials of a case no question reads (Profile.other_trials) that take counted samples: its
+# counters once, without a CI (docs/notes/make-bench-time-20261129-epyc.md).
+UNREAD_COUNTED_TRIALS = 1
 
 
 @dataclass(frozen=True)
@@ -680,8 +683,14 @@ class _Measurement:
     def _trial(self, case: Case, round_no: int | None) -> None:
         bench, profile = self.plan.benchmark, self.plan.profile
         label = _trial_label(case, round_no)
-        if round_no is None or (profile.counted_trials is not None
-                                and self.count[case] >= profile.counted_trials):
+        counted_trials = profile.counted_trials
+        if self.others is not None and case in self.others.cases:
+            # A case no question reads: its counters once, for its table row; no answer's
+            # why reads them, and each counted trial costs a trial's exit the counted
+            # tracepoints' RCU grace periods (Profile.counted_trials).
+            counted_trials = min(counted_trials or 1, UNREAD_COUNTED_TRIALS)
+        if round_no is None or (counted_trials is not None
+                                and self.count[case] >= counted_trials):
             # Counted samples in a case's first counted_trials measured trials only.
             profile = dataclasses.replace(profile, counted_samples=0)
         attempts: list[tuple[str, ProcessResult, Contention | None]] = []

@@ -176,18 +176,21 @@ BENCHMARK = Benchmark(
         # (docs/notes/profile-choices-20261125-vm.md), while the larger maps cost their
         # size in time (go-iterate, iterate: seconds per
         # dump), and counted dumps (Profile.counted_trials) add to it. 1M and up are in
-        # full. 5 trials: the fewest with which a verdict can be reached (analysis warns
-        # below); a fixed count, as the slow cases (go-iterate and its baseline) are the ones
-        # whose CI stays wide, so sequential allocation would only add to them. The hash
+        # full. Not smaller: at 100k the one-shot question's ratios differ from 500k's (a
+        # first dump's fixed costs over fewer entries; docs/notes/
+        # make-bench-time-20261129-epyc.md). 5 trials: the fewest with which a verdict can
+        # be reached (analysis warns below); a fixed count, as the slow cases (go-iterate
+        # and its baseline) are the ones whose CI stays wide, so sequential allocation
+        # would only add to them. The hash
         # map's cases, which the questions read, up to 10 until each reader's ratio to
         # iterate is within ±5% (Profile.answer_trials); the array map's, which no question
-        # reads, 3 (Profile.other_trials): they were a third of this room's time
-        # (docs/notes/make-bench-time-20261127-epyc.md).
+        # reads, 2 (Profile.other_trials, the fewest that give a CI): they were a third of this
+        # room's time (docs/notes/make-bench-time-20261127-epyc.md and -20261129-epyc.md).
         # trial_s: the mean trial of the default run scripts/trial_s.py --write read (it
         # prints the run); only the estimate of the time left reads it.
         "default": Profile("default", {"map": ("hash", "array"), "entries": (500_000,)},
                            trials=5, samples=1, warmup_samples=1, warmup_trials=0,
-                           timeout_s=300, answer_trials=10, other_trials=3, trial_s=1.16),
+                           timeout_s=300, answer_trials=10, other_trials=2, trial_s=1.16),
         # Hours: one 100M-entry iterate dump takes ~100 s, go-iterate ~120 s.
         "full": Profile("full", {"map": ("hash", "array"), "entries": FULL_ENTRIES},
                         trials=5, samples=2, warmup_samples=1, warmup_trials=0,

@@ -138,14 +138,15 @@ BENCHMARK = Benchmark(
         # extend. The questions' cases (each read path against held at legacy-parse, the
         # iterator against legacy-parse text) up to 10, until each answer's CI half-width
         # is within 5% (Profile.answer_trials); the cases no question reads (legacy, and
-        # cat and reopen on the iterator) 3 (Profile.other_trials). Fields: the two the
-        # questions read.
+        # cat and reopen on the iterator) 2 (Profile.other_trials: the fewest that give a CI;
+        # no answer reads them, docs/notes/make-bench-time-20261129-epyc.md). Fields: the
+        # two the questions read.
         # trial_s: the mean trial of the default run scripts/trial_s.py --write read (it
         # prints the run); only the estimate of the time left reads it.
         "default": Profile("default", {"content": CONTENTS, "fields": (3, ALL_FIELDS),
                                        "target": ("child",)},
                            trials=5, samples=10, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, answer_trials=10, other_trials=3, trial_s=0.42),
+                           timeout_s=120, answer_trials=10, other_trials=2, trial_s=0.42),
         "full": Profile("full", {"content": CONTENTS, "fields": FIELD_COUNTS,
                                  "target": ("child",)},
                         trials=10, samples=20, warmup_samples=2, warmup_trials=1,

@@ -174,7 +174,9 @@ BENCHMARK = Benchmark(
         # No warm-up round: every case's first trial is measured in the same shuffled round,
         # so a cold start falls on all variants alike. 4 accuracy processes a trial, 20
         # estimates a case (the fewest that show a p5/p95).
-        # The cases no question reads 3 trials (Profile.other_trials).
+        # The cases no question reads 2 trials (Profile.other_trials, the fewest that give a
+        # CI; the modes' were a third of this room's time: docs/notes/
+        # make-bench-time-20261129-epyc.md).
         # counted_samples=0: no PMU here, and in a warm heap the kernel counters are ~0 for
         # every variant (METHOD.md "Counters"): no answer's why reads them, and the two
         # counted trials a case took were a third of mode1's time (METHOD.md "Run time";
@@ -189,7 +191,7 @@ BENCHMARK = Benchmark(
         "default": Profile("default", {"workload": DEFAULT_WORKLOADS, "mean": MEANS,
                                        "scale": (0.01,), "accuracy_runs": (4,)},
                            trials=5, samples=2, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, other_trials=3, trial_s=0.32, answer_trials=15,
+                           timeout_s=120, other_trials=2, trial_s=0.32, answer_trials=15,
                            counted_samples=0),
         "full": Profile("full", {"workload": WORKLOADS, "mean": MEANS, "scale": (1.0,),
                                  "accuracy_runs": (8,)},

@@ -99,7 +99,8 @@ BENCHMARK = Benchmark(
         # (Profile.answer_trials); no more, as a 128 MiB trial takes seconds and, where the
         # machine's noise keeps a single move's ratio wider than 5%, the share bounds what
         # trying costs. The variants no question reads (the cold copy, the other orderings
-        # of the move) 3 trials a case (Profile.other_trials). No warm-up round (it was a
+        # of the move) 2 trials a case (Profile.other_trials: the fewest that give a CI; no
+        # answer reads them, docs/notes/make-bench-time-20261129-epyc.md). No warm-up round (it was a
         # quarter of this benchmark's time): each trial is a fresh process that warms up in
         # its own first sample (warmup_samples), and the first round's order is shuffled
         # like every other.
@@ -108,7 +109,7 @@ BENCHMARK = Benchmark(
         "default": Profile("default", {"size": tuple(4 * KIB * 2**i for i in
                                                      (0, 4, 5, 6, 7, 8, 9, 12, 15))},
                            trials=8, samples=8, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, min_trials=5, answer_trials=12, other_trials=3,
+                           timeout_s=120, min_trials=5, answer_trials=12, other_trials=2,
                            trial_s=0.27),
         "full": Profile("full", {"size": ALL_SIZES}, trials=20, samples=20,
                         warmup_samples=2, warmup_trials=1, timeout_s=300),

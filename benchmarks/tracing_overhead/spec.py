@@ -150,12 +150,13 @@ BENCHMARK = Benchmark(
         # there. The question's cases up to 10 (Profile.answer_trials): at 0 µs until what
         # each tracer adds per call is within ±5%, and the durations on either side of
         # where an overhead falls under 5% and 1% while their CI still holds that level.
-        # ebpf-floor, which no question reads, 3 (Profile.other_trials).
+        # ebpf-floor, which no question reads, 2 (Profile.other_trials: the fewest that give a
+        # CI; docs/notes/make-bench-time-20261129-epyc.md).
         # trial_s: the mean trial of the default run scripts/trial_s.py --write read (it
         # prints the run); only the estimate of the time left reads it.
         "default": Profile("default", {"duration_us": tuple(SEED_CALLS), "calls": ("auto/10",)},
                            trials=5, samples=10, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, answer_trials=10, other_trials=3, trial_s=0.64),
+                           timeout_s=120, answer_trials=10, other_trials=2, trial_s=0.64),
         "full": Profile("full", {"duration_us": tuple(SEED_CALLS), "calls": ("auto",)},
                         trials=10, samples=20, warmup_samples=1, warmup_trials=1,
                         timeout_s=300),
