@@ -257,18 +257,18 @@ def inline_check(size: int, processes: int = INLINE_PROCESSES,
 
 INLINE_ATTEMPTS = 3  # a bounded retake: each attempt's figures are in the failure message
 # Held to the rule (AGREE, or each inside the other's CI): Poisson at both sizes.
-# Where the code lies moves a decision by a cycle: until 2026-11-29 each program timed one
-# placement of its loops (its build's), and the room read the figures of a ns or less
-# 0.3-0.6 ns above the check in every process. Both programs now draw the placement per
-# pair or per 5 rounds from copies of their timed functions (METHOD.md "Code placement"),
-# and each figure is over placements. Poisson then agrees; the hash reads 5-25% dearer in
-# the room in most sets (0.1-0.3 ns), less than one placement step: held to the rule or to
-# within PLACEMENT_STEP_NS, and the ratio to the rule or to the same side of 1 within
-# RATIO_SLACK (docs/notes/heap-sampling-layout-20261129-epyc.md). A headline that charged
-# bookkeeping to the decision (tens of ns) fails each.
+# Where the code lies moves a decision by a cycle: when each program timed one placement of
+# its loops (its build's), the figures of a ns or less disagreed in every process. Both
+# programs now draw the placement per pair or per 5 rounds from copies of their timed
+# functions (METHOD.md "Code placement"), and each figure is over placements. Poisson then
+# agrees; the hash reads somewhat dearer in the room in most sets, by less than one
+# placement step: held to the rule or to within PLACEMENT_STEP_NS, and the ratio to the rule
+# or to the same side of 1 within RATIO_SLACK (the figures: docs/notes/
+# heap-sampling-layout-20261129-epyc.md). A headline that charged bookkeeping to the
+# decision (tens of ns) fails each.
 HELD_TO_AGREE = {(64, "poisson"), (4096, "poisson")}
-# One step of placement: the sweep over 16 placements read Poisson at 64 B in steps of
-# 0.25-0.3 ns in both programs (a cycle of this CPU per malloc+free).
+# One step of placement: what the sweep over 16 placements moved Poisson at 64 B by, in both
+# programs (a cycle of this CPU per malloc+free; the note has the steps).
 PLACEMENT_STEP_NS = 0.3
 RATIO_SLACK = 1.3
 
