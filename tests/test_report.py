@@ -515,3 +515,23 @@ def test_terminal_on_a_narrow_pipe_wraps_instead_of_cutting(
     text = out.getvalue()
     assert "…" not in text
     assert "faster" in text and "slower" in text
+
+
+def test_a_warning_every_benchmark_gave_is_said_once_naming_them() -> None:
+    """On a busy machine each room gives the same few warnings; report.md says each once,
+    naming the rooms, where the first stood, and keeps the others as they are."""
+    import dataclasses
+
+    from bakeoff.report.run_content import warnings_list
+    from bakeoff.store import results as store
+
+    run = store.load(Path(__file__).parent / "fixtures" / "busy" / "pool-run")
+    info = next(iter(run.benchmarks.values()))
+    run = dataclasses.replace(run, benchmarks={"a": info, "b": info, "c": info}, warnings=[
+        "load average 9 is above 0.5 per core", "a: retakes stopped", "b: retakes stopped"])
+    analysis = dataclasses.replace(analyze(run), warnings=[
+        "c: few trials", "a: few trials", "b: retakes stopped", "d: not a benchmark",
+        "c: retakes stopped"])
+    assert warnings_list(run, analysis) == [
+        "load average 9 is above 0.5 per core", "a, b and c: retakes stopped",
+        "c and a: few trials", "d: not a benchmark"]

@@ -383,7 +383,27 @@ def top_findings_md(found: list[BenchmarkFindings]) -> Section:
 
 
 def warnings_list(run: RunRecord, analysis: Analysis) -> list[str]:
-    return [*run.warnings, *analysis.warnings]
+    """The run's warnings, then the analysis's; one warning that several benchmarks gave
+    alike ("heap-sampling: some cases have fewer than 5 trials …") is said once, naming them
+    all, where the first of them stood: on a busy machine each room gives the same few, and
+    five copies of each pushed the findings off report.md's page."""
+    by_text: dict[str, list[str]] = {}
+    order: list[str | tuple[str]] = []
+    for w in [*run.warnings, *analysis.warnings]:
+        name, sep, text = w.partition(": ")
+        if not sep or name not in run.benchmarks:
+            order.append(w)
+            continue
+        if text not in by_text:
+            by_text[text] = []
+            order.append((text,))
+        if name not in by_text[text]:
+            by_text[text].append(name)
+    return [w if isinstance(w, str) else f"{_names(by_text[w[0]])}: {w[0]}" for w in order]
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def machine_text(run: RunRecord) -> Text:
