@@ -254,13 +254,19 @@ class Estimate:
     def typical(self) -> dict[Case, float]:
         """Per case timed, what each of its trials without counted samples still to come
         costs (costs(), its first figure)."""
-        return {c: plain for c, (plain, _) in self.costs().items()}
+        return self._plain_costs()
 
     def costs(self) -> dict[Case, tuple[float, float]]:
         """Per case timed, what each of its trials still to come costs: (one without counted
         samples, one with them), each the median of its latest RECENT_TRIALS of that kind
         when it has some (a machine whose load changes mid-run changes what a trial costs,
-        and the time left follows within a few trials).
+        and the time left follows within a few trials)."""
+        plain_of = self._plain_costs()
+        return self._with_counted(plain_of, self.counting_added(plain_of))
+
+    def _plain_costs(self) -> dict[Case, float]:
+        """Per case timed, what each of its trials without counted samples still to come
+        costs.
 
         A case timed only by counted trials (all of them are, for the run's first rounds):
         those less what counting added to them, which is two parts. What came after the
@@ -271,10 +277,7 @@ class Estimate:
         tails (a record from before they were kept): its benchmark's counted trials less its
         plain ones where a case has both. Taken as they were, counted trials (ten times a plain
         one at 4 KiB in mremap-vs-memcpy) made each time left said before a case had plain
-        trials far too long (docs/RELIABILITY.md).
-
-        A case with no counted trial timed: its plain trial and what counting added to its
-        benchmark's cases with counted trials (counting_added)."""
+        trials far too long (docs/RELIABILITY.md)."""
         plain_tail = {b: statistics.median(t) for b, t in self.plain_tails.items() if t}
 
         def exit_extra(case: Case) -> float | None:
@@ -310,7 +313,12 @@ class Estimate:
                     extra = max(0.0, statistics.median(added[case.benchmark])) if added.get(
                         case.benchmark) else 0.0
                 plain_of[case] = max(seen - extra, seen * COUNTED_FLOOR)
-        counting = self.counting_added(plain_of)
+        return plain_of
+
+    def _with_counted(self, plain_of: Mapping[Case, float], counting: Mapping[str, float]
+                      ) -> dict[Case, tuple[float, float]]:
+        """(plain, counted) per case: a counted trial's own median where it has some, else
+        its plain trial and what counting added in its benchmark (counting_added)."""
         out: dict[Case, tuple[float, float]] = {}
         for case, plain_s in plain_of.items():
             counted = self.took_counted.get(case)
@@ -340,8 +348,9 @@ class Estimate:
             by_bench[case.benchmark] += times
         run_median = statistics.median(everything or list(self.earlier.values()))
         speed = self.speed(by_bench)
-        costs = self.costs()
-        counting = self.counting_added({c: plain for c, (plain, _) in costs.items()})
+        plain_of = self._plain_costs()
+        counting = self.counting_added(plain_of)
+        costs = self._with_counted(plain_of, counting)
         bench_typical: dict[str, list[float]] = defaultdict(list)
         for case, (per_case, _) in costs.items():
             bench_typical[case.benchmark].append(per_case)
