@@ -8,7 +8,14 @@ details.md, whatever produced them.
 - a negative cost said as a cost ("the lowest decide_ns is X's, -165 ns"), or a count with an
   interval below zero ("-5.85–6.85 context switches");
 - two figures for one cell: a ratio or median a sentence quotes for a case at a point that
-  differs from the one the table shows in that case's cell.
+  differs from the one the table shows in that case's cell;
+- an interval whose ends lie more than three decades apart ("6.81e-05 µs (1.77e-11–262 µs)",
+  "23.5 (0.149–3,705)"): a t interval from 2 trials on log scale, which says nothing;
+- a ratio with an SI prefix ("poisson / poisson-tagged 1.15e-12 T"): a factor has no unit;
+- a negative cost in a table's cell ("-34.9 ns (-358–288 ns)"): a net difference whose CI
+  includes 0 is said "not resolved from 0", one below 0 as how much less it takes;
+- a comparison (a ratio, "cannot be told apart", a ranking) quoting a figure whose CI
+  includes 0: a cost not resolved from 0 is set beside nothing.
 
 Used by tests/test_report_claims.py on recorded runs and a fresh one, and on the output of
 the code before the fix (there it finds each kind).
@@ -64,6 +71,75 @@ def _ends_at_point(line: str) -> list[str]:
             continue
         if any(math.isclose(p, end, rel_tol=1e-9, abs_tol=0.0) for end in (lo, hi)):
             out.append(m.group(0))
+    return out
+
+
+# Ends more decades apart than this (both above 0) are no interval a reader can use: a t
+# interval from 2 trials on log scale ("1.77e-11–262 µs", "0.149–3,705"). A noisy figure
+# from 10 trials honestly spans two (tracing-overhead's app_wall_ms at 0 µs of work).
+MAX_DECADES = 3.0
+# An interval as printed after a point or a "CI": "(1.77e-11–262 µs", "CI 1.95e-51–6.79e+26".
+_INTERVAL = re.compile(rf"(?:\(|CI )(?P<lo>{_NUM})\s?(?P<lu>{_UNIT})?–(?P<hi>{_NUM})\s?"
+                       rf"(?P<hu>{_UNIT})?(?![\d])")
+
+
+def _spans_decades(line: str) -> list[str]:
+    out = []
+    for m in _INTERVAL.finditer(line):
+        try:
+            lo = _value(m["lo"], m["lu"] or m["hu"])
+            hi = _value(m["hi"], m["hu"])
+        except (ValueError, KeyError):
+            continue
+        if lo > 0 and hi > 0 and math.log10(hi / lo) > MAX_DECADES:
+            out.append(m.group(0))
+    return out
+
+
+# A ratio said with an SI prefix: "a / b 1.15e-12 T", "ratio 2.57 T", "3.1 T×".
+_SI_RATIO = re.compile(rf"(?:[\w.-]+ / [\w.-]+|\bratio) {_NUM} [kMGT]\b|{_NUM} [kMGT]×")
+
+
+def _si_ratio(line: str) -> list[str]:
+    return [m.group(0) for m in _SI_RATIO.finditer(line)]
+
+
+# A table cell that prints a time below 0 as its figure: "-34.9 ns (-358–288 ns)".
+_NEGATIVE_TIME_CELL = re.compile(rf"^[-−]\d[\d.,]*(?:e[-+]?\d+)?\s?{_TIME}")
+# Columns whose figures are differences or signed by nature (a shift, a bias), or ranges.
+_SIGNED_COLUMNS = ("shift", "bias", "difference", "Δ", "range", "a (", "b (", "slope",
+                   "intercept", "drift", "change", "p5", "min", "max")
+
+
+def _negative_cost_cells(lines: list[str]) -> list[str]:
+    out = []
+    for _, header, cells in _table_rows(lines):
+        if any("per op" in h for h in header):
+            continue
+        for col, cell in zip(header[1:], cells[1:], strict=False):
+            if not any(w in col.lower() for w in _SIGNED_COLUMNS) and \
+                    _NEGATIVE_TIME_CELL.match(cell):
+                out.append(f"{col}: {cell}")
+    return out
+
+
+# A figure with its CI quoted in a comparison: "0.168 ns (95% CI -2.93–3.27 ns; 2 trials)".
+_FIGURE_CI = re.compile(rf"(?P<p>{_NUM})\s?(?:{_UNIT})?\s\((?:95% CI\s)?(?P<lo>{_NUM})\s?"
+                        rf"(?:{_UNIT})?–(?P<hi>{_NUM})")
+
+
+def _compares_unresolved(line: str) -> list[str]:
+    """A clause that compares cases ("cannot be told apart", "a / b", "the lowest … against
+    the next") quoting a figure whose CI includes 0."""
+    out = []
+    for clause in re.split(r"; (?=at |\w+ and \w)|\. ", line):
+        if not re.search(r"cannot be told apart|\bthe (?:lowest|highest)\b| / [\w.-]+ \d",
+                         clause):
+            continue
+        for m in _FIGURE_CI.finditer(clause):
+            lo, hi = (float(x.replace(",", "").replace("−", "-")) for x in (m["lo"], m["hi"]))
+            if lo <= 0 <= hi and lo < hi:
+                out.append(m.group(0))
     return out
 
 
@@ -223,6 +299,12 @@ def flaws(text: str, name: str) -> list[Flaw]:
         if _prose(line):
             found += [Flaw("negative cost", where, s) for s in _negative_cost(line)]
         found += [Flaw("count below zero", where, s) for s in _negative_count(line)]
+        found += [Flaw("interval spans decades", where, s) for s in _spans_decades(line)]
+        found += [Flaw("ratio with an SI prefix", where, s) for s in _si_ratio(line)]
+        if _prose(line):
+            found += [Flaw("comparison with a figure not resolved from 0", where, s)
+                      for s in _compares_unresolved(line)]
+    found += [Flaw("negative cost", f"{name} (table)", s) for s in _negative_cost_cells(lines)]
     for _, header, cells in _table_rows(lines):
         if any("per op" in h for h in header):
             found += [Flaw("count below zero", name, c) for c in cells

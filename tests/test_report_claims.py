@@ -8,6 +8,7 @@ this check printed (docs/runs' committed reports are such text)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from bakeoff.analysis.within_run import analyze
 from bakeoff.declare.model import RunRecord, Trial
 from bakeoff.report.format import fmt_ratio, fmt_with_ci
 from bakeoff.report.markdown import render_details, render_markdown
+from bakeoff.stats import estimates as stats
 from bakeoff.store import results as store
 
 RECORDED = Path(__file__).parent / "fixtures" / "fleet_runs"
@@ -46,9 +48,12 @@ def _noisy(values: dict[str, tuple[float, float]], seed: int, trials: int = 6) -
     """Per variant (mean, sd) of its per-trial values, drawn: a cost at the timer's floor
     (0.4 ns each, noise 0.2 ns) is the case that tempts a ranking, and a negative cost."""
     rng = np.random.default_rng(seed)
-    return _two_variant_run({v: [float(x) for x in rng.normal(m, sd, trials)]
-                             for v, (m, sd) in values.items()},
-                            metric_of={next(iter(values)): "other"}, sizes=(4096, 65536))
+    run = _two_variant_run({v: [float(x) for x in rng.normal(m, sd, trials)]
+                            for v, (m, sd) in values.items()},
+                           metric_of={next(iter(values)): "other"}, sizes=(4096, 65536))
+    for info in run.benchmarks.values():  # a decision minus NONE's: a net difference
+        info.metrics = [{**m, "net": True} if m["name"] == "ns" else m for m in info.metrics]
+    return run
 
 
 @pytest.mark.slow(live=False)
@@ -104,13 +109,58 @@ def test_a_fresh_runs_reports_say_nothing_refused(mremap_quick_run: Path) -> Non
     assert _flaws(said) == []
 
 
+# Committed reports written by the code before this check, kept as the record of their runs
+# (no results.json of theirs is kept to render them again): each still says what the check
+# refuses. Every other committed report, and any added, must say nothing refused.
+WRITTEN_BEFORE_THE_CHECK = frozenset({
+    "bpf-map-dump-20261123-xeon.md", "cgroup-stat-read-20261123-xeon.md",
+    "default-20261125-epyc.md", "heap-sampling-20261123-xeon.md",
+    "heap-sampling-20261127-epyc.md", "heap-sampling-20261129-epyc.md",
+    "mremap-vs-memcpy-20261123-xeon.md", "mremap-vs-memcpy-20261127-epyc.md",
+    "tracing-overhead-20261123-xeon.md"})
+
+
+def test_the_committed_reports_say_nothing_refused() -> None:
+    """docs/runs' reports rendered by this code (the default run of 2026-11-29, re-rendered
+    from its results.json) say nothing refused; those written before the check are named."""
+    reports = sorted(p for p in COMMITTED.glob("*.md") if p.name != "README.md")
+    assert reports
+    for p in reports:
+        found = [str(f) for f in flaws(p.read_text(), p.name)]
+        if p.name in WRITTEN_BEFORE_THE_CHECK:
+            assert found, f"{p.name} says nothing refused now: take it off the list"
+        else:
+            assert found == [], p.name
+
+
+# What the committed default run of 2026-11-29 printed before Metric.net and the trial-count
+# rule for intervals (docs/runs/default-20261129-epyc.md as first committed), one of each.
+PRINTED_BEFORE_NET = (
+    "| workload, mean | none | poisson-tagged | trials |\n|---|---:|---:|---:|\n"
+    "| inline-4096, 2 MiB | 0.00265 ns (-0.141–0.146 ns) | 6.81e-05 µs (1.77e-11–262 µs) "
+    "| 2–15 |\n"
+    "| mode1, 4 KiB | -34.9 ns (-358–288 ns) | -19.3 ns (-307–268 ns) | 2–6 |\n\n"
+    "- Along mean with workload=inline-64: at 4 KiB poisson and poisson-tagged cannot be told "
+    "apart on decide_ns_per_alloc: 0.528 ns (95% CI 0.386–0.721 ns; 15 trials) against "
+    "0.568 ns (95% CI 0.0535–6.02 ns; 2 trials); poisson / poisson-tagged 1.15e-12 T, 99.7% "
+    "CI 1.95e-51–6.79e+26 T, Bonferroni over 18.\n"
+    "- Along mean with workload=mode4: at 2 MiB poisson-tagged and poisson cannot be told "
+    "apart on decide_ns_per_alloc: 0.169 ns (95% CI -2.93–3.27 ns; 2 trials) against 0.480 ns "
+    "(95% CI 0.195–0.766 ns; 5 trials).\n")
+
+
 def test_the_check_finds_each_flaw_in_what_was_printed_before() -> None:
-    """The committed reports were written before this check: it finds in them each kind of
-    flaw the issue quotes (so a test above that passes is no check that cannot fail)."""
-    text = "\n".join(p.read_text() for p in sorted(COMMITTED.glob("*-epyc.md")))
+    """The committed reports written before this check, and what the default run printed
+    before Metric.net: the check finds in them each kind of flaw the issue quotes (so a test
+    above that passes is no check that cannot fail)."""
+    text = "\n".join((COMMITTED / name).read_text() for name in sorted(WRITTEN_BEFORE_THE_CHECK))
     kinds = {f.kind for f in flaws(text, "docs/runs")}
     assert {"interval ends at its point", "ranking of overlapping cases",
             "negative cost"} <= kinds, kinds
+    before = [f.kind for f in flaws(PRINTED_BEFORE_NET, "before")]
+    assert set(before) == {"interval spans decades", "ratio with an SI prefix", "negative cost",
+                           "comparison with a figure not resolved from 0"}, before
+    assert before.count("negative cost") == 2, before  # the two cells below 0, not the CIs
     quoted = ("- **x**: batch-256 3.94× faster (95% CI 3.94–8.24×); poisson 1.22 ns "
               "(95% CI 0.880–1.57 ns).\n- At n=2, a makes 0.500 (95% CI -5.85–6.85) context "
               "switches per op against 1.00 for b.\n")
@@ -169,3 +219,42 @@ def test_ends_that_print_as_the_point_in_other_digits_get_more() -> None:
     assert said == "1.0000× (0.9950–1.005×)"
     assert flaws(f"| reopen | {said} |", "details.md") == []
     assert flaws("| reopen | 1.000× (0.995–1.00×) |", "details.md") != []
+
+
+def test_a_net_difference_is_never_on_log_scale_nor_a_ratio_unless_resolved() -> None:
+    """heap-sampling's decide_ns_per_alloc at 2 MiB: two trials near 0, both positive. On log
+    scale its CI was 1.77e-11–262 µs; declared net (Metric.net) it is linear, not floored at
+    0, and the report says it is not resolved from 0; no ratio is formed from it."""
+    two = [[6.8e-5] * 4, [0.6] * 4]
+    assert stats.median_ci(two).low < 1e-6  # what log scale gave: decades
+    net = stats.median_ci(two, log=False)
+    assert net.low < 0 < net.high
+    run = _noisy({"base": (0, 1), "poisson": (0.45, 0.2), "hash": (0.43, 0.2)}, 0)
+    assert all(m.get("net") for info in run.benchmarks.values() for m in info.metrics
+               if m["name"] == "ns")
+    trials, k = [], 0
+    for t in run.trials:  # hash's trials straddle 0 at the first size: not resolved
+        if t.case.variant == "hash" and dict(t.case.params)["size"] == 4096:
+            k += 1
+            t = dataclasses.replace(t, samples={**t.samples, "ns": [
+                (-1.0 if k % 2 else 1.0) * 0.5 * k] * 4})
+        trials.append(t)
+    run.trials = trials
+    analysis = analyze(run)
+    said = {"report.md": render_markdown(run, analysis),
+            "details.md": render_details(run, analysis)}
+    assert _flaws(said) == []
+    assert "not resolved from 0" in said["report.md"]
+    hash_small = [r for ba in analysis.benchmarks for r in ba.results
+                  if r.case.variant == "hash" and r.metric == "ns"
+                  and dict(r.case.params)["size"] == 4096]
+    assert hash_small and all(r.vs_baseline is None for r in hash_small)
+    assert not any("hash / " in line or " / hash" in line
+                   for line in said["report.md"].splitlines() if "4 KiB" in line)
+
+
+def test_a_ratio_takes_no_si_prefix_and_two_trials_give_no_interval() -> None:
+    """'poisson / poisson-tagged 1.15e-12 T' was a ratio of 1.15 scaled by its CI's end."""
+    said = fmt_ratio(1.15, 1.95e-51, 6.79e26)
+    assert " T" not in said and flaws(f"- a / b {said}", "r") != []
+    assert stats.MIN_TRIALS_FOR_CI == 3

@@ -44,6 +44,13 @@ def _compared(info: BenchmarkInfo, trials: Sequence[Trial], metric: str) -> list
     return [[abs(v) for v in t] for t in per_trial] if info.is_signed(metric) else per_trial
 
 
+def _resolved(per_trial: list[list[float]]) -> bool:
+    """Its median's CI (linear scale, as a net difference's) lies above 0, from 2 trials or
+    more."""
+    ci = stats.median_ci(per_trial, log=False)
+    return len(per_trial) > 1 and ci.low > 0 and ci.estimate > 0
+
+
 def _rounds(trials: Sequence[Trial], metric: str) -> list[int]:
     """The round of each trial _compared keeps, in its order."""
     return [t.round for t in trials if t.ok and t.samples.get(metric)]
@@ -83,6 +90,10 @@ def pair_comparisons(info: BenchmarkInfo, cases: Sequence[Case],
         if not mine or not theirs:
             continue
         zero = float(np.median(np.concatenate(theirs))) == 0
+        if info.is_net(metric):
+            # A net difference whose CI includes 0 (or sits below it): no ratio to or from
+            # it (Metric.net); the shift still says what is added.
+            zero = zero or not all(_resolved(x) for x in (mine, theirs))
         # The one ratio every report prints (stats.ratio_ci, as against the baseline):
         # paired by round where the two cases ran interleaved, so a table's ratio and an
         # answer's are the same figure.

@@ -320,7 +320,8 @@ def _case_results(
         for metric in metric_names:
             per_trial = _compared_samples(info, trials, metric)
             signed_values = _ok_samples(trials, metric) if info.is_signed(metric) else []
-            summary = stats.summarize(per_trial, rng) if per_trial else None
+            summary = (stats.summarize(per_trial, rng, log=False if info.is_net(metric) else None)
+                       if per_trial else None)
             below = None
             if summary is not None and info.subtracted(metric):
                 summary, below = _floored(summary, per_trial, info.subtracted(metric))
@@ -351,6 +352,10 @@ def _case_results(
                 base_trials = trials_by_case.get(
                     Case(case.benchmark, info.baseline, case.params), [])
                 base = _compared_samples(info, base_trials, metric)
+                if info.is_net(metric) and not (
+                        _resolved(summary) and base and _resolved(stats.summarize(base, rng,
+                                                                                  log=False))):
+                    continue  # a net difference that may be 0: no ratio to or from it
                 if base and info.subtracted(metric) and _floored(
                         stats.summarize(base, rng), base, info.subtracted(metric))[1]:
                     continue  # the baseline below resolution: no ratio of positive figures
@@ -372,6 +377,13 @@ def _case_results(
             result.comparison = dataclasses.replace(
                 result.comparison, paired=paired.get((result.case, result.metric)))
     return results
+
+
+def _resolved(summary: stats.Summary | None) -> bool:
+    """A figure whose CI excludes 0, from 2 trials or more: a ratio to or from a net
+    difference (Metric.net) is formed only between such figures, and only of positive ones."""
+    return (summary is not None and summary.n_trials > 1 and summary.ci_low > 0
+            and summary.median > 0)
 
 
 def _floored(summary: stats.Summary, per_trial: list[list[float]], subtracted: str | None

@@ -176,8 +176,17 @@ class Metric:
     # start-up's resolution: the report says so in place of its figure, and no ratio is
     # formed to or from it (a ratio of a figure that may be 0 has no finite CI).
     subtracted: str | None = None
+    # A net difference: each value is the variant's figure minus a reference's taken beside
+    # it (what a scheme adds over doing nothing), so it may be 0 or below. Its CI is never on
+    # log scale (that needs every figure positive, and from few trials spans decades); a case
+    # whose CI includes 0 is said as "not resolved from 0" with its interval, never as a
+    # cost; and no ratio is formed to or from a case whose CI includes 0.
+    net: bool = False
 
     def __post_init__(self) -> None:
+        if self.net and self.signed:
+            raise ValueError(f"metric {self.name}: a net difference is compared as it is, "
+                             "not by |value|; drop signed=True or net=True")
         if self.signed and not self.lower_is_better:
             raise ValueError(f"metric {self.name}: a signed metric is better closer to zero; "
                              "drop lower_is_better=False")
@@ -509,7 +518,8 @@ class Benchmark:
                 {"name": m.name, "unit": m.unit, "description": m.description,
                  "lower_is_better": m.lower_is_better, "overhead_pct": m.overhead_pct,
                  **({"signed": True} if m.signed else {}),
-                 **({"subtracted": m.subtracted} if m.subtracted else {})}
+                 **({"subtracted": m.subtracted} if m.subtracted else {}),
+                 **({"net": True} if m.net else {})}
                 for m in self.metrics
             ],
             crossover_ratios=list(self.crossover_ratios),
@@ -570,6 +580,11 @@ class BenchmarkInfo:
         """What was taken off the metric's values, floored at 0 (Metric.subtracted)."""
         found = self.metric(metric).get("subtracted")
         return str(found) if found else None
+
+    def is_net(self, metric: str) -> bool:
+        """A difference to a reference measured beside it, which may be 0 or below
+        (Metric.net)."""
+        return bool(self.metric(metric).get("net", False))
 
     def is_signed(self, metric: str) -> bool:
         """Closer to zero is better: compared and ranked by |value| (Metric.signed)."""

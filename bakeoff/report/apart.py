@@ -43,7 +43,8 @@ class Apart:
         0.883–1.04' where both are positive: named, so no reader takes it for a ratio to the
         baseline."""
         if self.ratio is not None:
-            e = fmt_estimate(self.ratio.ratio, self.ratio.ci_low, self.ratio.ci_high, "")
+            e = fmt_estimate(self.ratio.ratio, self.ratio.ci_low, self.ratio.ci_high, "",
+                             si=False)
             ratio = f"{self.a.case.variant} / {self.b.case.variant} {e.point}"
             return (f"{ratio}, {self._ci(e.interval)}" if e.interval else
                     f"{ratio} in every trial")
@@ -60,19 +61,23 @@ def _signed(text: str) -> str:
     return text if text.startswith(("-", "−")) or text.split()[0] == "0" else "+" + text
 
 
-def apart(a: CaseResult, b: CaseResult, comparisons: int = 1) -> Apart | None:
-    """a against b (module docstring); None when either has fewer than 2 trials (no spread
-    to tell a difference from). comparisons: how many such tests the sentence's benchmark
-    makes (Bonferroni: p × comparisons < ALPHA)."""
-    if len(a.trial_medians) < 2 or len(b.trial_medians) < 2:
-        return None
+def apart(a: CaseResult, b: CaseResult, comparisons: int = 1, net: bool = False
+          ) -> Apart | None:
+    """a against b (module docstring); None when either has fewer than MIN_TRIALS_FOR_CI
+    trials (from 2, t = 12.7: an interval that says nothing a reader can use). comparisons:
+    how many such tests the sentence's benchmark makes (Bonferroni: p × comparisons <
+    ALPHA). net: the metric is a net difference (Metric.net): a ratio is formed only where
+    both cases' CIs exclude 0, else their difference is said."""
+    if min(len(a.trial_medians), len(b.trial_medians)) < stats.MIN_TRIALS_FOR_CI:
+        return None  # 1 degree of freedom: a CI of their difference would span decades
     m = max(comparisons, 1)
     # The interval printed is the one decided on: Bonferroni's level over the comparisons.
     confidence = 1 - stats.ALPHA / m
     d = stats.difference_ci(a.trial_medians, b.trial_medians, a.trial_rounds, b.trial_rounds,
                             confidence)
     ratio = None
-    if min(*a.trial_medians, *b.trial_medians) > 0:
+    if min(*a.trial_medians, *b.trial_medians) > 0 and (
+            not net or (resolved_from_zero(a) and resolved_from_zero(b))):
         ratio = stats.ratio_ci([[x] for x in a.trial_medians], [[x] for x in b.trial_medians],
                                confidence, variant_rounds=a.trial_rounds,
                                baseline_rounds=b.trial_rounds)

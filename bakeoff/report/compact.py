@@ -14,10 +14,11 @@ from bakeoff.analysis.within_run import BenchmarkAnalysis, CaseResult
 from bakeoff.declare.model import Case
 from bakeoff.report.contention import CONTENDED_MARK
 from bakeoff.report.contention import legend as contention_legend
-from bakeoff.report.format import MISSING, fmt_ratio, fmt_value, fmt_with_ci, params_label
+from bakeoff.report.format import MISSING, fmt_ratio, params_label
 from bakeoff.report.grid import Grid, Params, Point, grid, trials_of
-from bakeoff.report.tables import below_resolution_text
+from bakeoff.report.tables import below_resolution_text, median_figure
 from bakeoff.report.words import better_phrase
+from bakeoff.stats.estimates import MIN_TRIALS_FOR_CI
 
 # Better than the baseline beyond the threshold, worse, or no difference of that size shown.
 GLYPHS = {"faster": "✓", "slower": "✗", "equivalent": "=", "inconclusive": "?"}
@@ -67,13 +68,18 @@ def _figure(ba: BenchmarkAnalysis, g: Grid, point: Point, variant: str,
         ratio, verdict = r.vs_baseline, r.verdict
         if ratio is None or verdict is None:
             return CompactCell(MISSING)
+        sides = (trials_of(r), trials_of(point.of(ba.info.baseline)))
+        if min(sides) < MIN_TRIALS_FOR_CI:  # 1 degree of freedom: a CI spanning decades
+            shown = fmt_ratio(ratio.ratio, ratio.ratio, ratio.ratio).removesuffix(
+                " (the same in every trial)")
+            return CompactCell(f"{shown} ({sides[0]} + {sides[1]} trials: too few for a CI) "
+                               f"{GLYPHS[verdict]}", verdict)
         return CompactCell(f"{fmt_ratio(ratio.ratio, ratio.ci_low, ratio.ci_high)} "
                            f"{GLYPHS[verdict]}", verdict)
     s = r.summary
     if r.below_resolution:  # said as such: its CI reaches 0 once the start-up is taken off
         return CompactCell(below_resolution_text(s, r.unit, r.below_resolution))
-    return CompactCell(fmt_with_ci(s.median, s.ci_low, s.ci_high, r.unit, "") if s.n_trials > 1
-                       else f"{fmt_value(s.median, r.unit)} (one trial)")
+    return CompactCell(median_figure(s, r.unit, ba.info.is_net(r.metric)).said())
 
 
 def _trials(point: Point) -> str:

@@ -46,7 +46,6 @@ from bakeoff.report.counted import why_sentence
 from bakeoff.report.format import (
     fmt_number,
     fmt_value,
-    fmt_with_ci,
     is_time_unit,
     param_estimate_label,
     params_label,
@@ -54,8 +53,9 @@ from bakeoff.report.format import (
     swept_label,
 )
 from bakeoff.report.grid import Grid, Params, Point, grid, point_label, trials_of
+from bakeoff.report.tables import median_figure
 from bakeoff.report.words import change_phrase, lower_is_better, shown_metric
-from bakeoff.stats.estimates import NO_DIFFERENCE, Ratio
+from bakeoff.stats.estimates import MIN_TRIALS_FOR_CI, NO_DIFFERENCE, Ratio, Summary
 
 FindingKind = Literal["answer", "unanswered", "winner", "ranking", "why", "crossover", "fit",
                       "skipped", "failed", "no-data"]
@@ -163,6 +163,8 @@ def _named_best(g: Grid, ranked: list[CaseResult],
     told = apart(best, ranked[1], comparisons=len(g.points))
     if told is not None and told.shown:
         return f"the {which}, {best.case.variant},", "", ()
+    if told is None:  # too few trials to set the two side by side: no claim either way
+        return best.case.variant, "", ()
     how = f" ({told.words(best.unit)})" if told is not None else ""
     return (best.case.variant, f", and cannot be told apart from {ranked[1].case.variant}{how}",
             (ranked[1],))
@@ -221,6 +223,9 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
     if min(trials_of(best), trials_of(base)) < 2:
         # One trial shows no spread: its CI is a point, which would read as certainty.
         figure = f"(ratio {fmt_number(ratio.ratio)}, no CI from one trial; {n})"
+    elif min(trials_of(best), trials_of(base)) < MIN_TRIALS_FOR_CI:
+        # Two: a CI on one degree of freedom spans decades (estimates.MIN_TRIALS_FOR_CI).
+        figure = f"(ratio {fmt_number(ratio.ratio)}; {n}: too few for a CI)"
     verdict = best.comparison.verdict
     why: list[str] = []
     if min(trials_of(best), trials_of(base)) < MIN_TRIALS_FOR_VERDICT:
@@ -284,15 +289,25 @@ def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | No
     if n < MIN_TRIALS_FOR_VERDICT:
         why.append(f"fewer than {MIN_TRIALS_FOR_VERDICT} trials")
     where = _where(ba, g, point)
+    net = ba.info.is_net(g.metric)
+    unresolved: list[CaseResult] = []
+    if net and any(resolved_from_zero(r) for r in ranked):
+        # A net difference whose CI includes 0 is no cost to rank, nor to set beside one:
+        # it is said with its interval, after what can be ranked.
+        unresolved = [r for r in ranked if not resolved_from_zero(r)]
+        ranked = [r for r in ranked if resolved_from_zero(r)]
+        best = ranked[0]
+        assert best.summary is not None
+        s = best.summary
     if len(ranked) > 1 and not any(resolved_from_zero(r) for r in ranked):
         # Every CI includes 0: the timer does not resolve these costs; a ranking of them,
         # or a negative one quoted as a cost, would be noise said as a finding.
         text = (f"no variant's {metric} is resolved from 0: every 95% CI includes 0 "
                 f"(≥ {n} trials each)")
         return Clause(where, text, why, tuple(ranked), 0.0, named_first=False)
-    figure = (fmt_with_ci(s.median, s.ci_low, s.ci_high, unit).removesuffix(")")
-              + f"; {s.n_trials} trials)" if s.n_trials > 1 else
-              f"{fmt_value(s.median, unit)} (no CI from one trial)")
+    figure = _case_figure(s, unit, net)
+    rest = "".join(f"; {r.case.variant} {_case_figure(r.summary, unit, net)}"
+                   for r in unresolved if r.summary is not None)
     if lower and s.median < 0 and is_time_unit(unit):
         # A time below zero is a difference the program measured, not a cost to rank; its
         # figure is said as how far below 0, or as the interval alone where that holds 0.
@@ -304,24 +319,36 @@ def _ranking_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | No
                       (best,), 0.0, named_first=False)
     if len(ba.info.variants) == 1 or len(ranked) == 1:
         # Alone (one command under `bakeoff cmd`), a variant ranks against nothing.
-        return Clause(where, f"{best.case.variant}'s {metric} is {figure}", why, (best,), 0.0,
-                      named_first=False)
+        return Clause(where, f"{best.case.variant}'s {metric} is {figure}{rest}", why,
+                      (best, *unresolved), 0.0, named_first=False)
     runner = ranked[1]
-    told = apart(best, runner, comparisons=len(g.points))
+    told = apart(best, runner, comparisons=len(g.points), net=net)
     if told is None or not told.shown:
         t = runner.summary
         assert t is not None
-        other = (fmt_with_ci(t.median, t.ci_low, t.ci_high, unit).removesuffix(")")
-                 + f"; {t.n_trials} trials)" if t.n_trials > 1 else
-                 f"{fmt_value(t.median, unit)} (no CI from one trial)")
+        other = _case_figure(t, unit, net)
         diff = f"; {told.words(unit)}" if told is not None else ""
+        few = "" if told is not None else " from so few trials"
         text = (f"{best.case.variant} and {runner.case.variant} cannot be told apart on "
-                f"{metric}: {figure} against {other}{diff}")
+                f"{metric}{few}: {figure} against {other}{diff}{rest}")
         # No foil: a "why" would explain a difference that is not shown.
         return Clause(where, text, why, (best, runner), 0.0, named_first=True)
     text = (f"the {word} {metric} is {best.case.variant}'s, {figure}; "
-            f"against the next, {runner.case.variant}, {told.words(unit)}")
+            f"against the next, {runner.case.variant}, {told.words(unit)}{rest}")
     return Clause(where, text, why, (best, runner), 0.0, named_first=False, foil=runner)
+
+
+def _case_figure(s: Summary, unit: str, net: bool) -> str:
+    """'1.41 ns (95% CI 1.26–1.59 ns; 15 trials)', 'not resolved from 0 (95% CI -2.93 to
+    +3.27 ns; 5 trials)', '12.4 ns (2 trials: too few for a CI)' (tables.median_figure)."""
+    f = median_figure(s, unit, net)
+    if s.n_trials < 2:
+        return f"{f.point} (no CI from one trial)"
+    if f.interval.endswith("too few for a CI"):
+        return f.said()
+    if f.interval == "the same in every trial":
+        return f"{f.point} (the same in all {s.n_trials} trials)"
+    return f"{f.point} (95% CI {f.interval}; {s.n_trials} trials)"
 
 
 def _with_why(clause: Clause) -> str:

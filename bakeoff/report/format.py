@@ -105,18 +105,22 @@ def fmt_with_ci(point: float, low: float, high: float, unit: str, label: str = "
 
 def ratio_with_ci(ratio: float, low: float, high: float) -> str:
     """'ratio 0.0285, 95% CI 0.0192–0.0410': how every sentence quotes a ratio."""
-    e = fmt_estimate(ratio, low, high, "")
+    e = fmt_estimate(ratio, low, high, "", si=False)
     return f"ratio {e.point}, " + (f"95% CI {e.interval}" if e.interval else
                                     "the same in every trial")
 
 
-def fmt_estimate(point: float, low: float, high: float, unit: str) -> Estimate:
+def fmt_estimate(point: float, low: float, high: float, unit: str, si: bool = True
+                 ) -> Estimate:
     """A point and its CI with digits enough that each end differs from the point as printed
     (3 significant digits, up to 6): '1.05 ns' and '1.02–1.34 ns', never '1.05 (1.05–1.34)'.
-    A count's CI that stops at 0 where its point is 0 reads 'up to 0.3'."""
+    A count's CI that stops at 0 where its point is 0 reads 'up to 0.3'. si=False for a
+    ratio: a factor takes no SI prefix ("1.15e-12 T" was a ratio of 1.15 scaled by its
+    CI's end)."""
     if any(math.isnan(x) for x in (point, low, high)):
         return Estimate(fmt_value(point, unit), None if low == high == point else MISSING)
-    divisor, shown = _scale_by(max(abs(low), abs(high), abs(point)), unit)
+    divisor, shown = (_scale_by(max(abs(low), abs(high), abs(point)), unit) if si else
+                      (1.0, unit))
     if low == high == point:
         return Estimate(f"{fmt_number(point / divisor)} {shown}".strip(), None)
     if point == low == 0:
@@ -183,8 +187,21 @@ def fmt_range(low: float | None, high: float | None, unit: str) -> str:
 
 def fmt_ratio(ratio: float, low: float, high: float) -> str:
     """'0.0912 (0.0850–0.0970)': a ratio and its CI, unitless (fmt_estimate's digits)."""
-    e = fmt_estimate(ratio, low, high, "")
+    e = fmt_estimate(ratio, low, high, "", si=False)
     return e.point + (f" ({e.interval})" if e.interval else " (the same in every trial)")
+
+
+def interval_words(low: float, high: float, unit: str) -> str:
+    """'-0.34 to +0.42 ns': an interval said alone, signed ends (one that straddles 0)."""
+    e = fmt_estimate((low + high) / 2, low, high, unit)
+    lo, _, hi = (e.interval or fmt_range(low, high, unit)).partition("–")
+    return f"{lo} to {hi if hi.startswith(('-', '−')) else '+' + hi}"
+
+
+def not_resolved_text(low: float, high: float, unit: str) -> str:
+    """'not resolved from 0 (-358 to +288 ns)': a net difference (Metric.net) whose CI
+    includes 0, said with its interval and without a point that would read as a cost."""
+    return f"not resolved from 0 ({interval_words(low, high, unit)})"
 
 
 def fmt_times(x: float) -> str:

@@ -21,10 +21,11 @@ from bakeoff.report.format import (
     fmt_ratio,
     fmt_value,
     fmt_with_ci,
+    interval_words,
     params_label,
 )
 from bakeoff.report.words import Verdict, lower_is_better, speedup, verdict, verdict_cell
-from bakeoff.stats.estimates import MIN_VALUES_FOR_TAIL_QUANTILES, Summary
+from bakeoff.stats.estimates import MIN_TRIALS_FOR_CI, MIN_VALUES_FOR_TAIL_QUANTILES, Summary
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,59 @@ def below_resolution_text(s: Summary, unit: str, what: str) -> str:
             f"{fmt_value(spread, unit)}")
 
 
+@dataclass(frozen=True)
+class MedianFigure:
+    """A case's median as a report prints it: `point` '12.4 ns', or the words that stand
+    in for one ('not resolved from 0'); `interval` its CI, or what stands in for one."""
+
+    point: str
+    interval: str
+
+    def said(self) -> str:
+        """'12.4 ns (12.1–12.6 ns)', 'not resolved from 0 (-358 to +288 ns)', '0.568 ns
+        (2 trials: too few for a CI)'."""
+        return f"{self.point} ({self.interval})"
+
+
+def median_figure(s: Summary, unit: str, net: bool = False) -> MedianFigure:
+    """One case's median with its CI, honest where the CI cannot be read as one: a net
+    difference (Metric.net) whose CI includes 0 is said so, with its interval and no point
+    that would read as a cost; one whose whole CI is below 0 as how much less it takes;
+    from fewer than MIN_TRIALS_FOR_CI trials, the median with its trial count."""
+    if s.n_trials < 2:
+        return MedianFigure(fmt_value(s.median, unit), "one trial")
+    if net and s.ci_low <= 0 <= s.ci_high and s.ci_low < s.ci_high:
+        return MedianFigure("not resolved from 0", interval_words(s.ci_low, s.ci_high, unit))
+    if s.n_trials < MIN_TRIALS_FOR_CI and not s.ci_low == s.ci_high == s.median:
+        return MedianFigure(fmt_value(abs(s.median), unit) + (" less" if net and s.median < 0
+                                                              else ""),
+                            f"{s.n_trials} trials: too few for a CI")
+    if net and s.ci_high < 0:
+        e = fmt_estimate(-s.median, -s.ci_high, -s.ci_low, unit)
+        return MedianFigure(f"{e.point} less", e.interval or "the same in every trial")
+    e = fmt_estimate(s.median, s.ci_low, s.ci_high, unit)
+    return MedianFigure(e.point, e.interval or "the same in every trial")
+
+
+def _few_or_ci(point: float, low: float, high: float, unit: str, s: Summary | None) -> str:
+    """A figure with its CI, or with its trial count where they are too few for one (an RMS
+    from 2 trials, on log scale, spans decades)."""
+    if s is not None and 1 < s.n_trials < MIN_TRIALS_FOR_CI:
+        return f"{fmt_value(point, unit)} ({s.n_trials} trials: too few for a CI)"
+    return fmt_with_ci(point, low, high, unit, "")
+
+
+def _ratio_trials(ba: BenchmarkAnalysis, r: CaseResult) -> tuple[int, int]:
+    """The trials behind a case's ratio to its baseline case: (its own, the baseline's)."""
+    base = next((b for b in ba.for_metric(r.metric) if b.case.variant == ba.info.baseline
+                 and b.case.params == r.case.params and b.summary is not None), None)
+    mine = r.summary.n_trials if r.summary is not None else 0
+    return mine, base.summary.n_trials if base is not None and base.summary else 0
+
+
 def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
     lower_better = lower_is_better(ba, metric)
+    net = ba.info.is_net(metric)
     rows: list[CaseRow] = []
     for r in measured_results(ba, metric):
         s, vs, cmp = r.summary, r.vs_baseline, r.comparison
@@ -149,16 +201,15 @@ def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
             "variant": r.case.variant,
             "params": case_params_label(ba.info, r.case),
             "n": f"{fmt_count(s.n)} / {s.n_trials}" if s else "0 / 0",
-            "median": fmt_estimate(s.median, s.ci_low, s.ci_high, r.unit).point if s else (
+            "median": median_figure(s, r.unit, net).point if s else (
                 MISSING if r.n_failed else f"{MISSING} (not run)"),
-            "ci": ((fmt_estimate(s.median, s.ci_low, s.ci_high, r.unit).interval
-                    or "the same in every trial") if s.n_trials > 1 else "no CI from one trial")
-            if s else MISSING,
+            "ci": (median_figure(s, r.unit, net).interval if s.n_trials > 1
+                   else "no CI from one trial") if s else MISSING,
             "p5_p95": tail_quantiles(s, r.unit) if s else MISSING,
-            "bias": (fmt_with_ci(r.signed.bias, r.signed.bias_ci_low, r.signed.bias_ci_high,
-                                 r.unit, "") if r.signed else MISSING),
-            "rms": (fmt_with_ci(r.signed.rms, r.signed.rms_ci_low, r.signed.rms_ci_high,
-                                r.unit, "") if r.signed else MISSING),
+            "bias": (_few_or_ci(r.signed.bias, r.signed.bias_ci_low, r.signed.bias_ci_high,
+                                r.unit, s) if r.signed else MISSING),
+            "rms": (_few_or_ci(r.signed.rms, r.signed.rms_ci_low, r.signed.rms_ci_high,
+                               r.unit, s) if r.signed else MISSING),
             "ratio": fmt_ratio(vs.ratio, vs.ci_low, vs.ci_high) if vs else MISSING,
             "speedup": MISSING,
             "verdict": verdict_cell(r, ba.info.baseline),
@@ -173,9 +224,18 @@ def case_rows(ba: BenchmarkAnalysis, metric: str) -> list[CaseRow]:
         if s is not None and r.below_resolution:
             cells["median"] = below_resolution_text(s, r.unit, r.below_resolution)
             cells["ratio"] = f"{MISSING} (below resolution)"
-        if vs:
+        sides = _ratio_trials(ba, r)
+        if vs and min(sides) < MIN_TRIALS_FOR_CI:
+            # From 2 trials a side the ratio's CI spans decades: its point and trial counts.
+            few = f"{sides[0]} + {sides[1]} trials: too few for a CI"
+            cells["ratio"] = f"{fmt_number(vs.ratio)} ({few})"
+            point = speedup(vs, lower_better)[0]
+            cells["speedup"] = f"{fmt_number(point)}× ({few})" if math.isfinite(point) else \
+                MISSING
+        elif vs:
             point, lo, hi = speedup(vs, lower_better)
-            cells["speedup"] = (fmt_with_ci(point, lo, hi, "×", "").replace(" ×", "×")
+            cells["speedup"] = (fmt_estimate(point, lo, hi, "×", si=False).said("")
+                                .replace(" ×", "×")
                                 if math.isfinite(point) else MISSING)
         elif not is_base and s is not None and not r.below_resolution:
             below = any(b.below_resolution for b in ba.for_metric(metric)

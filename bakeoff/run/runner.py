@@ -523,7 +523,9 @@ class _Measurement:
         if len(per_trial) < MIN_TRIALS_FOR_TARGET:
             return math.inf
         pooled = np.concatenate([np.asarray(p, dtype=float) for p in per_trial])
-        ci = stats.median_ci(per_trial)  # the report's CI of the median
+        # The report's CI of the median (a net difference's on the linear scale).
+        ci = stats.median_ci(per_trial, log=False if self.plan.benchmark.primary_metric.net
+                             else None)
         low, high = ci.low, ci.high
         if high == low and pooled.min() != pooled.max():
             return math.inf

@@ -29,6 +29,11 @@ N_BOOT = 2000
 # Fewer pooled values than this cannot place a p5 or p95 (each is then an interpolation
 # between the two most extreme values): reports flag such quantiles instead of showing them.
 MIN_VALUES_FOR_TAIL_QUANTILES = 20
+# Fewer trials than this give no printed CI: a t interval from 2 has 1 degree of freedom
+# (t = 12.7), and on log scale spans decades ("23.5 (0.149–3,705)"), which says nothing a
+# reader can use. The interval is still computed (verdicts use it, at its own t); reports
+# give the figure with its trial count instead.
+MIN_TRIALS_FOR_CI = 3
 # Bootstrap replicates are computed in chunks so memory stays bounded for big trials.
 _BOOT_CELLS_PER_CHUNK = 4_000_000
 
@@ -309,7 +314,12 @@ def median_ci(trials: Trials, confidence: float = CONFIDENCE,
     that may be 0, such as an added cost, wants the linear scale), n - 1 degrees of freedom,
     centred on the pooled median it is printed beside (estimate ± t·SE), so the point lies
     inside its interval, never at an end. Where every value is >= 0 (a count, a time) the
-    interval stops at 0. p_zero is NaN (no "zero" to test)."""
+    interval stops at 0. p_zero is NaN (no "zero" to test).
+
+    A net difference (Metric.net) passes log=False: on log scale its interval from few
+    trials would span decades (t = 12.7 at 2 trials, taken on logs of figures near 0) and
+    could never include the 0 it may be; nor is its interval floored at 0 where every value
+    seen is >= 0 (a difference may be below 0 all the same)."""
     arrays = _as_arrays(trials)
     if not arrays:
         raise ValueError("no samples")
@@ -318,13 +328,14 @@ def median_ci(trials: Trials, confidence: float = CONFIDENCE,
     meds = _trial_figures(arrays)
     n = meds.size
     positive = pooled > 0 and bool(np.all(meds > 0))
+    explicit = log  # told the scale (a net difference): its interval is not floored at 0
     log = positive if log is None else (log and positive)
     x = np.log(meds) if log else meds
     se = float(x.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
     t = _interval(math.log(pooled) if log else pooled, se, n - 1, log, confidence)
     if se == 0:  # no spread seen: the interval is the point itself, exactly (exp(log(x)) != x)
         t = dataclasses.replace(t, estimate=pooled, low=pooled, high=pooled)
-    if not log and bool(np.all(pooled_values >= 0)):
+    if not log and explicit is None and bool(np.all(pooled_values >= 0)):
         t = dataclasses.replace(t, low=max(t.low, 0.0))
     return dataclasses.replace(t, p_zero=math.nan)
 
@@ -425,16 +436,18 @@ def _percentile_ci(replicates: FloatArray, confidence: float = CONFIDENCE) -> tu
 
 
 def summarize(
-    trials: Trials, rng: np.random.Generator | None = None, n_boot: int = N_BOOT
+    trials: Trials, rng: np.random.Generator | None = None, n_boot: int = N_BOOT,
+    log: bool | None = None,
 ) -> Summary:
     """Descriptive statistics of the pooled samples, and median_ci's CI of their median
-    (rng and n_boot are unused: the CI is no longer a bootstrap's; kept for callers)."""
+    (rng and n_boot are unused: the CI is no longer a bootstrap's; kept for callers). log:
+    as median_ci's (False for a net difference, Metric.net)."""
     arrays = _as_arrays(trials)
     if not arrays:
         raise ValueError("no samples")
     pooled = np.concatenate(arrays)
     median = float(np.median(pooled))
-    ci = median_ci(arrays)
+    ci = median_ci(arrays, log=log)
     ci_low, ci_high = ci.low, ci.high
     p5, p95 = np.quantile(pooled, [0.05, 0.95])
     return Summary(

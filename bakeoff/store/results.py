@@ -61,6 +61,9 @@ from bakeoff.store import schema
 #       parts, the time left it said); a reader that ignores it loses no figure.
 #       Within 4, a metric may carry "subtracted" (what was taken off each value, floored at
 #       0: cmd's shell start-up); a reader that ignores it shows the figures as before.
+#       Within 4, a metric may carry "net": true (Metric.net: a difference to a reference
+#       measured beside it, which may be 0 or below); a reader that ignores it puts a net
+#       metric whose trial medians are all positive on log scale, as before.
 #       Within 4, a trial may carry "contention" (Contention: CPU time, run-queue wait, steal,
 #       involuntary switches, load) and the run "retaken", the trials measured again because
 #       they waited too long for a CPU (each with "retaken_because"; in trials.jsonl as

@@ -53,7 +53,7 @@ BENCHMARK_INFO = {
     "params": [{"name": str, "kind": ("int", "float", "bytes", "str"), "unit?": str}],
     "metrics": NonEmpty({"name": str, "unit": str, "lower_is_better": bool,
                          "overhead_pct?": bool, "signed?": bool,
-                         "subtracted?": str}),
+                         "subtracted?": str, "net?": bool}),
     "legacy_csv?": Optional({"filename": str, "columns": Map(str)}),
     "crossover_ratios?": [float],
     "fits?": [{"metric": str, "param": str, "description": str}],

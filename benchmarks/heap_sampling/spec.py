@@ -113,28 +113,30 @@ BENCHMARK = Benchmark(
         # The cost decomposition (METHOD.md "What is measured first"): in the modes each value
         # is a difference of two runs of the pattern in one round (same requests, same
         # process, the runs' order rotated), so decide + live_heap + bookkeeping = added.
+        # Each is a difference that may be 0 or below (net=True: never on log scale, said
+        # "not resolved from 0" where its CI includes 0, no ratio to or from such a case).
         Metric("decide_ns_per_alloc", "ns", "what the scheme adds on the allocation path to "
                "decide, on the size an allocator knows (the class of the request, no "
                "malloc_usable_size): the decision alone minus NONE through the same dispatch, "
                "free() doing nothing, per malloc+free (inline: batches of malloc, the decision "
                "inlined after it, and free, minus the same batches without the decision: per "
                "malloc+free; micro: the malloc-path batch of calls minus NONE's, a sample's "
-               "table insert or tag included: per malloc-path decision, no malloc or free)"),
+               "table insert or tag included: per malloc-path decision, no malloc or free)", net=True),
         Metric("live_heap_ns_per_alloc", "ns", "what tracking the live heap adds: the "
                "decision with its tracking (Poisson: table insert, and on every free the "
                "table's filter and probe; tagged: the header flag set and tested; hash: "
                "recomputed on free from the chunk's size word) minus the decision alone "
-               "(micro: the free-path batch minus NONE's)"),
+               "(micro: the free-path batch minus NONE's)", net=True),
         Metric("interposer_ns_per_alloc", "ns", "what every variant pays for the LD_PRELOAD "
                "interposer itself: NONE through it minus glibc called past it (__libc_malloc, "
-               "__libc_free), in the same round; tagged: its header layout included"),
+               "__libc_free), in the same round; tagged: its header layout included", net=True),
         Metric("bookkeeping_ns_per_alloc", "ns", "what the sampler as shipped adds beyond "
                "decide + live_heap: malloc_usable_size on every allocation (the hash: on every "
-               "free too), and its counting dispatch; shipped minus decide-and-track"),
+               "free too), and its counting dispatch; shipped minus decide-and-track", net=True),
         Metric("added_ns_per_alloc", "ns", "what the sampler as shipped adds to one "
                "allocation and its free: ns per allocation under the variant minus NONE "
                "(decide + live_heap + bookkeeping; micro: batches of decisions against batches "
-               "of NONE's dispatch), one value per round"),
+               "of NONE's dispatch), one value per round", net=True),
         Metric("ns_per_alloc", "ns", "time per allocation of the workload, its free included; "
                "inline: one malloc, its decision and its free; micro: the decisions of one "
                "allocation (malloc path + free path)",

@@ -25,7 +25,7 @@ from bakeoff.report.answers.common import (
     with_tentative,
 )
 from bakeoff.report.apart import apart
-from bakeoff.report.format import fmt_estimate
+from bakeoff.report.format import fmt_estimate, interval_words
 from bakeoff.report.grid import Params, grid, trials_of
 
 
@@ -73,9 +73,7 @@ def _added(ba: BenchmarkAnalysis, r: CaseResult, reading: Reading,
 
 def _interval_words(low: float, high: float, unit: str) -> str:
     """'−0.34 to +0.42 ns': an interval that straddles 0, said alone."""
-    e = fmt_estimate((low + high) / 2, low, high, unit)
-    lo, _, hi = (e.interval or "").partition("–")
-    return f"{lo} to {hi if hi.startswith('-') else '+' + hi}"
+    return interval_words(low, high, unit)
 
 
 def _what_it_adds(a: _Added, unit: str, against: str) -> tuple[str, str]:
@@ -97,12 +95,12 @@ def _what_it_adds(a: _Added, unit: str, against: str) -> tuple[str, str]:
 
 
 def _not_told_apart(q: dict[str, Any], added: list[_Added], where: str, unit: str,
-                    comparisons: int) -> list[str]:
+                    comparisons: int, net: bool = False) -> list[str]:
     """Neighbours in the order of their figures that cannot be told apart (report/apart.py):
     the order is no ranking there, and the answer says so."""
     out = []
     for x, y in itertools.pairwise(added):
-        told = apart(x.result, y.result, comparisons)
+        told = apart(x.result, y.result, comparisons, net)
         if told is None or not told.shown:
             how = f": {told.words(unit)}" if told is not None else ": too few trials"
             out.append(f"{side_name(q, x.result)} and {side_name(q, y.result)} cannot be told "
@@ -132,7 +130,8 @@ def added_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
         added = sorted(added, key=lambda a: a.estimate)
         where = where_label(ba, params, skip=skip)
         brief_where = where_label(ba, params, skip=[*skip, *fixed])
-        level = _not_told_apart(q, added, brief_where, unit, comparisons)
+        level = _not_told_apart(q, added, brief_where, unit, comparisons,
+                                ba.info.is_net(metric))
         shorts.append((f"{brief_where}: " if brief_where else "") + ", ".join(
             f"{side_name(q, a.result)} {_what_it_adds(a, unit, against)[1]}" for a in added)
             + "".join(f"; {x}" for x in level))
@@ -151,7 +150,7 @@ def added_answer(ba: BenchmarkAnalysis, q: dict[str, Any]) -> Answer | None:
         # Measured inside the program (the reference has no such figure): said as measured.
         how = "" if all(a.against for a in added) else f" ({metric} as measured)"
         clauses.append(lead + f"over {against}{how}: " + "; ".join(
-            parts + _not_told_apart(q, added, "", unit, comparisons)))
+            parts + _not_told_apart(q, added, "", unit, comparisons, ba.info.is_net(metric))))
     if not clauses:
         return None
     text = "; ".join(clauses)

@@ -30,6 +30,7 @@ from bakeoff.report.format import (
 from bakeoff.report.grid import Params, grid, trials_of
 from bakeoff.report.words import FACTOR_FROM, change_phrase, lower_is_better
 from bakeoff.stats import estimates as stats
+from bakeoff.stats.estimates import MIN_TRIALS_FOR_CI
 
 MAX_NAMED = 3  # variants a ratio answer names at one point; the table has the rest
 
@@ -181,6 +182,8 @@ def fixed_params(q: dict[str, Any]) -> list[str]:
 def ratio_figure(s: Side) -> str:
     if min(trials_of(s.result), trials_of(s.against)) < 2:
         return f"ratio {fmt_number(s.ratio.ratio)}, no CI from one trial; {s.trials}"
+    if min(trials_of(s.result), trials_of(s.against)) < MIN_TRIALS_FOR_CI:
+        return f"ratio {fmt_number(s.ratio.ratio)}; {s.trials}: too few for a CI"
     return f"{ratio_with_ci(s.ratio.ratio, s.ratio.ci_low, s.ratio.ci_high)}; {s.trials}"
 
 
@@ -235,9 +238,9 @@ def short_side(ba: BenchmarkAnalysis, q: dict[str, Any], s: Side) -> str:
     word = ("faster" if better else "slower") if time_like else \
         ("lower" if r.ratio < 1 else "higher")
     if point >= FACTOR_FROM:
-        e = fmt_estimate(point, low, high, "")
+        e = fmt_estimate(point, low, high, "", si=False)
         return f"{name} {e.point}× {word} (95% CI {e.interval}×)"
-    e = fmt_estimate((point - 1) * 100, (low - 1) * 100, (high - 1) * 100, "")
+    e = fmt_estimate((point - 1) * 100, (low - 1) * 100, (high - 1) * 100, "", si=False)
     return f"{name} {e.point}% {word} (95% CI {e.interval}%)"
 
 
