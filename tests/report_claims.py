@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from bakeoff.report.compact import GLYPHS
 from bakeoff.report.contention import CONTENDED_MARK
+from bakeoff.report.format import MAX_CI_DECADES
 
 _NUM = r"[-−]?(?:\d[\d,]*\.?\d*|\.\d+)(?:e[-+]?\d+)?"
 _UNIT = r"(?:ns|µs|ms|s|B|KiB|MiB|GiB|TiB|%|×|k|M|G|T)"
@@ -77,7 +78,7 @@ def _ends_at_point(line: str) -> list[str]:
 # Ends more decades apart than this (both above 0) are no interval a reader can use: a t
 # interval from 2 trials on log scale ("1.77e-11–262 µs", "0.149–3,705"). A noisy figure
 # from 10 trials honestly spans two (tracing-overhead's app_wall_ms at 0 µs of work).
-MAX_DECADES = 3.0
+MAX_DECADES = MAX_CI_DECADES
 # An interval as printed after a point or a "CI": "(1.77e-11–262 µs", "CI 1.95e-51–6.79e+26".
 _INTERVAL = re.compile(rf"(?:\(|CI )(?P<lo>{_NUM})\s?(?P<lu>{_UNIT})?–(?P<hi>{_NUM})\s?"
                        rf"(?P<hu>{_UNIT})?(?![\d])")

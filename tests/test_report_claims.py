@@ -255,6 +255,13 @@ def test_a_net_difference_is_never_on_log_scale_nor_a_ratio_unless_resolved() ->
 
 def test_a_ratio_takes_no_si_prefix_and_two_trials_give_no_interval() -> None:
     """'poisson / poisson-tagged 1.15e-12 T' was a ratio of 1.15 scaled by its CI's end."""
-    said = fmt_ratio(1.15, 1.95e-51, 6.79e26)
-    assert " T" not in said and flaws(f"- a / b {said}", "r") != []
+    said = fmt_ratio(1.15, 0.95, 1.3e12)  # an end at a trillion: no prefix for the factor
+    assert " T" not in said and flaws(f"- a / b {said}", "r") == [], said
+    assert [f.kind for f in flaws("- a / b 1.15 T, 99.7% CI 0.95–1.3 T", "r")] == \
+        ["ratio with an SI prefix"]
     assert stats.MIN_TRIALS_FOR_CI == 3
+    # 3 trials of a whole-app wall time on a busy machine: "0.128 s (4.93e-07–33,016 s)".
+    wide = fmt_with_ci(0.128e9, 4.93e-07 * 1e9, 33_016e9, "ns", "")
+    assert wide == "128 ms (over three decades wide)", wide
+    assert flaws(f"| x | {wide} |", "details.md") == []
+    assert flaws("| x | 128 ms (4.93e-07–33,016 s) |", "details.md") != []

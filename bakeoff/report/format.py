@@ -78,6 +78,11 @@ def fmt_number(x: float, digits: int = 3) -> str:
     return f"{x:,.{decimals}f}"
 
 
+# A positive interval whose ends are more decades apart than this is not printed: a t interval
+# on log scale from trials whose medians lie decades apart (a whole-app wall time on a busy
+# machine, 3 trials) reached "4.93e-07–33,016 s". WIDE_CI stands in for its ends.
+MAX_CI_DECADES = 3.0
+WIDE_CI = "over three decades wide"
 # Digits an estimate and its CI may take so that neither end reads as the point itself.
 _MAX_DIGITS = 6
 
@@ -119,6 +124,11 @@ def fmt_estimate(point: float, low: float, high: float, unit: str, si: bool = Tr
     CI's end)."""
     if any(math.isnan(x) for x in (point, low, high)):
         return Estimate(fmt_value(point, unit), None if low == high == point else MISSING)
+    if 0 < low < high and math.log10(high / low) > MAX_CI_DECADES:
+        # Trials spread over decades (or too few of them): ends such as "4.93e-07–33,016 s"
+        # say nothing a reader can use, so the interval is named for what it is.
+        return Estimate(fmt_value(point, unit) if si else f"{fmt_number(point)} {unit}".strip(),
+                        WIDE_CI)
     divisor, shown = (_scale_by(max(abs(low), abs(high), abs(point)), unit) if si else
                       (1.0, unit))
     if low == high == point:
@@ -181,6 +191,8 @@ def fmt_range(low: float | None, high: float | None, unit: str) -> str:
     """A CI in one unit chosen by its larger end: '6.95–7.21 µs'."""
     if low is None or high is None or math.isnan(low) or math.isnan(high):
         return MISSING
+    if 0 < low < high and math.log10(high / low) > MAX_CI_DECADES:
+        return WIDE_CI
     divisor, shown = _scale_by(max(abs(low), abs(high)), unit)
     return f"{fmt_number(low / divisor)}–{fmt_number(high / divisor)} {shown}".strip()
 
