@@ -61,14 +61,16 @@ def _signed(text: str) -> str:
     return text if text.startswith(("-", "−")) or text.split()[0] == "0" else "+" + text
 
 
-def apart(a: CaseResult, b: CaseResult, comparisons: int = 1, net: bool = False
-          ) -> Apart | None:
+def apart(a: CaseResult, b: CaseResult, comparisons: int = 1, net: bool = False,
+          min_trials: int = stats.MIN_TRIALS_FOR_CI) -> Apart | None:
     """a against b (module docstring); None when either has fewer than MIN_TRIALS_FOR_CI
     trials (from 2, t = 12.7: an interval that says nothing a reader can use). comparisons:
     how many such tests the sentence's benchmark makes (Bonferroni: p × comparisons <
     ALPHA). net: the metric is a net difference (Metric.net): a ratio is formed only where
-    both cases' CIs exclude 0, else their difference is said."""
-    if min(len(a.trial_medians), len(b.trial_medians)) < stats.MIN_TRIALS_FOR_CI:
+    both cases' CIs exclude 0, else their difference is said. min_trials=2 asks only
+    whether the difference is shown (a valid test at its own t), its interval not to be
+    printed."""
+    if min(len(a.trial_medians), len(b.trial_medians)) < max(min_trials, 2):
         return None  # 1 degree of freedom: a CI of their difference would span decades
     m = max(comparisons, 1)
     # The interval printed is the one decided on: Bonferroni's level over the comparisons.

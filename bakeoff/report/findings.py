@@ -163,8 +163,14 @@ def _named_best(g: Grid, ranked: list[CaseResult],
     told = apart(best, ranked[1], comparisons=len(g.points))
     if told is not None and told.shown:
         return f"the {which}, {best.case.variant},", "", ()
-    if told is None:  # too few trials to set the two side by side: no claim either way
-        return best.case.variant, "", ()
+    if told is None:
+        # Too few trials for an interval worth printing: the test alone (at its own t) may
+        # still show the two apart; else no claim either way.
+        tested = apart(best, ranked[1], comparisons=len(g.points), min_trials=2)
+        if tested is not None and tested.shown:
+            return f"the {which}, {best.case.variant},", "", ()
+        return (best.case.variant, f", and too few trials tell it from {ranked[1].case.variant}",
+                (ranked[1],))
     how = f" ({told.words(best.unit)})" if told is not None else ""
     return (best.case.variant, f", and cannot be told apart from {ranked[1].case.variant}{how}",
             (ranked[1],))
