@@ -17,7 +17,7 @@ from report_claims import flaws
 from test_findings import _two_variant_run
 
 from bakeoff.analysis.within_run import analyze
-from bakeoff.declare.model import RunRecord, Trial
+from bakeoff.declare.model import Metric, RunRecord, Trial
 from bakeoff.report.format import fmt_ratio, fmt_with_ci
 from bakeoff.report.markdown import render_details, render_markdown
 from bakeoff.stats import estimates as stats
@@ -225,6 +225,8 @@ def test_a_net_difference_is_never_on_log_scale_nor_a_ratio_unless_resolved() ->
     """heap-sampling's decide_ns_per_alloc at 2 MiB: two trials near 0, both positive. On log
     scale its CI was 1.77e-11–262 µs; declared net (Metric.net) it is linear, not floored at
     0, and the report says it is not resolved from 0; no ratio is formed from it."""
+    with pytest.raises(ValueError, match="net difference"):
+        Metric("d", "ns", "a difference", signed=True, net=True)
     two = [[6.8e-5] * 4, [0.6] * 4]
     assert stats.median_ci(two).low < 1e-6  # what log scale gave: decades
     net = stats.median_ci(two, log=False)

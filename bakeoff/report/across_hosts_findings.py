@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from bakeoff.analysis.across_hosts import CANT_TELL, DIFFERS, HOLDS, CaseAcross, HostsAnalysis
 from bakeoff.analysis.within_run import MIN_TRIALS_FOR_VERDICT, BenchmarkAnalysis, CaseResult
 from bakeoff.report.findings import Finding, ratio_figure
-from bakeoff.report.format import fmt_p, params_label, swept_label
+from bakeoff.report.format import fmt_number, fmt_p, params_label, swept_label
 from bakeoff.report.grid import Params, Point, grid, trials_of
 from bakeoff.report.words import change_phrase, lower_is_better
+from bakeoff.stats.estimates import MIN_TRIALS_FOR_CI
 
 NO_WINNER = "no variant"  # no variant differs from the baseline beyond the threshold
 
@@ -76,8 +77,11 @@ def _host_clause(ba: BenchmarkAnalysis, host: str, w: HostWinner, named: bool) -
     assert r is not None
     n = f"{trials_of(w.best)} + {trials_of(w.base)} trials"
     name = f"{w.best.case.variant} " if named else ""
-    return (f"{host}: {name}{change_phrase(ba, ba.info.primary_metric, r.ratio)} "
-            f"({ratio_figure(r)}; {n})")
+    # From 2 trials a side the ratio's CI spans decades: its point and trial counts.
+    figure = (f"ratio {fmt_number(r.ratio)}; {n}: too few for a CI"
+              if min(trials_of(w.best), trials_of(w.base)) < MIN_TRIALS_FOR_CI else
+              f"{ratio_figure(r)}; {n}")
+    return f"{host}: {name}{change_phrase(ba, ba.info.primary_metric, r.ratio)} ({figure})"
 
 
 def _across(c: CaseAcross | None) -> tuple[str, str]:
