@@ -495,6 +495,10 @@ def test_an_interrupted_run_resumes_from_its_recorded_definition(
 # ---- drift: interleaved against back to back ------------------------------------------------
 
 
+# Raising a task's weight needs root, which the suite has (CI runs as root).
+LOAD_NICE = -10
+
+
 class _LoadHalfway:
     """Watches the --prepare log (one line per execution, naming the CPUs it may run on) and,
     once half of the expected executions have started, keeps those CPUs busy: a drifting
@@ -516,14 +520,24 @@ class _LoadHalfway:
             lines = self.log.read_text().splitlines() if self.log.exists() else []
             if len(lines) >= self.expected // 2:
                 cpus = _cpu_list(lines[-1].split(":", 1)[1])
-                # Two loops per CPU: the commands get about a third of it, a drift well
-                # above this shared VM's own noise.
+                # Two loops per CPU at nice -10 (weight 9548 each against a nice-0 task's
+                # 1024): the commands get under a tenth of it, whatever else runs there.
+                # Each loop is a session of its own, so under autogroup scheduling its
+                # weight is its session's: that is set too (nice alone counts only inside
+                # a session, and at nice 0 a busy machine's other sessions had left the
+                # loaded B only 1.13x slower than A).
                 for cpu in [*cpus, *cpus]:
                     # Its own process group, killed whole: killing `timeout` alone would
                     # leave the loop running.
-                    self.loads.append(subprocess.Popen(
-                        ["timeout", "120", "taskset", "-c", str(cpu), "sh", "-c",
-                         "while :; do :; done"], start_new_session=True))
+                    load = subprocess.Popen(
+                        ["timeout", "120", "nice", "-n", str(LOAD_NICE), "taskset", "-c",
+                         str(cpu), "sh", "-c", "while :; do :; done"], start_new_session=True)
+                    self.loads.append(load)
+                    autogroup = Path(f"/proc/{load.pid}/autogroup")
+                    # Without CONFIG_SCHED_AUTOGROUP nice alone does it; without root the
+                    # weights stay at nice 0's and the loaded B may read only a little slower.
+                    with contextlib.suppress(FileNotFoundError, PermissionError):
+                        autogroup.write_text(str(LOAD_NICE))
                 self.started_at = len(lines)
                 return
             time.sleep(0.002)
@@ -589,8 +603,8 @@ def test_a_load_started_halfway_biases_back_to_back_order_not_interleaved_order(
     bo = {r["command"]: r["mean"] for r in json.loads(bo_json.read_text())["results"]}
     bo_ratio = bo["B"] / bo["A"]
 
-    # Two busy loops on the same CPU take about two thirds of it: B's executions under
-    # hyperfine run two to three times as long as A's. Interleaved, each command has about
+    # Two heavier busy loops on the same CPU take over nine tenths of it: B's executions
+    # under hyperfine run several times as long as A's. Interleaved, each command has about
     # half its trials loaded.
     summary = (f"hyperfine B/A = {hf_ratio:.3f} (means {hf['A'] * 1e3:.2f}, {hf['B'] * 1e3:.2f}"
                f" ms); bakeoff B/A = {bo_ratio:.3f} (means {bo['A'] * 1e3:.2f}, "
