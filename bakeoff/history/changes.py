@@ -11,9 +11,10 @@ trial-level values (a trial's median per trial). Two steps find where the level 
    pinned numpy 2.4 / scipy 1.17: apache-otava 0.8 pins numpy 2.2 and scipy < 1.17 and brings
    BigQuery, Slack and PostgreSQL clients; signal-processing-algorithms 2.1 needs numpy < 2.
 2. **Confirm** with each run's own uncertainty and the run-to-run spread (the model of
-   bakeoff/stats/drift.py): run i's log level has variance se_i^2 + sigma^2, se_i from its own
-   trials, sigma the series' run-to-run spread (the runs' scatter about their segments' levels
-   less what their own errors explain). Before and after are weighted means (weights
+   bakeoff/stats/drift.py): run i's log level (the median of its trials) has variance
+   se_i^2 + sigma^2, se_i from its own trials, sigma the series' run-to-run spread (Paule-
+   Mandel: the runs' weighted scatter about their segments' levels less what their own
+   errors explain, `_spread2`). Before and after are weighted means (weights
    1 / (se_i^2 + sigma^2)); their difference over its SE, the scale estimated from the
    runs' residuals at that split, is a t statistic. Its p comes from stretches of runs that
    did not change, drawn from those very variances (normal on log scale), the largest |t|
