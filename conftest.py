@@ -79,6 +79,19 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 _STATE_DIR: list[str] = []
+_STATE_PREFIX = "bakeoff-test-state-"
+
+
+def _sweep_dead_state_dirs() -> None:
+    """Remove the state directories of test sessions whose process is gone."""
+    for d in Path(tempfile.gettempdir()).glob(f"{_STATE_PREFIX}*-*"):
+        pid = d.name[len(_STATE_PREFIX):].partition("-")[0]
+        if pid.isdigit() and not psutil.pid_exists(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _term_as_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -100,7 +113,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # A run-to-run spread the developer's `bakeoff selftest` recorded would change what
     # `bakeoff compare` says (bakeoff/stats/drift.py): tests see an empty state directory of their
     # own (a test that wants a spread writes one there), removed at the end.
-    _STATE_DIR.append(tempfile.mkdtemp(prefix="bakeoff-test-state-"))
+    # Named by our PID: one a session killed outright (SIGKILL, a worker that crashed) left
+    # is removed by the next session to start (_sweep_dead_state_dirs); SIGTERM ends this
+    # one as Ctrl-C does, through pytest_unconfigure.
+    _sweep_dead_state_dirs()
+    _STATE_DIR.append(tempfile.mkdtemp(prefix=f"{_STATE_PREFIX}{os.getpid()}-"))
+    if not hasattr(config, "workerinput") and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _term_as_interrupt)
     # The work units go out in the order the workers collected them (slowest_first), not
     # pytest-xdist's (the units with the most tests first).
     if getattr(config.option, "dist", "no") == "loadgroup":

@@ -174,6 +174,21 @@ class NamespaceFleet:
         path.write_text("\n".join(lines) + "\n")
         return path
 
+    @property
+    def host_tmp(self) -> Path:
+        """The hosts' TMPDIR (sshd's SetEnv): their own /tmp, as each real host has."""
+        return self.root / "host-tmp"
+
+    def payloads_left(self) -> list[str]:
+        """Ansible modules' unpacked code still on the hosts while no fleet run is going:
+        in their temp directory, or in a fleet run's payload directory (fleet/playbook.yml).
+        A module that was killed leaves one unless the run removes it; [] when none."""
+        out = [f"in the hosts' temp directory: {p.name}" for p in self.host_tmp.glob("*")]
+        for h in self.hosts:
+            out += [f"on {h.name}: {p.relative_to(h.remote_dir)}"
+                    for p in (h.remote_dir / ".ansible").glob("payload-*")]
+        return out
+
     def leftovers(self) -> list[str]:
         """What would still be here after the fleet is gone; [] when all is removed."""
         out = []
@@ -283,6 +298,7 @@ def namespace_fleet(names: list[str], without_memcg: tuple[str, ...] = (),
         _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(fleet.key))
         (root / "authorized_keys").write_text((root / "client_key.pub").read_text())
         host_pub = (root / "host_key.pub").read_text().split()[:2]
+        fleet.host_tmp.mkdir()
         subnet = _free_subnet()  # two test sessions (or xdist workers) at once do not clash
         known: list[str] = []
         for i, name in enumerate(names):
@@ -309,7 +325,11 @@ def namespace_fleet(names: list[str], without_memcg: tuple[str, ...] = (),
                 "PermitRootLogin prohibit-password", "PasswordAuthentication no",
                 "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
                 f"PidFile {root / f'sshd-{name}.pid'}", "Subsystem sftp internal-sftp",
-                "LogLevel ERROR", "MaxStartups 50", "MaxSessions 50", ""]))
+                "LogLevel ERROR", "MaxStartups 50", "MaxSessions 50",
+                # The hosts' system temp directory is the fleet's, not this machine's /tmp:
+                # what a host's session leaves there is this fleet's (payloads_left), and
+                # is removed with it.
+                f"SetEnv TMPDIR={fleet.host_tmp}", ""]))
             known.append(f"{host.address} {host_pub[0]} {host_pub[1]}")
             host.start_sshd()
         fleet.known_hosts.write_text("\n".join(known) + "\n")

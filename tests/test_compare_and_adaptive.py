@@ -230,23 +230,33 @@ def test_target_ci_adds_rounds_up_to_the_cap(built: Path, tmp_path: Path) -> Non
 
 
 def test_time_budget_is_never_exceeded_by_more_than_one_trial(built: Path, tmp_path: Path) -> None:
-    out = tmp_path / "run"
-    budget = 10.0  # at load 4 the warm-up round alone took more than 4 s
-    res = run_bakeoff("run", "mremap-vs-memcpy", "--param", "size=16MiB", "--trials", "1000",
-                      "--time-budget", str(budget), "--out", str(out), "--quiet")
-    assert res.returncode == 0, res.stderr
-    data = _load(out)
-    assert data["stop_reason"] == f"time budget of {budget:g} s reached"
-    assert 0 < len(data["trials"]) < 5 * 1000
+    """The budget counts from the command's start: no trial starts after it, at any load.
+    A budget a busy machine spends on set-up and the warm-up round alone (at load 4 the
+    warm-up took more than 4 s) leaves no trial to look at: then the run is retaken with
+    twice the budget, at most twice, and the retake says so in the assertion's message."""
+    budgets = (10.0, 20.0, 40.0)
+    for budget in budgets:
+        out = tmp_path / f"run-{budget:g}"
+        res = run_bakeoff("run", "mremap-vs-memcpy", "--param", "size=16MiB", "--trials",
+                          "1000", "--time-budget", str(budget), "--out", str(out), "--quiet")
+        assert res.returncode == 0, res.stderr
+        data = _load(out)
+        assert data["stop_reason"] == f"time budget of {budget:g} s reached"
+        if data["trials"]:
+            break
+    assert 0 < len(data["trials"]) < 5 * 1000, f"no trial fit in budgets of {budgets} s"
     start = datetime.fromisoformat(data["started_at"])
     longest = max(t["wall_s"] for t in data["trials"])
     for t in data["trials"]:
         began = (datetime.fromisoformat(t["started_at"]) - start).total_seconds()
-        # started_at of the run has 1 s resolution: allow it, and one trial's length.
-        assert began <= budget + 1.0, began
+        # started_at of the run is taken after the budget's start (the command's): a trial
+        # that starts within the budget starts within it of started_at too. It failed beside
+        # two CPU hogs when the budget counted from the measuring's start: 11.75 s of 10
+        # (docs/RELIABILITY.md). 1 s: started_at's resolution, as before.
+        assert began <= budget + 1.0, (budget, began)
     end = max((datetime.fromisoformat(t["started_at"]) - start).total_seconds() + t["wall_s"]
               for t in data["trials"])
-    assert end <= budget + longest + 1.0
+    assert end <= budget + longest + 1.0, (budget, end)
 
 
 def test_resume_after_sigkill_loses_and_repeats_nothing(built: Path, tmp_path: Path) -> None:

@@ -57,6 +57,9 @@ def fleet(built: Path) -> Iterator[NamespaceFleet]:
     with namespace_fleet(["alpha", "beta", "gamma", "delta"], without_memcg=("gamma",)) as f:
         yield f
         hosts = f.hosts
+        # Every run is over, those whose hosts were lost, restarted or SIGTERMed too: no
+        # killed module's unpacked code is left on a host (it was /tmp's for good).
+        assert f.payloads_left() == [], f.payloads_left()
     # Everything the hosts were is gone: no namespace, veth, sshd or remote directory.
     assert f.leftovers() == [], f.leftovers()
     for h in hosts:

@@ -43,6 +43,7 @@ def fleet(built: Path) -> Iterator[NamespaceFleet]:
                     "committed; commit before running the fleet tests")
     with namespace_fleet(["alpha", "beta", "gamma", "delta"], without_caps=("delta",)) as f:
         yield f
+        assert f.payloads_left() == [], f.payloads_left()  # no killed module's code stays
     assert f.leftovers() == [], f.leftovers()
 
 

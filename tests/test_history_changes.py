@@ -172,3 +172,28 @@ def test_series_from_results_dirs_hold_trial_medians_and_round_ratios() -> None:
             if t.ok and t.case.variant == "memcpy" and dict(t.case.params)["size"] == 4096}
     assert sorted(ratio.runs[0].values) == sorted(
         float(np.median(t.samples[metric])) / base[t.round] for t in trials if t.round in base)
+
+
+# The suite's history test (tests/test_history.py) under load, 2026-11-29 19:52-19:53 UTC
+# (fresh-clone `make test` beside the suite's own other workers): per-round ratios
+# work / base of sixteen `bakeoff cmd` runs, `sleep 0.001` against itself in runs 0-7,
+# `sleep 0.03` against `sleep 0.001` from run 8 on. Load shows as one preempted trial of
+# three reading 2x (runs 0, 1, 4, 5) and one run whose three rounds all read 1.35x (run 6).
+# Taken as means of log trials, with the spread as scatter less the mean se^2, that was
+# a change at run 4 at p = 0.001 besides the true one (docs/RELIABILITY.md).
+LOADED_RATIOS = (
+    (0.9560, 0.9992, 1.6326), (1.0028, 0.9717, 1.8466), (0.9805, 1.0582, 0.9757),
+    (1.0155, 0.9780, 1.0082), (0.9913, 1.9321, 1.0003), (0.9941, 1.0028, 2.0629),
+    (1.2766, 1.4428, 1.3498), (1.0039, 0.9914, 1.0621),
+    (14.5900, 16.1121, 15.9967), (15.9726, 16.9478, 16.3482), (17.1089, 15.9823, 15.9885),
+    (16.0555, 15.7953, 14.3281), (16.4111, 15.2575, 16.4039), (14.4458, 15.8352, 14.9038),
+    (16.4599, 16.4737, 16.2545), (16.0413, 14.8577, 15.9305),
+)
+
+
+def test_preempted_trials_and_a_drifted_run_raise_no_change() -> None:
+    points = [RunPoint(f"r{i}", f"2026-11-29T19:52:{i:02d}", {}, v)
+              for i, v in enumerate(LOADED_RATIOS)]
+    [cp] = change_points(points)  # the true step, and nothing in the eight runs before it
+    assert cp.index == 8 and cp.worse and cp.ratio_ci_low < 16 < cp.ratio_ci_high, cp
+    assert change_points(points[:8]) == []  # the loaded stretch alone holds no change either

@@ -113,7 +113,7 @@ def start(request: RunRequest, benches: list[Benchmark],
         sweep_dead_runs(request.quiet)
         run.timings["set_up_s"] = round(time.monotonic() - started, 3)
         measure(run, run_dir, plans, err_console, ctx, request.quiet,
-                earlier_runs=opts.results_root)
+                earlier_runs=opts.results_root, budget_from=started)
     return run, run_dir
 
 

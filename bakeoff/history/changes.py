@@ -11,9 +11,10 @@ trial-level values (a trial's median per trial). Two steps find where the level 
    pinned numpy 2.4 / scipy 1.17: apache-otava 0.8 pins numpy 2.2 and scipy < 1.17 and brings
    BigQuery, Slack and PostgreSQL clients; signal-processing-algorithms 2.1 needs numpy < 2.
 2. **Confirm** with each run's own uncertainty and the run-to-run spread (the model of
-   bakeoff/stats/drift.py): run i's log level has variance se_i^2 + sigma^2, se_i from its own
-   trials, sigma the series' run-to-run spread (the runs' scatter about their segments' levels
-   less what their own errors explain). Before and after are weighted means (weights
+   bakeoff/stats/drift.py): run i's log level (the median of its trials) has variance
+   se_i^2 + sigma^2, se_i from its own trials, sigma the series' run-to-run spread (Paule-
+   Mandel: the runs' weighted scatter about their segments' levels less what their own
+   errors explain, `_spread2`). Before and after are weighted means (weights
    1 / (se_i^2 + sigma^2)); their difference over its SE, the scale estimated from the
    runs' residuals at that split, is a t statistic. Its p comes from stretches of runs that
    did not change, drawn from those very variances (normal on log scale), the largest |t|
@@ -113,7 +114,7 @@ class ChangePoint:
 class _Series:
     """Runs' levels on the scale they are compared on (log when every value is positive)."""
 
-    x: FloatArray  # each run's level: mean of its (log) trial values
+    x: FloatArray  # each run's level: median of its (log) trial values
     se2: FloatArray  # each run's own squared standard error of x
     log: bool
 
@@ -125,7 +126,10 @@ def _series(points: Sequence[RunPoint]) -> _Series:
             raise ValueError(f"run {p.run_id}: no values, or a value that is not finite")
     log = all(bool(np.all(a > 0)) for a in arrays)
     scaled = [np.log(a) if log else a for a in arrays]
-    x = np.array([float(a.mean()) for a in scaled])
+    # A run's level is the median of its trials (the point every report prints), not their
+    # mean: under load one preempted trial of three reads 2x, which moves a mean of logs by
+    # log(2) / 3 = +23% and, in four runs of eight, made a level that was never there.
+    x = np.array([float(np.median(a)) for a in scaled])
     # A run of one trial shows no spread of its own: it gets the pooled within-run variance
     # of the runs that do (as stats._two_sample does for a side of one trial).
     many = [a for a in scaled if a.size >= 2]
@@ -186,14 +190,40 @@ def _segments(bounds: Sequence[int], n: int) -> list[tuple[int, int]]:
 
 
 def _spread2(s: _Series, bounds: Sequence[int]) -> tuple[float, int]:
-    """(sigma^2, its degrees of freedom): the runs' scatter about their segments' means less
-    the part their own errors explain, never below 0."""
+    """(sigma^2, its degrees of freedom): the run-to-run variance that, added to each run's
+    own se_i^2, makes the runs' weighted scatter about their segments' weighted means what
+    chance gives, sum w_i (x_i - mean_w)^2 = df with w_i = 1 / (se_i^2 + sigma^2) (the
+    Paule-Mandel estimator of random-effects meta-analysis); 0 when the runs' own errors
+    already explain it.
+
+    Not the plain moment (scatter less the mean se_i^2): under load the runs' own errors
+    differ by 10x and more (one preempted trial of three widens a run's), so the mean se_i^2
+    is that of the few wide runs, it cancelled the whole scatter, and a run whose trials all
+    sat 35% high together (tight, off by 8 of its SEs) weighed as if the machine never drifted
+    between runs: with 4 such runs against 4 it raised a false change at p = 0.001 in the
+    suite's history test (docs/RELIABILITY.md). Weighted, a tight run off by more than its
+    error is what sigma measures."""
     segs = _segments(bounds, s.x.size)
     df = s.x.size - len(segs)
     if df <= 0:
         return 0.0, 0
-    ss = sum(float(((s.x[a:b] - s.x[a:b].mean()) ** 2).sum()) for a, b in segs)
-    return max(0.0, ss / df - float(s.se2.mean())), df
+    se2 = np.maximum(s.se2, _VAR_FLOOR)
+
+    def excess(sigma2: float) -> float:
+        w = 1 / (se2 + sigma2)
+        q = 0.0
+        for a, b in segs:
+            wa, xa = w[a:b], s.x[a:b]
+            q += float((wa * (xa - (wa * xa).sum() / wa.sum()) ** 2).sum())
+        return q - df
+
+    if excess(0.0) <= 0:
+        return 0.0, df
+    # At sigma^2 = the plain scatter ss / df every weight is below df / ss, so the weighted
+    # scatter (about the weighted means, no more than about the plain ones) is below df.
+    high = sum(float(((s.x[a:b] - s.x[a:b].mean()) ** 2).sum()) for a, b in segs) / df
+    sigma2 = lazy.load("scipy.optimize").brentq(excess, 0.0, high, xtol=1e-12, rtol=1e-6)
+    return float(sigma2), df
 
 
 def _t_scan(x: FloatArray, var: FloatArray) -> FloatArray:
