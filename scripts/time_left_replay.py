@@ -24,6 +24,7 @@ Nothing is measured again: the runs' own timelines, load and all, are what is co
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import inspect
 import subprocess
@@ -40,7 +41,7 @@ sys.path.insert(0, str(REPO))
 
 from bakeoff.core.errors import UsageError  # noqa: E402
 from bakeoff.declare import registry  # noqa: E402
-from bakeoff.declare.model import Case, RunRecord, Trial  # noqa: E402
+from bakeoff.declare.model import Case, Profile, RunRecord, Trial  # noqa: E402
 from bakeoff.plan.cases import BenchmarkPlan  # noqa: E402
 from bakeoff.run import allocation, progress, runner  # noqa: E402
 from bakeoff.run.timings import CHECKPOINTS  # noqa: E402
@@ -65,6 +66,16 @@ def module_at(rev: str, path: str, name: str, into: Path) -> ModuleType:
     return module
 
 
+def as_run(profile: Profile, run: RunRecord, bench_name: str) -> Profile:
+    """profile with the trial counts the run recorded for it (benchmarks[name].profile:
+    trials, answer_trials, other_trials...): a run made before a profile changed is planned
+    with the rules it ran under, not today's."""
+    info = run.benchmarks.get(bench_name)
+    recorded = dict(info.profile) if info is not None else {}
+    names = {f.name for f in dataclasses.fields(profile)}
+    return dataclasses.replace(profile, **{k: v for k, v in recorded.items() if k in names})
+
+
 def planner(run: RunRecord, alloc: ModuleType) -> Planner:
     """The plan alloc's expected_trials makes after each round of each benchmark, from the
     trials the run recorded up to that round."""
@@ -80,8 +91,9 @@ def planner(run: RunRecord, alloc: ModuleType) -> Planner:
             return None
         taken = {id(t) for t in order[bench_name][:m]}  # in the order they ran
         cases = [c for c in run.cases if c.benchmark == bench_name]
-        plan = BenchmarkPlan(benchmark=bench, profile=bench.profiles[run.profile], cases=cases,
-                             skips=[])
+        plan = BenchmarkPlan(benchmark=bench, profile=as_run(bench.profiles[run.profile],
+                                                             run, bench_name),
+                             cases=cases, skips=[])
         signed = {m.name for m in bench.metrics if m.signed}
 
         def values(case: Case, metric: str) -> stats.Trials:

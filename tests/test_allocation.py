@@ -280,3 +280,37 @@ def test_a_case_with_one_trial_is_planned_at_the_first_trials_spread() -> None:
             [BASE, VARIANT], counts, data.__getitem__, "base", rule, precision,
             lambda c, _m: data[c])
         assert plan == {BASE: planned, VARIANT: planned}, (target, plan)
+
+
+def test_an_error_reading_is_planned_where_the_rule_stops_it() -> None:
+    """heap-sampling's error question reads poisson_total_error_pct and hash_total_error_pct
+    of both schemes' mode cases, and each scheme's trials report only its own. The rule
+    passes over a metric no trial reports; the plan counted it at its cap, and at a case's
+    first trials the report's bootstrap of 2 to 4 trials (hundreds of times wider than the
+    t interval at 2), so every mode case was planned at 15 trials where the rule took 5,
+    and the time left said at half of the 19:00 `make bench` was 70% too long
+    (docs/notes/make-bench-time-20261129b-epyc.md). Now the plan is the rule's from the
+    first trial to the last."""
+    pois, hashed = Case("h", "poisson", (("n", 1),)), Case("h", "stateless-hash", (("n", 1),))
+    reads = tuple(questions.Reading(0, "error", c, None, m, 1.0)
+                  for c in (pois, hashed) for m in ("poisson_err", "hash_err"))
+    precision = allocation.Precision(reads, 15)
+    rule = allocation.Rule(5, 5, LEVELS)  # heap-sampling's: a fixed 5, answer_trials 15
+    rng = np.random.default_rng(7)
+    # Per trial, 20 signed errors around a few %: a trial's RMS varies by about a quarter.
+    trials = {c: [list(rng.normal(0.0, 3.0 * math.exp(0.25 * rng.standard_normal()), 20))
+                  for _ in range(5)] for c in (pois, hashed)}
+    own = {pois: "poisson_err", hashed: "hash_err"}
+
+    def values_at(n: int) -> allocation.Values:
+        return lambda c, m: ([[abs(v) for v in t] for t in trials[c][:n]] if m == own[c]
+                             else [])
+
+    full = values_at(5)
+    assert not allocation.answer_cases_needing_trials({pois: 5, hashed: 5}, full, precision)
+    for n in range(1, 5):
+        counts = {pois: n, hashed: n}
+        first = {c: t[:n] for c, t in trials.items()}
+        plan = allocation.expected_trials([pois, hashed], counts, first.__getitem__, "none",
+                                          rule, precision, values_at(n))
+        assert plan == {pois: 5, hashed: 5}, (n, plan)

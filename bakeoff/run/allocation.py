@@ -358,6 +358,15 @@ def _open_level_points(readings: Sequence[questions.Reading], values: Values) ->
     return open_points
 
 
+def _reported_by_none(reading: questions.Reading, counts: Mapping[Case, int],
+                      values: Values) -> bool:
+    """Trials of the reading's case ran and none reports its metric (an error question's
+    metric of another variant: Poisson's trials give no hash_total_error_pct; a metric
+    reported only where it applies): no trial gives it a figure, so it asks for none."""
+    return bool(counts.get(reading.case, 0)) and not any(
+        len(t) for t in values(reading.case, reading.metric))
+
+
 def answer_cases_needing_trials(counts: Mapping[Case, int], values: Values,
                                 precision: Precision) -> set[Case]:
     """The cases the questions' readings still need a trial on: both sides of each reading
@@ -367,9 +376,7 @@ def answer_cases_needing_trials(counts: Mapping[Case, int], values: Values,
     levels = [r for r in precision.readings if r.kind == "level"]
     open_points = _open_level_points(levels, values) if levels else set()
     for r in precision.readings:
-        if counts.get(r.case, 0) and not any(len(t) for t in values(r.case, r.metric)):
-            # Trials ran and none reports the metric (an error question's metric of another
-            # variant; a metric reported only where it applies): no trial gives it a figure.
+        if _reported_by_none(r, counts, values):
             continue
         if r.kind == "level":
             wide = r.case in open_points
@@ -498,6 +505,13 @@ def expected_trials(
         for r in precision.readings:
             if r.target_ci is None or r.kind == "level":
                 continue
+            if _reported_by_none(r, counts, values):
+                # As the rule passes it over (answer_cases_needing_trials): planned at its
+                # cap, heap-sampling's error readings of the other scheme's metric kept
+                # every mode case at 15 trials while the rule stopped them at 5, and the
+                # time left said at half a `make bench` was 70% too long
+                # (docs/notes/make-bench-time-20261129b-epyc.md).
+                continue
             sides = [c for c in (r.case, r.reference) if c is not None and c in out]
             n = min((counts[c] for c in sides), default=0)
             if not n:
@@ -515,8 +529,20 @@ def expected_trials(
             # stopping interval and the one the report quotes (an error reading's is a
             # bootstrap's), so the plan stops where the rule does. Its own generator, so that
             # planning leaves the rule's resamples as they were.
-            width = reading_half_width(r, values, np.random.default_rng(0))
+            # Below min_trials (which the case gets whatever its spread), the stopping
+            # interval alone: the quoted one is a bootstrap of 2 to 4 trials, which at 2
+            # made heap-sampling's error readings hundreds of times wider than their t
+            # interval and planned each mode case at its cap, where the rule took 5 or 6
+            # (docs/notes/make-bench-time-20261129b-epyc.md).
+            width = reading_half_width(r, values, np.random.default_rng(0)
+                                       if n >= rule.min_trials else None)
             needed = rounds_needed(width, r.target_ci, n)
+            if needed is None and r.kind == "error":
+                # One trial: an RMS error has no spread yet to plan with; planned at
+                # min_trials, as the levels are. At the cap, every heap-sampling mode case
+                # counted 15 trials from its first to its second, where the rule took 5 or
+                # 6. (A difference stays at its cap: heap-sampling's inline cases take it.)
+                continue
             if n < rule.min_trials and r.kind == "ratio" and r.reference is not None:
                 # One trial a side, or fewer than min_trials: planned at no less than the
                 # first trial's spread, as the levels are.

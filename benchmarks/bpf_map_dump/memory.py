@@ -24,7 +24,10 @@ def bytes_needed(kind: str, entries: int) -> int:
 
 def fill_reps(entries: int) -> int:
     """Fill-timing rounds per loader (each fills both ways, and a hash map is emptied between
-    fills): about 2 us per entry per round for a hash map, so fewer rounds for larger maps."""
+    fills): about 2 us per entry per round for a hash map, so fewer rounds for larger maps.
+    About a million entry-rounds: no question reads the fill, and at the default profile's
+    500k entries five rounds took 9 of the 73 s `make bench` spent in this room (its two
+    loaders; docs/notes/make-bench-time-20261129b-epyc.md), two about 4."""
     if entries >= 16_000_000:
         return 1
-    return max(2, min(5, 4_000_000 // entries))
+    return max(2, min(5, 1_000_000 // entries))

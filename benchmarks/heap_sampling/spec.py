@@ -11,15 +11,22 @@ program under the sampler and prints what it saw. METHOD.md says what is timed a
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 from bakeoff.room import (
     Benchmark,
+    Case,
     Metric,
     Param,
     ParamValue,
     Profile,
     Question,
+    RunContext,
+    TrialPlan,
     Variant,
     sweep_scratch,
+    trial_argv,
 )
 
 from .sample_command import KIB, MAX_MEAN, MIN_MEAN, SEED_MEAN, sample_command
@@ -35,8 +42,18 @@ WORKLOADS = ("inline-64", "inline-4096", "micro-64", "micro-1024", "micro-4096",
 # the one pinned CPU; no question reads it): both in full.
 DEFAULT_WORKLOADS = ("inline-64", "inline-4096", "micro-1024", "mode1", "mode2", "mode4")
 INLINE_WORKLOADS = ("inline-64", "inline-4096")
+# The modes' cost run in the default profile: one sample (a round of five runs of the pattern)
+# in place of the profile's two. No question reads a mode's cost (tens of ns of noise a trial:
+# the cost questions read the inline and micro workloads), only its accuracy processes, which
+# the samples leave as they are; a sample was a fifth of a mode1 trial's CPU time and two
+# fifths of a `none` trial's (docs/notes/make-bench-time-20261129b-epyc.md). quick and full
+# keep every sample.
+# A --samples given is taken as given (the profile's samples then differ from DEFAULT_SAMPLES).
+DEFAULT_SAMPLES = 2
+MODE_SAMPLES = {"default": 1}
 # What the seed (001, "Key Takeaways") claims, named beside the answer that tests it.
 SEED_CLAIM = "seed: hash 3–62× faster"
+PROGRAM = "heap_sampling/heap_bench"
 
 
 def _sane_scale(value: ParamValue) -> str | None:
@@ -48,6 +65,15 @@ def _sane_scale(value: ParamValue) -> str | None:
 _ERROR = ("signed estimation error of the {what} ((estimate - true) / true x 100) of one run of "
           "the pattern, one value per process (accuracy_runs fresh processes per trial: new "
           "ASLR, new PRNG); compared by |value|, with bias and RMS beside")
+
+
+def _prepare_trial(case: Case, profile: Profile, ctx: RunContext, _state: Any) -> TrialPlan:
+    """The protocol's argv, with MODE_SAMPLES for a mode's cost run where the profile has one
+    and its samples are as declared."""
+    if (str(case.param("workload")).startswith("mode") and profile.name in MODE_SAMPLES
+            and profile.samples == DEFAULT_SAMPLES):
+        profile = dataclasses.replace(profile, samples=MODE_SAMPLES[profile.name])
+    return TrialPlan(trial_argv(ctx.build_dir / PROGRAM, case, profile))
 
 
 def _sweep() -> list[str]:
@@ -170,9 +196,10 @@ BENCHMARK = Benchmark(
                          trials=3, samples=3, warmup_samples=1, warmup_trials=0, timeout_s=60),
         # The seed's 4 KiB mean (its question, and its patterns' errors) and the production
         # means (Go's and jemalloc's 512 KiB, tcmalloc's 2 MiB). 2 samples, each a round of
-        # five runs in the modes (the warm-up round a pair); the micro and inline samples are
-        # medians of 9 pairs of batches. A fixed count: the primary metric is a difference
-        # with no ratio to the baseline, so sequential allocation has no verdict to settle.
+        # five runs in the modes (the warm-up round a pair; the modes take 1: MODE_SAMPLES);
+        # the micro and inline samples are medians of 9 pairs of batches. A fixed count: the
+        # primary metric is a difference with no ratio to the baseline, so sequential
+        # allocation has no verdict to settle.
         # No warm-up round: every case's first trial is measured in the same shuffled round,
         # so a cold start falls on all variants alike. 4 accuracy processes a trial, 20
         # estimates a case (the fewest that show a p5/p95).
@@ -192,15 +219,17 @@ BENCHMARK = Benchmark(
         # so the modes get no more.
         "default": Profile("default", {"workload": DEFAULT_WORKLOADS, "mean": MEANS,
                                        "scale": (0.01,), "accuracy_runs": (4,)},
-                           trials=5, samples=2, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, other_trials=2, trial_s=0.32, answer_trials=15,
+                           trials=5, samples=DEFAULT_SAMPLES, warmup_samples=1,
+                           warmup_trials=0, timeout_s=120, other_trials=2, trial_s=0.32,
+                           answer_trials=15,
                            counted_samples=0),
         "full": Profile("full", {"workload": WORKLOADS, "mean": MEANS, "scale": (1.0,),
                                  "accuracy_runs": (8,)},
                         trials=10, samples=5, warmup_samples=1, warmup_trials=1,
                         timeout_s=1800),
     },
-    program="heap_sampling/heap_bench",
+    program=PROGRAM,
+    prepare_trial=_prepare_trial,
     # Counted samples (heap_bench.c, alloc_patterns.c, heap_counters.h), per allocation: the
     # pages and system calls through which the heap or a sampler's table would grow. In a warm
     # heap all are ~0 for every variant: a sampler's cost is user-space CPU work, which no
