@@ -69,6 +69,25 @@ def test_mremap_thp_moves_huge_pages(built: Path) -> None:
     assert meta["moved_page_bytes"] == 2 * MIB and meta["moved_huge_kib"] == SIZE // 1024, meta
 
 
+def _kernel_at_least(major: int, minor: int) -> bool:
+    release = os.uname().release.split("-")[0].split(".")
+    return (int(release[0]), int(release[1])) >= (major, minor)
+
+
+def test_sources_are_populated_by_the_kernel_yet_written_page_by_page(built: Path) -> None:
+    # MADV_POPULATE_WRITE (Linux 5.14) faults a source in: the program then verifies after
+    # every move that the destination maps all of it (Rss: no page left unfaulted or on the
+    # shared zero page) and holds each page's own pattern, in 4 KiB pages (exit 3 otherwise).
+    meta, _, _ = _run(built, "mremap")
+    want = "MADV_POPULATE_WRITE" if _kernel_at_least(5, 14) else "a write per page"
+    assert meta["fault_in"].startswith(want), meta["fault_in"]
+    assert meta["thp"] == "off" and meta["moved_huge_kib"] == 0, meta
+    # The cold copy's destination is left alone: the copy still takes one fault per page,
+    # inside the timer, and nothing before it did.
+    _, _, counters = _run(built, "memcpy-cold")
+    assert counters["minor_faults_per_op"] == SIZE // 4096, counters
+
+
 # A real-time task on the copy's CPU that wakes every millisecond and spins 0.3 ms: it
 # preempts a normal task at once, so a hot 16 MiB copy (a millisecond or more on this
 # machine) is interrupted in (nearly) every attempt. Bounded: the test kills it, and it
