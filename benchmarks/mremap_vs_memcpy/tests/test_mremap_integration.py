@@ -301,7 +301,11 @@ def test_counted_samples_count_what_the_mechanism_does(built: Path, variant: str
         assert values["per_op.kmem.mm_page_alloc"] == [0, 0]
         assert values["per_op.maple_tree.ma_write"] == [1, 1]
     else:
-        assert flushes == [0, 0], flushes  # a copy changes no mapping
+        # A copy changes no mapping, so no flush of its own; but in about one run of three a
+        # counted sample holds one (local shootdowns, traced with their stacks: a
+        # write-protect fault's ptep_clear_flush in do_wp_page, the program's first write to
+        # a page it had only read, or a copy-on-write page of its own). Never more than one.
+        assert all(f <= 1 for f in flushes), flushes
         assert values["per_op.maple_tree.ma_write"] == [0, 0]
     if variant == "memcpy-cold":
         # A page for each destination page, plus the page tables that map them.
