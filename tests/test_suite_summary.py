@@ -132,6 +132,19 @@ def test_the_machine_wide_group_goes_first_then_what_takes_no_lock() -> None:
                      "tests/test_short.py::w"]
 
 
+def test_a_hold_alone_on_a_shared_run_goes_last() -> None:
+    """test_conformance_sweep holds the lock alone after reading the all-rooms run: last,
+    however long it is, where mid-run it waited for the other workers' module holds."""
+    items = [_Item("tests/test_conformance_sweep.py::s", "test_conformance_sweep.py", True),
+             _Item("tests/test_long.py::x", "long", True),
+             _Item("tests/test_mw.py::z", MACHINE_WIDE_GROUP, True),
+             _Item("tests/test_fast.py::y", "fast", False)]
+    order = _order(items, {"long": 500.0, "fast": 1.0, MACHINE_WIDE_GROUP: 200.0,
+                           "test_conformance_sweep.py": 900.0})
+    assert order == ["tests/test_mw.py::z", "tests/test_fast.py::y", "tests/test_long.py::x",
+                     "tests/test_conformance_sweep.py::s"]
+
+
 def _load_script(name: str) -> Any:
     import importlib.util
     spec = importlib.util.spec_from_file_location(name.removesuffix(".py"),
@@ -166,6 +179,11 @@ def test_the_schedule_waits_for_the_machine_wide_group_only_where_a_unit_runs_li
     assert at["fast"] == (0.0, 30.0)  # beside the group: it takes no lock
     assert at["live"] == (100.0, 150.0) and at["live2"] == (100.0, 110.0)
     assert plan["wall_s"] == 150.0
+    # A unit held alone at the end starts once every other has ended.
+    plan = schedule([*units, ("end", 3, ["e::a"])], {"mw::a": 100.0, "f::a": 30.0,
+                                                     "l::a": 50.0, "l2::a": 10.0, "e::a": 1.0},
+                    3, {})
+    assert {s["unit"]: s["start"] for s in plan["spans"]}["end"] == 150.0
 
 
 def _locked(path: Path, how: int) -> bool:
