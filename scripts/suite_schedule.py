@@ -83,7 +83,10 @@ def main() -> int:
     ap.add_argument("seconds", nargs="?", default=str(REPO / "tests" / "test-seconds.json"))
     ap.add_argument("--workers", type=int, default=3)
     ap.add_argument("--extra", action="append", default=[], metavar="UNIT=SECONDS",
-                    help="seconds to add to a unit (a set-up the file's run did not have)")
+                    help="seconds to add to a unit (a set-up the file's run did not have; "
+                         "negative: one it no longer has)")
+    ap.add_argument("--workers-path", action="store_true",
+                    help="each worker's units in order, with idle gaps: the critical path")
     args = ap.parse_args()
     try:
         seconds = json.loads(Path(args.seconds).read_text())
@@ -93,8 +96,18 @@ def main() -> int:
               "(scripts/test_seconds.py) and --extra UNIT=SECONDS", file=sys.stderr)
         return 2
     plan = schedule(collect(), seconds, args.workers, extra)
-    for s in sorted(plan["spans"], key=lambda s: -(s["stop"] - s["start"]))[:12]:
-        print(f"gw{s['worker']} {s['start']:6.0f}-{s['stop']:<6.0f} {s['unit'][:64]}")
+    if args.workers_path:
+        for w in range(args.workers):
+            at = 0.0
+            for s in sorted((s for s in plan["spans"] if s["worker"] == w),
+                            key=lambda s: s["start"]):
+                idle = f" (idle {s['start'] - at:.0f} s before)" if s["start"] - at >= 1 else ""
+                if s["stop"] - s["start"] >= 1 or idle:
+                    print(f"gw{w} {s['start']:6.0f}-{s['stop']:<6.0f} {s['unit'][:64]}{idle}")
+                at = s["stop"]
+    else:
+        for s in sorted(plan["spans"], key=lambda s: -(s["stop"] - s["start"]))[:12]:
+            print(f"gw{s['worker']} {s['start']:6.0f}-{s['stop']:<6.0f} {s['unit'][:64]}")
     print("workers end at " + ", ".join(f"{t:.0f} s" for t in plan["workers_end_s"]))
     print(f"wall {plan['wall_s']:.0f} s for {plan['work_s']:.0f} s of the tests' own time")
     return 0
