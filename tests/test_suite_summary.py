@@ -114,6 +114,12 @@ def test_a_fresh_clone_orders_by_the_measured_seconds_of_each_test() -> None:
     assert _order(items, measured={"tests/test_a.py::x": 100.0, "tests/test_a.py::y": 30.0,
                                    "tests/test_fault_injection.py::f": 90.0})[0] == \
         "tests/test_a.py::x"
+    # A module the file does not know (new since it was made) is guessed as without it: a
+    # live test a run (10 s), not a test the file found under half a second.
+    items = [_Item("tests/test_a.py::x", "a", True), _Item("tests/test_new.py::y", "new", True),
+             _Item("tests/test_a.py::z", "a2", True)]
+    assert _order(items, measured={"tests/test_a.py::x": 5.0}) == [
+        "tests/test_new.py::y", "tests/test_a.py::x", "tests/test_a.py::z"]
     # The committed file is the order's when there is no cache, and it holds real tests.
     seconds = measured_test_seconds()
     assert seconds and all(s >= 0.5 for s in seconds.values()), TEST_SECONDS
