@@ -10,9 +10,9 @@ Collects the suite as `make test` does (conftest.py's groups and order, slowest_
 each unit's tests' seconds (a test not in the file: 0.1 s), and hands the units out as
 pytest-xdist's loadgroup does: each to the first worker free. The machine-wide group holds
 the suite lock alone, so a unit that starts live runs waits for its end; a unit that starts
-none does not. Lock waits beyond that (test_conformance_sweep's hold alone, other suites on
-the machine) and the CPUs the workers share are not modelled: the figure is a floor for the
-machine the seconds were measured on.
+none does not; a unit of AT_THE_END (alone, last) waits for every other to end. Lock waits
+beyond that (other suites on the machine) and the CPUs the workers share are not modelled:
+the figure is a floor for the machine the seconds were measured on.
 """
 
 from __future__ import annotations
@@ -46,14 +46,15 @@ def collect() -> list[tuple[str, int, list[str]]]:
                 u = conftest.item_unit(i)
                 units.setdefault(u, []).append(i.nodeid)
                 lock_free[u] = lock_free.get(u, True) and \
-                    i.get_closest_marker("slow") is None and not conftest.machine_wide_test(i)
+                    not conftest.starts_live_runs(i) and not conftest.machine_wide_test(i)
 
     code = pytest.main(["--co", "-q", "-p", "no:cacheprovider", "-n", "0", str(REPO)],
                        plugins=[Plugin()])
     if code not in (0, 5):
         raise SystemExit(f"collection failed: pytest exit {code}")
-    return [(u, 0 if u == group[0] else 1 if lock_free[u] else 2, ids)
-            for u, ids in units.items()]
+    import conftest
+    return [(u, 0 if u == group[0] else 3 if u in conftest.AT_THE_END else
+             1 if lock_free[u] else 2, ids) for u, ids in units.items()]
 
 
 def schedule(units: list[tuple[str, int, list[str]]], seconds: dict[str, float],
@@ -69,6 +70,8 @@ def schedule(units: list[tuple[str, int, list[str]]], seconds: dict[str, float],
             alone_until = start + cost
         elif tier == 2:
             start = max(start, alone_until)
+        elif tier == 3:  # last, alone: once the other workers' last units have ended
+            start = max(free)
         free[w] = start + cost
         spans.append({"unit": unit, "worker": w, "start": start, "stop": free[w]})
     return {"wall_s": max(free), "work_s": sum(s["stop"] - s["start"] for s in spans),
@@ -80,7 +83,10 @@ def main() -> int:
     ap.add_argument("seconds", nargs="?", default=str(REPO / "tests" / "test-seconds.json"))
     ap.add_argument("--workers", type=int, default=3)
     ap.add_argument("--extra", action="append", default=[], metavar="UNIT=SECONDS",
-                    help="seconds to add to a unit (a set-up the file's run did not have)")
+                    help="seconds to add to a unit (a set-up the file's run did not have; "
+                         "negative: one it no longer has)")
+    ap.add_argument("--workers-path", action="store_true",
+                    help="each worker's units in order, with idle gaps: the critical path")
     args = ap.parse_args()
     try:
         seconds = json.loads(Path(args.seconds).read_text())
@@ -90,8 +96,18 @@ def main() -> int:
               "(scripts/test_seconds.py) and --extra UNIT=SECONDS", file=sys.stderr)
         return 2
     plan = schedule(collect(), seconds, args.workers, extra)
-    for s in sorted(plan["spans"], key=lambda s: -(s["stop"] - s["start"]))[:12]:
-        print(f"gw{s['worker']} {s['start']:6.0f}-{s['stop']:<6.0f} {s['unit'][:64]}")
+    if args.workers_path:
+        for w in range(args.workers):
+            at = 0.0
+            for s in sorted((s for s in plan["spans"] if s["worker"] == w),
+                            key=lambda s: s["start"]):
+                idle = f" (idle {s['start'] - at:.0f} s before)" if s["start"] - at >= 1 else ""
+                if s["stop"] - s["start"] >= 1 or idle:
+                    print(f"gw{w} {s['start']:6.0f}-{s['stop']:<6.0f} {s['unit'][:64]}{idle}")
+                at = s["stop"]
+    else:
+        for s in sorted(plan["spans"], key=lambda s: -(s["stop"] - s["start"]))[:12]:
+            print(f"gw{s['worker']} {s['start']:6.0f}-{s['stop']:<6.0f} {s['unit'][:64]}")
     print("workers end at " + ", ".join(f"{t:.0f} s" for t in plan["workers_end_s"]))
     print(f"wall {plan['wall_s']:.0f} s for {plan['work_s']:.0f} s of the tests' own time")
     return 0

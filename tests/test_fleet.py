@@ -29,18 +29,18 @@ from fleet_hosts import NamespaceFleet, NamespaceHost, namespace_fleet
 
 pytestmark = pytest.mark.slow
 
-# The module's tests go to two workers (xdist groups) with hosts of their own (the `fleet`
-# fixture, made once per group): on one worker they were the suite's long pole (771 s of
-# 1,354 in the 2026-11-29 fresh-clone run). A host's first run pays for its set-up (push,
+# The module's tests that need hosts are one xdist group, on one worker, with hosts of its own
+# (the `fleet` fixture, made once per group). A host's first run pays for its set-up (push,
 # `make deps build`); later runs on it find the set-up checkout and go straight to measuring.
-# So each group's tests run in the order that sets up the fewest hosts, as many at once as
-# may be: in AT_ONCE, the healthy pair sets alpha and beta up together, and the host-loss run
-# (last: it kills and restarts hosts) then sets up gamma and delta only, where it had four
-# hosts of its own to set up until 2026-11-29; in SERIAL, the kernel refusal sets alpha and
-# beta up together, so the memory-cgroup test's --serial run sets up gamma alone, not alpha
-# and then gamma. The uv cache and the wheels in build/fleet/ are the machine's, shared.
-AT_ONCE = pytest.mark.xdist_group("test_fleet.py: hosts at once")
-SERIAL = pytest.mark.xdist_group("test_fleet.py: serial")
+# So the tests run in the order that sets up the fewest hosts, as many at once as may be: the
+# healthy pair sets alpha and beta up together, the host-loss run then gamma and delta only,
+# and the serial runs after it (kernel refusal, memory cgroups, SIGTERM) find all four set
+# up. Until 2026-11-29 the serial runs were a group of their own, on another worker, which
+# set alpha and beta up again, then gamma (three fresh hosts more, about 67 s of set-up idle,
+# docs/RELIABILITY.md); the losses leave every host answering (sshd back, link up, delta's
+# sshd restarted; the loss tests assert nothing of theirs runs on), which is all the serial
+# runs need. The uv cache and the wheels in build/fleet/ are the machine's, shared.
+WITH_HOSTS = pytest.mark.xdist_group("test_fleet.py: hosts")
 # Bad input makes no hosts (it never reaches one): a unit of its own, so no group of hosts
 # carries its minute of bakeoff start-ups.
 NO_HOSTS = pytest.mark.xdist_group("test_fleet.py: no hosts")
@@ -146,7 +146,7 @@ def _verdict_time(out: Path, host: str) -> float:
 LOSS_TO_VERDICT_BOUND_S = 2 * (2 + 3 * 12 + 4)
 
 
-@AT_ONCE
+@WITH_HOSTS
 def test_two_healthy_hosts_one_report_with_the_host_in_every_table_and_chart(
         fleet: NamespaceFleet, tmp_path: Path) -> None:
     t0 = time.monotonic()
@@ -229,7 +229,7 @@ def test_two_healthy_hosts_one_report_with_the_host_in_every_table_and_chart(
         assert "alpha" in piece and "beta" in piece  # each legend names both hosts
 
 
-@AT_ONCE
+@WITH_HOSTS
 def test_a_host_whose_sshd_is_stopped_is_unreachable_and_the_other_completes(
         fleet: NamespaceFleet, tmp_path: Path) -> None:
     beta = _host(fleet, "beta")
@@ -254,7 +254,7 @@ def test_a_host_whose_sshd_is_stopped_is_unreachable_and_the_other_completes(
     assert "differs between hosts" not in md and "holds on every host" not in md, md
 
 
-@AT_ONCE
+@WITH_HOSTS
 def test_on_a_terminal_a_live_table_per_host(fleet: NamespaceFleet, tmp_path: Path) -> None:
     inv = fleet.inventory(tmp_path / "inventory.yml", [_host(fleet, "alpha")])
     out = tmp_path / "fleet"
@@ -338,7 +338,7 @@ def losses(fleet: NamespaceFleet, tmp_path_factory: pytest.TempPathFactory) -> L
     return Losses(out, first, first_record, lost, fetched, again, _record(out), left)
 
 
-@AT_ONCE
+@WITH_HOSTS
 def test_hosts_lost_mid_run_are_named_in_bounded_time_and_resumed_per_trial(
         losses: Losses) -> None:
     """beta (sshd killed) and gamma (link down) are each declared within the bound, named
@@ -378,7 +378,7 @@ def test_hosts_lost_mid_run_are_named_in_bounded_time_and_resumed_per_trial(
     assert losses.left_running == {"beta": [], "gamma": [], "delta": []}  # nothing of the first
 
 
-@AT_ONCE
+@WITH_HOSTS
 def test_a_host_that_restarts_mid_run_is_failed_and_resumed_per_trial(losses: Losses) -> None:
     """delta restarts mid-run (every process killed, sshd back at once): its run is found
     gone (no exit status) at the next look, its partial results come back, and --resume
@@ -414,7 +414,7 @@ def _cmdline(pid: int) -> str:
 KERNELS = ["--kernel", "a=linux-image-6.1.0-*-amd64", "--kernel", "b=linux-image-6.12.*-amd64"]
 
 
-@SERIAL
+@WITH_HOSTS
 def test_a_timed_kernel_run_is_refused_by_each_host_in_one_line(
         fleet: NamespaceFleet, tmp_path: Path) -> None:
     """The hosts share this machine's /dev/kvm (kvm_pvm, no hardware KVM): each host's `bakeoff
@@ -455,7 +455,7 @@ def test_a_timed_kernel_run_is_refused_by_each_host_in_one_line(
     assert time.monotonic() - started < 600
 
 
-@SERIAL
+@WITH_HOSTS
 def test_a_host_without_memory_cgroups_records_skips_not_failures(
         fleet: NamespaceFleet, tmp_path: Path) -> None:
     # --serial: one host after the other, as hosts sharing hardware must be run.
@@ -503,7 +503,7 @@ def test_bad_kernel_input_is_one_line_before_any_host_is_touched(tmp_path: Path)
     assert_usage_error(run_bakeoff(*base, *KERNELS), "does not exist", "inventory")
 
 
-@SERIAL
+@WITH_HOSTS
 def test_sigterm_names_each_hosts_state_stops_their_runs_and_relative_resume_finishes(
         fleet: NamespaceFleet, tmp_path: Path) -> None:
     """--serial, SIGTERM while alpha measures: alpha is named running (its trials recorded),

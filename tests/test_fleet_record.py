@@ -56,6 +56,22 @@ def test_phases_are_timed_from_task_starts_and_the_first_failure_is_the_reason()
     assert [h.host for h in rec.failed()] == ["a", "b"]
 
 
+def test_a_host_that_fails_its_first_task_answered() -> None:
+    """The connect phase's first task is the root check (no ping before it): a host that runs
+    it and fails it answered, and is reachable; only an unreachable event says it is not."""
+    rec = _rec(["a", "b"])
+    for ev in [
+        _ev(0, "start", "a", "connect: root"), _ev(0, "start", "b", "connect: root"),
+        _ev(1, "failed", "a", "connect: root", rc=1,
+            stderr="root without CAP_SYS_ADMIN (CapEff 000001fffedfffff: a container)"),
+        _ev(1, "unreachable", "b", "connect: root", msg="Connection refused"),
+    ]:
+        record.apply_event(rec, ev)
+    a, b = rec.hosts["a"], rec.hosts["b"]
+    assert a.reachable is True and a.status == "failed" and "CAP_SYS_ADMIN" in a.reason
+    assert b.reachable is False and b.status == "unreachable"
+
+
 def test_the_run_exit_status_and_the_result_check() -> None:
     rec = _rec(["a"])
     for ev in [

@@ -114,6 +114,12 @@ def test_a_fresh_clone_orders_by_the_measured_seconds_of_each_test() -> None:
     assert _order(items, measured={"tests/test_a.py::x": 100.0, "tests/test_a.py::y": 30.0,
                                    "tests/test_fault_injection.py::f": 90.0})[0] == \
         "tests/test_a.py::x"
+    # A module the file does not know (new since it was made) is guessed as without it: a
+    # live test a run (10 s), not a test the file found under half a second.
+    items = [_Item("tests/test_a.py::x", "a", True), _Item("tests/test_new.py::y", "new", True),
+             _Item("tests/test_a.py::z", "a2", True)]
+    assert _order(items, measured={"tests/test_a.py::x": 5.0}) == [
+        "tests/test_new.py::y", "tests/test_a.py::x", "tests/test_a.py::z"]
     # The committed file is the order's when there is no cache, and it holds real tests.
     seconds = measured_test_seconds()
     assert seconds and all(s >= 0.5 for s in seconds.values()), TEST_SECONDS
@@ -130,6 +136,19 @@ def test_the_machine_wide_group_goes_first_then_what_takes_no_lock() -> None:
     # The group alone first, the lock-free unit while it runs, then the longest.
     assert order == ["tests/test_mw.py::z", "tests/test_fast.py::y", "tests/test_long.py::x",
                      "tests/test_short.py::w"]
+
+
+def test_a_hold_alone_on_a_shared_run_goes_last() -> None:
+    """test_conformance_sweep holds the lock alone after reading the all-rooms run: last,
+    however long it is, where mid-run it waited for the other workers' module holds."""
+    items = [_Item("tests/test_conformance_sweep.py::s", "test_conformance_sweep.py", True),
+             _Item("tests/test_long.py::x", "long", True),
+             _Item("tests/test_mw.py::z", MACHINE_WIDE_GROUP, True),
+             _Item("tests/test_fast.py::y", "fast", False)]
+    order = _order(items, {"long": 500.0, "fast": 1.0, MACHINE_WIDE_GROUP: 200.0,
+                           "test_conformance_sweep.py": 900.0})
+    assert order == ["tests/test_mw.py::z", "tests/test_fast.py::y", "tests/test_long.py::x",
+                     "tests/test_conformance_sweep.py::s"]
 
 
 def _load_script(name: str) -> Any:
@@ -166,6 +185,11 @@ def test_the_schedule_waits_for_the_machine_wide_group_only_where_a_unit_runs_li
     assert at["fast"] == (0.0, 30.0)  # beside the group: it takes no lock
     assert at["live"] == (100.0, 150.0) and at["live2"] == (100.0, 110.0)
     assert plan["wall_s"] == 150.0
+    # A unit held alone at the end starts once every other has ended.
+    plan = schedule([*units, ("end", 3, ["e::a"])], {"mw::a": 100.0, "f::a": 30.0,
+                                                     "l::a": 50.0, "l2::a": 10.0, "e::a": 1.0},
+                    3, {})
+    assert {s["unit"]: s["start"] for s in plan["spans"]}["end"] == 150.0
 
 
 def _locked(path: Path, how: int) -> bool:

@@ -266,8 +266,10 @@ def execute(rec: FleetRecord, fleet_dir: Path, hosts: list[str], extra_vars: dic
         "ANSIBLE_SSH_CONTROL_PATH_DIR": str(control_dir / "cp"),
         "ANSIBLE_LOCAL_TEMP": str(control_dir / "tmp"),
         "ANSIBLE_TIMEOUT": str(connect_timeout),
-        # Ansible's own SSH arguments, and keep-alives: a lost host is found in seconds.
-        "ANSIBLE_SSH_ARGS": ("-C -o ControlMaster=auto -o ControlPersist=60s "
+        # Ansible's own SSH arguments, and keep-alives: a lost host is found in seconds. No
+        # compression (-C): what goes over is gzip and wheels, which it cannot shrink, and it
+        # doubled the wheelhouse's push (docs/RELIABILITY.md).
+        "ANSIBLE_SSH_ARGS": ("-o ControlMaster=auto -o ControlPersist=60s "
                              f"-o ServerAliveInterval={SSH_ALIVE_INTERVAL_S} "
                              f"-o ServerAliveCountMax={SSH_ALIVE_COUNT}"),
         # Debian has /usr/bin/python3 (the set-up installs it); interpreter discovery would

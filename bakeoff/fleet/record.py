@@ -109,7 +109,9 @@ def apply_event(rec: FleetRecord, event: dict[str, Any]) -> list[tuple[str, str]
     if current is not None:
         current.ended = t  # the phase's latest task so far; the next start closes it
     answered = host.reachable
-    if kind == "ok" and phase == "connect" and host.reachable is None:
+    # A task that ran and failed (the root check, the connect phase's first task) answered
+    # too: only "unreachable" says the host did not.
+    if kind in ("ok", "failed") and phase == "connect" and host.reachable is None:
         host.reachable = True
     if task == START_TASK and kind == "ok" and not event.get("skipped"):
         host.run_started = True
