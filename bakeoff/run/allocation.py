@@ -508,8 +508,8 @@ def expected_trials(
             if _reported_by_none(r, counts, values):
                 # As the rule passes it over (answer_cases_needing_trials): planned at its
                 # cap, heap-sampling's error readings of the other scheme's metric kept
-                # every mode case at 15 trials while the rule stopped them at 5, and the
-                # time left said at half a `make bench` was 70% too long
+                # every mode case at its cap while the rule stopped them at the minimum, and
+                # the time left at half a `make bench` was far too long
                 # (docs/notes/make-bench-time-20261129b-epyc.md).
                 continue
             sides = [c for c in (r.case, r.reference) if c is not None and c in out]
@@ -531,8 +531,8 @@ def expected_trials(
             # planning leaves the rule's resamples as they were.
             # Below min_trials (which the case gets whatever its spread), the stopping
             # interval alone: the quoted one is a bootstrap of 2 to 4 trials, which at 2
-            # made heap-sampling's error readings hundreds of times wider than their t
-            # interval and planned each mode case at its cap, where the rule took 5 or 6
+            # can be hundreds of times wider than the t interval and planned each of
+            # heap-sampling's mode cases at its cap, where the rule stopped near the minimum
             # (docs/notes/make-bench-time-20261129b-epyc.md).
             width = reading_half_width(r, values, np.random.default_rng(0)
                                        if n >= rule.min_trials else None)
@@ -540,8 +540,9 @@ def expected_trials(
             if needed is None and r.kind == "error":
                 # One trial: an RMS error has no spread yet to plan with; planned at
                 # min_trials, as the levels are. At the cap, every heap-sampling mode case
-                # counted 15 trials from its first to its second, where the rule took 5 or
-                # 6. (A difference stays at its cap: heap-sampling's inline cases take it.)
+                # was planned at its cap between its first and second trial, where the rule
+                # stopped near the minimum. (A difference stays at its cap: heap-sampling's
+                # inline cases take it.)
                 continue
             if n < rule.min_trials and r.kind == "ratio" and r.reference is not None:
                 # One trial a side, or fewer than min_trials: planned at no less than the

@@ -192,8 +192,8 @@ def measure(
             if not quiet:
                 console.print(Text("warning: ", style="yellow") + Text(cpu.warning))
         # From the command's start, not from here: the set-up before (host facts, the sweep
-        # of dead runs, CPU claims) took 1.75 s more beside two CPU hogs than idle, and a
-        # 10 s budget then started a trial 11.75 s into the run (docs/RELIABILITY.md).
+        # of dead runs, CPU claims) grows under load, and a budget counted from here let a
+        # trial start after the budget had run out (docs/RELIABILITY.md).
         budget = _Budget(run.settings.time_budget_s, budget_from)
         progress.estimate.budget_left = budget.left
         # From here to the process's exit a signal is recorded, not raised
