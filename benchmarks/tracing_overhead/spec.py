@@ -171,11 +171,12 @@ BENCHMARK = Benchmark(
                  against="baseline", metric="per_call_ns", along="duration_us",
                  # tests/indep_checks.py; the figures are in the note it names.
                  checked="ebpf-force's cost per call is CPU time in the app's thread and "
-                 "moves with the machine within a minute, in both programs at once; "
-                 "indep_trace, written apart, reads it the same as the room's programs run "
-                 "alternately with it, and scripts/indep-checks alternates them; why a room "
-                 "run on a lightly loaded machine read it higher than the check right after "
-                 "is open (docs/notes/tracing-force-check-20261129-epyc.md)"),
+                 "rises with each wake-up of a sleeping consumer; indep_trace, written "
+                 "apart, agrees when its consumer and the room's are seldom found asleep, "
+                 "but its figure does not rise with its wake-ups, so on a light machine, "
+                 "where the room's consumer is woken about once a call, the room reads "
+                 "more; why a wake-up of the check's consumer costs its app less is open "
+                 "(docs/notes/tracing-force-check-20261129-epyc.md)"),
     ),
     why_counters=("sched.sched_waking", "syscalls.sys_enter_uretprobe",
                   "irq_vectors.irq_work_entry", "context_switches"),
