@@ -170,11 +170,13 @@ BENCHMARK = Benchmark(
                  "call is its overhead under 5% and under 1%?", "overhead",
                  against="baseline", metric="per_call_ns", along="duration_us",
                  # tests/indep_checks.py; the figures are in the note it names.
-                 checked="ebpf-force's figure turns on how often a record finds the consumer "
-                 "asleep (sched:sched_waking per call, in its why line) and on what each "
-                 "such wake-up costs the app; indep_trace, written apart, wakes its "
-                 "consumer about as often but reads ebpf-force lower, and why each of its "
-                 "wake-ups costs less is open (docs/notes/indep-checks-20261129-epyc.md)"),
+                 checked="ebpf-force's cost per call is CPU time in the app's thread and "
+                 "rises with each wake-up of a sleeping consumer; indep_trace, written "
+                 "apart, agrees when its consumer and the room's are seldom found asleep, "
+                 "but its figure does not rise with its wake-ups, so on a light machine, "
+                 "where the room's consumer is woken about once a call, the room reads "
+                 "more; why a wake-up of the check's consumer costs its app less is open "
+                 "(docs/notes/tracing-force-check-20261129-epyc.md)"),
     ),
     why_counters=("sched.sched_waking", "syscalls.sys_enter_uretprobe",
                   "irq_vectors.irq_work_entry", "context_switches"),
