@@ -36,7 +36,7 @@ INDEP_TRACE_BATCHES = 9
 # within a minute, in both programs (the app's CPU time moving with it), so the two sides are
 # compared over the same stretch of time, and the check's interval spans processes started
 # at three times, as the room's spans trials (benchmarks/tracing_overhead/METHOD.md,
-# "Measured: ebpf-force against the check"; docs/notes/tracing-force-check-20261129-epyc.md).
+# "ebpf-force against the check"; docs/notes/tracing-force-check-20261129-epyc.md).
 TRACING_ALTERNATIONS = 3
 TRACING_ROOM_ARGS = ("--profile", "quick", "--param", "duration_us=0", "--variant", "lttng",
                      "--variant", "ebpf-batched", "--variant", "ebpf-force", "--variant",

@@ -194,7 +194,7 @@ def test_each_tracer_costs_something_at_0_us(quick_run: tuple[Path, list[str]]) 
 # programs at once, and this test compares the quick run's trials with one indep_trace
 # process afterwards (scripts/indep-checks alternates the two). On a light machine the room
 # read more than the check until the check's consumer slept as the room's does (METHOD.md,
-# "Measured: ebpf-force against the check", "The cause"); part of the gap was not explained
+# "ebpf-force against the check"; the note it names); part of the gap was not explained
 # and one run agreeing is not enough, so ebpf-force is held to this scale and the issue's
 # rule is printed.
 FORCE_SCALE = 1.6
