@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -113,13 +114,22 @@ class NamespaceHost:
 
     def reboot(self) -> None:
         """A restart as a fleet sees it: every process on the host ends at once (a power cut
-        saves nothing either), its disk stays, and sshd comes back."""
-        self.stop_sshd()
-        for _ in range(50):  # processes forked meanwhile are killed on the next pass
-            if not self.kill_processes():
-                break
-            time.sleep(0.2)
-        self.start_sshd()
+        saves nothing either), its disk stays, and sshd is back at once. The listener is held
+        still (SIGSTOP) while every other process is killed, then let go: a connection made
+        meanwhile waits in its backlog and is served, as by a host back before the next
+        look. Stopping and restarting sshd instead left its port closed for a second or
+        more, and a look that fell in it found the host unreachable, not its run gone (a
+        closed port is kill_sshd's case)."""
+        assert self.sshd is not None and self.sshd.poll() is None, f"{self.name}: no sshd"
+        listener = self.sshd.pid  # sshd itself: nsenter, setpriv and the wrapper exec it
+        os.kill(listener, signal.SIGSTOP)
+        try:
+            for _ in range(50):  # processes forked meanwhile are killed on the next pass
+                if not self.kill_processes(spare=listener):
+                    break
+                time.sleep(0.2)
+        finally:
+            os.kill(listener, signal.SIGCONT)
 
     def pids(self) -> list[int]:
         """Every process in this host's network namespace (all started through its sshd)."""
@@ -127,10 +137,13 @@ class NamespaceHost:
                              text=True, check=False, timeout=30)
         return [int(p) for p in res.stdout.split()]
 
-    def kill_processes(self, match: str = "") -> list[int]:
-        """SIGKILL the namespace's processes whose command line holds `match` (all for '')."""
+    def kill_processes(self, match: str = "", spare: int | None = None) -> list[int]:
+        """SIGKILL the namespace's processes whose command line holds `match` (all for ''),
+        but `spare`."""
         killed = []
         for pid in self.pids():
+            if pid == spare:
+                continue
             try:
                 proc = psutil.Process(pid)
                 if match in " ".join(proc.cmdline()):
