@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+import scripts_under_test
 from test_report import XSS, make_run
 
 from bakeoff.declare import registry
@@ -15,19 +15,14 @@ from bakeoff.declare.model import Case, RunRecord, Trial
 from bakeoff.plan.cases import BenchmarkPlan
 from bakeoff.run import runner
 from bakeoff.store import results as store
-from conftest import REPO, assert_usage_error, run_script
+from conftest import assert_usage_error, run_script
 
 ROOM = "mremap-vs-memcpy"
 
 
 @pytest.fixture(scope="module")
 def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("replay_allocation",
-                                                  REPO / "scripts" / "replay_allocation.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return scripts_under_test.load("replay_allocation.py", "replay_allocation")
 
 
 def _as_room(run: RunRecord) -> RunRecord:

@@ -5,24 +5,18 @@ run made before a profile changed is replayed under the rules it ran with (issue
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from types import ModuleType
 
+import scripts_under_test
 from test_report import make_run
 
 from bakeoff.declare import registry
-from conftest import REPO
 
 ROOM = "heap-sampling"
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("time_left_replay",
-                                                  REPO / "scripts" / "time_left_replay.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return scripts_under_test.load("time_left_replay.py", "time_left_replay")
 
 
 def test_a_run_is_planned_with_the_profile_it_recorded() -> None:
