@@ -175,8 +175,8 @@ SHARED_FIXTURE_GROUPS = {"test_findings.py": "all-rooms", "test_report_browser.p
 # Modules that read the shared run but hold the suite lock alone (MACHINE_WIDE) for seconds:
 # a unit of their own, handed out last (slowest_first). In the all-rooms group, mid-run, the
 # sweep's hold first waited for the other workers' module-long shared holds to end, with the
-# turnstile shut on them meanwhile: 66-97 s for it and 38-40 s for another worker in each of
-# the three fresh-clone timelines of 2026-11-29 (docs/RELIABILITY.md). Last, it waits only
+# turnstile shut on them meanwhile, a worker or two idle (docs/RELIABILITY.md has the fresh-
+# clone timelines that showed it). Last, it waits only
 # for the other workers' last units, which the session waits for anyway; the shared run is
 # made by then (made_once), or by this unit if it alone reads it.
 AT_THE_END = frozenset({"test_conformance_sweep.py"})
@@ -497,9 +497,9 @@ def slowest_first(config: pytest.Config, items: list[pytest.Item],
 
     unit = item_unit
     # Modules the file measured: a test of theirs not in it took under half a second. A
-    # module new since the file was made is guessed as without it (test_history_metric.py,
-    # 107 s, missing from it, was guessed at 0.5 s a test and ran last, alone, in the three
-    # fresh-clone runs of 2026-11-29).
+    # module new since the file was made is guessed as without it: guessed at half a second
+    # a test, a new module of live runs was handed out last and ran alone at the end
+    # (docs/RELIABILITY.md, "Where the 1,144 s went").
     measured_modules = {t.split("::", 1)[0] for t in per_test}
 
     def guess(item: pytest.Item) -> float:
