@@ -667,6 +667,15 @@ def built() -> Path:
     return build_dir()
 
 
+@pytest.fixture(scope="module")
+def executor(built: Path) -> Path:
+    """`bakeoff cmd`'s executor. Through `built`, so every test that runs commands is marked
+    slow (starts_live_runs)."""
+    path = built / "common" / "bakeoff-cmd-exec"
+    assert path.exists(), "make build builds bakeoff-cmd-exec"
+    return path
+
+
 def made_once(tmp_path_factory: pytest.TempPathFactory, name: str,
               make: Callable[[Path], None]) -> Path:
     """A directory made by `make` once per test session, by whichever pytest-xdist worker

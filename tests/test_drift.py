@@ -38,10 +38,7 @@ from bakeoff.report.grid import Point
 from bakeoff.stats import drift
 from bakeoff.stats import estimates as stats
 from bakeoff.store import results as store
-from conftest import REPO, run_bakeoff
-
-EXECUTOR = REPO / "build" / "common" / "bakeoff-cmd-exec"
-
+from conftest import run_bakeoff
 
 # ---- the statistics, by simulation -------------------------------------------------------
 
@@ -225,13 +222,6 @@ def test_hosts_on_one_machine_or_at_one_time_are_warned_about() -> None:
 
 
 # ---- real runs -----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def executor(built: Path) -> Path:
-    """Through `built`, so every test that runs commands is marked slow (conftest.py)."""
-    assert EXECUTOR.exists(), "make build builds bakeoff-cmd-exec"
-    return EXECUTOR
 
 
 COUNTS = ("--trials", "3", "--runs", "2", "--warmup", "0", "--warmup-trials", "0")

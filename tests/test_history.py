@@ -28,8 +28,13 @@ pytestmark = pytest.mark.slow
 pytest_plugins = ["pg_server"]
 
 RUNS = 16
-STEP_AT = 8  # work: runs 0-7 sleep 1 ms a go, runs 8-15 sleep 30 ms: a step no load on a 2-vCPU
-# VM hides (1 ms of sleep read 2 to 12 ms at load 10); base sleeps 1 ms in every run
+# work: runs 0-7 sleep 20 ms a go, as base does in every run; runs 8-15 sleep 60 ms. Load adds
+# about the same wait to both, so the ratio after the step reads lower on a busy machine
+# (20 ms against 60: a wait of 15 ms gives x2.1 for x3), never near x1. With 1 ms against
+# 30 ms the ratio went from x15 idle to x2 when a 1 ms sleep read 15 ms, and eight runs
+# scattered over that hid the step (CI of 2026-11-29).
+STEP_AT = 8
+SLEEP_BEFORE, SLEEP_AFTER = "sleep 0.02", "sleep 0.06"
 BASE = "base"
 FIXTURE_RUN = REPO / "tests" / "fixtures" / "fleet_runs" / "a"  # another benchmark's real run
 
@@ -45,10 +50,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     out = []
     with live_run_lock("test_history.py"):
         for i in range(RUNS):
-            command = "sleep 0.001" if i < STEP_AT else "sleep 0.03"
+            command = SLEEP_BEFORE if i < STEP_AT else SLEEP_AFTER
             run_dir = work / f"run{i:02d}"
             res = _bakeoff("cmd", "-n", BASE, "-n", "work", "--trials", "3", "--runs", "3",
-                           "--warmup-trials", "0", "-q", "--out", str(run_dir), "sleep 0.001",
+                           "--warmup-trials", "0", "-q", "--out", str(run_dir), SLEEP_BEFORE,
                            command, cwd=work)
             assert res.returncode == 0, res.stderr[-2000:]
             out.append(run_dir)
@@ -101,11 +106,11 @@ def test_history_lists_the_runs_and_the_change(runs: list[Path], history_url: st
     assert "labels commit=old → commit=new machine=ci" in change
     # the change's ratio after/before, past the two levels (themselves ratios: ×0.98 [...])
     ratio = float(re.search(r"runs, ×(\d+\.\d+) \[", change).group(1))  # type: ignore[union-attr]
-    assert ratio > 2  # 30 ms against 1 ms of sleep, and the process start around both
+    assert ratio > 1.5  # 60 ms against 20 ms of sleep, and the process start around both
     level = re.search(r"changed \(worse\): ×(\d+\.?\d*) \[", change)
     assert level is not None, change
     before = float(level.group(1))
-    assert 0.5 < before < 2  # before the step, work and base both sleep 1 ms
+    assert 0.5 < before < 2  # before the step, work and base both sleep 20 ms
     assert sum("level changed" in ln for ln in lines[head:head + 2 + RUNS + 1]) == 1
     # base is its absolute time: listed, any change of it marked as the machine's drift too.
     base = next(i for i, ln in enumerate(lines) if ln.startswith(f"cmd/{BASE} wall_time on "))

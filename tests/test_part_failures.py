@@ -16,11 +16,12 @@ without touching one that anything else on the machine uses.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,9 +90,46 @@ def _first(comm: str) -> Callable[[list[Proc]], Proc | None]:
     return lambda procs: next(iter(_named(procs, comm)), None)
 
 
+def _cat_trial_proc(procs: list[Proc]) -> Proc | None:
+    return next((p for p in _named(procs, "cgstat") if "--variant" in p.argv[:-1]
+                 and p.argv[p.argv.index("--variant") + 1] == "cat"), None)
+
+
 def _cat_trial(procs: list[Proc]) -> bool:
-    return any(p.argv[p.argv.index("--variant") + 1] == "cat" for p in _named(procs, "cgstat")
-               if "--variant" in p.argv[:-1])
+    return _cat_trial_proc(procs) is not None
+
+
+@contextlib.contextmanager
+def _stopped(pid: int) -> Iterator[bool]:
+    """The process held stopped (SIGSTOP) for the block; yields whether it is alive and
+    stopped (not exited, not a zombie), which only a process still in its trial is."""
+    try:
+        os.kill(pid, signal.SIGSTOP)
+    except ProcessLookupError:
+        yield False
+        return
+    try:
+        yield _stopped_state(pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+
+
+def _stopped_state(pid: int, timeout_s: float = 5.0) -> bool:
+    """Whether pid reaches the stopped state ('T' in /proc/PID/stat) within timeout_s: SIGSTOP
+    is delivered when the process next runs, which on a busy machine is not at once."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        if state in ("T", "t"):
+            return True
+        if state in ("Z", "X"):
+            return False
+        time.sleep(0.001)
+    return False
 
 
 @dataclass(frozen=True)
@@ -103,6 +141,10 @@ class Scenario:
     delay_s: float  # from in_trial to the kill: into the measured part
     error: str  # what the failed trial's error says
     private_lttng: bool = False
+    # The trial's own process, held stopped while the part is killed, for a trial shorter
+    # than the test's poll under load: seen measuring, it could end before the kill landed
+    # (CI of 2026-11-29: the charger died between trials, the next one started a new one).
+    trial: Callable[[list[Proc]], Proc | None] | None = None
 
 
 # calls=20000 of 100 µs: the app of a tracing trial runs 2 s.
@@ -129,13 +171,40 @@ SCENARIOS = {
          "--param", "entries=200000", "--trials", "3", "--samples", "5"], "iterate",
         _with("dump_reader"), _first("dump_loader"), 0.2,
         "the map loader (pid {pid}) exited during the trial"),
-    # A cat trial spawns 200 cats (~0.25 s); the charger is killed as soon as one is seen.
+    # A cat trial spawns 200 cats (~0.25 s); the charger is killed as soon as one is seen,
+    # the trial held stopped meanwhile.
     "cgstat_charger": Scenario(
         ["cgroup-stat-read", "--profile", "quick", "--variant", "cat", "--param",
-         "content=legacy", "--param", "fields=all", "--param", "target=child", "--trials", "2",
+         "content=legacy", "--param", "fields=all", "--param", "target=child", "--trials", "3",
          "--samples", "5", "--seed", "3"], "cat", _cat_trial, _first("cgstat_charger"), 0.0,
-        "the memory charger of the target cgroup (pid {pid}) exited during the trial"),
+        "the memory charger of the target cgroup (pid {pid}) exited during the trial",
+        trial=_cat_trial_proc),
 }
+
+
+def _kill_in_trial(run: LiveRun, sc: Scenario, part: str) -> Proc:
+    """SIGKILL the scenario's victim while a trial of its variant measures; the victim. A
+    scenario with a `trial` holds that process stopped across the kill and kills only if it
+    was still in its trial; else it tries the variant's next trial once (the scenario gives
+    it 3 trials: one to miss, one to hit, one to run ok after)."""
+    for _ in range(2):
+        now = watch([run], lambda m: sc.in_trial(m[run.tag]) and sc.victim(m[run.tag]) is not None,
+                    timeout=120, with_bpf=True)
+        time.sleep(sc.delay_s)
+        victim = sc.victim(now[run.tag])
+        assert victim is not None and victim.comm == part, now
+        if sc.trial is None:
+            os.kill(victim.pid, signal.SIGKILL)
+            return victim
+        trial = sc.trial(now[run.tag])
+        assert trial is not None, now
+        with _stopped(trial.pid) as in_trial:
+            if in_trial:
+                os.kill(victim.pid, signal.SIGKILL)
+                return victim
+        watch([run], lambda m, gone=trial.pid: all(p.pid != gone for p in m[run.tag]),
+              timeout=60)
+    raise AssertionError(f"no trial of {sc.variant} was still running when its part was seen")
 
 
 def _target_usage(run: LiveRun) -> int:
@@ -155,12 +224,7 @@ def test_a_part_dying_mid_trial_fails_that_trial_only(built: Path, tmp_path: Pat
     run = LiveRun(tmp_path / "run", sc.args, tmpdir=tmpdir,
                   wrap=PRIVATE_LTTNG if sc.private_lttng else ()).start()
     try:
-        now = watch([run], lambda m: sc.in_trial(m[run.tag]) and sc.victim(m[run.tag]) is not None,
-                    timeout=120, with_bpf=True)
-        time.sleep(sc.delay_s)
-        victim = sc.victim(now[run.tag])
-        assert victim is not None and victim.comm == part, now
-        os.kill(victim.pid, signal.SIGKILL)
+        victim = _kill_in_trial(run, sc, part)
         # The target cgroup's charge while a later trial reads it beside a new charger.
         usage_after: list[int] = []
 
