@@ -45,10 +45,9 @@ def _compared(info: BenchmarkInfo, trials: Sequence[Trial], metric: str) -> list
 
 
 def _resolved(per_trial: list[list[float]]) -> bool:
-    """Its median's CI (linear scale, as a net difference's) lies above 0, from 2 trials or
-    more."""
+    """Its median's CI (linear scale, as a net difference's) lies above 0."""
     ci = stats.median_ci(per_trial, log=False)
-    return len(per_trial) > 1 and ci.low > 0 and ci.estimate > 0
+    return stats.resolved_above_zero(len(per_trial), ci.low, ci.estimate)
 
 
 def _rounds(trials: Sequence[Trial], metric: str) -> list[int]:

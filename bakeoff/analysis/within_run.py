@@ -353,8 +353,8 @@ def _case_results(
                     Case(case.benchmark, info.baseline, case.params), [])
                 base = _compared_samples(info, base_trials, metric)
                 if info.is_net(metric) and not (
-                        _resolved(summary) and base and _resolved(stats.summarize(base, rng,
-                                                                                  log=False))):
+                        summary is not None and summary.resolved_above_zero() and base
+                        and stats.summarize(base, rng, log=False).resolved_above_zero()):
                     continue  # a net difference that may be 0: no ratio to or from it
                 if base and info.subtracted(metric) and _floored(
                         stats.summarize(base, rng), base, info.subtracted(metric))[1]:
@@ -377,13 +377,6 @@ def _case_results(
             result.comparison = dataclasses.replace(
                 result.comparison, paired=paired.get((result.case, result.metric)))
     return results
-
-
-def _resolved(summary: stats.Summary | None) -> bool:
-    """A figure whose CI excludes 0, from 2 trials or more: a ratio to or from a net
-    difference (Metric.net) is formed only between such figures, and only of positive ones."""
-    return (summary is not None and summary.n_trials > 1 and summary.ci_low > 0
-            and summary.median > 0)
 
 
 def _floored(summary: stats.Summary, per_trial: list[list[float]], subtracted: str | None

@@ -90,5 +90,4 @@ def apart(a: CaseResult, b: CaseResult, comparisons: int = 1, net: bool = False,
 
 def resolved_from_zero(r: CaseResult) -> bool:
     """The case's median CI excludes 0 (a cost that its timer resolves)."""
-    s = r.summary
-    return s is not None and s.n_trials > 1 and not (s.ci_low <= 0 <= s.ci_high)
+    return r.summary is not None and r.summary.resolved_from_zero()

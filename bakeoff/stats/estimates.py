@@ -65,6 +65,21 @@ class Summary:
     ci_low: float  # 95% CI of the median (median_ci: INTERVAL_METHOD)
     ci_high: float
 
+    def resolved_from_zero(self) -> bool:
+        """Its median's CI, from 2 trials or more, excludes 0: a net difference (Metric.net)
+        its timer resolves, on either side of 0."""
+        return self.n_trials > 1 and not self.ci_low <= 0 <= self.ci_high
+
+    def resolved_above_zero(self) -> bool:
+        """resolved_above_zero of its median's CI."""
+        return resolved_above_zero(self.n_trials, self.ci_low, self.median)
+
+
+def resolved_above_zero(n_trials: int, ci_low: float, estimate: float) -> bool:
+    """A figure from 2 trials or more whose CI lies above 0: a ratio to or from a net
+    difference (Metric.net) is formed only between such figures."""
+    return n_trials > 1 and ci_low > 0 and estimate > 0
+
 
 @dataclass(frozen=True)
 class SignedError:
