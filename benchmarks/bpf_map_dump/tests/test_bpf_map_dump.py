@@ -380,8 +380,10 @@ def test_ctrl_c_mid_run_frees_the_map(built: Path, tmp_path: Path) -> None:
 
 def test_ctrl_c_while_a_loader_fills_stops_at_once(built: Path, tmp_path: Path) -> None:
     """A 32M-entry hash map takes longer to fill than the bound below: Ctrl-C then must not
-    wait for the fill, nor run a trial after it. (The committed run's hash-map counters,
-    docs/runs/bpf-map-dump-20261123-xeon.md, say fill_batch_ns_per_entry=320 to 410 with
+    wait for the fill, nor run a trial after it. (The hash-map counters at 1M and 4M entries
+    of the Xeon run of 2026-11-23, kept in tests/fixtures/reports-before-the-check/
+    bpf-map-dump-20261123-xeon.md since the committed default run's report.md prints no
+    counters, say fill_batch_ns_per_entry=320 to 410 with
     fill_batch_speedup=1.51 to 1.70 over one entry at a time: the loader's two fills of
     32M entries are then 25 to 35 s, idle. At 4M entries they took seconds, too close to
     the bound once the machine is at load 4.)"""
