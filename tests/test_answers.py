@@ -507,3 +507,17 @@ def test_figures_not_settled_on_every_host_neither_hold_nor_differ() -> None:
     settled = Figure("r", 0.5, 0.45, 0.55, "ratio 0.5 (95% CI 0.45–0.55)")
     assert across([settled, unsettled]) == NOT_SETTLED
     assert across([settled, settled]) == "holds" and across([settled]) == ONE_HOST
+
+
+def test_a_percentage_is_one_figure_in_the_headline_and_in_the_answer() -> None:
+    """fast about 5% faster than ref: the first screen's short form and the answer say the
+    same percentage, of the ratio itself (5% faster is a ratio of 0.95), not of its inverse
+    (a default run's headline said 5.65% where its answer said 5.35%)."""
+    found = benchmark_findings(analyze(_run(_bench((QUESTIONS[0],)),
+                                            scale={"fast": 3.8})).benchmarks[0])
+    (answer,) = found.answers
+    short = re.search(r"fast (\d+\.\d+)% faster \(95% CI", answer.headline_text)
+    said = re.search(r"fast is (\d+\.\d+)% faster than ref \(ratio (0\.\d+)", answer.text)
+    assert short and said, (answer.headline_text, answer.text)
+    assert short.group(1) == said.group(1)
+    assert abs(float(said.group(1)) - (1 - float(said.group(2))) * 100) < 0.1

@@ -458,3 +458,20 @@ def test_real_run_report_md_opens_with_the_answers(all_rooms_quick_run: Path) ->
         if bf.findings:
             assert section.index(md_escape(answered[0].question)) < \
                 section.index("### Other contrasts")
+
+
+def test_no_variant_is_said_level_when_another_is_shown_to_differ() -> None:
+    """The best, a, within noise of base; b shown 50% slower (the table's ✗): the sentence
+    speaks of a alone, never "no variant is shown to differ" (a default run said that beside
+    a cat shown 95× slower)."""
+    run = _two_variant_run({"base": [100.0] * 6,
+                            "a": [96.0, 104.0, 97.0, 103.0, 95.0, 105.0],
+                            "b": [150.0, 151.0, 149.0, 150.5, 149.5, 150.0]})
+    analysis, bf = _findings(run)
+    verdicts = {r.case.variant: r.verdict for r in analysis.benchmarks[0].results
+                if r.metric == "ns"}
+    assert verdicts["a"] == "inconclusive" and verdicts["b"] == "slower", verdicts
+    (winner,) = [f for f in bf.findings if f.kind == "winner"]
+    assert "no variant" not in winner.text, winner.text
+    assert winner.text.startswith("The best, a, is not shown to differ from base by more "
+                                  "than ±2%: "), winner.text

@@ -398,3 +398,20 @@ def test_paired_difference_cancels_what_a_round_shared() -> None:
     assert hl.ci_high - hl.ci_low > 10 * (d.ci_high - d.ci_low)
     # Rounds only one side has are left out; fewer than two in common: nothing to show.
     assert stats.paired_difference(var[:1], base, [0], rounds) is None
+
+
+def test_a_crossing_reads_the_same_from_the_whole_line_and_from_its_neighbours() -> None:
+    """An axis from 0 (tracing-overhead's durations: 0, 5, 50, 500 µs): between two positive
+    points the crossing is interpolated on log scale, as from those two points alone (an
+    answer asks them; the contrasts ask the whole line, and read 43 µs where it read 34.9)."""
+    xs, ratios = [0.0, 5.0, 50.0, 500.0], [80.0, 1.2, 1.004, 1.001]
+    lows, highs = [r * 0.99 for r in ratios], [r * 1.01 for r in ratios]
+    (whole,) = stats.find_crossovers(xs, ratios, lows, highs, level=1.01)
+    (pair,) = stats.find_crossovers(xs[1:3], ratios[1:3], lows[1:3], highs[1:3], level=1.01)
+    assert (whole.low, whole.high) == (5.0, 50.0)
+    assert whole.estimate == pytest.approx(pair.estimate)
+    frac = math.log(1.2 / 1.01) / (math.log(1.2 / 1.01) - math.log(1.004 / 1.01))
+    assert whole.estimate == pytest.approx(5.0 * 10 ** frac)
+    # Next to 0 there is no log scale: linear there.
+    (first,) = stats.find_crossovers(xs[:2], [2.0, 0.5], [1.9, 0.4], [2.1, 0.6])
+    assert first.estimate == pytest.approx(2.5)

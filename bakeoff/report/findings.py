@@ -263,8 +263,14 @@ def _winner_clause(ba: BenchmarkAnalysis, g: Grid, point: Point) -> Clause | Non
     else:
         # "shown": an "inconclusive" verdict is a CI that reaches the threshold, which may be
         # a wide one (noise), not a proof that the variants are level.
-        text = (f"no variant is shown to differ from {base_name} by more than "
-                f"±{ba.threshold * 100:g}%: {named_best} is {phrase} {figure}{level}")
+        band = f"±{ba.threshold * 100:g}%"
+        if all(r.verdict == "inconclusive" for r in compared):
+            text = (f"no variant is shown to differ from {base_name} by more than {band}: "
+                    f"{named_best} is {phrase} {figure}{level}")
+        else:
+            # Others are shown to differ (the table's ✓ or ✗): "no variant" would deny them.
+            text = (f"{named_best} is not shown to differ from {base_name} by more than "
+                    f"{band}: {phrase} {figure}{level}")
     return Clause(where, text, why, involved,
                   abs(math.log(ratio.ratio)) if ratio.ratio > 0 else 0.0, verdict == "faster",
                   named_first=verdict not in NO_DIFFERENCE,

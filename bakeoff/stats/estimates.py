@@ -585,7 +585,6 @@ def find_crossovers(
         return []
     if any(b <= a for a, b in itertools.pairwise(xs)):
         raise ValueError("xs must be strictly increasing")
-    log_x = all(x > 0 for x in xs)
     out: list[Crossover] = []
     for i in range(len(xs) - 1):
         r0, r1 = ratios[i], ratios[i + 1]
@@ -598,7 +597,11 @@ def find_crossovers(
         x0, x1 = xs[i], xs[i + 1]
         l0, l1 = math.log(r0 / level), math.log(r1 / level)
         frac = 0.5 if l1 == l0 else -l0 / (l1 - l0)
-        if log_x:
+        # On log scale between two positive points (sweeps are geometric: 5, 50, 500 µs),
+        # whatever else the axis holds: an axis that starts at 0 interpolates linearly only
+        # next to 0, so a crossing reads the same from the whole line and from its two
+        # neighbours (an answer asks the latter, the contrasts the former).
+        if x0 > 0:
             est = math.exp(math.log(x0) + frac * (math.log(x1) - math.log(x0)))
         else:
             est = x0 + frac * (x1 - x0)
