@@ -31,10 +31,9 @@ from .params import CONTENTS, FieldCountParam, check_target
 from .sweep import sweep_leftovers
 
 PROGRAM = "cgroup_stat_read/cgstat"
-# Queries per trial by profile: file and iterator reads, and cat spawns (about 1 ms each here,
-# so the seed's selftest did 1000 of them, not 1M). default: halved for a default run of
-# minutes; a trial still times 2,500 reads per sample (25 cat spawns)
-# (docs/notes/profile-choices-20261125-vm.md).
+# Queries per trial by profile: file and iterator reads, and cat spawns (a process each, so
+# the seed's selftest did a thousand of them where it read files a million times). default:
+# halved for a default run of minutes (docs/notes/profile-choices-20261125-vm.md).
 READS = {"quick": 10_000, "default": 25_000, "full": 1_000_000}
 CAT_READS = {"quick": 200, "default": 250, "full": 10_000}
 
