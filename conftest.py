@@ -263,6 +263,17 @@ def suite_lock(exclusive: bool, holder: str) -> Iterator[None]:
                 os.close(held)  # closing drops the flock
 
 
+def required_tool(name: str) -> str:
+    """The path of a program a test needs. Under CI=true its absence fails the test (`make
+    test` installs it from debian-packages: a skip there would hide that); elsewhere it skips."""
+    found = shutil.which(name)
+    if found is None:
+        if IN_CI:
+            pytest.fail(f"{name} is not installed; make test installs it (debian-packages)")
+        pytest.skip(f"{name} is not installed (make deps installs it)")
+    return found
+
+
 def live_run_lock(holder: str) -> contextlib.AbstractContextManager[None]:
     """The suite lock, shared, around a fixture's live runs. pytest sets a session or module
     fixture up before a narrower lock (wider scopes first; LOCK_PER_TEST modules lock per

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from bisect_repo import BUILD, MEASURE, BisectRepo, make_repo
 from bakeoff.bisect import command, verdict
 from bakeoff.bisect.command import parse_threshold
 from bakeoff.core.errors import UsageError
-from conftest import REPO, assert_usage_error, run_bakeoff
+from conftest import REPO, assert_usage_error, required_tool, run_bakeoff
 
 
 def _worktrees(repo: Path) -> list[str]:
@@ -367,10 +366,7 @@ def test_the_self_test_script_refuses_bad_counts_in_one_line() -> None:
 
 
 def _valgrind() -> None:
-    if shutil.which("valgrind") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("valgrind is not installed; make deps installs it (debian-packages)")
-        pytest.skip("valgrind is not installed")
+    required_tool("valgrind")
 
 
 def test_an_open_step_on_a_metric_load_moves_names_the_better_one() -> None:

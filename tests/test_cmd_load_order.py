@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -21,18 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IN_CI, run_bakeoff
+from conftest import required_tool, run_bakeoff
 
 MACHINE_WIDE = True
-
-
-def _hyperfine() -> str:
-    found = shutil.which("hyperfine")
-    if found is None:
-        if IN_CI:
-            pytest.fail("hyperfine is not installed; make deps installs it (debian-packages)")
-        pytest.skip("hyperfine is not installed; make deps installs it")
-    return found
 
 
 # Raising a task's weight needs root, which the suite has (CI runs as root).
@@ -111,7 +101,7 @@ def test_a_load_started_halfway_biases_back_to_back_order_not_interleaved_order(
     """The same command twice, named A and B. Halfway through, a busy loop takes the CPU the
     commands run on. hyperfine runs A's executions, then B's: B runs under load and reads
     as much slower. bakeoff interleaves trials in seeded order: A and B see the load alike."""
-    hyperfine = _hyperfine()
+    hyperfine = required_tool("hyperfine")
     work = f"md5sum {data_file}"
     log = tmp_path / "prepare.log"
     # Through sh in both: hyperfine -N runs its --prepare without a shell too.

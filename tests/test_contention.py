@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ from bakeoff.declare.model import Contention
 from bakeoff.report import contention as report_contention
 from bakeoff.run import contention
 from bakeoff.store import results as store
-from conftest import IN_CI, run_bakeoff
+from conftest import required_tool, run_bakeoff
 
 LOOP = "i=0; while [ $i -lt {n} ]; do i=$((i+1)); done"
 
@@ -33,11 +32,7 @@ LOOP = "i=0; while [ $i -lt {n} ]; do i=$((i+1)); done"
 @pytest.fixture
 def hog() -> Iterator[None]:
     """Two CPU hogs for the test's length (at most 300 s), stopped by their group's id."""
-    found = shutil.which("stress-ng")
-    if found is None:
-        if IN_CI:
-            pytest.fail("stress-ng is not installed; make deps installs it (debian-packages)")
-        pytest.skip("stress-ng is not installed")
+    found = required_tool("stress-ng")
     proc = subprocess.Popen([found, "--cpu", "2", "--timeout", "300", "--quiet"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -134,10 +129,7 @@ def test_a_threshold_no_trial_can_reach_retakes_none(built: Path, tmp_path: Path
 
 
 def test_instructions_count_the_work_and_repeat_exactly(built: Path, tmp_path: Path) -> None:
-    if shutil.which("valgrind") is None:
-        if IN_CI:
-            pytest.fail("valgrind is not installed; make deps installs it (debian-packages)")
-        pytest.skip("valgrind is not installed")
+    required_tool("valgrind")
     # sh -c inside the command: the shell's start-up (~0.1% of these counts) stays in both.
     data = _cmd(built, tmp_path / "run", "--instructions", "1", "-n", "once", "-n", "twice",
                 "sh -c '" + LOOP.format(n=3000) + "'", "sh -c '" + LOOP.format(n=6000) + "'")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import statistics
 import subprocess
 import time
@@ -13,7 +12,7 @@ import pytest
 
 from bakeoff.declare import registry
 from browser import Browser
-from conftest import IN_CI
+from conftest import required_tool
 
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -24,12 +23,7 @@ CHROMIUM_FLAGS = [
 
 
 def _chromium() -> str:
-    path = shutil.which("chromium")
-    if path is None:
-        if IN_CI:
-            pytest.fail("chromium is not installed: make test installs it (debian-packages)")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    return path
+    return required_tool("chromium")
 
 
 def _browse(report: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:

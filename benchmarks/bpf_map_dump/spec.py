@@ -149,8 +149,9 @@ BENCHMARK = Benchmark(
         Metric("syscalls_per_dump", "calls", "system calls one dump makes (bpf(), and read() "
                "and close() for bpf-iter), counted by the reader"),
     ),
-    # The first dump in a process is slower than the next ones (METHOD.md: first_ns_per_entry,
-    # what a one-shot dump pays, is recorded apart), so every profile discards one. Trials are processes, the unit of independence.
+    # The first dump in a process is slower than the next ones (METHOD.md: what a one-shot
+    # dump pays is recorded apart, first_ns_per_entry), so every profile discards one.
+    # Trials are processes, the unit of independence.
     # Charted per case (median over trials). The fill figures come from the loader of each
     # (map type, entries), so every variant's line shows the same values: read them along
     # entries, not across variants.
