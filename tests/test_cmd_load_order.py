@@ -3,8 +3,9 @@
 
 Machine-wide (MACHINE_WIDE): its load is two busy loops at nice -10 in sessions of that
 weight, which take nine tenths of a CPU from whatever else runs there. Beside other live
-tests it starved them: in CI of 2026-11-29 the history test's runs, made meanwhile, read a
-1 ms sleep as 15 ms. Alone, only the fast tier runs beside it, which times nothing.
+tests it starved them, and a history test's runs made meanwhile read as a different machine
+(docs/RELIABILITY.md, "The whole suite beside two CPU hogs"). Alone, only the fast tier runs
+beside it, which times nothing.
 """
 
 from __future__ import annotations

@@ -30,9 +30,9 @@ pytest_plugins = ["pg_server"]
 RUNS = 16
 # work: runs 0-7 sleep 20 ms a go, as base does in every run; runs 8-15 sleep 60 ms. Load adds
 # about the same wait to both, so the ratio after the step reads lower on a busy machine
-# (20 ms against 60: a wait of 15 ms gives x2.1 for x3), never near x1. With 1 ms against
-# 30 ms the ratio went from x15 idle to x2 when a 1 ms sleep read 15 ms, and eight runs
-# scattered over that hid the step (CI of 2026-11-29).
+# (a wait of w ms makes x3 into (60 + w) / (20 + w)), never near x1. A step from a 1 ms
+# base swung with the load far more than that and hid under it (docs/RELIABILITY.md, "The
+# whole suite beside two CPU hogs").
 STEP_AT = 8
 SLEEP_BEFORE, SLEEP_AFTER = "sleep 0.02", "sleep 0.06"
 BASE = "base"

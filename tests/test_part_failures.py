@@ -142,8 +142,9 @@ class Scenario:
     error: str  # what the failed trial's error says
     private_lttng: bool = False
     # The trial's own process, held stopped while the part is killed, for a trial shorter
-    # than the test's poll under load: seen measuring, it could end before the kill landed
-    # (CI of 2026-11-29: the charger died between trials, the next one started a new one).
+    # than the test's poll under load: seen measuring, it could end before the kill landed,
+    # and the next trial started a new part (docs/RELIABILITY.md, "The whole suite beside
+    # two CPU hogs").
     trial: Callable[[list[Proc]], Proc | None] | None = None
 
 
