@@ -19,8 +19,16 @@ def _interrupt(signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def _unraisable(unraisable: "sys.UnraisableHookArgs") -> None:
+    """Python prints an exception it had to drop ("Exception ignored in: ...", with its
+    traceback); the KeyboardInterrupt _interrupt raised is noted, and ends bakeoff with 130."""
+    if not (_interrupted and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+        sys.__unraisablehook__(unraisable)
+
+
 def main() -> None:
     signal.signal(signal.SIGINT, _interrupt)
+    sys.unraisablehook = _unraisable
     try:
         from bakeoff.cli.main import main as cli_main
     except KeyboardInterrupt:

@@ -40,6 +40,7 @@ def main() -> None:
     # once: 130 or 143, no traceback; recorded too, in case Python drops the exception.
     for signum in interrupts.HANDLED:
         signal.signal(signum, interrupts.raise_now)
+    interrupts.quiet_dropped_interrupts()
     try:
         if _wants_rooms(sys.argv):
             found = rooms.find()

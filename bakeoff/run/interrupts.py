@@ -67,6 +67,26 @@ def raise_now(signum: int, _frame: FrameType | None) -> None:
     raise Interrupted(signum)
 
 
+def quiet_dropped_interrupts() -> None:
+    """Keep raise_now's exceptions out of Python's "Exception ignored in: ..." report.
+
+    An exception raised where it cannot propagate (a finalizer, an import lock's weakref
+    callback) goes to sys.unraisablehook, which prints it with its traceback; raise_now's
+    KeyboardInterrupt or Interrupted lands there when a signal comes at such a moment (CI saw
+    it under load). The signal is recorded, and the run stops at its next checkpoint with
+    128 + the signal and its one line: the printed traceback was all that was wrong. Those
+    alone are kept quiet; anything else goes to the hook that was there."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
+        if (isinstance(unraisable.exc_value, KeyboardInterrupt | Interrupted)
+                and _Latch.signum is not None):
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+
+
 def latch() -> None:
     """From now until the process exits, SIGINT and SIGTERM are recorded, not raised."""
     for s in HANDLED:
