@@ -32,6 +32,9 @@
  *            Williams design over ten rounds (williams_leg): each run takes every place,
  *            and follows every other run, equally often. Warm-up and counted samples stay
  *            pairs.
+ *            --parts-row K (0-9, with --parts 1): the design's row of round 0 (default F).
+ *            A process of fewer than ten rounds runs only some rows, always in the same
+ *            places: drawn per process (heap_bench does), the orders balance over processes.
  *
  * Sizes are uniform in [min, max], drawn from a PRNG with a fixed seed, so every run makes the
  * same requests: across processes only the addresses (ASLR) and the sampler's own randomness
@@ -81,6 +84,7 @@ struct run {
 	uint64_t min, max;
 	int paired; /* -1: not paired; else which side goes first in the first pair */
 	bool parts; /* --parts 1: rounds of the cost decomposition's five runs */
+	int parts_row; /* --parts-row: the Williams row of round 0; -1: --paired's side */
 };
 
 /*
@@ -188,7 +192,7 @@ static void parse(int argc, char **argv, struct run *r)
 	int npos = 0;
 	uint64_t pos[1 + MAX_ARGS];
 
-	*r = (struct run){ .samples = 1, .warmup = 0, .seed = 1, .paired = -1 };
+	*r = (struct run){ .samples = 1, .warmup = 0, .seed = 1, .paired = -1, .parts_row = -1 };
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			out("%s", usage);
@@ -210,6 +214,8 @@ static void parse(int argc, char **argv, struct run *r)
 				r->paired = (int)v;
 			else if (strcmp(argv[i], "--parts") == 0 && v <= 1)
 				r->parts = v == 1;
+			else if (strcmp(argv[i], "--parts-row") == 0 && v < 2 * N_LEGS)
+				r->parts_row = (int)v;
 			else
 				bench_usage_error("unknown option %s (or --samples 0); see --help",
 						  argv[i]);
@@ -241,6 +247,8 @@ static void parse(int argc, char **argv, struct run *r)
 		bench_usage_error("at most %d threads", MAX_THREADS);
 	if (r->parts && r->paired < 0)
 		bench_usage_error("--parts 1 needs --paired (a sampler with SAMPLER_REFERENCE)");
+	if (r->parts_row >= 0 && !r->parts)
+		bench_usage_error("--parts-row goes with --parts 1");
 }
 
 /* ---- the patterns ------------------------------------------------------------------------- */
@@ -475,7 +483,8 @@ int main(int argc, char **argv)
 				/* ABBA...: the first side of pair k alternates with k */
 				leg = ((j % 2) ^ (round % 2) ^ (uint64_t)r.paired) ? LEG_REFERENCE : LEG_SCHEME;
 			} else if (nlegs == N_LEGS) {
-				leg = (enum leg)williams_leg(round + (uint64_t)r.paired, j);
+				leg = (enum leg)williams_leg(round + (uint64_t)(r.parts_row >= 0 ? r.parts_row
+											: r.paired), j);
 			}
 			bool reference = leg == LEG_REFERENCE;
 			if (r.paired >= 0) {

@@ -1189,6 +1189,7 @@ struct child_cfg {
 	uint64_t samples, warmup; /* of alloc_patterns: runs of the pattern in the process */
 	uint64_t counted;         /* its --counted-samples */
 	bool parts;               /* its --parts 1: the cost decomposition's rounds */
+	int parts_row;            /* its --parts-row: the Williams row of its round 0 */
 };
 
 /* Our environment without anything that could change what the child measures. */
@@ -1229,7 +1230,7 @@ static char **child_env(const struct child_cfg *c)
 static struct child_out run_workload(const struct workload_args *w, const struct child_cfg *c)
 {
 	static char program[PATH_MAX];
-	char samples[32], warmup[32], counted[32], first[8];
+	char samples[32], warmup[32], counted[32], first[8], row[8];
 	char *argv[24];
 	int argc = 0, fds[2];
 
@@ -1255,8 +1256,11 @@ static struct child_out run_workload(const struct workload_args *w, const struct
 		argv[argc++] = first;
 	}
 	if (c->parts) {
+		snprintf(row, sizeof(row), "%d", c->parts_row);
 		argv[argc++] = "--parts";
 		argv[argc++] = "1";
+		argv[argc++] = "--parts-row";
+		argv[argc++] = row;
 	}
 	argv[argc] = NULL;
 	char **env = child_env(c);
@@ -1408,7 +1412,13 @@ static void run_pattern(int mode, double scale)
 	workload_args(mode, scale, &w);
 	install_stop_handlers();
 	make_tmp_dir();
-	int ref_first = (int)(mix64(tsc_start() ^ (uint64_t)getpid()) & 1);
+	uint64_t drawn = mix64(tsc_start() ^ (uint64_t)getpid());
+	int ref_first = (int)(drawn & 1);
+	/* The Williams row of the cost run's first round, drawn: with one measured round a
+	 * process (the default profile's modes), a row set by ref_first alone ran the parts in
+	 * two orders only, the tracking run after the decision run in both (METHOD.md, "The
+	 * runs of a round"). */
+	int parts_row = (int)((drawn >> 1) % 10);
 	bool paired = variant != V_NO_PRELOAD; /* none is paired with itself: the A/A check */
 	bool sampling = variant >= V_POISSON;
 	bool tagged = variant == V_POISSON_TAGGED;
@@ -1422,11 +1432,11 @@ static void run_pattern(int mode, double scale)
 	 */
 	struct child_cfg cost = { env_scheme[variant], paired ? "NONE" : NULL, ref_first, false,
 				  tagged, hash_mean, args.samples, args.warmup,
-				  args.counted_samples, paired };
+				  args.counted_samples, paired, parts_row };
 	/* The accuracy runs: fresh processes, each one estimate of one run of the pattern; never
 	 * counted (the sampler's exact counts must see the pattern's allocations alone). */
 	struct child_cfg acc = { env_scheme[variant], NULL, 0, true, tagged, hash_mean, 1, 0, 0,
-				 false };
+				 false, 0 };
 
 	bench_meta_begin();
 	bench_meta_str("variant", args.variant);
@@ -1435,9 +1445,11 @@ static void run_pattern(int mode, double scale)
 	bench_meta_num("hash_mean", (double)hash_mean);
 	bench_meta_num("scale", scale);
 	bench_meta_str("workload_args", w.text);
-	if (paired)
+	if (paired) {
 		bench_meta_str("paired_order", ref_first ? "none first, then alternating"
 							 : "variant first, then alternating");
+		bench_meta_num("parts_row", parts_row);
+	}
 	if (sampling)
 		bench_meta_num("accuracy_processes", accuracy_runs);
 	if (cost.scheme)
