@@ -13,6 +13,7 @@ import pytest
 
 from bakeoff.history import changes_selftest as st
 from bakeoff.history.changes import (
+    MIN_CHANGE,
     MIN_RUNS_AFTER,
     MIN_RUNS_BEFORE,
     ChangePoint,
@@ -197,3 +198,18 @@ def test_preempted_trials_and_a_drifted_run_raise_no_change() -> None:
     [cp] = change_points(points)  # the true step, and nothing in the eight runs before it
     assert cp.index == 8 and cp.worse and cp.ratio_ci_low < 16 < cp.ratio_ci_high, cp
     assert change_points(points[:8]) == []  # the loaded stretch alone holds no change either
+
+
+def test_a_shift_below_min_change_is_no_change_however_sure() -> None:
+    """The CI of 2026-11-30 beside CPU hogs: sixteen runs of a work/base ratio, the step from
+    x1 to x2.86 at run 8, and the last four runs 0.4% above the four before them, every run's
+    trials within 0.3%: that shift was significant (p = 0.001) and listed as a change. A
+    change below MIN_CHANGE is not one: the step alone is found."""
+    rng = np.random.default_rng(30)
+    levels = [1.0] * 8 + [2.856] * 4 + [2.868] * 4
+    points = [RunPoint(f"r{i}", f"2026-11-30T01:{i:02d}:00", {}, tuple(
+        float(x) for x in level * (1 + 0.001 * rng.standard_normal(3))))
+        for i, level in enumerate(levels)]
+    found = change_points(points)
+    assert [c.index for c in found] == [8], [(c.index, c.ratio, c.p_value) for c in found]
+    assert MIN_CHANGE == 0.02

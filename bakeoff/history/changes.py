@@ -57,6 +57,10 @@ MIN_RUNS_AFTER: Final = 3
 # a little sooner and raised false alarms on this machine's ratio series to 0.75 and 1.75
 # per 500 runs (docs/CHANGE-POINTS.md), past the goal of 1.
 ALPHA: Final = 0.001
+# The least change of level kept, however sure: the band within which bakeoff calls two
+# figures equivalent (and Perfherder's default alert threshold). A tight series makes shifts
+# far below it significant: real, and nothing a reader acts on (docs/CHANGE-POINTS.md).
+MIN_CHANGE: Final = 0.02
 NULL_DRAWS: Final = 1999  # p resolves to 1/2000, below ALPHA
 CONFIDENCE: Final = 0.95
 # One fixed seed: the same history always gives the same change points.
@@ -260,6 +264,18 @@ def _run_vars(s: _Series, sigma2: float) -> FloatArray:
     return np.maximum(s.se2 + sigma2, _VAR_FLOOR)
 
 
+def _large_enough(s: _Series, a: int, split: int, kappa: int, var: FloatArray) -> bool:
+    """The level after the split (to kappa) differs from the one before it (from a) by
+    MIN_CHANGE or more: weighted means, on log scale a ratio, else relative to the mean
+    before."""
+    w = 1 / var
+    before = float((w[a:split] * s.x[a:split]).sum() / w[a:split].sum())
+    after = float((w[split:kappa] * s.x[split:kappa]).sum() / w[split:kappa].sum())
+    if s.log:
+        return abs(after - before) >= math.log1p(MIN_CHANGE)
+    return before == 0 or abs(after - before) >= MIN_CHANGE * abs(before)
+
+
 def _find(s: _Series, alpha: float) -> list[tuple[int, float]]:
     """Binary segmentation: (index, p) of every accepted change, in index order."""
     rng = np.random.default_rng(_SEED)
@@ -280,6 +296,8 @@ def _find(s: _Series, alpha: float) -> list[tuple[int, float]]:
                 # Bonferroni over the candidates tested: each is one more look.
                 p = min(1.0, _null_p(s.x[a:kappa], var[a:kappa], split - a, rng)
                         * len(candidates))
+                if not _large_enough(s, a, split, kappa, var):
+                    p = 1.0
                 tested.append((p, split))
             if not tested or min(tested)[0] > alpha:
                 searched.add((a, b))
