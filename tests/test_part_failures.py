@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 from live_runs import (
     MEMCG,
@@ -116,17 +117,17 @@ def _stopped(pid: int) -> Iterator[bool]:
 
 
 def _stopped_state(pid: int, timeout_s: float = 5.0) -> bool:
-    """Whether pid reaches the stopped state ('T' in /proc/PID/stat) within timeout_s: SIGSTOP
-    is delivered when the process next runs, which on a busy machine is not at once."""
+    """Whether pid reaches the stopped state within timeout_s: SIGSTOP is delivered when the
+    process next runs, which on a busy machine is not at once."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
+            status = psutil.Process(pid).status()
+        except psutil.Error:
             return False
-        if state in ("T", "t"):
+        if status in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
             return True
-        if state in ("Z", "X"):
+        if status in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
             return False
         time.sleep(0.001)
     return False

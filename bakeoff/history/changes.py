@@ -46,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bakeoff.core import lazy
+from bakeoff.stats import verdicts
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -60,7 +61,7 @@ ALPHA: Final = 0.001
 # The least change of level kept, however sure: the band within which bakeoff calls two
 # figures equivalent (and Perfherder's default alert threshold). A tight series makes shifts
 # far below it significant: real, and nothing a reader acts on (docs/CHANGE-POINTS.md).
-MIN_CHANGE: Final = 0.02
+MIN_CHANGE: Final = verdicts.DEFAULT_THRESHOLD
 NULL_DRAWS: Final = 1999  # p resolves to 1/2000, below ALPHA
 CONFIDENCE: Final = 0.95
 # One fixed seed: the same history always gives the same change points.
