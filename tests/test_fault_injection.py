@@ -87,8 +87,9 @@ class Grid:
 TUNED = (
     Grid("mremap-vs-memcpy", ("--variant", "mremap", "--param", "size=16MiB", "--trials", "2",
                               "--samples", "10")),
-    # tracer up and down in every trial: LTTng (a session daemon bakeoff starts), libbpf
-    # uprobes, bpftrace (its own process), and the baseline.
+    # tracers held by the run, a trial beginning and ending its part of each: LTTng (a
+    # session daemon bakeoff starts), libbpf uprobes, bpftrace (a process of its own), and
+    # the baseline.
     Grid("tracing-overhead", ("--variant", "lttng", "--variant", "ebpf-force", "--variant",
                               "bpftrace", "--param", "duration_us=0", "--param", "calls=1000",
                               "--trials", "1", "--samples", "2"),

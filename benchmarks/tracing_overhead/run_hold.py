@@ -1,6 +1,8 @@
 """What a run holds across its trials, so that a trial costs its calls and not a tracer's
-start (issue 34): the LTTng session daemon and the run's recording session, and one eBPF
-tracer (bakeoff_tracer, loaded and attached) per wake-up policy. The session's state
+start (issue 34): the LTTng session daemon and the run's recording session, one eBPF
+tracer (bakeoff_tracer, loaded and attached) per wake-up policy, and bpftrace (its script
+compiled and attached once; a trial reads its app's counts from the maps bpftrace prints on
+SIGUSR1). The session's state
 (spec.py): made when the run's trials start, torn down when they end, on success, failure,
 Ctrl-C and SIGTERM alike.
 
@@ -19,7 +21,15 @@ from pathlib import Path
 from bakeoff.room import HeldProcess
 
 from . import lttng
-from .tracers import Build, HeldEbpf, control_socket, ebpf_tracer_argv
+from .tracers import (
+    Build,
+    HeldBpftrace,
+    HeldEbpf,
+    bpftrace_attached,
+    control_socket,
+    ebpf_tracer_argv,
+    held_bpftrace_argv,
+)
 
 ROOM = "tracing_overhead"
 TRACER_START_S = 30.0
@@ -36,6 +46,7 @@ class RunHold:
     daemon: lttng.DaemonHold | None = None
     session: lttng.HeldSession | None = None
     ebpf: dict[str, HeldProcess] = field(default_factory=dict)
+    bpftrace: HeldProcess | None = None
 
     def lttng_env(self) -> dict[str, str] | str:
         """Before an lttng trial: the daemon revived if it died, the run's session made if
@@ -70,11 +81,38 @@ class RunHold:
                 return problem
         return HeldEbpf(control, tracer.pid, library).env()
 
+    def bpftrace_env(self) -> dict[str, str] | str:
+        """Before a bpftrace trial: the run's bpftrace, started (or revived) on the partner
+        CPUs with its probes on the run's own copy of the library; its environment for the
+        trial, or why the trial cannot run. No bpftrace installed: nothing held, and the
+        trial says what is missing."""
+        home = self.scratch / "bpftrace"
+        library = home / self.build.plain_lib.name
+        output = home / "bpftrace.json"
+        if self.bpftrace is None:
+            if shutil.which("bpftrace") is None:
+                return {}
+            home.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(self.build.plain_lib, library)
+            self.bpftrace = HeldProcess(
+                "bpftrace", held_bpftrace_argv(library, output),
+                ready_probe=lambda: bpftrace_attached(output) > 0, cpus=self.cpus,
+                stderr=home / "bpftrace.stderr", start_timeout_s=TRACER_START_S,
+                stop_grace_s=TRACER_STOP_GRACE_S)
+        if not self.bpftrace.alive():
+            output.unlink(missing_ok=True)  # so readiness is this start's line
+            problem = self.bpftrace.ensure()
+            if problem is not None:
+                return problem
+        return HeldBpftrace(self.bpftrace.pid, output, library).env()
+
     def close(self) -> None:
         """The eBPF tracers stopped (their probes and maps go with them) and the run's
         session destroyed; the daemon is the caller's (lttng.session_daemon)."""
         for tracer in self.ebpf.values():
             tracer.stop()
+        if self.bpftrace is not None:
+            self.bpftrace.stop()
         if self.session is not None:
             self.session.destroy()
 

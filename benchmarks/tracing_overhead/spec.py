@@ -81,6 +81,8 @@ def _prepare_trial(case: Case, profile: Profile, ctx: RunContext, hold: RunHold)
         if not isinstance(held, str):
             # The tracer's wake-ups are the cost a profile of this case explains.
             partners = (hold.ebpf[mode].pid,)
+    elif case.variant == "bpftrace":
+        held = hold.bpftrace_env()
     if isinstance(held, str):
         return TrialPlan.failed(held)
     # The driver names a session of its own bakeoff-<this pid>-<its pid>, so the session
@@ -144,7 +146,8 @@ BENCHMARK = Benchmark(
         # The tracers are held across trials (run_hold.py): a traced trial costs its calls
         # and the driver, not a tracer's start (an LTTng trial 1.7 s -> 0.7-0.8 s, an eBPF
         # one about halved, at load 4-11: docs/notes/tracing-overhead-held-ab-20261129-epyc.md).
-        # bpftrace still starts per trial. A fixed count:
+        # bpftrace too, its maps read by SIGUSR1 (docs/notes/bpftrace-held-20261130-epyc.md).
+        # A fixed count:
         # at the long durations every tracer is level with the baseline and its CI reaches
         # the threshold and the 1% level, so sequential allocation would only add trials
         # there. The question's cases up to 10 (Profile.answer_trials): at 0 µs until what

@@ -13,13 +13,15 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bakeoff.room import measured_cpu, partner_cpus, pin_to
+from bakeoff.room import alive, measured_cpu, partner_cpus, pin_to
 from bakeoff.room.program import EXIT_UNMET, Failure
 
 from . import lttng
@@ -347,58 +349,186 @@ class EbpfTracer(Tracer):
 # ---- bpftrace -------------------------------------------------------------------------------
 
 
+def bpftrace_script(library: Path) -> str:
+    """Two counts, in the kernel. Not keyed by process: a key (@entries[pid]) made every
+    call 0.15-0.3 µs dearer than the seed's unkeyed count (docs/notes/bpftrace-held-20261130-
+    epyc.md); a held bpftrace's library is the run's own copy, so only the run's apps hit it,
+    one trial at a time, and a trial reads its counts as the difference of two prints."""
+    lib = library  # absolute: bpftrace 0.17 resolves relative paths unreliably
+    return (f"uprobe:{lib}:{FUNCTION} {{ @entries = count(); }} "
+            f"uretprobe:{lib}:{FUNCTION} {{ @exits = count(); }}")
+
+
+def held_bpftrace_argv(library: Path, output: Path) -> list[str]:
+    """How the run's session starts its bpftrace (run_hold.py): JSON lines to output, where
+    SIGUSR1 makes it print its maps."""
+    return ["bpftrace", "-f", "json", "-o", str(output), "-e", bpftrace_script(library)]
+
+
+def bpftrace_attached(output: Path) -> int:
+    """How many probes bpftrace said it attached, from its output (0: not yet)."""
+    try:
+        text = output.read_text(errors="replace")
+    except OSError:
+        return 0
+    for obj in read_json_lines(text):
+        if obj.get("type") == "attached_probes":
+            return int(obj["data"]["probes"])
+    return 0
+
+
+@dataclass(frozen=True)
+class HeldBpftrace:
+    """A bpftrace held by the run's session (run_hold.py): its PID, the file it writes JSON
+    lines to, and the run's copy of the library its probes are on."""
+
+    pid: int
+    output: Path
+    library: Path
+
+    PID_ENV = "BAKEOFF_BPFTRACE_PID"
+    OUTPUT_ENV = "BAKEOFF_BPFTRACE_OUTPUT"
+    LIBRARY_ENV = "BAKEOFF_BPFTRACE_LIBRARY"
+
+    def env(self) -> dict[str, str]:
+        return {self.PID_ENV: str(self.pid), self.OUTPUT_ENV: str(self.output),
+                self.LIBRARY_ENV: str(self.library)}
+
+    @staticmethod
+    def from_env() -> HeldBpftrace | None:
+        env = os.environ
+        keys = (HeldBpftrace.PID_ENV, HeldBpftrace.OUTPUT_ENV, HeldBpftrace.LIBRARY_ENV)
+        if not all(k in env for k in keys):
+            return None
+        return HeldBpftrace(int(env[HeldBpftrace.PID_ENV]), Path(env[HeldBpftrace.OUTPUT_ENV]),
+                            Path(env[HeldBpftrace.LIBRARY_ENV]))
+
+
 class BpftraceTracer(Tracer):
+    """bpftrace counting the probes' hits in two maps. Under bakeoff run the bpftrace is the
+    run's (HeldBpftrace): after the app, a trial sends it SIGUSR1, on which bpftrace prints
+    its maps; the trial's counts are that print less the one before it in the output (the
+    previous trial's, none after a start: zero). Nothing else hits the run's copy of the
+    library, so nothing else falls between; a trial killed after its app and before its
+    print leaves the next trial's counts too high, which fails that trial (the events are
+    checked), never silently. By hand, the trial's own bpftrace runs the app (`-c`) and
+    prints its maps at exit."""
+
     records_events = True
 
-    def __init__(self, build: Build, workdir: Path, place: Placement) -> None:
-        super().__init__(build, workdir, place)
-        self.output = workdir / "bpftrace.json"
+    def __init__(self, build: Build, workdir: Path, place: Placement,
+                 held: HeldBpftrace | None = None) -> None:
+        super().__init__(build, workdir, place, held.library if held else None)
+        self.held = held
+        self.output = held.output if held else workdir / "bpftrace.json"
         self.reaped: Reaped | None = None
         self.app: AppRun | None = None
+        self.offset = 0  # held: where the next print of the maps begins in its output
+        self.before: dict[str, int] = {}
+        self.cpu_before = 0
 
     def start(self) -> None:
-        if shutil.which("bpftrace") is None:
-            raise Failure("bpftrace is not installed (apt-get install bpftrace)", EXIT_UNMET)
+        if self.held is None:
+            if shutil.which("bpftrace") is None:
+                raise Failure("bpftrace is not installed (apt-get install bpftrace)",
+                              EXIT_UNMET)
+            return
+        text = self.output.read_bytes()
+        self.offset = len(text)
+        self.cpu_before = lttng.task_cpu_ns(self.held.pid)
+        self.before = {"@entries": 0, "@exits": 0}  # no print yet: a fresh bpftrace's maps
+        for obj in read_json_lines(text.decode(errors="replace")):
+            if obj.get("type") == "map":
+                self.before.update({k: int(v) for k, v in obj["data"].items()})
 
     def wrap(self, app_argv: list[str]) -> list[str]:
+        if self.held is not None:
+            return app_argv
         # -c starts the app only once the probes are attached; bpftrace splits the command
         # on spaces and takes no shell quoting, so no path may contain one.
         if any(" " in a for a in app_argv) or " " in str(self.library):
             raise Failure(f"bpftrace -c cannot run programs from a path with a space "
                           f"({self.build.dir} or TMPDIR); build elsewhere: make "
                           "BUILD=/no/spaces", EXIT_UNMET)
-        lib = self.library  # absolute: bpftrace 0.17 resolves relative paths unreliably
-        script = (f"uprobe:{lib}:{FUNCTION} {{ @entries = count(); }} "
-                  f"uretprobe:{lib}:{FUNCTION} {{ @exits = count(); }}")
-        return ["bpftrace", "-f", "json", "-o", str(self.output), "-e", script,
-                "-c", " ".join(app_argv)]
+        return ["bpftrace", "-f", "json", "-o", str(self.output), "-e",
+                bpftrace_script(self.library), "-c", " ".join(app_argv)]
 
     def after_app(self, proc: subprocess.Popen[bytes], reaped: Reaped, app: AppRun) -> None:
         self.reaped, self.app = reaped, app
 
+    def _held_died(self) -> Failure:
+        assert self.held is not None
+        return Failure(f"bpftrace (pid {self.held.pid}) died during the trial")
+
+    def _printed_maps(self) -> dict[str, int]:
+        """The held bpftrace's two counts as it prints them on SIGUSR1: the first print of
+        both maps past the offset (whole lines only), which then moves past it."""
+        assert self.held is not None
+        try:
+            os.kill(self.held.pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            raise self._held_died() from None
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while True:
+            with self.output.open("rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+            maps: dict[str, int] = {}
+            whole = chunk[:chunk.rfind(b"\n") + 1]
+            for obj in read_json_lines(whole.decode(errors="replace")):
+                if obj.get("type") == "map":
+                    maps.update({k: int(v) for k, v in obj["data"].items()})
+            if "@entries" in maps and "@exits" in maps:
+                self.offset += len(whole)
+                return maps
+            if not alive(self.held.pid):
+                raise self._held_died()
+            if time.monotonic() > deadline:
+                raise Failure(f"bpftrace (pid {self.held.pid}) did not print its maps within "
+                              f"{STOP_TIMEOUT_S:g} s of SIGUSR1")
+            time.sleep(0.005)
+
     def stop(self, expected: int) -> Recorded:
+        if self.held is not None:
+            return self._stop_held(expected)
         assert self.reaped is not None and self.app is not None
         if self.reaped.status != 0:
             raise Failure(f"bpftrace exited with status {self.reaped.status}")
         maps: dict[str, int] = {}
-        probes = 0
         for obj in read_json_lines(self.output.read_text(errors="replace")):
-            if obj.get("type") == "attached_probes":
-                probes = int(obj["data"]["probes"])
-            elif obj.get("type") == "map":
+            if obj.get("type") == "map":
                 maps.update({k: int(v) for k, v in obj["data"].items()})
-        if probes != 2:
-            raise Failure(f"bpftrace attached {probes} probes, expected 2")
-        entries, exits = maps.get("@entries", 0), maps.get("@exits", 0)
-        if entries != exits:
-            raise Failure(f"bpftrace counted {entries} entries but {exits} exits")
+        self._check(bpftrace_attached(self.output), maps)
         # wait4 of bpftrace includes its reaped children: the launcher and the app. What is
         # left is bpftrace itself (start-up and LLVM code generation included).
         app = self.app
         cpu = (self.reaped.user_s + self.reaped.sys_s - app.user_s - app.sys_s
                - app.launcher_cpu_s)
-        return Recorded(expected=expected, captured=entries + exits, dropped=0, trace_bytes=0,
-                        cpu_s=max(cpu, 0.0), rss_kib=self.reaped.max_rss_kib)
+        return Recorded(expected=expected, captured=maps["@entries"] + maps["@exits"],
+                        dropped=0, trace_bytes=0, cpu_s=max(cpu, 0.0),
+                        rss_kib=self.reaped.max_rss_kib,
+                        meta={"bpftrace": "started by the trial"})
+
+    def _stop_held(self, expected: int) -> Recorded:
+        assert self.held is not None
+        after = self._printed_maps()
+        maps = {name: after[name] - self.before[name] for name in ("@entries", "@exits")}
+        self._check(bpftrace_attached(self.output), maps)
+        # Its CPU from before the app to after the print: the probes' hits run in the app;
+        # what is here is bpftrace's own polling and the print.
+        cpu_ns = lttng.task_cpu_ns(self.held.pid) - self.cpu_before
+        return Recorded(expected=expected, captured=maps["@entries"] + maps["@exits"],
+                        dropped=0, trace_bytes=0, cpu_s=cpu_ns / 1e9,
+                        rss_kib=lttng.peak_rss_kib(self.held.pid),
+                        meta={"bpftrace": "held by the run", "bpftrace_pid": self.held.pid})
+
+    @staticmethod
+    def _check(probes: int, maps: dict[str, int]) -> None:
+        if probes != 2:
+            raise Failure(f"bpftrace attached {probes} probes, expected 2")
+        entries, exits = maps.get("@entries", 0), maps.get("@exits", 0)
+        if entries != exits:
+            raise Failure(f"bpftrace counted {entries} entries but {exits} exits")
 
 
 # ---- LTTng ----------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ from .tracers import (
     Build,
     CountedSection,
     EbpfTracer,
+    HeldBpftrace,
     HeldEbpf,
     LttngTracer,
     Placement,
@@ -134,7 +135,7 @@ def make_tracer(variant: str, build: Build, workdir: Path, place: Placement) -> 
         return EbpfTracer(build, workdir, place, variant.removeprefix("ebpf-"),
                           HeldEbpf.from_env())
     if variant == "bpftrace":
-        return BpftraceTracer(build, workdir, place)
+        return BpftraceTracer(build, workdir, place, HeldBpftrace.from_env())
     return Tracer(build, workdir, place)
 
 

@@ -25,7 +25,8 @@ ROOM = REPO / "build" / "tracing_overhead"
 DRIVER = ROOM / "tracing_trial"
 TRACERS = ("lttng", "ebpf-force", "ebpf-adaptive", "ebpf-batched", "ebpf-floor", "bpftrace")
 RECORDING = ("lttng", "ebpf-force", "ebpf-adaptive", "ebpf-batched", "bpftrace")
-QUICK_CALLS = {0: 2000, 100: 200}  # calls=auto/50 of the seed's 100k and 10k
+QUICK_CALLS = {0: 2000, 100: 200}
+ROOM_LIBRARY = "libbakeoff_traced.so"  # calls=auto/50 of the seed's 100k and 10k
 
 
 def _machine_can_trace() -> str | None:
@@ -58,9 +59,13 @@ def _sessiond_pids() -> set[int]:
 
 
 def _ours_running() -> list[str]:
-    """Every program of the room, and bpftrace running our script, has this path in argv."""
-    res = subprocess.run(["pgrep", "-af", str(ROOM) + "/"], capture_output=True, text=True)
-    return [ln for ln in res.stdout.splitlines() if "pgrep" not in ln]
+    """Every program of the room has this build's path in argv, and every tracer the traced
+    library's name (a held bpftrace runs /usr/bin/bpftrace on the run's copy of it)."""
+    lines: set[str] = set()
+    for pattern in (str(ROOM) + "/", ROOM_LIBRARY):
+        res = subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True)
+        lines |= {ln for ln in res.stdout.splitlines() if "pgrep" not in ln}
+    return sorted(lines)
 
 
 def _bpftool(*args: str) -> list[dict[str, object]]:
@@ -252,20 +257,22 @@ def test_report_names_the_seed_colours(quick_run: tuple[Path, list[str]]) -> Non
 
 @pytest.mark.slow
 def test_held_tracers_serve_every_trial(quick_run: tuple[Path, list[str]]) -> None:
-    """One eBPF tracer per policy and one LTTng session serve all of a run's trials (issue
-    34: a trial costs its calls, not a tracer's start), and each trial still counts every
-    one of its own events, none of another trial's (test_every_event_is_captured)."""
+    """One eBPF tracer per policy, one bpftrace and one LTTng session serve all of a run's
+    trials (issue 34: a trial costs its calls, not a tracer's start), and each trial still
+    counts every one of its own events, none of another trial's
+    (test_every_event_is_captured)."""
     trials = _trials(quick_run[0])
-    for variant in ("lttng", "ebpf-force", "ebpf-adaptive", "ebpf-batched", "ebpf-floor"):
+    held_by = {"lttng": ("lttng_session", "lttng_session_held", "by the run"),
+               "bpftrace": ("bpftrace_pid", "bpftrace", "held by the run")}
+    for variant in ("lttng", "ebpf-force", "ebpf-adaptive", "ebpf-batched", "ebpf-floor",
+                    "bpftrace"):
         mine = [t for t in trials if t["case"]["variant"] == variant]  # type: ignore[index]
         assert len(mine) == 8, variant  # 2 durations x 4 trials
-        key = "lttng_session" if variant == "lttng" else "ebpf_tracer_pid"
+        key, how, said = held_by.get(variant, ("ebpf_tracer_pid", "ebpf_tracer",
+                                               "held by the run"))
         held = {t["meta"][key] for t in mine}  # type: ignore[index]
         assert len(held) == 1, (variant, held)
-        if variant == "lttng":
-            assert {t["meta"]["lttng_session_held"] for t in mine} == {"by the run"}  # type: ignore[index]
-        else:
-            assert {t["meta"]["ebpf_tracer"] for t in mine} == {"held by the run"}  # type: ignore[index]
+        assert {t["meta"][how] for t in mine} == {said}, variant  # type: ignore[index]
     # The whole run's trials against what each counted: the sum is the run's events, so no
     # trial counted another's (the per-trial check alone would pass a tracer that reset late
     # and counted one trial's events twice only if two totals were wrong the same way).
@@ -328,7 +335,7 @@ def test_sigint_mid_trial_leaves_nothing(room: Path, tmp_path: Path, variant: st
 def test_sigterm_mid_run_removes_the_held_tracers(room: Path, tmp_path: Path) -> None:
     """SIGTERM to the harness once the held tracers have served trials, while a later trial
     traces: the run's LTTng session, the daemon it started, the eBPF tracer (its programs,
-    links and socket) are all gone afterwards."""
+    links and socket) and bpftrace are all gone afterwards."""
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     phases = tmp_path / "phases"
@@ -336,7 +343,8 @@ def test_sigterm_mid_run_removes_the_held_tracers(room: Path, tmp_path: Path) ->
     # 10k calls of 100 µs: each trial traces for 1 s, long enough to be caught in the act.
     proc = subprocess.Popen(
         [sys.executable, "-m", "bakeoff", "run", "tracing-overhead", "--variant", "lttng",
-         "--variant", "ebpf-force", "--param", "duration_us=100", "--param", "calls=10000",
+         "--variant", "ebpf-force", "--variant", "bpftrace", "--param", "duration_us=100",
+         "--param", "calls=10000",
          "--trials", "4", "--samples", "5", "--out", str(tmp_path / "run"), "--quiet"],
         cwd=REPO, env={**os.environ, "TMPDIR": str(tmpdir), "BAKEOFF_PHASE_LOG": str(phases)},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -346,10 +354,11 @@ def test_sigterm_mid_run_removes_the_held_tracers(room: Path, tmp_path: Path) ->
         return sum(1 for ln in text.splitlines() if ln.split(" ", 1)[0] == "trial")
 
     def held_and_tracing() -> bool:
-        # Past a round of baseline, lttng and ebpf-force: both held tracers have served a
-        # trial, and stay up between trials; an app runs under one of them now.
+        # Past a round of baseline, lttng, ebpf-force and bpftrace: the held tracers have
+        # served a trial, and stay up between trials; an app runs under one of them now.
         running = _ours_running()
-        return (trials_done() >= 3 and any("bakeoff_tracer" in ln for ln in running)
+        return (trials_done() >= 4 and any("bakeoff_tracer" in ln for ln in running)
+                and any(ln.split()[1:2] == ["bpftrace"] for ln in running)
                 and "bakeoff-" in subprocess.run(["lttng", "-n", "list"], capture_output=True,
                                                  text=True).stdout
                 and any("traced_app" in ln for ln in running))
