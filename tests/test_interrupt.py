@@ -269,6 +269,7 @@ print(interrupts.received())
 """
 
 
+@pytest.mark.slow(live=False)
 @pytest.mark.parametrize("mode", ["quiet", "default"])
 def test_an_interrupt_python_drops_prints_no_traceback_and_is_kept(mode: str) -> None:
     """CI saw `bakeoff run` print "Exception ignored in: <function _get_module_lock.<locals>.cb
