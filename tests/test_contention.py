@@ -144,3 +144,52 @@ def test_instructions_count_the_work_and_repeat_exactly(built: Path, tmp_path: P
     # Twice the loop's iterations, twice the instructions.
     assert 1.95 < twice[0] / once[0] < 2.05, (once, twice)
     assert "instructions" in {m["name"] for m in data["benchmarks"]["cmd"]["metrics"]}
+
+
+def test_a_trials_own_threads_waiting_for_each_other_is_not_contention() -> None:
+    """A Go reader's runtime threads on its one CPU (bpf-map-dump's go-batch, an idle run of
+    2026-11-30): 0.24 s of run-queue wait in a 0.54 s trial that used 0.52 s of CPU. Other
+    work held its CPU for at most 0.02 s of that, which is what the share counts."""
+    go_batch = Contention(cpu_s=0.517, run_delay_s=0.239, steal_s=0.0, nivcsw=566, load=1.05,
+                          cpus=2, trial_cpus=1)
+    assert go_batch.others_wait_s(0.541) == pytest.approx(0.024)
+    share = go_batch.wait_share(0.541)
+    assert share is not None and share < 0.05
+    assert contention.retake_reason(go_batch, 0.541, 0.25) is None
+    # The same wait beside a hog on its CPU: half the wall went to other work, all of the
+    # wait can be its doing.
+    shared = Contention(cpu_s=0.27, run_delay_s=0.26, steal_s=0.0, nivcsw=300, load=3.0,
+                        cpus=2, trial_cpus=1)
+    assert shared.wait_share(0.541) == pytest.approx(0.26 / 0.541)
+    assert contention.retake_reason(shared, 0.541, 0.25) is not None
+    # A record from before trial_cpus: bounded by the CPUs online, as loose as it can be.
+    old = store._contention_from_json({k: v for k, v in go_batch.__dict__.items()
+                                       if k != "trial_cpus"})
+    assert old is not None and old.trial_cpus == 0
+    assert old.others_wait_s(0.541) == pytest.approx(0.239)
+
+
+def test_two_processes_on_the_trials_one_cpu_wait_for_each_other_not_for_others(
+        built: Path, tmp_path: Path) -> None:
+    """A command that busy-loops beside a child of its own for 0.3 s, on the one CPU the run
+    claims for the trial: the command waits for its child (its run-queue wait is a large
+    share of the wall at any load), while the wait other work can have caused stays within
+    what the CPU left over, which is what the share and the retake rule count."""
+    busy = tmp_path / "busy.py"
+    busy.write_text("import os, time\n"
+                    "child = os.fork()\n"
+                    "end = time.monotonic() + 0.3\n"
+                    "while time.monotonic() < end:\n"
+                    "    pass\n"
+                    "if child == 0:\n"
+                    "    os._exit(0)\n"
+                    "os.waitpid(child, 0)\n")
+    data = _cmd(built, tmp_path / "run", "--retakes", "0", f"python3 {busy}")
+    for t in data["trials"]:
+        c = t["contention"]
+        assert c is not None and c["run_delay_s"] is not None, t
+        assert c["trial_cpus"] == 1, c
+        assert c["run_delay_s"] / t["wall_s"] > 0.3, c  # the two processes' wait for each other
+        counted = Contention(**c).others_wait_s(t["wall_s"])
+        assert counted is not None
+        assert counted <= min(c["run_delay_s"], max(0.0, t["wall_s"] - c["cpu_s"])) + 1e-9

@@ -623,7 +623,8 @@ class Contention:
     measured); None where the kernel keeps no schedstat. steal_s: the machine's steal time
     over the trial (/proc/stat, every CPU: time the hypervisor ran someone else). nivcsw:
     involuntary context switches (wait4). load: the 1-minute load average when the trial
-    ended. cpus: the CPUs online."""
+    ended. cpus: the CPUs online. trial_cpus: the CPUs the run claimed for the trial, which
+    its processes run on (0: not pinned, any of cpus)."""
 
     cpu_s: float
     run_delay_s: float | None
@@ -631,12 +632,23 @@ class Contention:
     nivcsw: int
     load: float
     cpus: int
+    trial_cpus: int = 0
 
-    def wait_share(self, wall_s: float) -> float | None:
-        """Run-queue wait as a share of the trial's wall time (may pass 1 with threads)."""
+    def others_wait_s(self, wall_s: float) -> float | None:
+        """The run-queue wait other work can have caused. A trial's own processes or threads
+        waiting for one another on its CPUs are not contention (a Go reader's runtime
+        threads on its one CPU waited 40% of an idle run's wall time): while one of them
+        waited, each of its k CPUs ran either one of its own (its CPU time) or other work,
+        so other work held them for at most k x wall - cpu_s."""
         if self.run_delay_s is None or wall_s <= 0:
             return None
-        return self.run_delay_s / wall_s
+        k = self.trial_cpus or self.cpus
+        return min(self.run_delay_s, max(0.0, k * wall_s - self.cpu_s))
+
+    def wait_share(self, wall_s: float) -> float | None:
+        """The wait other work caused (others_wait_s) as a share of the trial's wall time."""
+        wait = self.others_wait_s(wall_s)
+        return None if wait is None else wait / wall_s
 
 
 TrialStatus = Literal["ok", "failed", "timeout", "interrupted"]

@@ -65,8 +65,8 @@ def of_run(run: RunRecord) -> RunContention | None:
         return None
     waited = [t for t in trials if t.contention and t.contention.run_delay_s is not None]
     wall = sum(t.wall_s for t in waited)
-    wait = (sum(t.contention.run_delay_s or 0.0 for t in waited if t.contention) / wall
-            if waited and wall > 0 else None)
+    wait = (sum(t.contention.others_wait_s(t.wall_s) or 0.0 for t in waited if t.contention)
+            / wall if waited and wall > 0 else None)
     loads = [t.contention.load for t in trials if t.contention]
     steal = sum(t.contention.steal_s for t in trials if t.contention)
     capacity = sum(t.wall_s * t.contention.cpus for t in trials if t.contention)

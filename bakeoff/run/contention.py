@@ -59,9 +59,11 @@ def _load() -> float:
 
 
 def of_trial(before: MachineMark, rusage: Rusage | None, nivcsw: int | None,
-             run_delay_s: float | None, meta: dict[str, object]) -> Contention | None:
+             run_delay_s: float | None, meta: dict[str, object],
+             trial_cpus: int = 0) -> Contention | None:
     """The trial's contention from what its process reported; None when it reported no
-    rusage (a trial that could not start, or a launcher killed before reporting)."""
+    rusage (a trial that could not start, or a launcher killed before reporting).
+    trial_cpus: how many CPUs the run claimed for it (0: not pinned)."""
     if rusage is None:
         return None
     children = meta.get(CHILDREN_WAIT_META)
@@ -70,7 +72,7 @@ def of_trial(before: MachineMark, rusage: Rusage | None, nivcsw: int | None,
     return Contention(
         cpu_s=rusage.user_s + rusage.sys_s, run_delay_s=run_delay_s,
         steal_s=max(0.0, MachineMark.now().steal_s - before.steal_s),
-        nivcsw=nivcsw or 0, load=_load(), cpus=os.cpu_count() or 1)
+        nivcsw=nivcsw or 0, load=_load(), cpus=os.cpu_count() or 1, trial_cpus=trial_cpus)
 
 
 def retake_reason(contention: Contention | None, wall_s: float,
@@ -81,5 +83,5 @@ def retake_reason(contention: Contention | None, wall_s: float,
     share = contention.wait_share(wall_s)
     if share is None or share <= threshold:
         return None
-    return (f"its processes waited {share:.0%} of its wall time for a CPU "
+    return (f"its processes waited {share:.0%} of its wall time for a CPU other work held "
             f"(retaken above {threshold:.0%})")

@@ -631,7 +631,7 @@ class _Measurement:
             raise Interrupted(interrupts.received() or signal.SIGINT)
         self.walls.setdefault(case, []).append(result.wall_s)
         strain = contention.of_trial(mark, result.rusage, result.nivcsw, result.run_delay_s,
-                                     result.output.meta)
+                                     result.output.meta, len(self.trial_cpus))
         return started, result, strain
 
     @staticmethod

@@ -68,6 +68,8 @@ from bakeoff.store import schema
 #       involuntary switches, load) and the run "retaken", the trials measured again because
 #       they waited too long for a CPU (each with "retaken_because"; in trials.jsonl as
 #       lines with that key). A reader that ignores them analyses the same trials.
+#       Within 4, a trial's contention may carry "trial_cpus" (the CPUs claimed for it,
+#       which bound the wait other work can have caused); without it, the CPUs online.
 SCHEMA_VERSION = 4
 
 RESULTS_JSON = "results.json"
@@ -210,7 +212,8 @@ def _contention_from_json(d: dict[str, Any] | None) -> Contention | None:
     return Contention(cpu_s=float(d["cpu_s"]),
                       run_delay_s=None if delay is None else float(delay),
                       steal_s=float(d["steal_s"]), nivcsw=int(d["nivcsw"]),
-                      load=float(d["load"]), cpus=int(d["cpus"]))
+                      load=float(d["load"]), cpus=int(d["cpus"]),
+                      trial_cpus=int(d.get("trial_cpus", 0)))
 
 
 def _count(value: Any, metric: str) -> int:

@@ -71,7 +71,8 @@ TRIAL = {
     "rusage": Optional({"user_s": float, "sys_s": float, "max_rss_kib": int}),
     "error?": Optional(str), "stderr_tail?": str, "sample_counts?": Map(AtLeast(1)),
     "contention?": Optional({"cpu_s": float, "run_delay_s": Optional(float), "steal_s": float,
-                             "nivcsw": AtLeast(0), "load": float, "cpus": AtLeast(1)}),
+                             "nivcsw": AtLeast(0), "load": float, "cpus": AtLeast(1),
+                             "trial_cpus?": AtLeast(0)}),
     "retaken_because?": Optional(str),
 }
 def _shape_of(hint: Any) -> Any:
