@@ -309,8 +309,11 @@ ROOM_RUNS = (
     RoomRun("tracing-overhead", None, tracing_rows),
     RoomRun("bpf-map-dump", ("--profile", "quick", "--param", "map=hash", "--variant",
                              "batch-65536", "--variant", "bpf-iter"), dump_rows),
+    # 10 trials a side, as the default profile's answer at 16 MiB takes up to 12: with the
+    # quick profile's 5, the room's interval beside a hog spanned 51.6-123x in one run and the
+    # ratio to the check ranged 0.91-1.23 over eight (docs/notes/indep-checks-20261130b-epyc.md).
     RoomRun("mremap-vs-memcpy", ("--profile", "quick", "--param", f"size={16 * MIB}",
-                                 "--variant", "mremap"), mremap_rows),
+                                 "--variant", "mremap", "--trials", "10"), mremap_rows),
     RoomRun("cgroup-stat-read", ("--profile", "quick", "--param", "fields=3", "--variant",
                                  "reopen"), cgroup_rows),
     # heap-sampling's headline is timed by heap_bench processes run alternately with the
@@ -320,6 +323,14 @@ ROOM_RUNS = (
 
 
 # ---- heap-sampling ---------------------------------------------------------------------------
+
+# Processes per program and scheme: twice the room test's. Each process draws its own code
+# placements, and at 64 B blocks a placement moves the hash's figure by about a cycle
+# (docs/notes/heap-sampling-layout-20261129-epyc.md): with 16, the check's hash at 64 B read
+# 0.78-1.03 of the room's over eight halves (idle, beside a hog) of four runs; with 32,
+# 0.85-0.91 over eight, an offset left where the scatter was (the room's about 0.13 ns
+# dearer; docs/notes/indep-checks-20261130b-epyc.md).
+HEAP_PROCESSES = 32
 
 def heap_rows(run_dir: Path | None = None) -> list[Row]:
     """The decision inlined in the malloc path at the seed's 4 KiB mean: hash/Poisson and each
@@ -335,7 +346,7 @@ def heap_rows(run_dir: Path | None = None) -> list[Row]:
     spec.loader.exec_module(heap)
     rows = []
     for size in (4096, 64):
-        got = heap.inline_check(size)
+        got = heap.inline_check(size, processes=HEAP_PROCESSES)
         rows.append(Row("heap-sampling", f"hash/Poisson decision cost, {size} B blocks", "×",
                         tuple(got.room_ratio), tuple(got.indep_ratio)))
         for scheme in ("poisson", "hash"):
