@@ -332,6 +332,7 @@ ROOM_RUNS = (
 # dearer; docs/notes/indep-checks-20261130b-epyc.md).
 HEAP_PROCESSES = 32
 
+
 def heap_rows(run_dir: Path | None = None) -> list[Row]:
     """The decision inlined in the malloc path at the seed's 4 KiB mean: hash/Poisson and each
     scheme's ns per malloc+free, heap_bench processes (the room's program) against

@@ -147,9 +147,10 @@ def test_instructions_count_the_work_and_repeat_exactly(built: Path, tmp_path: P
 
 
 def test_a_trials_own_threads_waiting_for_each_other_is_not_contention() -> None:
-    """A Go reader's runtime threads on its one CPU (bpf-map-dump's go-batch, an idle run of
-    2026-11-30): 0.24 s of run-queue wait in a 0.54 s trial that used 0.52 s of CPU. Other
-    work held its CPU for at most 0.02 s of that, which is what the share counts."""
+    """A Go reader's runtime threads on its one CPU (bpf-map-dump's go-batch in an idle
+    `make bench`, docs/RELIABILITY.md): 0.24 s of run-queue wait in a 0.54 s trial that used
+    0.52 s of CPU. Other work held its CPU for at most 0.02 s of that, which is what the
+    share counts."""
     go_batch = Contention(cpu_s=0.517, run_delay_s=0.239, steal_s=0.0, nivcsw=566, load=1.05,
                           cpus=2, trial_cpus=1)
     assert go_batch.others_wait_s(0.541) == pytest.approx(0.024)

@@ -637,9 +637,9 @@ class Contention:
     def others_wait_s(self, wall_s: float) -> float | None:
         """The run-queue wait other work can have caused. A trial's own processes or threads
         waiting for one another on its CPUs are not contention (a Go reader's runtime
-        threads on its one CPU waited 40% of an idle run's wall time): while one of them
-        waited, each of its k CPUs ran either one of its own (its CPU time) or other work,
-        so other work held them for at most k x wall - cpu_s."""
+        threads on its one CPU; docs/ARCHITECTURE.md, "Contention and retakes"): while one
+        of them waited, each of its k CPUs ran either one of its own (its CPU time) or
+        other work, so other work held them for at most k x wall - cpu_s."""
         if self.run_delay_s is None or wall_s <= 0:
             return None
         k = self.trial_cpus or self.cpus

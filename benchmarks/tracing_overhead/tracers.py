@@ -350,10 +350,11 @@ class EbpfTracer(Tracer):
 
 
 def bpftrace_script(library: Path) -> str:
-    """Two counts, in the kernel. Not keyed by process: a key (@entries[pid]) made every
-    call 0.15-0.3 µs dearer than the seed's unkeyed count (docs/notes/bpftrace-held-20261130-
-    epyc.md); a held bpftrace's library is the run's own copy, so only the run's apps hit it,
-    one trial at a time, and a trial reads its counts as the difference of two prints."""
+    """Two counts, in the kernel. Not keyed by process: a key (@entries[pid]) made a call
+    at 0 µs 0.15-0.35 µs dearer than the seed's unkeyed count (docs/notes/bpftrace-held-
+    20261130-epyc.md); a held bpftrace's library is the run's own copy, so only the run's
+    apps hit it, one trial at a time, and a trial reads its counts as the difference of two
+    prints."""
     lib = library  # absolute: bpftrace 0.17 resolves relative paths unreliably
     return (f"uprobe:{lib}:{FUNCTION} {{ @entries = count(); }} "
             f"uretprobe:{lib}:{FUNCTION} {{ @exits = count(); }}")
@@ -504,7 +505,8 @@ class BpftraceTracer(Tracer):
         app = self.app
         cpu = (self.reaped.user_s + self.reaped.sys_s - app.user_s - app.sys_s
                - app.launcher_cpu_s)
-        return Recorded(expected=expected, captured=maps["@entries"] + maps["@exits"],
+        return Recorded(expected=expected,
+                        captured=maps.get("@entries", 0) + maps.get("@exits", 0),
                         dropped=0, trace_bytes=0, cpu_s=max(cpu, 0.0),
                         rss_kib=self.reaped.max_rss_kib,
                         meta={"bpftrace": "started by the trial"})

@@ -25,8 +25,8 @@ ROOM = REPO / "build" / "tracing_overhead"
 DRIVER = ROOM / "tracing_trial"
 TRACERS = ("lttng", "ebpf-force", "ebpf-adaptive", "ebpf-batched", "ebpf-floor", "bpftrace")
 RECORDING = ("lttng", "ebpf-force", "ebpf-adaptive", "ebpf-batched", "bpftrace")
-QUICK_CALLS = {0: 2000, 100: 200}
-ROOM_LIBRARY = "libbakeoff_traced.so"  # calls=auto/50 of the seed's 100k and 10k
+QUICK_CALLS = {0: 2000, 100: 200}  # calls=auto/50 of the seed's 100k and 10k
+ROOM_LIBRARY = "libbakeoff_traced.so"  # each tracer's argv names its copy of it
 
 
 def _machine_can_trace() -> str | None:
