@@ -1,7 +1,7 @@
 """What a run holds across its trials, so that a trial costs its calls and not a tracer's
 start (issue 34): the LTTng session daemon and the run's recording session, one eBPF
 tracer (bakeoff_tracer, loaded and attached) per wake-up policy, and bpftrace (its script
-compiled and attached once; a trial reads its app's counts from the maps bpftrace prints on
+compiled and attached once; a trial takes its counts from the maps bpftrace prints on
 SIGUSR1). The session's state
 (spec.py): made when the run's trials start, torn down when they end, on success, failure,
 Ctrl-C and SIGTERM alike.
