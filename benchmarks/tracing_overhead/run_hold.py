@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bakeoff.room import HeldProcess
+from bakeoff.room.program import Failure
 
 from . import lttng
 from .tracers import (
@@ -26,6 +29,7 @@ from .tracers import (
     HeldBpftrace,
     HeldEbpf,
     bpftrace_attached,
+    bpftrace_print,
     control_socket,
     ebpf_tracer_argv,
     held_bpftrace_argv,
@@ -101,10 +105,42 @@ class RunHold:
                 stop_grace_s=TRACER_STOP_GRACE_S)
         if not self.bpftrace.alive():
             output.unlink(missing_ok=True)  # so readiness is this start's line
-            problem = self.bpftrace.ensure()
+            problem = self.bpftrace.ensure() or self._bpftrace_counting(output, library)
             if problem is not None:
+                self.bpftrace.stop()
                 return problem
         return HeldBpftrace(self.bpftrace.pid, output, library).env()
+
+    def _bpftrace_counting(self, output: Path, library: Path) -> str | None:
+        """None once both of bpftrace's probes count a call of the traced function, made here
+        from the run's copy of the library (a trial's counts are differences of prints, so
+        these calls are in none). bpftrace prints its attached_probes line before the
+        probes are attached: a trial begun on that line alone, under load, counted its
+        exits and none of its entries (docs/RELIABILITY.md, "The whole suite")."""
+        assert self.bpftrace is not None
+        app = [str(self.build.app), "--duration-us", "0", "--calls", "1", "--samples", "1",
+               "--warmup", "0", "--counted-samples", "0"]
+        env = {**os.environ, "LD_LIBRARY_PATH": str(library.parent)}
+        deadline = time.monotonic() + TRACER_START_S
+        offset = 0
+        while time.monotonic() < deadline:
+            try:
+                called = subprocess.run(app, env=env, capture_output=True,
+                                        timeout=TRACER_START_S, check=False)
+                printed = bpftrace_print(self.bpftrace.pid, output, offset, TRACER_START_S)
+            except subprocess.TimeoutExpired:
+                return f"the traced app did not end within {TRACER_START_S:g} s"
+            except Failure as exc:
+                return str(exc)
+            if called.returncode != 0:
+                return f"the traced app failed under bpftrace (status {called.returncode})"
+            if printed is None:
+                return "bpftrace exited while its probes were being checked"
+            maps, offset = printed
+            if maps["@entries"] > 0 and maps["@exits"] > 0:
+                return None
+            time.sleep(0.05)
+        return f"bpftrace's probes counted no call within {TRACER_START_S:g} s"
 
     def close(self) -> None:
         """The eBPF tracers stopped (their probes and maps go with them) and the run's

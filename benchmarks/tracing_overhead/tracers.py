@@ -378,6 +378,35 @@ def bpftrace_attached(output: Path) -> int:
     return 0
 
 
+def bpftrace_print(pid: int, output: Path, offset: int, timeout_s: float
+                   ) -> tuple[dict[str, int], int] | None:
+    """SIGUSR1 to a held bpftrace, and its two counts as it prints them: the first print of
+    both maps past offset in its output (whole lines only), and the offset past that print.
+    None when bpftrace is gone; Failure when it printed nothing within timeout_s."""
+    try:
+        os.kill(pid, signal.SIGUSR1)
+    except ProcessLookupError:
+        return None
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with output.open("rb") as f:
+            f.seek(offset)
+            chunk = f.read()
+        maps: dict[str, int] = {}
+        whole = chunk[:chunk.rfind(b"\n") + 1]
+        for obj in read_json_lines(whole.decode(errors="replace")):
+            if obj.get("type") == "map":
+                maps.update({k: int(v) for k, v in obj["data"].items()})
+        if "@entries" in maps and "@exits" in maps:
+            return maps, offset + len(whole)
+        if not alive(pid):
+            return None
+        if time.monotonic() > deadline:
+            raise Failure(f"bpftrace (pid {pid}) did not print its maps within "
+                          f"{timeout_s:g} s of SIGUSR1")
+        time.sleep(0.005)
+
+
 @dataclass(frozen=True)
 class HeldBpftrace:
     """A bpftrace held by the run's session (run_hold.py): its PID, the file it writes JSON
@@ -462,32 +491,14 @@ class BpftraceTracer(Tracer):
         return Failure(f"bpftrace (pid {self.held.pid}) died during the trial")
 
     def _printed_maps(self) -> dict[str, int]:
-        """The held bpftrace's two counts as it prints them on SIGUSR1: the first print of
-        both maps past the offset (whole lines only), which then moves past it."""
+        """The held bpftrace's two counts as it prints them on SIGUSR1 after this trial's
+        app (bpftrace_print); the offset moves past the print."""
         assert self.held is not None
-        try:
-            os.kill(self.held.pid, signal.SIGUSR1)
-        except ProcessLookupError:
-            raise self._held_died() from None
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while True:
-            with self.output.open("rb") as f:
-                f.seek(self.offset)
-                chunk = f.read()
-            maps: dict[str, int] = {}
-            whole = chunk[:chunk.rfind(b"\n") + 1]
-            for obj in read_json_lines(whole.decode(errors="replace")):
-                if obj.get("type") == "map":
-                    maps.update({k: int(v) for k, v in obj["data"].items()})
-            if "@entries" in maps and "@exits" in maps:
-                self.offset += len(whole)
-                return maps
-            if not alive(self.held.pid):
-                raise self._held_died()
-            if time.monotonic() > deadline:
-                raise Failure(f"bpftrace (pid {self.held.pid}) did not print its maps within "
-                              f"{STOP_TIMEOUT_S:g} s of SIGUSR1")
-            time.sleep(0.005)
+        printed = bpftrace_print(self.held.pid, self.output, self.offset, STOP_TIMEOUT_S)
+        if printed is None:
+            raise self._held_died()
+        maps, self.offset = printed
+        return maps
 
     def stop(self, expected: int) -> Recorded:
         if self.held is not None:
