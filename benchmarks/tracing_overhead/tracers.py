@@ -438,7 +438,8 @@ class BpftraceTracer(Tracer):
     """bpftrace counting the probes' hits in two maps. Under bakeoff run the bpftrace is the
     run's (HeldBpftrace): after the app, a trial sends it SIGUSR1, on which bpftrace prints
     its maps; the trial's counts are that print less the one before it in the output (the
-    previous trial's, none after a start: zero). Nothing else hits the run's copy of the
+    previous trial's, or after a start the hold's own check, run_hold.py). Nothing else
+    hits the run's copy of the
     library, so nothing else falls between; a trial killed after its app and before its
     print leaves the next trial's counts too high, which fails that trial (the events are
     checked), never silently. By hand, the trial's own bpftrace runs the app (`-c`) and
