@@ -265,13 +265,18 @@ def _run_vars(s: _Series, sigma2: float) -> FloatArray:
     return np.maximum(s.se2 + sigma2, _VAR_FLOOR)
 
 
+def _weighted_mean(x: FloatArray, var: FloatArray) -> tuple[float, float]:
+    """The mean of x weighted by 1 / var, and that mean's variance."""
+    w = 1 / var
+    return float((w * x).sum() / w.sum()), float(1 / w.sum())
+
+
 def _large_enough(s: _Series, a: int, split: int, kappa: int, var: FloatArray) -> bool:
     """The level after the split (to kappa) differs from the one before it (from a) by
     MIN_CHANGE or more: weighted means, on log scale a ratio, else relative to the mean
     before."""
-    w = 1 / var
-    before = float((w[a:split] * s.x[a:split]).sum() / w[a:split].sum())
-    after = float((w[split:kappa] * s.x[split:kappa]).sum() / w[split:kappa].sum())
+    before, _ = _weighted_mean(s.x[a:split], var[a:split])
+    after, _ = _weighted_mean(s.x[split:kappa], var[split:kappa])
     if s.log:
         return abs(after - before) >= math.log1p(MIN_CHANGE)
     return before == 0 or abs(after - before) >= MIN_CHANGE * abs(before)
@@ -312,9 +317,7 @@ def _find(s: _Series, alpha: float) -> list[tuple[int, float]]:
 def _level(s: _Series, points: Sequence[RunPoint], a: int, b: int, var: FloatArray,
            df: int) -> tuple[Level, float, float]:
     """The Level of runs a..b-1, and its weighted mean and that mean's variance."""
-    w = 1 / var[a:b]
-    mean = float((w * s.x[a:b]).sum() / w.sum())
-    var_mean = float(1 / w.sum())
+    mean, var_mean = _weighted_mean(s.x[a:b], var[a:b])
     pooled = np.concatenate([np.asarray(p.values, dtype=float) for p in points[a:b]])
     median = float(np.median(pooled))
     half = _t(df) * math.sqrt(var_mean)
