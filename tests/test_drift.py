@@ -28,6 +28,7 @@ from bakeoff.analysis.across_hosts import (
     HOLDS,
     HostRun,
     across_verdict,
+    same_machine_pairs,
     shared_hardware_warnings,
 )
 from bakeoff.analysis.within_run import BaselineComparison, CaseResult
@@ -194,6 +195,25 @@ def test_too_few_trials_on_a_host_cannot_tell() -> None:
     apart = {"a": _ratio(1.0, 0.95, 1.05), "b": _ratio(1.4, 1.3, 1.5)}
     verdict = across_verdict(apart, 1e-9, 0.02, ["b"])
     assert verdict.startswith(CANT_TELL) and "fewer than 5 trials on b" in verdict
+
+
+def test_hosts_that_are_one_machine_cannot_differ() -> None:
+    """Apart beyond doubt, but the two furthest apart are one machine: not a difference of
+    hosts; a third host that is another machine still can differ from them."""
+    apart = {"a": _ratio(1.0, 0.95, 1.05), "b": _ratio(1.4, 1.3, 1.5)}
+    one = frozenset({frozenset({"a", "b"})})
+    verdict = across_verdict(apart, 1e-9, 0.02, [], one)
+    assert verdict == f"{CANT_TELL} (b and a are one machine: not a difference of hosts)"
+    three = {**apart, "c": _ratio(2.0, 1.9, 2.1)}
+    assert across_verdict(three, 1e-9, 0.02, [], one) == DIFFERS
+    assert across_verdict(apart, 1e-9, 0.02, [], frozenset({frozenset({"a", "c"})})) == DIFFERS
+    same = {"boot_id": "b1", "machine_id": "m1"}
+    hosts = [_host("x", same, "2026-11-30T00:00:00+00:00", "2026-11-30T00:01:00+00:00"),
+             _host("y", {"boot_id": "b2", "machine_id": "m1"},
+                   "2026-11-30T01:00:00+00:00", "2026-11-30T01:01:00+00:00"),
+             _host("z", {"boot_id": "b3", "machine_id": "m3"},
+                   "2026-11-30T02:00:00+00:00", "2026-11-30T02:01:00+00:00")]
+    assert same_machine_pairs(hosts) == frozenset({frozenset({"x", "y"})})
 
 
 def _host(label: str, host: dict[str, str], start: str, end: str) -> HostRun:

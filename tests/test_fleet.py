@@ -200,7 +200,7 @@ def test_two_healthy_hosts_one_report_with_the_host_in_every_table_and_chart(
     assert verdicts["hosts"] == ["alpha", "beta"]
     # Two hosts on one machine at few trials: no case may be said to differ (issue 24 saw
     # "42% apart, p < 0.001" between identical hosts at 2 trials); below 5 trials a host
-    # makes a case "can't tell".
+    # makes a case "can't tell", as do two hosts that are one machine, if ever apart.
     assert all(c["verdict"] == "holds on every host" or c["verdict"].startswith("can't tell")
                for c in verdicts["cases"]), verdicts["cases"]
     # ... and the report says they are one machine (one boot id) that ran at the same time.

@@ -26,6 +26,8 @@ def _two_hosts(run: Path, tmp_path: Path) -> tuple[Path, Path]:
         shutil.copytree(run, d)
     data = json.loads((b / "results.json").read_text())
     data["host"]["hostname"] = "other-host"
+    # Another machine: its own boot and machine ids (hashes, as recorded).
+    data["host"]["boot_id"], data["host"]["machine_id"] = "0123456789abcdef", "fedcba9876543210"
     data["host"]["kernel"] = "6.1.0-99-amd64"
     data["host"]["mitigations"] = {**data["host"].get("mitigations", {}), "spectre_v2": "Vulnerable"}
     data["host"]["sysctls"] = {**data["host"].get("sysctls", {}), "net.core.bpf_jit_enable": "0"}
@@ -89,6 +91,14 @@ def test_a_host_whose_ratios_differ_is_named(mremap_quick_run: Path, tmp_path: P
     assert top.count("9900% apart") == min(3, len(mremap))
     others = [c for c in cases if c.case.variant != "mremap"]
     assert all(c.verdict == "holds on every host" for c in others)
+    # The same hundredfold on a host that is this machine (its boot id kept): no difference
+    # of hosts can be told.
+    ids = json.loads((a / "results.json").read_text())["host"]
+    data["host"]["boot_id"], data["host"]["machine_id"] = ids["boot_id"], ids["machine_id"]
+    (b / "results.json").write_text(json.dumps(data))
+    same = [c for c in analyze_hosts([a, b]).cases["mremap-vs-memcpy"] if c.case.variant == "mremap"]
+    assert same and all(c.verdict.startswith("can't tell") and "are one machine" in c.verdict
+                        for c in same), [c.verdict for c in same]
     res = run_bakeoff("compare", str(a), str(b))
     assert res.returncode == 0, res.stderr
     # One run a side, from two hosts: no drift measured applies, so compare shows the

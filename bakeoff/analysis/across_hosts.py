@@ -6,7 +6,8 @@ than their CIs allow; Holm corrects across the cases of a benchmark, and a case 
 only when that holds, the hosts' ratios are further apart than the threshold, and the CIs
 of the two furthest apart do not overlap. A host with fewer than MIN_TRIALS_FOR_VERDICT
 trials of the case or its baseline makes it "can't tell": CIs on 2-4 trials are too narrow
-to say hosts differ (two identical hosts at 2 trials read "42% apart, p < 0.001").
+to say hosts differ (two identical hosts at 2 trials read "42% apart, p < 0.001"); so
+does a difference between two hosts that are one machine (one boot or machine id).
 Host facts are compared row by row, differences first; hosts that are one machine (one boot
 id) or whose runs overlapped in time are warned about: their timings disturbed each other.
 """
@@ -140,8 +141,9 @@ def _trials(r: CaseResult | None) -> int:
 
 
 def across_verdict(ratios: dict[str, stats.Ratio], p_holm: float, threshold: float,
-                   few: list[str]) -> str:
-    """A case's verdict across hosts: `few` are the hosts with too few trials of it."""
+                   few: list[str], one_machine: frozenset[frozenset[str]] = frozenset()) -> str:
+    """A case's verdict across hosts: `few` are the hosts with too few trials of it;
+    `one_machine` the pairs of hosts that are one machine (same_machine_pairs)."""
     if few:
         return (f"{CANT_TELL} (fewer than {MIN_TRIALS_FOR_VERDICT} trials on "
                 f"{', '.join(few)})")
@@ -149,12 +151,32 @@ def across_verdict(ratios: dict[str, stats.Ratio], p_holm: float, threshold: flo
     hi = max(ratios, key=lambda h: ratios[h].ratio)
     apart = ratios[hi].ratio / ratios[lo].ratio - 1 > threshold
     separate = ratios[hi].ci_low > ratios[lo].ci_high
-    return DIFFERS if p_holm < 0.05 and apart and separate else HOLDS
+    if not (p_holm < 0.05 and apart and separate):
+        return HOLDS
+    # Two hosts that are one machine cannot differ as hosts: what parts their ratios is the
+    # other's load (network namespaces running at once) or run-to-run drift, which the
+    # within-run CIs this test weighs do not hold. Two namespaces on one 2-vCPU VM, running
+    # their quick runs at once, were once called "differs" here.
+    if frozenset((lo, hi)) in one_machine:
+        return f"{CANT_TELL} ({hi} and {lo} are one machine: not a difference of hosts)"
+    return DIFFERS
+
+
+def same_machine_pairs(hosts: list[HostRun]) -> frozenset[frozenset[str]]:
+    """The pairs of hosts that are one machine: one boot id (one kernel), or one machine id."""
+    pairs = set()
+    for i, a in enumerate(hosts):
+        for b in hosts[i + 1:]:
+            if any(a.run.host.get(k) and a.run.host.get(k) == b.run.host.get(k)
+                   for k in ("boot_id", "machine_id")):
+                pairs.add(frozenset((a.label, b.label)))
+    return frozenset(pairs)
 
 
 def compare_hosts(hosts: list[HostRun], threshold: float) -> dict[str, list[CaseAcross]]:
     out: dict[str, list[CaseAcross]] = {}
     benches = list(dict.fromkeys(b for h in hosts for b in h.run.benchmarks))
+    one_machine = same_machine_pairs(hosts)
     for bench in benches:
         by_case: dict[Case, dict[str, CaseResult]] = {}
         # Per case, the fewest trials its variant or baseline has on each host.
@@ -180,7 +202,7 @@ def compare_hosts(hosts: list[HostRun], threshold: float) -> dict[str, list[Case
             _, c.spread = _spread(c.ratios())
             few = [h for h, n in trials[c.case].items()
                    if h in c.ratios() and n < MIN_TRIALS_FOR_VERDICT]
-            c.verdict = across_verdict(c.ratios(), p, threshold, few)
+            c.verdict = across_verdict(c.ratios(), p, threshold, few, one_machine)
         for c in cases:
             if c not in tested:
                 c.verdict = "only one host measured it" if len(c.ratios()) < 2 else "—"

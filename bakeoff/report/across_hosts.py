@@ -377,7 +377,8 @@ def verdict_rule_hosts(threshold: float) -> str:
             "CI), Holm-corrected across the benchmark's cases. A case differs when that p is "
             f"below 0.05, the hosts' ratios lie more than {threshold * 100:g}% apart and the "
             "CIs of the two furthest apart do not overlap; can't tell when a host has fewer "
-            "than 5 trials of the case or its baseline; otherwise it holds on every host (no "
+            "than 5 trials of the case or its baseline, or when the two furthest apart are one "
+            "machine (one boot or machine id); otherwise it holds on every host (no "
             "difference of that size shown). A host's own "
             "verdict (faster/slower/equivalent/inconclusive) follows its ratio.")
 

@@ -87,7 +87,8 @@ def _host_clause(ba: BenchmarkAnalysis, host: str, w: HostWinner, named: bool) -
 def _across(c: CaseAcross | None) -> tuple[str, str]:
     """The test across hosts in words, and why it is tentative ('' when settled)."""
     if c is not None and c.verdict.startswith(CANT_TELL):
-        return f"whether the ratio differs between hosts: {c.verdict}", "too few trials to tell"
+        why = "too few trials to tell" if "fewer than" in c.verdict else "one machine"
+        return f"whether the ratio differs between hosts: {c.verdict}", why
     if c is None or c.verdict not in (HOLDS, DIFFERS):
         return "no test across hosts (fewer than two hosts have a ratio with a CI)", \
             "no test across hosts"
