@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from bakeoff.stats import distributions, verdicts
 from bakeoff.stats import estimates as stats
-from bakeoff.stats import verdicts
 
 
 def _draw(rng: np.random.Generator, median: float, trials: int, samples: int) -> list[np.ndarray]:
@@ -84,6 +84,44 @@ def test_ratio_point_value_and_test() -> None:
 
 def test_mann_whitney_needs_two_trials_each() -> None:
     assert math.isnan(stats.mann_whitney_p([[1.0, 2.0]], [[3.0], [4.0]]))
+
+
+def test_distributions_give_scipy_stats_figures() -> None:
+    """bakeoff/stats/distributions.py calls scipy.special where scipy.stats does (and has
+    its own Mann-Whitney U, so that no run loads scipy.stats): the same figures, to the last
+    few ulps, on drawn arguments; the rank test's with ties, on small and large samples."""
+    import scipy.stats as st
+
+    rng = np.random.default_rng(37)
+    dfs = [*range(1, 40), *rng.uniform(0.5, 400, 200), 1e6, math.inf]
+    for df in dfs:
+        for p in (0.6, 0.9, 0.975, 0.995):
+            assert distributions.t_ppf(p, df) == pytest.approx(float(st.t.ppf(p, df)), rel=1e-13)
+        for x in (0.0, 0.4, 2.5, 9.0, 40.0):
+            assert distributions.t_sf(x, df) == pytest.approx(float(st.t.sf(x, df)), rel=1e-12)
+            if df < math.inf:
+                assert distributions.chi2_sf(x, df) == pytest.approx(float(st.chi2.sf(x, df)),
+                                                                     rel=1e-12)
+    for p in (0.9, 0.975, 1 - 0.05 / 40, 1 - 1e-9):
+        assert distributions.norm_ppf(p) == pytest.approx(float(st.norm.ppf(p)), rel=1e-13)
+    exact = asymptotic = 0
+    for _ in range(1500):
+        n1, n2 = (int(n) for n in rng.integers(2, 16, 2))
+        if rng.random() < 0.3:  # ties
+            x = [float(v) for v in rng.integers(0, 5, n1)]
+            y = [float(v) for v in rng.integers(0, 5, n2)]
+        else:
+            x = [float(v) for v in rng.lognormal(0, 0.3, n1)]
+            y = [float(v) for v in rng.lognormal(rng.normal(0, 0.3), 0.3, n2)]
+        if len({*x, *y}) == 1:
+            continue
+        want = float(st.mannwhitneyu(x, y, alternative="two-sided").pvalue)
+        assert distributions.mann_whitney_p(x, y) == pytest.approx(want, rel=1e-12, abs=1e-300)
+        if min(n1, n2) <= 8 and len({*x, *y}) == n1 + n2:
+            exact += 1
+        else:
+            asymptotic += 1
+    assert exact > 300 and asymptotic > 300  # both of scipy's methods were compared
 
 
 def test_crossover_between_two_points() -> None:

@@ -46,7 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bakeoff.core import lazy
-from bakeoff.stats import verdicts
+from bakeoff.stats import distributions, verdicts
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -333,7 +333,7 @@ def _level(s: _Series, points: Sequence[RunPoint], a: int, b: int, var: FloatArr
 def _t(df: int) -> float:
     if df <= 0:
         return math.inf
-    return float(lazy.load("scipy.stats").t.ppf(0.5 + CONFIDENCE / 2, df))
+    return distributions.t_ppf(0.5 + CONFIDENCE / 2, df)
 
 
 def change_points(points: Sequence[RunPoint], lower_is_better: bool = True,

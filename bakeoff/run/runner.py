@@ -172,7 +172,7 @@ def measure(
     # Per benchmark, how many of a case's first trials take counted samples (None: all).
     counted = {p.benchmark.name: 0 if p.profile.counted_samples == 0
                else p.profile.counted_trials for p in plans}
-    # scipy's t quantiles, loaded now, before the clock of the time left: loaded by the first
+    # The t quantiles (scipy.special), loaded now, before the clock of the time left: by the first
     # decision that forms an interval (the allocation's, a target's), they made it seconds
     # long at load, and the time left multiplied it by the rounds left (a 1.2 s decision said
     # "24 s left" where 11 s remained; 1.8 s in a `cmd --target-ratio-ci` run). Every run

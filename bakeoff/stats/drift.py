@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bakeoff.core import lazy
+from bakeoff.stats import distributions
 
 DRIFT_FILE = "drift.json"  # in a results directory, beside results.json
 DRIFT_VERSION = 2
@@ -151,7 +151,7 @@ def estimate_sigma(log_diffs: list[float], within_vars: list[float]) -> float:
 
 def log_se_of_ci(ci_low: float, ci_high: float, confidence: float = 0.95) -> float:
     """The log-scale standard error a (log-symmetric enough) ratio CI implies."""
-    z = float(lazy.load("scipy.stats").norm.ppf(0.5 + confidence / 2))
+    z = distributions.norm_ppf(0.5 + confidence / 2)
     if not (ci_low > 0 and ci_high > 0 and math.isfinite(ci_low) and math.isfinite(ci_high)):
         return math.inf
     return (math.log(ci_high) - math.log(ci_low)) / (2 * z)
@@ -162,7 +162,6 @@ def widened(ratio: float, se_within: float, spread: Drift,
     """(ci_low, ci_high, p) of a one-run-a-side ratio with the run-to-run spread added:
     log ratio +- t * sqrt(se^2 + 2 sigma^2), t on Welch-Satterthwaite degrees of freedom
     (the spread's pairs; the within-run part counts as known)."""
-    st = lazy.load("scipy.stats")
     drift_var = 2 * spread.sigma ** 2
     total = se_within ** 2 + drift_var
     if not math.isfinite(total):
@@ -171,9 +170,9 @@ def widened(ratio: float, se_within: float, spread: Drift,
         return ratio, ratio, 0.0 if ratio != 1 else 1.0
     df = spread.pairs * (total / drift_var) ** 2 if drift_var > 0 else math.inf
     se = math.sqrt(total)
-    t = float(st.t.ppf(0.5 + confidence / 2, df))
+    t = distributions.t_ppf(0.5 + confidence / 2, df)
     lr = math.log(ratio)
-    p = float(2 * st.t.sf(abs(lr) / se, df))
+    p = 2 * distributions.t_sf(abs(lr) / se, df)
     return math.exp(lr - t * se), math.exp(lr + t * se), p
 
 
@@ -182,7 +181,6 @@ def runs_as_unit(old_logs: list[float], new_logs: list[float],
     """(ratio, ci_low, ci_high, p) with each run one observation: the runs' log medians,
     a pooled-variance t interval on the difference of their means (df = runs - 2). Two runs
     a side give 2 degrees of freedom: wide, as the evidence is."""
-    st = lazy.load("scipy.stats")
     n_o, n_n = len(old_logs), len(new_logs)
     if n_o < 2 or n_n < 2:
         raise ValueError("two runs a side at least")
@@ -193,6 +191,6 @@ def runs_as_unit(old_logs: list[float], new_logs: list[float],
     diff = m_n - m_o
     if se == 0:
         return math.exp(diff), math.exp(diff), math.exp(diff), 0.0 if diff != 0 else 1.0
-    t = float(st.t.ppf(0.5 + confidence / 2, df))
-    p = float(2 * st.t.sf(abs(diff) / se, df))
+    t = distributions.t_ppf(0.5 + confidence / 2, df)
+    p = 2 * distributions.t_sf(abs(diff) / se, df)
     return math.exp(diff), math.exp(diff - t * se), math.exp(diff + t * se), p

@@ -21,8 +21,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from bakeoff.core import lazy
-from bakeoff.stats import verdicts
+from bakeoff.stats import distributions, verdicts
 
 CONFIDENCE = 0.95
 N_BOOT = 2000
@@ -260,7 +259,7 @@ def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
     """The two-sided t quantile; the normal's for infinite df, infinite for none."""
     if not df > 0:
         return math.inf
-    return float(lazy.load("scipy.stats").t.ppf(0.5 + confidence / 2, df))
+    return distributions.t_ppf(0.5 + confidence / 2, df)
 
 
 def _t_p(estimate: float, se: float, df: float) -> float:
@@ -270,7 +269,7 @@ def _t_p(estimate: float, se: float, df: float) -> float:
         return 0.0 if estimate != 0 else 1.0
     if not (0 < se < math.inf and df > 0) or math.isnan(estimate):
         return math.nan
-    return float(min(1.0, 2.0 * lazy.load("scipy.stats").t.sf(abs(estimate) / se, df)))
+    return min(1.0, 2.0 * distributions.t_sf(abs(estimate) / se, df))
 
 
 def welch_df(var_a: float, var_b: float, n_a: int, n_b: int) -> float:
@@ -562,9 +561,7 @@ def mann_whitney_p(a: Trials, b: Trials) -> float:
         return math.nan
     if len(set(ma)) == 1 and set(ma) == set(mb):
         return 1.0
-    scipy_stats = lazy.load("scipy.stats")  # ~2 s to load: only when a p-value is wanted
-
-    return float(scipy_stats.mannwhitneyu(ma, mb, alternative="two-sided").pvalue)
+    return distributions.mann_whitney_p(ma, mb)
 
 
 def find_crossovers(
@@ -857,5 +854,4 @@ def heterogeneity(ratios: Sequence[Ratio], trials: Sequence[int] | None = None) 
     pooled = float(np.sum(w * y) / np.sum(w))
     q = float(np.sum(w * (y - pooled) ** 2))
     df = len(usable) - 1
-    scipy_stats = lazy.load("scipy.stats")
-    return Heterogeneity(q, df, float(scipy_stats.chi2.sf(q, df)))
+    return Heterogeneity(q, df, distributions.chi2_sf(q, df))

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
-from bakeoff.core import lazy
+from bakeoff.stats import distributions
 
 Verdict = Literal["faster", "slower", "equivalent", "inconclusive"]
 FASTER: Final = "faster"
@@ -112,11 +112,10 @@ def to_settle(ratio: RatioLike, threshold: float = DEFAULT_THRESHOLD,
     lr = math.log(r)
     h = (math.log(hi) - math.log(lo)) / 2
     up, down = math.log(1 + threshold), math.log(1 - threshold)
-    norm = lazy.load("scipy.stats").norm
-    z = float(norm.ppf(0.5 + 0.95 / 2))
+    z = distributions.norm_ppf(0.5 + 0.95 / 2)
     if lr > up or lr < down:
         dist = lr - up if lr > up else down - lr
-        z_needed = float(norm.ppf(1 - ALPHA / (2 * max(1, tests))))
+        z_needed = distributions.norm_ppf(1 - ALPHA / (2 * max(1, tests)))
         toward: Literal["different", "equivalent"] = "different"
     else:
         dist = min(up - lr, lr - down)
