@@ -22,6 +22,7 @@ import pytest
 from bisect_repo import BUILD, MEASURE, BisectRepo, make_repo
 
 from bakeoff.bisect import command, verdict
+from bakeoff.bisect.args import Args
 from bakeoff.bisect.command import parse_threshold
 from bakeoff.core.errors import UsageError
 from conftest import REPO, assert_usage_error, required_tool, run_bakeoff
@@ -374,7 +375,7 @@ def test_an_open_step_on_a_metric_load_moves_names_the_better_one() -> None:
     decided best beside two CPU hogs, and the bisect of the range left that decides on them
     is given whole; a metric the table ranks first, or did not rank, gets no hint."""
     _valgrind()
-    args = command.Args(repo=Path("/r"), good="g0", bad="b0", build="make -s",
+    args = Args(repo=Path("/r"), good="g0", bad="b0", build="make -s",
                         measure="{build}/prog")
     said = command.better_metric_hint(args, "g1", "b1")
     assert said is not None

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -63,6 +66,36 @@ def test_help_everywhere() -> None:
         res = run_bakeoff(*args, "--help")
         assert res.returncode == 0, res.stderr
         assert "Usage" in res.stdout
+
+
+@pytest.mark.slow(live=False)
+def test_a_command_that_analyses_nothing_loads_no_numpy_scipy_or_plotly(tmp_path: Path) -> None:
+    """Every bakeoff process imports every command module (docs/ARCHITECTURE.md, "Start-up");
+    help and a refused input load none of the libraries the analysis needs, and a report
+    loads scipy.special, never scipy.stats (each a large share of a small command's CPU)."""
+    heavy = ("numpy", "scipy", "plotly")
+    for args in (["--help"], ["report", str(tmp_path / "none")],
+                 ["compare", str(tmp_path / "a"), str(tmp_path / "b")], ["bisect", "--help"]):
+        res = subprocess.run([sys.executable, "-X", "importtime", "-m", "bakeoff", *args],
+                             capture_output=True, text=True, check=False, timeout=60)
+        assert res.returncode in (0, 2), (args, res.stderr[-2000:])
+        loaded = {ln.rsplit("|", 1)[1].strip() for ln in res.stderr.splitlines()
+                  if ln.startswith("import time:")}
+        assert len(loaded) > 50, res.stderr[-2000:]  # the timings were read
+        assert not {m for m in loaded if m.split(".")[0] in heavy}, (args, sorted(
+            m for m in loaded if m.split(".")[0] in heavy)[:10])
+    run = FIXTURES / "fleet_runs" / "a"
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    res = subprocess.run([sys.executable, "-X", "importtime", "-m", "bakeoff", "report",
+                          str(copy), "-q"], capture_output=True, text=True, check=False,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    loaded = {ln.rsplit("|", 1)[1].strip() for ln in res.stderr.splitlines()
+              if ln.startswith("import time:")}
+    # importlib.import_module (core.lazy) times a package's modules, not the package's line.
+    assert any(m.startswith("scipy.special.") for m in loaded)
+    assert not any(m.startswith("scipy.stats") for m in loaded)
 
 
 @pytest.mark.slow(live=False)

@@ -12,43 +12,20 @@ import re
 import shlex
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
 from bakeoff.bisect import repo as git_repo
+from bakeoff.bisect.args import DEFAULT_BUDGET_ROUNDS, METRICS, Args
 from bakeoff.bisect.builds import BuildCache
-from bakeoff.bisect.measure import METRICS, Measurer, Request, check_measure
+from bakeoff.bisect.measure import Measurer, Request, check_measure
 from bakeoff.bisect.search import SUMMARY, Outcome, bisect
 from bakeoff.core.errors import UsageError
 from bakeoff.declare import registry
 from bakeoff.run import cleanup
 from bakeoff.stats import load_metrics
 from bakeoff.store import results as store
-
-DEFAULT_THRESHOLD_PCT = 5.0
-DEFAULT_BUDGET_ROUNDS = 200
-DEFAULT_STEP_TIME_S = 600.0
-DEFAULT_RUNS = 3
-
-
-@dataclass(frozen=True)
-class Args:
-    repo: Path
-    good: str
-    bad: str
-    build: str
-    measure: str
-    threshold: str = f"{DEFAULT_THRESHOLD_PCT:g}%"
-    budget: int = DEFAULT_BUDGET_ROUNDS
-    step_time: float = DEFAULT_STEP_TIME_S
-    runs: int = DEFAULT_RUNS
-    metric: str = "wall_time"
-    shell: bool = False
-    seed: int = 1
-    out: Path | None = None
-    cache: Path | None = None
 
 
 def parse_threshold(text: str) -> float:

@@ -41,8 +41,6 @@ from bakeoff.run.runner import RunOptions, measure, new_run
 
 MIN_ROUNDS = 8  # a first look's rounds before its CI is looked at
 PLACEHOLDER = "{build}"
-# instructions: counted under cachegrind, one execution per trial (cmd --instructions 1).
-METRICS = (*(m.name for m in adhoc.METRICS if m.name != "peak_rss"), adhoc.INSTRUCTIONS.name)
 # A build's path goes into a command line as it is: it must need no quoting there.
 _PLAIN_PATH = re.compile(r"^[A-Za-z0-9_./+=,@:-]+$")
 

@@ -18,8 +18,7 @@ from typing import Annotated
 import typer
 
 from bakeoff.app.console import err_console, out_console
-from bakeoff.bisect import command
-from bakeoff.bisect.measure import METRICS
+from bakeoff.bisect.args import DEFAULT_BUDGET_ROUNDS, DEFAULT_RUNS, DEFAULT_STEP_TIME_S, METRICS, Args
 
 
 def cmd_bisect(
@@ -34,11 +33,11 @@ def cmd_bisect(
         help="The smallest slowdown to find, e.g. 5%.")] = "5%",
     budget: Annotated[int, typer.Option(
         help="Rounds (one trial of good and candidate each) a step may measure before an "
-             "UNKNOWN stands.")] = command.DEFAULT_BUDGET_ROUNDS,
+             "UNKNOWN stands.")] = DEFAULT_BUDGET_ROUNDS,
     step_time: Annotated[float, typer.Option(
-        help="Seconds a step may measure.")] = command.DEFAULT_STEP_TIME_S,
+        help="Seconds a step may measure.")] = DEFAULT_STEP_TIME_S,
     runs: Annotated[int, typer.Option(
-        "--runs", "-r", help="Executions of the command per trial.")] = command.DEFAULT_RUNS,
+        "--runs", "-r", help="Executions of the command per trial.")] = DEFAULT_RUNS,
     metric: Annotated[str, typer.Option(
         help=f"What is compared: {', '.join(METRICS)} (user_time: the program's CPU time, "
              "which a busy machine's waits do not lengthen; instructions: user-space "
@@ -60,7 +59,9 @@ def cmd_bisect(
     def say(text: str) -> None:
         out_console.print(text, highlight=False, soft_wrap=True)
 
-    args = command.Args(repo=repo, good=good, bad=bad, build=build, measure=measure,
+    from bakeoff.bisect import command
+
+    args = Args(repo=repo, good=good, bad=bad, build=build, measure=measure,
                         threshold=threshold, budget=budget, step_time=step_time, runs=runs,
                         metric=metric, shell=shell, seed=seed, out=out, cache=cache)
     outcome, out_dir = command.run(args, err_console, say)
@@ -102,9 +103,11 @@ def cmd_bisect(
     raise typer.Exit(1)
 
 
-def _say_better_metric(args: command.Args, good: str, bad: str,
+def _say_better_metric(args: Args, good: str, bad: str,
                        say: Callable[[str], None]) -> None:
     """A step left UNKNOWN on a metric a busy machine moves: the one that decides better."""
+    from bakeoff.bisect import command
+
     hint = command.better_metric_hint(args, good, bad)
     if hint is not None:
         say(hint)

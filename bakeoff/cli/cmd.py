@@ -16,15 +16,11 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from bakeoff.app import runs
 from bakeoff.app.console import err_console, out_console
 from bakeoff.app.request import RunRequest
-from bakeoff.cli.compare import cmd_compare
 from bakeoff.cli.options import Words, request_options
 from bakeoff.cmd import definition as adhoc
 from bakeoff.core.errors import UsageError
-from bakeoff.run import cleanup
-from bakeoff.store import results as store
 
 DEFAULT_TRIALS = 10
 DEFAULT_RUNS = 10
@@ -166,6 +162,11 @@ def cmd_cmd(
         = None,
 ) -> None:
     """Compare commands (like hyperfine): trials interleaved, CIs, verdicts, reports."""
+    from bakeoff.app import runs
+    from bakeoff.cli.compare import cmd_compare
+    from bakeoff.run import cleanup
+    from bakeoff.store import results as store
+
     exports = {"json": export_json, "markdown": export_markdown, "csv": export_csv}
     _check_exports(exports)
     if fail_on_regression is not None and compare is None:

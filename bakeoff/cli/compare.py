@@ -13,14 +13,11 @@ from typing import Annotated, Any
 
 import typer
 
-from bakeoff.app import runs
 from bakeoff.app.console import err_console, out_console
 from bakeoff.app.request import RunRequest
 from bakeoff.core import lazy
 from bakeoff.core.errors import UsageError
 from bakeoff.declare.model import RunRecord
-from bakeoff.run import cleanup
-from bakeoff.store import results as store
 
 
 def cmd_compare(
@@ -56,6 +53,8 @@ def cmd_compare(
         = None,
 ) -> None:
     """Compare runs case by case: ratio new/old with a CI that allows for run-to-run drift."""
+    from bakeoff.store import results as store
+
     if format not in ("text", "md"):
         raise UsageError(f"--format '{format}' is unknown; use text or md")
     if not 0 <= threshold < 100:
@@ -140,8 +139,10 @@ def _rerun(old: RunRecord, new: RunRecord, threshold: float, out: Path | None,
            primary: str | None = None) -> tuple[RunRecord, RunRecord]:
     """`compare --rerun`: one `cmd` run of both runs' commands, split back into the sides.
     primary: the metric the comparison decides on, which the rerun's target is set for."""
+    from bakeoff.app import runs
     from bakeoff.cmd import definition as adhoc
     from bakeoff.cmd import rerun
+    from bakeoff.run import cleanup
 
     target = rerun.TARGET_RATIO_CI_PCT if target_ratio_ci is None else target_ratio_ci
     budget = rerun.TIME_BUDGET_S if time_budget is None else time_budget

@@ -9,10 +9,6 @@ from rich.table import Table
 from rich.text import Text
 
 from bakeoff.app.console import out_console
-from bakeoff.app.runs import say_broken
-from bakeoff.declare import registry
-from bakeoff.machine import host as hostmod
-from bakeoff.run import cleanup
 
 
 def cmd_doctor(
@@ -21,6 +17,11 @@ def cmd_doctor(
         "sessions and daemons, processes, temp directories) and say what.")] = False,
 ) -> None:
     """What this machine can run, its facts, and what will make numbers noisy."""
+    from bakeoff.app.runs import say_broken
+    from bakeoff.declare import registry
+    from bakeoff.machine import host as hostmod
+    from bakeoff.run import cleanup
+
     if clean:
         rooms = registry.load_rooms()
         say_broken(rooms)

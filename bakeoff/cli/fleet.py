@@ -10,10 +10,8 @@ import typer
 from bakeoff.app.console import err_console, out_console
 from bakeoff.app.request import RunRequest
 from bakeoff.cli.options import Words, request_options
-from bakeoff.cli.report import export_hosts
 from bakeoff.core.errors import UsageError
 from bakeoff.kernels.plan import DEFAULT_BLOCKS
-from bakeoff.kernels.specs import host_words
 
 fleet_app = typer.Typer(help="Run a bakeoff on many hosts through Ansible (docs/FLEET.md).",
                         no_args_is_help=True)
@@ -59,8 +57,10 @@ def cmd_fleet_run(
         help="With a timed --kernel run: as for bakeoff run.")] = DEFAULT_BLOCKS,
 ) -> None:
     """Push the committed checkout to every host, set it up, run, fetch; one record per host."""
+    from bakeoff.cli.report import export_hosts
     from bakeoff.fleet.command import FleetRequest, run_fleet
     from bakeoff.kernels.across_hosts import report as kernel_table
+    from bakeoff.kernels.specs import host_words
 
     request.check()
     # Checked here, before any host is touched, as `bakeoff run --kernel` checks them.

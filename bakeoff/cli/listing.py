@@ -6,11 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bakeoff.app.console import out_console
-from bakeoff.app.runs import say_broken
-from bakeoff.declare import registry
 from bakeoff.declare.model import Param, Profile
-from bakeoff.machine import host as hostmod
-from bakeoff.plan.cases import PROFILES
 
 
 def trials_label(p: Profile) -> str:
@@ -40,6 +36,11 @@ def _allowed(p: Param) -> str:
 
 def cmd_list() -> None:
     """List benchmarks, their variants, params and profiles, and whether this machine can run each."""
+    from bakeoff.app.runs import say_broken
+    from bakeoff.declare import registry
+    from bakeoff.machine import host as hostmod
+    from bakeoff.plan.cases import PROFILES
+
     caps = hostmod.capabilities()
     rooms = registry.load_rooms()
     for bench in rooms.benchmarks.values():

@@ -10,12 +10,9 @@ from typing import Annotated
 
 import typer
 
-from bakeoff.app import runs
 from bakeoff.app.console import out_console
 from bakeoff.core import lazy
 from bakeoff.core.errors import UsageError, one_line
-from bakeoff.run import cleanup, interrupts
-from bakeoff.store import results as store
 
 
 def cmd_profile(
@@ -35,6 +32,10 @@ def cmd_profile(
     """Where a case's time goes: the case and its baseline run again under perf record -g,
     through the room's own session and trial preparation; flame graphs (each, and the
     difference) go into the report. The run's trials are not touched."""
+    from bakeoff.app import runs
+    from bakeoff.run import cleanup, interrupts
+    from bakeoff.store import results as store
+
     cleanup.mark_run()
     if not (0 < seconds <= 600 and math.isfinite(seconds)):
         raise UsageError("--seconds is a number of seconds above 0 and up to 600, e.g. "

@@ -9,13 +9,9 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from bakeoff.app import runs
 from bakeoff.app.console import out_console
-from bakeoff.cli import redacted
 from bakeoff.core import lazy
 from bakeoff.core.errors import UsageError
-from bakeoff.declare import registry
-from bakeoff.store import results as store
 
 
 def cmd_report(
@@ -33,7 +29,10 @@ def cmd_report(
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Regenerate a run's reports from results.json alone; or one report across hosts."""
+    from bakeoff.app import runs
+    from bakeoff.cli import redacted
     from bakeoff.fleet.record import is_fleet_dir
+    from bakeoff.store import results as store
 
     if redact and any(_is_kernel_run(d) for d in run_dirs):
         raise UsageError("--redact: a --kernel run's tables (kernels.md) have no redacted copy "
@@ -90,6 +89,9 @@ def _is_kernel_run(run_dir: Path) -> bool:
 
 
 def export_hosts(run_dirs: list[Path], out: Path | None, redact: bool = False) -> None:
+    from bakeoff.cli import redacted
+    from bakeoff.declare import registry
+
     with lazy.signals_held():
         from bakeoff.analysis.across_hosts import analyze_hosts
         from bakeoff.report.across_hosts import terminal_lines, write_host_reports
@@ -108,6 +110,7 @@ def export_hosts(run_dirs: list[Path], out: Path | None, redact: bool = False) -
         return
     if out is None:
         from datetime import UTC, datetime
+
         stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
         out = run_dirs[0] if analysis.fleet else registry.REPO_ROOT / "results" / f"{stamp}-hosts"
     try:

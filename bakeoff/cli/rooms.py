@@ -10,14 +10,14 @@ from collections.abc import Callable
 
 import typer
 
-from bakeoff.app.runs import say_broken
-from bakeoff.declare import registry
-
 RoomCommand = tuple[str, Callable[[list[str]], int]]  # (its benchmark, the function)
 
 
 def find() -> dict[str, RoomCommand]:
     """Every loaded room's commands by name; each room that did not load said in one line."""
+    from bakeoff.app.runs import say_broken
+    from bakeoff.declare import registry
+
     rooms = registry.load_rooms()
     say_broken(rooms)
     return {name: (bench.name, func) for bench in rooms.benchmarks.values()

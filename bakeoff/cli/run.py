@@ -7,12 +7,10 @@ from typing import Annotated
 
 import typer
 
-from bakeoff.app import runs
 from bakeoff.app.request import RunRequest
 from bakeoff.cli.options import request_options
 from bakeoff.core.errors import UsageError
 from bakeoff.kernels.plan import DEFAULT_BLOCKS
-from bakeoff.run import cleanup
 
 # Every RunRequest field is an option of `run` but cmd's --target-ratio-ci.
 WITHOUT = ("target_ratio_ci",)
@@ -35,6 +33,9 @@ def cmd_run(
 ) -> None:
     """Run benchmarks and write results.json, samples.csv, report.html, report.md and
     details.md."""
+    from bakeoff.app import runs
+    from bakeoff.run import cleanup
+
     cleanup.mark_run()
     if kernel:
         if resume is not None:

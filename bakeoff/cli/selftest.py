@@ -13,7 +13,6 @@ import typer
 from bakeoff.app.console import err_console, out_console
 from bakeoff.app.request import RunRequest
 from bakeoff.core.errors import UsageError
-from bakeoff.run import cleanup
 
 
 def cmd_selftest(
@@ -36,6 +35,7 @@ def cmd_selftest(
     interval coverage and false alarms within and across runs and the run-to-run spread
     (about 2 minutes at the defaults on a 2-CPU VM at load 4, longer under more load).
     With --of DIR: the drift of DIR's own commands, recorded with DIR for `bakeoff compare`."""
+    from bakeoff.run import cleanup
     from bakeoff.selftest import aa_runs as selftest
 
     if runs < 3:
