@@ -93,7 +93,7 @@ def _cpu_list(text: str) -> list[int]:
 @pytest.fixture
 def data_file(tmp_path: Path) -> Path:
     path = tmp_path / "data"
-    path.write_bytes(os.urandom(4 * 1024 * 1024))
+    path.write_bytes(os.urandom(1024 * 1024))
     return path
 
 

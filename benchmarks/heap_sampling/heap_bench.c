@@ -534,15 +534,21 @@ static void run_micro(uint64_t size)
 
 struct inline_state {
 	struct poisson_state ps;
-	struct hash_params hp;
-	double mean;
 	uint64_t samples;
 	double est_total;
 };
 
-/* Thread-local, as an allocator keeps its sampler's counter: malloc and free are calls into
- * libc, so the counter is loaded and stored around each, as in an allocator's fast path. */
+/* The state thread-local, as an allocator keeps its sampler's counter: malloc and free are
+ * calls into libc, so the counter is loaded and stored around each, as in an allocator's fast
+ * path. The settings (the mean, the hash's threshold scale) one global, as sampler.c keeps
+ * them (its cfg): they are the process's, not a thread's, and a thread-local copy cost the
+ * hash's loop a register for the thread-local base, with the request's size then reloaded
+ * from the stack after every malloc (docs/notes/heap-sampling-tls-20261130-epyc.md). */
 static __thread struct inline_state inl;
+static struct {
+	struct hash_params hp;
+	double mean;
+} inl_cfg;
 static void *inline_blocks[INLINE_K];
 
 /* glibc's chunk of a request, less its size word: the class an allocator knows (sampler.c
@@ -583,15 +589,15 @@ static inline uint64_t inline_class(size_t n)
 
 static inline __attribute__((always_inline)) void inline_poisson_sample_work(uint64_t u)
 {
-	inl.ps.until = poisson_gap(&inl.ps, inl.mean);
+	inl.ps.until = poisson_gap(&inl.ps, inl_cfg.mean);
 	inl.samples++;
-	inl.est_total += poisson_weighted_bytes(u, inl.mean);
+	inl.est_total += poisson_weighted_bytes(u, inl_cfg.mean);
 }
 
 static inline __attribute__((always_inline)) void inline_hash_sample_work(uint64_t u)
 {
 	inl.samples++;
-	inl.est_total += hash_weighted_bytes(u, &inl.hp);
+	inl.est_total += hash_weighted_bytes(u, &inl_cfg.hp);
 }
 
 typedef void (*inline_sample_fn)(uint64_t u);
@@ -620,7 +626,7 @@ static inline __attribute__((always_inline)) void *inline_malloc(enum scheme s, 
 		if (unlikely(inl.ps.until < 0))
 			sample(u);
 	} else if (s == S_HASH) {
-		if (unlikely(hash_sampled((uintptr_t)p, u, &inl.hp)))
+		if (unlikely(hash_sampled((uintptr_t)p, u, &inl_cfg.hp)))
 			sample(u);
 	}
 	return p;
@@ -721,9 +727,9 @@ static void run_inline(size_t size)
 	/* Freed memory stays with the heap, so every batch after the first reuses it: the
 	 * batches time the allocator, not first-touch page faults. */
 	mallopt(M_TRIM_THRESHOLD, INT_MAX);
-	inl.mean = (double)mean;
-	inl.hp = hash_params_make(hash_mean);
-	poisson_seed(&inl.ps, tsc_start() ^ (uint64_t)getpid(), inl.mean);
+	inl_cfg.mean = (double)mean;
+	inl_cfg.hp = hash_params_make(hash_mean);
+	poisson_seed(&inl.ps, tsc_start() ^ (uint64_t)getpid(), inl_cfg.mean);
 	inline_layout_rng = mix64(tsc_start() ^ ((uint64_t)getpid() << 32)) | 1;
 	const char *fixed = getenv("BAKEOFF_INLINE_LAYOUT");
 	if (fixed && *fixed) {

@@ -37,6 +37,7 @@ from conftest import trials_on_disk as conftest_trials_on_disk
 
 ROOM = REPO / "build" / "bpf_map_dump"
 QUICK_ENTRIES = 100_000
+QUICK_RUN_TRIALS = 3  # quick_run's trials a case
 MAP_NAME = "bakeoff_dump"
 PROGRAMS = ("dump_reader", "dump_loader", "dump-go")
 C_VARIANTS = {"iterate", "batch-256", "batch-4096", "batch-65536", "bpf-iter", "mmap"}
@@ -166,8 +167,12 @@ def quick_run(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         tuple[Path, dict[str, Any], set[int]]]:
     before = set(dump_maps())
     out = tmp_path_factory.mktemp("bpf_map_dump") / "run"
-    res = run_bakeoff("run", "bpf-map-dump", "--profile", "quick", "--out", str(out),
-                      "--seed", "1")
+    # 3 trials, as the all-rooms quick run takes: every test here reads a trial's invariants
+    # or a ratio several times from 1 (the quick profile's 5 trials were 114 s of set-up in a
+    # suite that is CPU-bound on two vCPUs).
+    res = run_bakeoff("run", "bpf-map-dump", "--profile", "quick", "--trials",
+                      str(QUICK_RUN_TRIALS), "--out",
+                      str(out), "--seed", "1")
     assert res.returncode == 0, res.stdout + res.stderr
     yield out, json.loads((out / "results.json").read_text()), before
 
@@ -200,7 +205,7 @@ def test_every_reader_read_every_entry_once_with_its_value(
     _, data, _ = quick_run
     want = expected_checksum(QUICK_ENTRIES)
     trials = ok_trials(data)
-    assert len(trials) == 15 * 5
+    assert len(trials) == 15 * QUICK_RUN_TRIALS  # 15 cases (mmap has no hash map)
     for t in trials:
         c = t["counters"]
         assert c["entries_verified"] == QUICK_ENTRIES, t["case"]
