@@ -18,7 +18,13 @@ from typing import Annotated
 import typer
 
 from bakeoff.app.console import err_console, out_console
-from bakeoff.bisect.args import DEFAULT_BUDGET_ROUNDS, DEFAULT_RUNS, DEFAULT_STEP_TIME_S, METRICS, Args
+from bakeoff.bisect.args import (
+    DEFAULT_BUDGET_ROUNDS,
+    DEFAULT_RUNS,
+    DEFAULT_STEP_TIME_S,
+    METRICS,
+    Args,
+)
 
 
 def cmd_bisect(
@@ -62,8 +68,8 @@ def cmd_bisect(
     from bakeoff.bisect import command
 
     args = Args(repo=repo, good=good, bad=bad, build=build, measure=measure,
-                        threshold=threshold, budget=budget, step_time=step_time, runs=runs,
-                        metric=metric, shell=shell, seed=seed, out=out, cache=cache)
+                threshold=threshold, budget=budget, step_time=step_time, runs=runs,
+                metric=metric, shell=shell, seed=seed, out=out, cache=cache)
     outcome, out_dir = command.run(args, err_console, say)
     measured = [s for s in outcome.steps if s.ci is not None]
     last = measured[-1]
