@@ -122,6 +122,9 @@ def test_distributions_give_scipy_stats_figures() -> None:
         else:
             asymptotic += 1
     assert exact > 300 and asymptotic > 300  # both of scipy's methods were compared
+    tied = [2.0, 2.0, 2.0]
+    assert distributions.mann_whitney_p(tied, tied) == float(
+        st.mannwhitneyu(tied, tied, alternative="two-sided").pvalue) == 1.0
 
 
 def test_crossover_between_two_points() -> None:

@@ -6,7 +6,7 @@ loading scipy.stats costs about 0.7 s of CPU per process (its distributions, opt
 sparse modules) against about 0.2 s for scipy.special, and every `bakeoff run`, `report` or
 `compare` forms intervals: across the test suite, hundreds of processes paid it. So the
 functions are called where scipy.stats calls them, and give its figures (checked in
-tests/test_estimates.py). The normal's quantile is the standard library's.
+tests/test_stats.py). The normal's quantile is the standard library's.
 """
 
 from __future__ import annotations
@@ -91,6 +91,8 @@ def mann_whitney_p(x: list[float], y: list[float]) -> float:
         n = n1 + n2
         tie_term = sum(t ** 3 - t for t in ties)
         s = math.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))))
-        z = (u - n1 * n2 / 2 - 0.5) / s if s > 0 else math.inf
+        if s == 0:  # every value tied: U is its mean, and scipy's p (2, clipped) is 1
+            return 1.0
+        z = (u - n1 * n2 / 2 - 0.5) / s
         p = math.erfc(z / math.sqrt(2))  # 2 * P(Z > z)
     return min(1.0, max(0.0, p))
