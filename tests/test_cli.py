@@ -68,6 +68,16 @@ def test_help_everywhere() -> None:
         assert "Usage" in res.stdout
 
 
+def _imported(*args: str) -> tuple[int, set[str]]:
+    """`bakeoff ARGS` under -X importtime: its exit status and the modules it imported."""
+    res = subprocess.run([sys.executable, "-X", "importtime", "-m", "bakeoff", *args],
+                         capture_output=True, text=True, check=False, timeout=120)
+    loaded = {ln.rsplit("|", 1)[1].strip() for ln in res.stderr.splitlines()
+              if ln.startswith("import time:")}
+    assert len(loaded) > 50, res.stderr[-2000:]  # the timings were read
+    return res.returncode, loaded
+
+
 @pytest.mark.slow(live=False)
 def test_a_command_that_analyses_nothing_loads_no_numpy_scipy_or_plotly(tmp_path: Path) -> None:
     """Every bakeoff process imports every command module (docs/ARCHITECTURE.md, "Start-up");
@@ -76,23 +86,14 @@ def test_a_command_that_analyses_nothing_loads_no_numpy_scipy_or_plotly(tmp_path
     heavy = ("numpy", "scipy", "plotly")
     for args in (["--help"], ["report", str(tmp_path / "none")],
                  ["compare", str(tmp_path / "a"), str(tmp_path / "b")], ["bisect", "--help"]):
-        res = subprocess.run([sys.executable, "-X", "importtime", "-m", "bakeoff", *args],
-                             capture_output=True, text=True, check=False, timeout=60)
-        assert res.returncode in (0, 2), (args, res.stderr[-2000:])
-        loaded = {ln.rsplit("|", 1)[1].strip() for ln in res.stderr.splitlines()
-                  if ln.startswith("import time:")}
-        assert len(loaded) > 50, res.stderr[-2000:]  # the timings were read
+        code, loaded = _imported(*args)
+        assert code in (0, 2), args
         assert not {m for m in loaded if m.split(".")[0] in heavy}, (args, sorted(
             m for m in loaded if m.split(".")[0] in heavy)[:10])
-    run = FIXTURES / "fleet_runs" / "a"
     copy = tmp_path / "run"
-    shutil.copytree(run, copy)
-    res = subprocess.run([sys.executable, "-X", "importtime", "-m", "bakeoff", "report",
-                          str(copy), "-q"], capture_output=True, text=True, check=False,
-                         timeout=120)
-    assert res.returncode == 0, res.stderr[-2000:]
-    loaded = {ln.rsplit("|", 1)[1].strip() for ln in res.stderr.splitlines()
-              if ln.startswith("import time:")}
+    shutil.copytree(FIXTURES / "fleet_runs" / "a", copy)
+    code, loaded = _imported("report", str(copy), "-q")
+    assert code == 0
     # importlib.import_module (core.lazy) times a package's modules, not the package's line.
     assert any(m.startswith("scipy.special.") for m in loaded)
     assert not any(m.startswith("scipy.stats") for m in loaded)

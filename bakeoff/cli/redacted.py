@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from bakeoff.app.console import out_console
+from bakeoff.app.runs import write_exports
 from bakeoff.core import lazy
 from bakeoff.core.errors import UsageError
 from bakeoff.declare.model import RunRecord
+from bakeoff.store import results as store
 
 
 def out_dir(sources: list[Path], out: Path | None) -> Path:
@@ -90,8 +92,6 @@ def load(target: Path) -> RunRecord:
     """The copy's record, which must load: a host or user named like one of results.json's
     own fields (a host called "host") is replaced there too, and the record breaks. The
     store's message would quote that field, the original, so it is not passed on."""
-    from bakeoff.store import results as store
-
     try:
         return store.load(target)
     except UsageError:
@@ -102,9 +102,7 @@ def load(target: Path) -> RunRecord:
 
 
 def export_run(run_dir: Path, out: Path | None) -> None:
-    from bakeoff.app.runs import write_exports
     from bakeoff.report import redact
-    from bakeoff.store import results as store
 
     store.load(run_dir)  # a directory that is not a run is refused before anything is made
     data = store.load_json(run_dir)
@@ -127,7 +125,6 @@ def copy_hosts(analysis: Any, run_dirs: list[Path], target: Path,
     to report across (the copy of the fleet, or of each run) and what was left out."""
     from bakeoff.fleet.record import HOSTS_DIR
     from bakeoff.report import redact
-    from bakeoff.store import results as store
 
     left_out: list[str] = []
     if analysis.fleet is not None:
@@ -156,9 +153,7 @@ def copy_run(run_dir: Path, dest: Path, redactor: Any) -> list[str]:
     """One host's results directory, redacted, its reports written again from the redacted
     record; a host that sent back no record has its text files copied. Returns what was
     left out, as paths within the copy."""
-    from bakeoff.app.runs import write_exports
     from bakeoff.report import redact
-    from bakeoff.store import results as store
 
     where = dest.relative_to(dest.parent.parent)
     if not (run_dir / store.RESULTS_JSON).is_file():
@@ -178,7 +173,6 @@ def hosts_redactor(analysis: Any, fleet_dir: Path | None = None) -> Any:
     from bakeoff.fleet.driver import inventory_addresses
     from bakeoff.fleet.record import HOSTS_DIR
     from bakeoff.report import redact
-    from bakeoff.store import results as store
 
     redactor = redact.Redactor()
     for h in analysis.hosts:  # host-1, host-2… in the report's order of hosts

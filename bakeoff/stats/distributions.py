@@ -11,6 +11,7 @@ tests/test_stats.py). The normal's quantile is the standard library's.
 
 from __future__ import annotations
 
+import functools
 import math
 from statistics import NormalDist
 from types import ModuleType
@@ -18,6 +19,7 @@ from types import ModuleType
 from bakeoff.core import lazy
 
 
+@functools.cache  # loaded (with interrupts held) once, not at every quantile
 def _special() -> ModuleType:
     return lazy.load("scipy.special")
 
