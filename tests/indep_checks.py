@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,13 +96,15 @@ def tracing_room(run_dir: Path) -> dict[str, Figure]:
     return out
 
 
-def tracing_indep_run(rounds: int = INDEP_TRACE_ROUNDS,
-                      tmpdir: Path | None = None) -> dict[str, Any]:
+def tracing_indep_run(rounds: int = INDEP_TRACE_ROUNDS, tmpdir: Path | None = None,
+                      wrap: Sequence[str] = (),
+                      env: dict[str, str] | None = None) -> dict[str, Any]:
     """indep_trace's JSON: per way, per round, per_call_ns, wall_per_call_ns and (where the
-    tracepoint could be counted) wakeups_per_call. tmpdir: where its LTTng trace goes."""
-    env = {**os.environ, **({"TMPDIR": str(tmpdir)} if tmpdir else {})}
-    res = subprocess.run([str(build_dir() / "tracing_overhead" / "indep_trace"), str(rounds),
-                          str(INDEP_TRACE_CALLS), str(INDEP_TRACE_BATCHES)], env=env,
+    tracepoint could be counted) wakeups_per_call. tmpdir: where its LTTng trace goes; wrap:
+    a prefix it runs under (a namespace of its own); env: more of its environment."""
+    env = {**os.environ, **({"TMPDIR": str(tmpdir)} if tmpdir else {}), **(env or {})}
+    res = subprocess.run([*wrap, str(build_dir() / "tracing_overhead" / "indep_trace"),
+                          str(rounds), str(INDEP_TRACE_CALLS), str(INDEP_TRACE_BATCHES)], env=env,
                          capture_output=True, text=True, timeout=600, check=False)
     assert res.returncode == 0, res.stderr
     return dict(json.loads(res.stdout))
@@ -115,10 +117,11 @@ def tracing_added(out: dict[str, Any]) -> dict[str, Figure]:
     return {t: added_over_rounds(ns["baseline"], ns[t]) for t in TRACERS}
 
 
-def tracing_indep(rounds: int = INDEP_TRACE_ROUNDS,
-                  tmpdir: Path | None = None) -> dict[str, Figure]:
+def tracing_indep(rounds: int = INDEP_TRACE_ROUNDS, tmpdir: Path | None = None,
+                  wrap: Sequence[str] = (),
+                  env: dict[str, str] | None = None) -> dict[str, Figure]:
     """indep_trace's figures: what each tracer adds per call (tracing_added)."""
-    return tracing_added(tracing_indep_run(rounds, tmpdir))
+    return tracing_added(tracing_indep_run(rounds, tmpdir, wrap, env))
 
 
 def room_wakeups_per_call(run_dir: Path, variant: str = "ebpf-force") -> list[float]:

@@ -300,12 +300,18 @@ def follow(runs: Sequence[LiveRun], on_tick: Callable[[Tick], None] | None = Non
         r.wait(timeout=max(1.0, deadline - time.monotonic()))
 
 
+def settled(tag: str, settle_s: float = 15.0) -> list[str]:
+    """The processes with tag in their environment still alive once settle_s has passed or
+    none is left, as findings (empty: none)."""
+    deadline = time.monotonic() + settle_s
+    while (procs := marked([tag])[tag]) and time.monotonic() < deadline:
+        time.sleep(0.1)  # a daemon's last exit, or PID 1 reaping, takes a moment
+    return [f"process left: {p.pid} {p.comm} {' '.join(p.argv)[:160]}" for p in procs]
+
+
 def leftovers(run: LiveRun, settle_s: float = 15.0) -> list[str]:
     """What the finished run left on the machine, as findings (empty: nothing)."""
-    deadline = time.monotonic() + settle_s
-    while (procs := marked([run.tag])[run.tag]) and time.monotonic() < deadline:
-        time.sleep(0.1)  # a daemon's last exit, or PID 1 reaping, takes a moment
-    found = [f"process left: {p.pid} {p.comm} {' '.join(p.argv)[:160]}" for p in procs]
+    found = settled(run.tag, settle_s)
     pids = run.pids()
     found += [f"/tmp entry left: {n}" for n in owned_names(tmp_names(), pids)]
     if run.tmpdir is not None and any(run.tmpdir.iterdir()):
@@ -318,7 +324,9 @@ def leftovers(run: LiveRun, settle_s: float = 15.0) -> list[str]:
     except OSError:
         probes = ""
     for line in probes.splitlines():
-        if any(f"/bakeoff-{pid}-" in line for pid in pids):
+        # A probe on a file in the run's own TMPDIR is the run's, whoever made it.
+        if any(f"/bakeoff-{pid}-" in line for pid in pids) or \
+                (run.tmpdir is not None and f"{run.tmpdir}/" in line):
             found.append(f"uprobe left: {line}")
     for line in Path("/proc/self/mounts").read_text().splitlines():
         point = line.split()[1]

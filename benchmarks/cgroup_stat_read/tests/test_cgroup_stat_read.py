@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import live_runs
 import pytest
 
-from bakeoff.core import pids as procs
 from conftest import (
     IN_CI,
     REPO,
@@ -31,8 +29,9 @@ from conftest import (
     trials_on_disk,
 )
 
-# Its leftover checks look at the whole machine (conftest.py: SUITE_LOCK).
-MACHINE_WIDE = True
+# Its leftover checks count only its own runs' things (tests/live_runs.py: processes by a
+# marker, cgroups by the run's PID, its bpffs mounts in a private TMPDIR): not machine-wide,
+# it runs beside other live tests.
 NAME = "cgroup-stat-read"
 ROOM = REPO / "benchmarks" / "cgroup_stat_read"
 MIB = 1024 * 1024
@@ -73,35 +72,16 @@ def programs() -> Path:
     return out
 
 
-def _leftovers(pid: int | None = None) -> list[str]:
-    """bakeoff cgroups and bpffs mounts that outlived their creator (or any of `pid`'s)."""
-    found = []
-    for path in Path("/sys/fs/cgroup").rglob("*bakeoff*"):
-        m = re.search(r"bakeoff-(\d+)-", path.name)
-        if m and (int(m.group(1)) == pid or not procs.alive(int(m.group(1)))):
-            found.append(str(path))
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        m = re.search(r"/bakeoff-(\d+)-bpffs-\S*", line)
-        if m and not procs.alive(int(m.group(1))):
-            found.append(line)
-    return found
-
-
-def _run(*args: str) -> tuple[int, subprocess.CompletedProcess[str]]:
-    """bakeoff as a subprocess, and its pid (what its cgroup is named after)."""
-    proc = subprocess.Popen([sys.executable, "-m", "bakeoff", *args], cwd=REPO, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "COLUMNS": "200"})
-    out, err = proc.communicate(timeout=300)
-    return proc.pid, subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-
-
 @pytest.fixture(scope="module")
-def quick_run(programs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    out = tmp_path_factory.mktemp("cgstat") / "run"
-    pid, res = _run("run", NAME, "--profile", "quick", "--out", str(out), "--seed", "1")
-    assert res.returncode == 0, res.stdout + res.stderr
-    yield {"dir": out, "pid": pid, "data": json.loads((out / "results.json").read_text())}
+def quick_run(programs: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    top = tmp_path_factory.mktemp("cgstat")
+    tmpdir = top / "tmp"
+    tmpdir.mkdir()
+    run = live_runs.LiveRun(top / "run", [NAME, "--profile", "quick", "--seed", "1"],
+                            tmpdir=tmpdir).start()
+    assert run.wait() == 0, run.transcript()
+    return {"dir": run.out, "left": live_runs.leftovers(run),
+            "data": json.loads((run.out / "results.json").read_text())}
 
 
 @pytest.mark.slow
@@ -201,9 +181,7 @@ def test_bpf_iter_agrees_with_memory_stat_in_every_trial(quick_run: dict[str, An
 
 @pytest.mark.slow
 def test_normal_run_leaves_nothing(quick_run: dict[str, Any]) -> None:
-    assert _leftovers(quick_run["pid"]) == []
-    ps = subprocess.run(["pgrep", "-f", "cgstat_charger"], capture_output=True, text=True)
-    assert ps.stdout.strip() == ""
+    assert quick_run["left"] == []  # its cgroups, bpffs mounts, chargers and temp files
 
 
 # ---- the iterator's values, checked here independently of the program's own check ---------
@@ -327,26 +305,21 @@ def test_counted_samples_count_each_querys_calls(programs: Path, charged_cgroup:
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_run_leaves_nothing(programs: Path, tmp_path: Path, signum: int) -> None:
-    out = tmp_path / "run"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bakeoff", "run", NAME, "--profile", "quick", "--trials", "50",
-         "--out", str(out), "--quiet"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    child = CONTROLLER[0] / f"bakeoff-{proc.pid}-target"  # type: ignore[index]
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    run = live_runs.LiveRun(tmp_path / "run", [NAME, "--profile", "quick", "--trials", "50"],
+                            tmpdir=tmpdir).start()
+    child = CONTROLLER[0] / f"bakeoff-{run.pid}-target"  # type: ignore[index]
     deadline = time.monotonic() + 120
-    while (trials_on_disk(out) < 3 or not child.exists()) \
+    while (trials_on_disk(run.out) < 3 or not child.exists()) \
             and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert child.exists() and trials_on_disk(out) >= 3, "never got going"
-    os.kill(proc.pid, signum)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 128 + signum, err
-    assert "Traceback" not in err
+    assert child.exists() and trials_on_disk(run.out) >= 3, "never got going"
+    os.kill(run.pid, signum)
+    assert run.wait(timeout=60) == 128 + signum, run.transcript()
+    assert "Traceback" not in run.stderr
     assert not child.exists()
-    assert _leftovers(proc.pid) == []
-    ps = subprocess.run(["pgrep", "-f", f"cgstat_charger {child}"], capture_output=True,
-                        text=True)
-    assert ps.stdout.strip() == ""
+    assert live_runs.leftovers(run) == []  # its cgroups, bpffs mounts, chargers, temp files
 
 
 # ---- bad input ----------------------------------------------------------------------------

@@ -9,23 +9,24 @@ import json
 import math
 import os
 import random
+import secrets
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import live_runs
 import pytest
 from scipy.stats import binomtest
 
 from bakeoff.stats import estimates as stats
 from conftest import IN_CI, REPO, assert_usage_error, build_dir, counted_output, run_bakeoff
 
-# Its leftover checks look at the whole machine (conftest.py: SUITE_LOCK).
-MACHINE_WIDE = True
+# Its leftover checks count only its own runs' things (a private TMPDIR, processes by
+# tests/live_runs.py's marker): not machine-wide, it runs beside other live tests.
 ROOM = build_dir() / "heap_sampling"
 SAMPLER = ROOM / "libbakeoff_sampler.so"
 PATTERNS = ROOM / "alloc_patterns"
@@ -296,11 +297,11 @@ def test_nonsense_environment_falls_back_with_one_warning_each(room: Path,
 @pytest.mark.slow
 def test_bakeoff_sample_runs_a_program_and_prints_its_summary(room: Path,
                                                               tmp_path: Path) -> None:
-    saved = tmp_path / "summary.json"
+    saved, tmpdir = tmp_path / "summary.json", _private_tmp(tmp_path)
     res = run_bakeoff("sample", "--scheme", "combined", "--mean", "4KiB", "--timing",
                       "--json", str(saved), "--", sys.executable, "-c",
                       "import sys; x = [bytes(i % 3000) for i in range(20000)]; "
-                      "print('out'); sys.exit(5)")
+                      "print('out'); sys.exit(5)", env={"TMPDIR": str(tmpdir)})
     assert res.returncode == 5, res.stderr
     assert res.stdout == "out\n"  # the program's stdout is untouched
     assert "heap sampling of" in res.stderr and "Poisson:" in res.stderr
@@ -308,8 +309,7 @@ def test_bakeoff_sample_runs_a_program_and_prints_its_summary(room: Path,
     summary = json.loads(saved.read_text())
     assert summary["scheme"] == "COMBINED" and summary["mean_bytes"] == 4096
     assert summary["allocations"] > 10000  # bytes below 512 B come from pymalloc's arenas
-    left = [p for p in Path(tempfile.gettempdir()).glob("bakeoff-*-sample-*")]
-    assert not left, left
+    assert not any(tmpdir.iterdir()), list(tmpdir.iterdir())
 
 
 @pytest.mark.slow
@@ -349,64 +349,64 @@ def test_bad_params_are_one_line_exit_2(room: Path) -> None:
     assert_usage_error(run_bakeoff("run", "heap-sampling", "--param", "scale=0"), "scale")
 
 
-def ours() -> set[Path]:
-    """Temp dirs of heap_bench trials (bakeoff-<pid>-heap-XXXXXX)."""
-    return set(Path(tempfile.gettempdir()).glob("bakeoff-*-heap-*"))
+def ours(tmpdir: Path) -> set[Path]:
+    """Temp dirs of heap_bench trials (bakeoff-<pid>-heap-XXXXXX) in a test's own TMPDIR."""
+    return set(tmpdir.glob("bakeoff-*-heap-*"))
+
+
+def _private_tmp(tmp_path: Path) -> Path:
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    return tmpdir
 
 
 @pytest.mark.slow
-def test_sigterm_mid_trial_removes_the_temp_dir(room: Path) -> None:
-    before = ours()
+def test_sigterm_mid_trial_removes_the_temp_dir(room: Path, tmp_path: Path) -> None:
+    tmpdir, tag = _private_tmp(tmp_path), secrets.token_hex(6)
     proc = subprocess.Popen([str(BENCH), "--variant", "poisson", "--param", "workload=mode4",
                              "--param", "scale=1", "--samples", "3"],
+                            env={**os.environ, "TMPDIR": str(tmpdir), live_runs.MARKER: tag},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 20
-    while not ours() - before and time.monotonic() < deadline:
+    while not ours(tmpdir) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert ours() - before, "the trial never made its temp dir"
+    assert ours(tmpdir), "the trial never made its temp dir"
     time.sleep(0.3)  # a child is running now
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=10)
     assert proc.returncode == 128 + signal.SIGTERM
-    assert not ours() - before
-    ps = subprocess.run(["pgrep", "-f", str(PATTERNS)], capture_output=True, text=True,
-                        check=False)
-    assert ps.stdout.strip() == ""
+    assert not any(tmpdir.iterdir())
+    assert live_runs.settled(tag) == []
 
 
 @pytest.mark.slow
 def test_sigint_mid_run_leaves_nothing(room: Path, tmp_path: Path) -> None:
-    before = ours()
-    out = tmp_path / "run"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bakeoff", "run", "heap-sampling", "--variant", "poisson",
-         "--param", "workload=mode4", "--param", "scale=1", "--trials", "3", "--out", str(out),
-         "--quiet"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    tmpdir = _private_tmp(tmp_path)
+    run = live_runs.LiveRun(tmp_path / "run", ["heap-sampling", "--variant", "poisson",
+                                               "--param", "workload=mode4", "--param",
+                                               "scale=1", "--trials", "3"],
+                            tmpdir=tmpdir).start()
     deadline = time.monotonic() + 60
-    while not ours() - before and time.monotonic() < deadline:
+    while not ours(tmpdir) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert ours() - before, "no trial got going"
+    assert ours(tmpdir), "no trial got going"
     time.sleep(0.5)  # alloc_patterns is running under the sampler now
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err
-    assert not ours() - before, "a trial temp dir was left behind"
-    for name in (str(PATTERNS), str(BENCH)):
-        ps = subprocess.run(["pgrep", "-f", name], capture_output=True, text=True, check=False)
-        assert ps.stdout.strip() == "", name
+    os.kill(run.pid, signal.SIGINT)
+    assert run.wait(timeout=60) == 130, run.transcript()
+    assert "Traceback" not in run.stderr
+    assert live_runs.leftovers(run) == []
 
 
 # ---- small grids through the harness -----------------------------------------------------
 
 @pytest.fixture(scope="module")
 def quick_run(room: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    out = tmp_path_factory.mktemp("heap") / "run"
-    before = ours()
-    res = run_bakeoff("run", "heap-sampling", "--profile", "quick", "--out", str(out),
-                      "--seed", "1", "--quiet")
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert not ours() - before, "a trial temp dir was left behind"
+    top = tmp_path_factory.mktemp("heap")
+    run = live_runs.LiveRun(top / "run", ["heap-sampling", "--profile", "quick", "--seed", "1"],
+                            tmpdir=_private_tmp(top)).start()
+    assert run.wait() == 0, run.transcript()
+    assert live_runs.leftovers(run) == []
+    out = run.out
     assert (out / "report.html").is_file() and (out / "report.md").is_file()
     data: dict[str, Any] = json.loads((out / "results.json").read_text())
     data["_report_md"] = (out / "report.md").read_text()

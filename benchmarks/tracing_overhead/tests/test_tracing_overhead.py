@@ -1,130 +1,61 @@
 """tracing-overhead for real: the quick profile end to end with every tracer, what each one
-recorded, and that nothing is left on the machine after a run, a Ctrl-C, or a tracer crash."""
+recorded, that nothing of the run is left on the machine, counted kernel work per call, and
+bad input. Interrupted and crashed runs: test_tracing_overhead_interrupts.py.
+
+Not machine-wide: the quick run has an LTTng namespace of its own (its own session daemon),
+and its leftover check counts only its own things (tests/live_runs.py), so it runs beside
+the suite's other live tests."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
+import secrets
 import subprocess
-import sys
-import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
+import live_runs
 import pytest
+import tracing_test_kit
+from tracing_test_kit import DRIVER, skip_unless_tracing
 
-from bakeoff.core import pids as procs
-from conftest import IN_CI, REPO, assert_usage_error, run_bakeoff
+from conftest import assert_usage_error, run_bakeoff
 
-# Its leftover checks look at the whole machine (conftest.py: SUITE_LOCK).
-MACHINE_WIDE = True
-ROOM = REPO / "build" / "tracing_overhead"
-DRIVER = ROOM / "tracing_trial"
 TRACERS = ("lttng", "ebpf-force", "ebpf-adaptive", "ebpf-batched", "ebpf-floor", "bpftrace")
 RECORDING = ("lttng", "ebpf-force", "ebpf-adaptive", "ebpf-batched", "bpftrace")
 QUICK_CALLS = {0: 2000, 100: 200}  # calls=auto/50 of the seed's 100k and 10k
-ROOM_LIBRARY = "libbakeoff_traced.so"  # each tracer's argv names its copy of it
 
-
-def _machine_can_trace() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (uprobes, BPF, the root LTTng session daemon)"
-    for tool in ("lttng", "lttng-sessiond", "babeltrace2", "bpftrace", "bpftool"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    return None
-
-
-_why_not = _machine_can_trace()
-if _why_not and not IN_CI:  # in CI this machine kind has all of it: a skip would hide a failure
-    pytest.skip(_why_not, allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def room() -> Path:
-    """The room's programs, built by make (make test builds them first)."""
-    if not DRIVER.exists() or not (ROOM / "bakeoff_tracer").exists():
-        subprocess.run(["make", "-C", str(REPO / "benchmarks" / "tracing_overhead")], check=True)
-    return ROOM
-
-
-def _sessiond_pids() -> set[int]:
-    """Live session daemons. A zombie one has exited and waits for PID 1 to reap it (this
-    sandbox's init can take seconds): nothing is left running."""
-    res = subprocess.run(["pgrep", "-x", "lttng-sessiond"], capture_output=True, text=True)
-    return {int(p) for p in res.stdout.split() if procs.alive(int(p))}
-
-
-def _ours_running() -> list[str]:
-    """Every program of the room has this build's path in argv, and every tracer the traced
-    library's name (a held bpftrace runs /usr/bin/bpftrace on the run's copy of it)."""
-    lines: set[str] = set()
-    for pattern in (str(ROOM) + "/", ROOM_LIBRARY):
-        res = subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True)
-        lines |= {ln for ln in res.stdout.splitlines() if "pgrep" not in ln}
-    return sorted(lines)
-
-
-def _bpftool(*args: str) -> list[dict[str, object]]:
-    res = subprocess.run(["bpftool", "-j", *args], capture_output=True, text=True, check=True)
-    return json.loads(res.stdout or "[]")  # type: ignore[no-any-return]
-
-
-def leftovers(tmpdir: Path, sessiond_before: set[int]) -> list[str]:
-    """What a run of this room could leave behind, as a list of findings (empty: clean)."""
-    found = []
-    sessions = subprocess.run(["lttng", "-n", "list"], capture_output=True, text=True)
-    if "bakeoff-" in sessions.stdout:
-        found.append(f"LTTng session left: {sessions.stdout.strip()}")
-    if _sessiond_pids() - sessiond_before:
-        found.append(f"lttng-sessiond left running: {_sessiond_pids() - sessiond_before}")
-    uprobes = Path("/sys/kernel/tracing/uprobe_events")
-    if uprobes.exists() and "bakeoff" in uprobes.read_text():
-        found.append(f"uprobe left: {uprobes.read_text().strip()}")
-    progs = {p["id"]: p for p in _bpftool("prog", "show")
-             if str(p.get("name", "")).startswith("bakeoff_")}
-    if progs:
-        found.append(f"BPF programs left: {[p['name'] for p in progs.values()]}")
-    links = [link for link in _bpftool("link", "show") if link.get("prog_id") in progs]
-    if links:
-        found.append(f"BPF links left: {links}")
-    bpffs = Path("/sys/fs/bpf")
-    pinned = [p.name for p in bpffs.rglob("*bakeoff*")] if bpffs.is_dir() else []
-    if pinned:
-        found.append(f"BPF objects pinned: {pinned}")
-    if _ours_running():
-        found.append(f"processes left: {_ours_running()}")
-    if any(tmpdir.iterdir()):
-        found.append(f"temp files left: {sorted(p.name for p in tmpdir.iterdir())}")
-    return found
-
-
-def _wait_for(condition: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
+room = tracing_test_kit.room  # the fixture the tests below name
+skip_unless_tracing()
 
 
 # ---- the quick profile -----------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def quick_run(room: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
-    # Temp dirs of the harness and of every trial go to a directory of this test alone, so
-    # "nothing left" is exact even while other runs use /tmp.
-    tmpdir = tmp_path_factory.mktemp("tracing-tmp")
-    out = tmp_path_factory.mktemp("tracing") / "run"
-    before = _sessiond_pids()
-    res = run_bakeoff("run", "tracing-overhead", "--profile", "quick", "--out", str(out),
-                      "--seed", "1", env={"TMPDIR": str(tmpdir)})
-    assert res.returncode == 0, res.stdout + res.stderr
-    return out, leftovers(tmpdir, before)
+def lttng_ns() -> Iterator[list[str]]:
+    """A private /run/lttng for this module's runs: their session daemon is their own, so
+    another run's daemon is never counted as theirs, nor theirs stopped under another run."""
+    with live_runs.shared_lttng_namespace() as ns:
+        yield ns
+
+
+@pytest.fixture(scope="module")
+def quick_run(room: Path, lttng_ns: list[str],
+              tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    # The harness's and every trial's temp dirs go to a directory of this run alone.
+    top = tmp_path_factory.mktemp("tracing")
+    tmpdir = top / "tmp"
+    tmpdir.mkdir()
+    run = live_runs.LiveRun(top / "run", ["tracing-overhead", "--profile", "quick",
+                                          "--seed", "1"],
+                            tmpdir=tmpdir, wrap=lttng_ns, ns=lttng_ns).start()
+    # Followed to learn the BPF programs and links its tracers hold (they live across
+    # trials: a look each half second sees them), so that none is left afterwards.
+    live_runs.follow([run], every=0.5)
+    assert run.proc is not None and run.proc.returncode == 0, run.transcript()
+    return run.out, live_runs.leftovers(run)
 
 
 def _trials(run_dir: Path) -> list[dict[str, object]]:
@@ -207,6 +138,7 @@ FORCE_SCALE = 1.6
 
 @pytest.mark.slow
 def test_independent_check_agrees_with_the_headline(quick_run: tuple[Path, list[str]],
+                                                    lttng_ns: list[str],
                                                     tmp_path: Path) -> None:
     """What each tracer adds per call at 0 µs, the room's paired difference against
     indep_trace's, a program written apart from the room's code (its own probed functions,
@@ -215,13 +147,13 @@ def test_independent_check_agrees_with_the_headline(quick_run: tuple[Path, list[
     probes; ebpf-force within FORCE_SCALE. One retake: the check's rounds take seconds, and
     a burst of load in them can move its interval off the room's, whose trials are spread
     over a minute. Nothing indep_trace made may be left (its session, its trace, a daemon it
-    started)."""
+    started: it runs in the quick run's LTTng namespace, with a marker of its own)."""
     from tests.indep_checks import TRACERS as CHECKED
     from tests.indep_checks import agree, tracing_indep, tracing_room
 
     room = tracing_room(quick_run[0])
     assert set(room) == set(CHECKED), room
-    daemons = _sessiond_pids()
+    tag = secrets.token_hex(6)
 
     def apart(indep: dict[str, tuple[float, float, float]]) -> list[str]:
         return [t for t in CHECKED if not (
@@ -229,7 +161,7 @@ def test_independent_check_agrees_with_the_headline(quick_run: tuple[Path, list[
             else agree(room[t], indep[t]))]
 
     for attempt in range(2):
-        indep = tracing_indep(tmpdir=tmp_path)
+        indep = tracing_indep(tmpdir=tmp_path, wrap=lttng_ns, env={live_runs.MARKER: tag})
         print(f"attempt {attempt + 1}: room {room}, independent {indep}; ebpf-force "
               f"{'agrees' if agree(room['ebpf-force'], indep['ebpf-force']) else 'does not'}"
               " by the issue's rule")
@@ -237,11 +169,10 @@ def test_independent_check_agrees_with_the_headline(quick_run: tuple[Path, list[
             break
     assert not apart(indep), [(t, "room", room[t], "independent", indep[t])
                               for t in apart(indep)]
-    listing = subprocess.run(["lttng", "-n", "list"], capture_output=True, text=True,
-                             check=False).stdout
-    assert "indep-trace-" not in listing, listing
+    sessions = live_runs.lttng_sessions(lttng_ns)
+    assert not [s for s in sessions if s.startswith("indep-trace-")], sessions
     assert not list(tmp_path.iterdir())  # its trace directory removed
-    assert _sessiond_pids() <= daemons  # a daemon it started was stopped
+    assert live_runs.settled(tag) == []  # a daemon it started was stopped
 
 
 @pytest.mark.slow
@@ -285,122 +216,6 @@ def test_held_tracers_serve_every_trial(quick_run: tuple[Path, list[str]]) -> No
 @pytest.mark.slow
 def test_nothing_left_after_a_run(quick_run: tuple[Path, list[str]]) -> None:
     assert quick_run[1] == []
-
-
-# ---- interrupted and crashed ----------------------------------------------------------------
-
-
-def _tracer_up(variant: str) -> Callable[[], bool]:
-    def app_running() -> bool:
-        return any("traced_app" in ln for ln in _ours_running())
-
-    def up() -> bool:
-        procs = _ours_running()
-        if variant == "lttng":
-            listing = subprocess.run(["lttng", "-n", "list"], capture_output=True, text=True)
-            return "bakeoff-" in listing.stdout and app_running()
-        name = "bakeoff_tracer" if variant.startswith("ebpf") else "bpftrace"
-        return any(name in ln for ln in procs) and app_running()
-
-    return up
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("variant", ["lttng", "ebpf-force", "bpftrace"])
-def test_sigint_mid_trial_leaves_nothing(room: Path, tmp_path: Path, variant: str) -> None:
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    before = _sessiond_pids()
-    # 20k calls of 100 µs: each trial traces for 2 s, long enough to be caught in the act.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bakeoff", "run", "tracing-overhead", "--variant", variant,
-         "--param", "duration_us=100", "--param", "calls=20000", "--trials", "3",
-         "--out", str(tmp_path / "run"), "--quiet"],
-        cwd=REPO, env={**os.environ, "TMPDIR": str(tmpdir)},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert _wait_for(_tracer_up(variant), 60), f"no {variant} trial got going"
-        os.kill(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        # A trial still running (the test failed): SIGTERM first, which it handles by
-        # stopping its tracer; SIGKILL alone would leave that to another test's sweep.
-        procs.stop_child(proc, 30)
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err
-    assert leftovers(tmpdir, before) == []
-
-
-@pytest.mark.slow
-def test_sigterm_mid_run_removes_the_held_tracers(room: Path, tmp_path: Path) -> None:
-    """SIGTERM to the harness once the held tracers have served trials, while a later trial
-    traces: the run's LTTng session, the daemon it started, the eBPF tracer (its programs,
-    links and socket) and bpftrace are all gone afterwards."""
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    phases = tmp_path / "phases"
-    before = _sessiond_pids()
-    # 10k calls of 100 µs: each trial traces for 1 s, long enough to be caught in the act.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bakeoff", "run", "tracing-overhead", "--variant", "lttng",
-         "--variant", "ebpf-force", "--variant", "bpftrace", "--param", "duration_us=100",
-         "--param", "calls=10000",
-         "--trials", "4", "--samples", "5", "--out", str(tmp_path / "run"), "--quiet"],
-        cwd=REPO, env={**os.environ, "TMPDIR": str(tmpdir), "BAKEOFF_PHASE_LOG": str(phases)},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-    def trials_done() -> int:
-        text = phases.read_text() if phases.exists() else ""
-        return sum(1 for ln in text.splitlines() if ln.split(" ", 1)[0] == "trial")
-
-    def held_and_tracing() -> bool:
-        # Past a round of baseline, lttng, ebpf-force and bpftrace: the held tracers have
-        # served a trial, and stay up between trials; an app runs under one of them now.
-        running = _ours_running()
-        return (trials_done() >= 4 and any("bakeoff_tracer" in ln for ln in running)
-                and any(ln.split()[1:2] == ["bpftrace"] for ln in running)
-                and "bakeoff-" in subprocess.run(["lttng", "-n", "list"], capture_output=True,
-                                                 text=True).stdout
-                and any("traced_app" in ln for ln in running))
-
-    try:
-        assert _wait_for(held_and_tracing, 180), f"no trial past the first round: {trials_done()}"
-        os.kill(proc.pid, signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        # A run still going (the test failed): SIGTERM, which it handles by tearing down.
-        procs.stop_child(proc, 30)
-    assert proc.returncode == 128 + signal.SIGTERM, err
-    assert "Traceback" not in err
-    assert leftovers(tmpdir, before) == []
-
-
-@pytest.mark.parametrize(("variant", "victim"), [("ebpf-force", "bakeoff_tracer"),
-                                                  ("bpftrace", "bpftrace")])
-@pytest.mark.slow
-def test_tracer_crash_fails_the_trial_and_cleans_up(room: Path, tmp_path: Path, variant: str,
-                                                     victim: str) -> None:
-    proc = subprocess.Popen(
-        [str(DRIVER), "--variant", variant, "--param", "duration_us=100", "--param",
-         "calls=20000", "--samples", "5"],
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert _wait_for(_tracer_up(variant), 30), f"{variant} never started"
-        # This trial's tracer: a child of its driver, whatever else runs on the machine.
-        tracers = [c for c in psutil.Process(proc.pid).children(recursive=True)
-                   if c.name() == victim]
-        assert tracers, _ours_running()
-        tracers[0].kill()
-        out, err = proc.communicate(timeout=60)
-    finally:
-        # A trial still running (the test failed): SIGTERM first, which it handles by
-        # stopping its tracer; SIGKILL alone would leave that to another test's sweep.
-        procs.stop_child(proc, 30)
-    assert proc.returncode == 1, (out, err)
-    assert out == ""  # a trial that measured nothing valid prints no sample
-    assert len(err.strip().splitlines()) == 1 and err.startswith("tracing_trial: "), err
-    assert leftovers(tmp_path, _sessiond_pids()) == []
 
 
 # ---- bad input --------------------------------------------------------------------------------
