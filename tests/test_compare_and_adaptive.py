@@ -219,14 +219,35 @@ def test_target_ci_adds_rounds_up_to_the_cap(built: Path, tmp_path: Path) -> Non
     assert len(data["capped"]) == 2
     assert "2 case(s) hit the cap before its median CI was within ±0.0001%" in (
         out / "report.md").read_text()
-    # A loose target is met by the planned trials: no extra round. (±90%: the t interval of
-    # 3 trials is 4.3 standard errors wide a side, and this machine's trials can differ by
-    # 20% under load.)
+    # A loose target met by the planned trials adds no round; one they miss adds rounds
+    # until it is met or capped. (±90%: the t interval of 3 trials is 4.3 standard errors
+    # wide a side. Which branch a run takes is the machine's: at load 3 on a fresh clone's
+    # suite, the first 4 KiB mremap trial of a run read 3-5 times the later ones, and its
+    # CI after 3 trials was some ±200% wide.)
     out2 = tmp_path / "loose"
     res = run_bakeoff("run", "mremap-vs-memcpy", "--variant", "mremap", "--param", "size=4KiB",
                       "--trials", "3", "--target-ci", "90", "--out", str(out2), "--quiet")
     assert res.returncode == 0, res.stderr
-    assert len(_load(out2)["trials"]) == 6 and _load(out2)["capped"] == []
+    data = _load(out2)
+    first = {v: _median_half_width(data, v, 3) for v in ("memcpy", "mremap")}
+    if max(first.values()) <= 0.9:
+        assert len(data["trials"]) == 6 and data["capped"] == [], first
+    else:
+        assert len(data["trials"]) > 6, first
+        kept = {v: sum(t["case"]["variant"] == v for t in data["trials"]) for v in first}
+        for v in first:
+            assert data["capped"] or _median_half_width(data, v, kept[v]) <= 0.9, (v, first)
+
+
+def _median_half_width(data: dict, variant: str, trials: int) -> float:  # type: ignore[type-arg]
+    """A case's median CI half-width over its first `trials` trials, as a fraction of the
+    median, as --target-ci decides it (the runner's _median_half_width)."""
+    from bakeoff.stats import estimates
+
+    per_trial = [t["samples"]["ns_per_op"] for t in data["trials"]
+                 if t["case"]["variant"] == variant and t["status"] == "ok"][:trials]
+    ci = estimates.median_ci(per_trial)
+    return (ci.high - ci.low) / 2 / float(np.median(np.concatenate(per_trial)))
 
 
 def test_time_budget_is_never_exceeded_by_more_than_one_trial(built: Path, tmp_path: Path) -> None:
