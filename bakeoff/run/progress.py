@@ -14,7 +14,10 @@ with none of these can only be guessed from the others, and the estimate says so
 before a benchmark's first trial (its session's set-up) is counted apart, and each benchmark
 not started is expected to need the mean of those seen. Under
 sequential allocation a case counts its min_trials; the trials the rule adds join the count
-round by round (RunProgress.grow, and RunProgress.replan with the allocation's plan).
+round by round (RunProgress.grow, and RunProgress.replan with the allocation's plan), and a
+benchmark not yet started is expected to take its start's plan times what the ended ones
+took over theirs (Estimate.growth): a plan made before a benchmark runs cannot know its
+spread, and the rules add trials where the spread asks.
 
 Two costs a trial's own time does not show are counted apart: the harness's decision after
 each round (once per round left), and what counted samples add to a case's first trials:
@@ -147,6 +150,16 @@ class Estimate:
         # median of that case's trials then dropped, and every time left said ran short
         # (docs/RELIABILITY.md, "The time left at 25, 50 and 75% of a run").
         self.decisions: dict[str, list[float]] = defaultdict(list)
+        # Per benchmark, the trials planned for it before anything ran (its minimums), and
+        # the trials it has kept (attempts less those measured again): how many times its
+        # start's plan the benchmarks already ended took (growth) is what those not started
+        # are expected to take. Without it the time left said a quarter into a `make bench`
+        # was far short, idle and beside CPU hogs alike (docs/RELIABILITY.md, "The time
+        # left from the rooms already ended").
+        self.planned_at_start: dict[str, int] = defaultdict(int)
+        for case, n in todo.items():
+            self.planned_at_start[case.benchmark] += n
+        self.kept: dict[str, int] = defaultdict(int)
 
     def _key(self, case: Case) -> int:
         return self._keys.setdefault(case, len(self._keys))
@@ -169,6 +182,7 @@ class Estimate:
         tail = None if tail is None else round(tail, 4)
         self._told("done", self._key(case), seconds, counted, tail)
         self.todo[case] = max(0, self.todo.get(case, 0) - 1)
+        self.kept[case.benchmark] += 1
         self._last_counted[case] = counted
         if counted:
             self.took_counted[case].append(seconds)
@@ -218,8 +232,26 @@ class Estimate:
         measured (docs/RELIABILITY.md)."""
         self._told("retaken", self._key(case))
         self.todo[case] = self.todo.get(case, 0) + 1
+        self.kept[case.benchmark] -= 1
         if self._last_counted.get(case):
             self.counted_kept[case] -= 1  # measured again, with its counted samples again
+
+    def growth(self) -> float:
+        """The trials the benchmarks already ended kept, over what they were planned at
+        before anything ran (1 before any has ended, and never below 1: a start's plan is
+        each case's minimum)."""
+        ended = list(self.set_ups)[:-1]  # benchmarks run one after another
+        planned = sum(self.planned_at_start[b] for b in ended)
+        return max(1.0, sum(self.kept[b] for b in ended) / planned) if planned else 1.0
+
+    def _trials_left(self) -> dict[Case, float]:
+        """Per case, the trials still to come: the plan (todo), and for a benchmark not yet
+        started, its start's plan times growth(). The one running has its own plan from
+        its own spread: floored by the growth too, it said a third too much three quarters
+        into a `make bench` beside CPU hogs (docs/RELIABILITY.md)."""
+        grow = self.growth()
+        return {c: n * (grow if c.benchmark not in self.set_ups else 1.0)
+                for c, n in self.todo.items() if n > 0}
 
     def counted_left(self, case: Case) -> int:
         """How many of the case's trials still to come take counted samples."""
@@ -356,10 +388,8 @@ class Estimate:
             bench_typical[case.benchmark].append(per_case)
         total = 0.0
         untimed: set[str] = set()
-        for case, n in self.todo.items():
-            if n <= 0:
-                continue
-            counted_n = self.counted_left(case)
+        for case, n in self._trials_left().items():
+            counted_n = min(self.counted_left(case), n)
             if case in costs:
                 plain, counted = costs[case]
                 total += (n - counted_n) * plain + counted_n * counted
