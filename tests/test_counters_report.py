@@ -384,12 +384,17 @@ def test_along_a_sweep_the_why_finding_speaks_at_each_end_the_winner_finding_nam
     (winner,) = [f for f in found if f.kind == "winner"]
     assert winner.text.startswith("Along ops: at 64 ") and "; at 256 " in winner.text
     (why,) = [f for f in found if f.kind == "why"]
+    # The why speaks at each end where the winner finding shows a difference: both, unless
+    # one end's CI takes in 1 (3 trials a side: at a fresh-clone suite's load one disturbed
+    # getppid trial at 64 ops did that), and there no winner is named, nor a reason given.
+    ends = [where for where, _, _ in winner.points]
+    assert ends and set(ends) <= {"ops=64", "ops=256"} and ends == sorted(ends, key=len), ends
     sentences = why.text.split(". At ")
-    assert len(sentences) == 2, why.text
-    assert sentences[0].startswith("At ops=64, fault makes ")
-    assert sentences[1].startswith("ops=256, fault makes ")
+    assert len(sentences) == len(ends), why.text
+    for i, where in enumerate(ends):
+        assert sentences[i].startswith(f"{'At ' if i == 0 else ''}{where}, fault makes "), why
     assert [(r.case.variant, r.case.param("ops")) for r in why.results] == [
-        ("fault", 64), ("getppid", 64), ("fault", 256), ("getppid", 256)]
+        (v, int(where.split("=")[1])) for where in ends for v in ("fault", "getppid")]
     for r in why.results[::2]:
         assert 0.99 <= r.per_op[FAULTS].median <= 1.02  # one fault per op at every size
 

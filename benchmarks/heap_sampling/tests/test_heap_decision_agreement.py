@@ -7,8 +7,8 @@ sampler or heap_bench), judged by confidence intervals over processes, not by a 
   seed's 4 KiB mean): heap_bench processes and indep_check inline-SIZE processes, interleaved,
   each program drawing its code's placement per sample or round (METHOD.md "Code
   placement"). Poisson within +-15% (AGREE) or each inside the other's 95% CI, the hash and
-  the hash/Poisson ratio so or within one placement step (HELD_TO_AGREE says why); medians
-  over processes.
+  the hash/Poisson ratio so, or within one placement step, or not shown apart by more than
+  AGREE at the load of the minute (HELD_TO_AGREE says why); medians over processes.
 - The interposer (both preloaded in one process, the runs interleaved): the ratio of what
   each adds per allocation within a factor of 3 (SCALE), and each small beside the
   malloc+free it rides on. Not +-15%: in an interposer, at the production means, what a
@@ -330,8 +330,8 @@ def test_inline_headline_agrees_with_the_independent_check(built: Path, size: in
     """heap-sampling's first answer (hash/Poisson at the seed's 4 KiB mean, the decision
     inlined in the malloc path) against indep_check's own inlined decision, measured in the
     same minutes, interleaved, so load moves both, each with its code's placement drawn:
-    Poisson within +-15% or each inside the other's CI, the hash and the ratio so or within
-    a placement step (HELD_TO_AGREE). A
+    Poisson within +-15% or each inside the other's CI, the hash and the ratio so, within
+    a placement step, or not shown apart beyond +-15% (HELD_TO_AGREE). A
     figure moves with the load of the minute, which CIs over one minute's processes do not
     cover: so the check is retaken, at most INLINE_ATTEMPTS times, and every attempt's
     failures are reported."""
