@@ -165,7 +165,10 @@ def test_bisect_finds_the_injected_commit_within_the_step_bound(tmp_path: Path) 
 
     At any load: user time (which waiting for a CPU does not lengthen) against a 30% step,
     each step bounded by rounds (--budget), not by seconds (--step-time far above what a step
-    takes even here at load 18); the assertions are on the commit and the count of steps."""
+    takes even here at load 18); the assertions are on the commit and the count of steps.
+    The bound is 150 rounds: a step stops as soon as its verdict is known (idle, a few
+    rounds), and in a fresh-clone suite beside two CPU hogs on an Intel Xeon one step was
+    still UNKNOWN after 60 (user time too moves with the cache other work shares)."""
     commits = 16
     repo = make_repo(tmp_path / "repo", commits=commits, step_at=6, factor=1.30,
                      work=8_000_000, broken={8})
@@ -173,8 +176,8 @@ def test_bisect_finds_the_injected_commit_within_the_step_bound(tmp_path: Path) 
     proc = subprocess.Popen(
         [sys.executable, "-m", "bakeoff", "bisect", "--repo", str(repo.path), "--good",
          repo.good, "--bad", repo.bad, "--build", BUILD, "--measure", MEASURE, "--metric",
-         "user_time", "--runs", "2", "--budget", "60", "--step-time", "3600", "--seed", "3",
-         "--out", str(out), "--cache", str(cache)],
+         "user_time", "--runs", "2", "--budget", "150", "--step-time", "3600", "--seed",
+         "3", "--out", str(out), "--cache", str(cache)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "COLUMNS": "200"})
     try:
@@ -183,7 +186,8 @@ def test_bisect_finds_the_injected_commit_within_the_step_bound(tmp_path: Path) 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 0, (stdout, stderr)
+    if proc.returncode != 0:  # the whole transcript: an assertion's repr cuts it short
+        pytest.fail(f"bisect exited {proc.returncode}:\n{stdout}\n{stderr}", pytrace=False)
     assert f"first bad commit: {repo.step_sha} (commit 6: more work" in stdout, stdout
     import json
 
@@ -233,7 +237,7 @@ def test_a_range_left_with_only_unbuildable_commits_is_printed_with_how_to_go_on
     out, cache = tmp_path / "out", tmp_path / "cache"
     res = run_bakeoff("bisect", "--repo", str(repo.path), "--good", repo.good, "--bad",
                       repo.bad, "--build", BUILD, "--measure", MEASURE, "--metric",
-                      "user_time", "--runs", "2", "--budget", "60", "--step-time", "3600",
+                      "user_time", "--runs", "2", "--budget", "150", "--step-time", "3600",
                       "--seed", "3", "--out", str(out), "--cache", str(cache), timeout=3600,
                       env={"COLUMNS": "300"})
     assert res.returncode == 1, res.stdout + res.stderr

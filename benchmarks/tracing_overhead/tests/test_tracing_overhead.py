@@ -2,9 +2,12 @@
 recorded, that nothing of the run is left on the machine, counted kernel work per call, and
 bad input. Interrupted and crashed runs: test_tracing_overhead_interrupts.py.
 
-Not machine-wide: the quick run has an LTTng namespace of its own (its own session daemon),
-and its leftover check counts only its own things (tests/live_runs.py), so it runs beside
-the suite's other live tests."""
+The quick run has an LTTng namespace of its own (its own session daemon), and its leftover
+check counts only its own things (tests/live_runs.py). The module is machine-wide all the
+same (MACHINE_WIDE) for its timings: its independent check compares the quick run with
+indep_trace processes run a minute later, and beside CPU hogs and the suite's other live
+runs at once the two moved apart (docs/RELIABILITY.md, "The rooms' modules beside the
+rest")."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ TRACERS = ("lttng", "ebpf-force", "ebpf-adaptive", "ebpf-batched", "ebpf-floor",
 RECORDING = ("lttng", "ebpf-force", "ebpf-adaptive", "ebpf-batched", "bpftrace")
 QUICK_CALLS = {0: 2000, 100: 200}  # calls=auto/50 of the seed's 100k and 10k
 
+MACHINE_WIDE = True  # for its timings, not its leftover checks (above)
 room = tracing_test_kit.room  # the fixture the tests below name
 skip_unless_tracing()
 
@@ -341,7 +345,7 @@ def test_forced_wake_ups_are_one_irq_work_per_event_and_batched_none(
     # How often the consumer is found asleep depends on how fast it drains (seen here: about
     # one wake-up a call at 100 µs, fewer at 0 µs, under load fewer still: 0.049 a call at
     # load 12, where a consumer waiting for a CPU is runnable, not asleep). At any load it
-    # wakes it some, and far more than the quiet tracers do (below, measured together).
+    # wakes it some, and in its busier batch far more than the quiet tracers do (below).
     assert min(force[0]["per_op.sched.sched_waking"]) > 0
     assert _per_call(force, "sched.sched_waking") <= 2.0
     # Adaptive: the kernel wakes the consumer only when it had caught up; at 0 µs per call
@@ -352,8 +356,10 @@ def test_forced_wake_ups_are_one_irq_work_per_event_and_batched_none(
         trial = counted_trials[quiet]
         assert _per_call(trial, "irq_vectors.irq_work_entry") == 0.0, quiet
         assert _per_call(trial, "sched.sched_waking") < 0.02, quiet
-        assert _per_call(trial, "sched.sched_waking") * 10 < min(
-            force[0]["per_op.sched.sched_waking"]), quiet
+        # Against forced's busier batch: beside CPU hogs one of its two batches can find the
+        # consumer asleep almost never (runnable, not asleep, all along).
+        assert _per_call(trial, "sched.sched_waking") * 10 < _per_call(
+            force, "sched.sched_waking"), quiet
 
 
 @pytest.mark.slow
