@@ -183,6 +183,14 @@ def tmp_names() -> list[str]:
     return [p.name for p in TMP.glob("bakeoff-*")]
 
 
+def private_tmp(parent: Path) -> Path:
+    """parent/tmp, made: a TMPDIR for one run (or program) alone, so that what it leaves
+    there is its own, whatever else runs on the machine."""
+    tmpdir = parent / "tmp"
+    tmpdir.mkdir()
+    return tmpdir
+
+
 @dataclass
 class LiveRun:
     """One `bakeoff run ... --out OUT --quiet` in the background."""

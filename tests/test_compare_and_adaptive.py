@@ -240,14 +240,12 @@ def test_target_ci_adds_rounds_up_to_the_cap(built: Path, tmp_path: Path) -> Non
 
 
 def _median_half_width(data: dict, variant: str, trials: int) -> float:  # type: ignore[type-arg]
-    """A case's median CI half-width over its first `trials` trials, as a fraction of the
-    median, as --target-ci decides it (the runner's _median_half_width)."""
-    from bakeoff.stats import estimates
+    """A case's median CI half-width over its first `trials` trials, as --target-ci decides
+    it (runner.median_half_width)."""
+    from bakeoff.run.runner import median_half_width
 
-    per_trial = [t["samples"]["ns_per_op"] for t in data["trials"]
-                 if t["case"]["variant"] == variant and t["status"] == "ok"][:trials]
-    ci = estimates.median_ci(per_trial)
-    return (ci.high - ci.low) / 2 / float(np.median(np.concatenate(per_trial)))
+    return median_half_width([t["samples"]["ns_per_op"] for t in data["trials"]
+                              if t["case"]["variant"] == variant and t["status"] == "ok"][:trials])
 
 
 def test_time_budget_is_never_exceeded_by_more_than_one_trial(built: Path, tmp_path: Path) -> None:

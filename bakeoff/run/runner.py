@@ -53,6 +53,7 @@ from bakeoff.store import results as store
 
 DEFAULT_MAX_TRIALS = precision_target.DEFAULT_MAX_TRIALS  # with a target, no --max-trials
 MIN_TRIALS_FOR_TARGET = 3  # a case meets --target-ci only from this many trials on
+
 # Trials of a case no question reads (Profile.other_trials) that take counted samples: its
 # counters once, without a CI (docs/notes/make-bench-time-20261129-epyc.md).
 UNREAD_COUNTED_TRIALS = 1
@@ -68,6 +69,24 @@ class RunOptions:
     argv: list[str]
     profile: str
     settings: RunSettings = field(default_factory=RunSettings)
+
+
+def median_half_width(per_trial: Sequence[Sequence[float]], net: bool = False) -> float:
+    """--target-ci's measure of a case: its median's CI half-width as a fraction of the
+    median, from its trials' samples; inf when it cannot count yet. net: a net difference
+    (Metric.net), whose CI the report takes on the linear scale."""
+    # Two trials whose medians happen to be equal (integer nanoseconds, a tight case) give
+    # a zero-wide CI that says nothing about the spread: CI saw a case stop at 2 trials
+    # under an impossible target. Three trials at least, and a zero-wide CI only counts
+    # when every sample is the same value.
+    if len(per_trial) < MIN_TRIALS_FOR_TARGET:
+        return math.inf
+    pooled = np.concatenate([np.asarray(p, dtype=float) for p in per_trial])
+    ci = stats.median_ci(per_trial, log=False if net else None)  # the report's CI
+    if ci.high == ci.low and pooled.min() != pooled.max():
+        return math.inf
+    center = float(np.median(pooled))
+    return (ci.high - ci.low) / 2 / abs(center) if center != 0 else math.inf
 
 
 def _trial_label(case: Case, round_no: int | None) -> str:
@@ -516,26 +535,11 @@ class _Measurement:
         return self._median_half_width(case) <= (self.settings.target_ci or 0.0)
 
     def _median_half_width(self, case: Case) -> float:
-        """The case's median CI half-width as a fraction of the median; inf when it cannot
-        count yet."""
-        metric = self.plan.benchmark.primary_metric.name
-        per_trial = [t.samples[metric] for t in self.record.trials
-                     if t.case == case and t.ok and t.samples.get(metric)]
-        # Two trials whose medians happen to be equal (integer nanoseconds, a tight case) give
-        # a zero-wide CI that says nothing about the spread: CI saw a case stop at 2 trials
-        # under an impossible target. Three trials at least, and a zero-wide CI only counts
-        # when every sample is the same value.
-        if len(per_trial) < MIN_TRIALS_FOR_TARGET:
-            return math.inf
-        pooled = np.concatenate([np.asarray(p, dtype=float) for p in per_trial])
-        # The report's CI of the median (a net difference's on the linear scale).
-        ci = stats.median_ci(per_trial, log=False if self.plan.benchmark.primary_metric.net
-                             else None)
-        low, high = ci.low, ci.high
-        if high == low and pooled.min() != pooled.max():
-            return math.inf
-        center = float(np.median(pooled))
-        return (high - low) / 2 / abs(center) if center != 0 else math.inf
+        """The case's median CI half-width as a fraction of the median (median_half_width)."""
+        metric = self.plan.benchmark.primary_metric
+        per_trial = [t.samples[metric.name] for t in self.record.trials
+                     if t.case == case and t.ok and t.samples.get(metric.name)]
+        return median_half_width(per_trial, net=metric.net)
 
     def _ratios_too_wide(self) -> set[Case]:
         """--target-ratio-ci: each variant case whose ratio to the baseline at the same

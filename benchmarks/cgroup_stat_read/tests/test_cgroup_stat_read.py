@@ -75,10 +75,8 @@ def programs() -> Path:
 @pytest.fixture(scope="module")
 def quick_run(programs: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     top = tmp_path_factory.mktemp("cgstat")
-    tmpdir = top / "tmp"
-    tmpdir.mkdir()
     run = live_runs.LiveRun(top / "run", [NAME, "--profile", "quick", "--seed", "1"],
-                            tmpdir=tmpdir).start()
+                            tmpdir=live_runs.private_tmp(top)).start()
     assert run.wait() == 0, run.transcript()
     return {"dir": run.out, "left": live_runs.leftovers(run),
             "data": json.loads((run.out / "results.json").read_text())}
@@ -305,10 +303,8 @@ def test_counted_samples_count_each_querys_calls(programs: Path, charged_cgroup:
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_run_leaves_nothing(programs: Path, tmp_path: Path, signum: int) -> None:
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
     run = live_runs.LiveRun(tmp_path / "run", [NAME, "--profile", "quick", "--trials", "50"],
-                            tmpdir=tmpdir).start()
+                            tmpdir=live_runs.private_tmp(tmp_path)).start()
     child = CONTROLLER[0] / f"bakeoff-{run.pid}-target"  # type: ignore[index]
     deadline = time.monotonic() + 120
     while (trials_on_disk(run.out) < 3 or not child.exists()) \

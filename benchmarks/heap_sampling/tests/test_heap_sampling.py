@@ -297,7 +297,7 @@ def test_nonsense_environment_falls_back_with_one_warning_each(room: Path,
 @pytest.mark.slow
 def test_bakeoff_sample_runs_a_program_and_prints_its_summary(room: Path,
                                                               tmp_path: Path) -> None:
-    saved, tmpdir = tmp_path / "summary.json", _private_tmp(tmp_path)
+    saved, tmpdir = tmp_path / "summary.json", live_runs.private_tmp(tmp_path)
     res = run_bakeoff("sample", "--scheme", "combined", "--mean", "4KiB", "--timing",
                       "--json", str(saved), "--", sys.executable, "-c",
                       "import sys; x = [bytes(i % 3000) for i in range(20000)]; "
@@ -354,15 +354,9 @@ def ours(tmpdir: Path) -> set[Path]:
     return set(tmpdir.glob("bakeoff-*-heap-*"))
 
 
-def _private_tmp(tmp_path: Path) -> Path:
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    return tmpdir
-
-
 @pytest.mark.slow
 def test_sigterm_mid_trial_removes_the_temp_dir(room: Path, tmp_path: Path) -> None:
-    tmpdir, tag = _private_tmp(tmp_path), secrets.token_hex(6)
+    tmpdir, tag = live_runs.private_tmp(tmp_path), secrets.token_hex(6)
     proc = subprocess.Popen([str(BENCH), "--variant", "poisson", "--param", "workload=mode4",
                              "--param", "scale=1", "--samples", "3"],
                             env={**os.environ, "TMPDIR": str(tmpdir), live_runs.MARKER: tag},
@@ -381,7 +375,7 @@ def test_sigterm_mid_trial_removes_the_temp_dir(room: Path, tmp_path: Path) -> N
 
 @pytest.mark.slow
 def test_sigint_mid_run_leaves_nothing(room: Path, tmp_path: Path) -> None:
-    tmpdir = _private_tmp(tmp_path)
+    tmpdir = live_runs.private_tmp(tmp_path)
     run = live_runs.LiveRun(tmp_path / "run", ["heap-sampling", "--variant", "poisson",
                                                "--param", "workload=mode4", "--param",
                                                "scale=1", "--trials", "3"],
@@ -403,7 +397,7 @@ def test_sigint_mid_run_leaves_nothing(room: Path, tmp_path: Path) -> None:
 def quick_run(room: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     top = tmp_path_factory.mktemp("heap")
     run = live_runs.LiveRun(top / "run", ["heap-sampling", "--profile", "quick", "--seed", "1"],
-                            tmpdir=_private_tmp(top)).start()
+                            tmpdir=live_runs.private_tmp(top)).start()
     assert run.wait() == 0, run.transcript()
     assert live_runs.leftovers(run) == []
     out = run.out

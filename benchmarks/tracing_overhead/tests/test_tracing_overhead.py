@@ -50,11 +50,10 @@ def quick_run(room: Path, lttng_ns: list[str],
               tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     # The harness's and every trial's temp dirs go to a directory of this run alone.
     top = tmp_path_factory.mktemp("tracing")
-    tmpdir = top / "tmp"
-    tmpdir.mkdir()
     run = live_runs.LiveRun(top / "run", ["tracing-overhead", "--profile", "quick",
                                           "--seed", "1"],
-                            tmpdir=tmpdir, wrap=lttng_ns, ns=lttng_ns).start()
+                            tmpdir=live_runs.private_tmp(top), wrap=lttng_ns,
+                            ns=lttng_ns).start()
     # Followed to learn the BPF programs and links its tracers hold (they live across
     # trials: a look each half second sees them), so that none is left afterwards.
     live_runs.follow([run], every=0.5)
