@@ -419,15 +419,20 @@ def _group_of(nodeid: str) -> str:
     return unit.split("::", 1)[0].rsplit("/", 1)[-1] if unit == nodeid else unit
 
 
+def _property(report: pytest.TestReport, key: str) -> float:
+    return sum(float(v) for k, v in report.user_properties if k == key)  # type: ignore[arg-type]
+
+
 class GroupTime:
     """A group's tests, the workers they ran on, their set-up, call and tear-down seconds
     (which include a set-up's live run and its wait for the suite lock), that wait alone,
-    and the wall-clock span from its first phase's start to its last's stop."""
+    the CPU seconds its phases used (the worker's and the programs it waited for), and the
+    wall-clock span from its first phase's start to its last's stop."""
 
     def __init__(self) -> None:
         self.tests: set[str] = set()
         self.workers: set[str] = set()
-        self.busy_s = self.lock_wait_s = 0.0
+        self.busy_s = self.lock_wait_s = self.cpu_s = 0.0
         self.start, self.stop = float("inf"), 0.0
         self.units: dict[str, float] = {}
 
@@ -435,8 +440,8 @@ class GroupTime:
         self.tests.add(report.nodeid)
         self.workers.add(worker)
         self.busy_s += report.duration
-        self.lock_wait_s += sum(float(v) for k, v in report.user_properties  # type: ignore[arg-type]
-                                if k == "lock_wait_s")
+        self.lock_wait_s += _property(report, "lock_wait_s")
+        self.cpu_s += _property(report, "cpu_s")
         self.start, self.stop = min(self.start, report.start), max(self.stop, report.stop)
         unit = unit_of(report.nodeid).split("@", 1)[0]
         self.units[unit] = self.units.get(unit, 0.0) + report.duration
@@ -451,15 +456,17 @@ def group_time_lines(groups: dict[str, GroupTime], shown: int = 15) -> list[str]
     t0 = min(g.start for g in groups.values())
     wall = max(g.stop for g in groups.values()) - t0
     ranked = sorted(groups.items(), key=lambda kv: -kv[1].busy_s)
-    lines = [f"{'group':44} {'tests':>5} {'busy s':>7} {'lock wait s':>11} "
+    lines = [f"{'group':44} {'tests':>5} {'busy s':>7} {'cpu s':>7} {'lock wait s':>11} "
              f"{'span s':>13}  workers"]
     for name, g in ranked[:shown]:
-        lines.append(f"{name[-44:]:44} {len(g.tests):5} {g.busy_s:7.1f} {g.lock_wait_s:11.1f} "
-                     f"{g.start - t0:6.0f}-{g.stop - t0:<6.0f}  {','.join(sorted(g.workers))}")
+        lines.append(f"{name[-44:]:44} {len(g.tests):5} {g.busy_s:7.1f} {g.cpu_s:7.1f} "
+                     f"{g.lock_wait_s:11.1f} {g.start - t0:6.0f}-{g.stop - t0:<6.0f}  "
+                     f"{','.join(sorted(g.workers))}")
     rest = ranked[shown:]
     if rest:
         lines.append(f"{len(rest)} more groups: {sum(len(g.tests) for _, g in rest)} tests, "
-                     f"{sum(g.busy_s for _, g in rest):.1f} s busy")
+                     f"{sum(g.busy_s for _, g in rest):.1f} s busy, "
+                     f"{sum(g.cpu_s for _, g in rest):.1f} s CPU")
     by_worker: dict[str, float] = {}
     for g in groups.values():
         for w in g.workers:  # a group on several workers (tests handed out alone): shared out
@@ -546,12 +553,29 @@ def slowest_first(config: pytest.Config, items: list[pytest.Item],
     items.sort(key=lambda x: (tier[unit(x)], -cost[unit(x)], first_seen[unit(x)]))
 
 
+def cpu_seconds() -> float:
+    """This process's CPU seconds and those of its children it (or they) waited for: the
+    programs a test runs. Daemons a test leaves to others to reap are not in it."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+_CPU_MARK = [cpu_seconds()]
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport() -> Iterator[None]:
-    """Each report carries the seconds its worker waited for the suite lock since the last."""
+    """Each report carries the seconds its worker waited for the suite lock since the last,
+    and the CPU seconds the worker and the programs it ran used since the last report (one
+    test phase at a time runs on a worker): the suite's CPU is what two cores share out, so
+    a group's CPU, not its wall time, says what cutting it would give back."""
     outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    now = cpu_seconds()
+    report.user_properties.append(("cpu_s", round(now - _CPU_MARK[0], 3)))
+    _CPU_MARK[0] = now
     if _LOCK_WAITS:
-        outcome.get_result().user_properties.append(("lock_wait_s", sum(_LOCK_WAITS)))  # type: ignore[attr-defined]
+        report.user_properties.append(("lock_wait_s", sum(_LOCK_WAITS)))
         _LOCK_WAITS.clear()
 
 
@@ -566,7 +590,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             report, node.gateway.id if node is not None else "main")
         _timeline({"worker": node.gateway.id if node is not None else "main",
                    "test": report.nodeid, "phase": report.when, "outcome": report.outcome,
-                   "start": report.start, "stop": report.stop})
+                   "start": report.start, "stop": report.stop, "cpu_s": _property(
+                       report, "cpu_s")})
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -3,6 +3,8 @@ summary printed at the end of `make test`."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from conftest import (
     TEST_SECONDS,
     UNIT_SECONDS_KEY,
     GroupTime,
+    cpu_seconds,
     group_time_lines,
     measured_test_seconds,
     slowest_first,
@@ -21,8 +24,8 @@ from conftest import (
 
 
 def _report(nodeid: str, when: str, start: float, seconds: float,
-            lock_wait_s: float = 0.0) -> pytest.TestReport:
-    props = [("lock_wait_s", lock_wait_s)] if lock_wait_s else []
+            lock_wait_s: float = 0.0, cpu_s: float = 0.0) -> pytest.TestReport:
+    props = [("cpu_s", cpu_s)] + ([("lock_wait_s", lock_wait_s)] if lock_wait_s else [])
     return pytest.TestReport(nodeid, ("x.py", 1, "t"), {}, "passed", None, when,
                              duration=seconds, start=start, stop=start + seconds,
                              user_properties=props)
@@ -37,27 +40,36 @@ def test_a_unit_is_the_group_after_the_at_or_the_test_alone() -> None:
 
 def test_the_summary_ranks_groups_and_counts_lock_waits_and_workers() -> None:
     slow, fast = GroupTime(), GroupTime()
-    slow.add(_report("t.py::a@g", "setup", 100.0, 30.0, lock_wait_s=12.5), "gw0")
-    slow.add(_report("t.py::a@g", "call", 130.0, 5.0), "gw0")
+    slow.add(_report("t.py::a@g", "setup", 100.0, 30.0, lock_wait_s=12.5, cpu_s=9.0), "gw0")
+    slow.add(_report("t.py::a@g", "call", 130.0, 5.0, cpu_s=4.5), "gw0")
     slow.add(_report("t.py::b@g", "call", 135.0, 5.0), "gw0")
-    fast.add(_report("u.py::c", "call", 101.0, 1.0), "gw1")
+    fast.add(_report("u.py::c", "call", 101.0, 1.0, cpu_s=0.5), "gw1")
     lines = group_time_lines({"fast.py": fast, "g": slow})
-    assert lines[1].split()[:4] == ["g", "2", "40.0", "12.5"], lines
+    assert lines[0].split()[:5] == ["group", "tests", "busy", "s", "cpu"], lines
+    assert lines[1].split()[:5] == ["g", "2", "40.0", "13.5", "12.5"], lines
     assert lines[1].endswith("gw0") and "0-40" in lines[1].replace(" ", ""), lines
-    assert lines[2].split()[:3] == ["fast.py", "1", "1.0"], lines
+    assert lines[2].split()[:4] == ["fast.py", "1", "1.0", "0.5"], lines
     assert lines[-1] == "wall 40 s; busy by worker: gw0 ~40 s, gw1 ~1 s", lines
     assert slow.units == {"g": 40.0}
+
+
+def test_a_phase_counts_the_cpu_of_the_programs_it_ran() -> None:
+    """What cpu_s adds up: a child's CPU is in it once the child was waited for."""
+    before = cpu_seconds()
+    subprocess.run([sys.executable, "-c", "import time\nend = time.process_time() + 0.3\n"
+                    "while time.process_time() < end: pass"], check=True)
+    assert cpu_seconds() - before >= 0.3
 
 
 def test_groups_beyond_those_shown_are_summed_in_one_line() -> None:
     groups = {}
     for i in range(5):
         g = GroupTime()
-        g.add(_report(f"m{i}.py::t", "call", float(i), float(i + 1)), "main")
+        g.add(_report(f"m{i}.py::t", "call", float(i), float(i + 1), cpu_s=0.5), "main")
         groups[f"m{i}.py"] = g
     lines = group_time_lines(groups, shown=2)
     assert [ln.split()[0] for ln in lines[1:3]] == ["m4.py", "m3.py"]
-    assert lines[3] == "3 more groups: 3 tests, 6.0 s busy", lines
+    assert lines[3] == "3 more groups: 3 tests, 6.0 s busy, 1.5 s CPU", lines
 
 
 class _Item:
