@@ -633,27 +633,41 @@ def test_equal_p_hash_samples_as_often_as_poisson(quick_run: dict[str, Any]) -> 
 def test_micro_splits_the_test_from_the_sample_work(room: Path, tmp_path: Path) -> None:
     """micro-4096 at m = 4 KiB: the plain hash never hashes (u >= m); Poisson's per-sample
     work (log, expm1, table) is many times its decrement; tagging makes the free path cheaper
-    than the table's lookup and delete."""
-    out = tmp_path / "micro"
-    res = run_bakeoff("run", "heap-sampling", "--param", "workload=micro-4096",
-                      "--param", "mean=4KiB", "--variant", "poisson", "--variant",
-                      "poisson-tagged", "--variant", "stateless-hash", "--variant",
-                      "hash-equal-p", "--trials", "2", "--samples", "3", "--out", str(out),
-                      "--quiet")
-    assert res.returncode == 0, res.stdout + res.stderr
-    data = json.loads((out / "results.json").read_text())
+    than the table's lookup and delete. Each figure is its least of 2 trials x 3 samples:
+    other work only adds ticks, and it added them unevenly (a suite beside this run read
+    Poisson's decrement at 41 ticks where it reads 12 idle, its sample work at 121 as
+    idle). One retake, said, when an ordering does not hold."""
+    def attempt(out: Path) -> list[str]:
+        res = run_bakeoff("run", "heap-sampling", "--param", "workload=micro-4096",
+                          "--param", "mean=4KiB", "--variant", "poisson", "--variant",
+                          "poisson-tagged", "--variant", "stateless-hash", "--variant",
+                          "hash-equal-p", "--trials", "2", "--samples", "3", "--out",
+                          str(out), "--quiet")
+        assert res.returncode == 0, res.stdout + res.stderr
+        data = json.loads((out / "results.json").read_text())
 
-    def med(variant: str, metric: str) -> float:
-        return statistics.median(_values(_trials(data, variant, "micro-4096"), metric))
+        def least(variant: str, metric: str) -> float:
+            return min(_values(_trials(data, variant, "micro-4096"), metric))
 
-    hashes = {v: {t["counters"]["hash_hashes"] for t in _trials(data, v, "micro-4096")}
-              for v in ("stateless-hash", "hash-equal-p")}
-    assert hashes == {"stateless-hash": {0}, "hash-equal-p": {1}}
-    assert med("poisson", "ticks_per_sample_work") > 3 * med("poisson", "ticks_per_test")
-    assert med("poisson", "ticks_per_sample_work") > 3 * med("stateless-hash",
-                                                             "ticks_per_sample_work")
-    assert med("poisson-tagged", "ticks_per_decision_free") < med("poisson",
-                                                                  "ticks_per_decision_free")
+        hashes = {v: {t["counters"]["hash_hashes"] for t in _trials(data, v, "micro-4096")}
+                  for v in ("stateless-hash", "hash-equal-p")}
+        assert hashes == {"stateless-hash": {0}, "hash-equal-p": {1}}  # counts, not times
+        work = least("poisson", "ticks_per_sample_work")
+        checks = {
+            "Poisson's sample work > 3x its test":
+                work > 3 * least("poisson", "ticks_per_test"),
+            "Poisson's sample work > 3x the hash's": work > 3 * least(
+                "stateless-hash", "ticks_per_sample_work"),
+            "tagged free < Poisson's free": least("poisson-tagged", "ticks_per_decision_free")
+                < least("poisson", "ticks_per_decision_free"),
+        }
+        return [name for name, held in checks.items() if not held]
+
+    missed = attempt(tmp_path / "micro")
+    if missed:
+        print(f"retaken: {missed} did not hold in the first run")
+        missed = attempt(tmp_path / "micro-again")
+    assert not missed, missed
 
 
 @pytest.mark.slow
