@@ -311,14 +311,15 @@ ROOM_RUNS = (
     # tracing-overhead's runs alternate with the check's processes (tracing_rows).
     RoomRun("tracing-overhead", None, tracing_rows),
     RoomRun("bpf-map-dump", ("--profile", "quick", "--param", "map=hash", "--variant",
-                             "batch-65536", "--variant", "bpf-iter"), dump_rows),
+                             "batch-65536", "--variant", "bpf-iter", "--trials", "10"),
+            dump_rows),
     # 10 trials a side, as the default profile's answer at 16 MiB takes up to 12: with the
     # quick profile's 5, the room's interval beside a hog spanned 51.6-123x in one run and the
     # ratio to the check ranged 0.91-1.23 over eight (docs/notes/indep-checks-20261130b-epyc.md).
     RoomRun("mremap-vs-memcpy", ("--profile", "quick", "--param", f"size={16 * MIB}",
                                  "--variant", "mremap", "--trials", "10"), mremap_rows),
     RoomRun("cgroup-stat-read", ("--profile", "quick", "--param", "fields=3", "--variant",
-                                 "reopen"), cgroup_rows),
+                                 "reopen", "--trials", "10"), cgroup_rows),
     # heap-sampling's headline is timed by heap_bench processes run alternately with the
     # check's (a bakeoff run would measure the same program minutes apart).
     RoomRun("heap-sampling", None, lambda _: heap_rows()),
