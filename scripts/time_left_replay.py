@@ -129,6 +129,8 @@ def told(estimate_cls: type[Any], log: Sequence[Sequence[Any]], cases: Sequence[
     takes_counted = "counted" in inspect.signature(estimate_cls).parameters
     done_args = len(inspect.signature(estimate_cls.done).parameters) - 2  # less self, case
     extra = [begin[6]] if len(begin) > 6 and takes_counted else []
+    if extra and len(begin) > 7 and "earlier_kept" in inspect.signature(estimate_cls).parameters:
+        extra.append({by_key[k]: n for k, n in begin[7]})
     est = estimate_cls({by_key[k]: n for k, n in begin[2]}, {by_key[k]: v for k, v in begin[3]},
                        begin[4], begin[5], *extra)
     measured: dict[str, int] = defaultdict(int)  # trials measured so far (retakes apart)

@@ -15,9 +15,11 @@ before a benchmark's first trial (its session's set-up) is counted apart, and ea
 not started is expected to need the mean of those seen. Under
 sequential allocation a case counts its min_trials; the trials the rule adds join the count
 round by round (RunProgress.grow, and RunProgress.replan with the allocation's plan), and a
-benchmark not yet started is expected to take its start's plan times what the ended ones
-took over theirs (Estimate.growth): a plan made before a benchmark runs cannot know its
-spread, and the rules add trials where the spread asks.
+case of a benchmark not yet started is expected to take as many trials as it kept in the
+newest earlier run of this profile that measured it, else its start's plan times what the
+ended benchmarks took over theirs (Estimate.growth): a plan made before a benchmark runs
+cannot know its spread, and the rules add trials where the spread asks. Earlier runs' trial
+times are taken at this run's speed against them (Estimate.earlier_speed).
 
 Two costs a trial's own time does not show are counted apart: the harness's decision after
 each round (once per round left), and what counted samples add to a case's first trials:
@@ -58,8 +60,24 @@ def earlier_seconds(results_root: Path, cases: Iterable[Case]) -> dict[Case, flo
     """Per case, the median wall time of its successful trials in the newest earlier run
     (of the newest EARLIER_RUNS under results_root) that measured it. Anything unreadable is
     passed over: this only informs an estimate."""
+    return {c: statistics.median(w) for c, (w, _) in _earlier(results_root, cases).items()}
+
+
+def earlier_trials(results_root: Path, cases: Iterable[Case], profile: str | None
+                   ) -> dict[Case, int]:
+    """Per case, the successful trials it kept in the newest earlier run that measured it,
+    where that run was of this profile: what the allocation gave the case there (a quick
+    run's few trials of a case the default profile shares say nothing of its count here)."""
+    return {c: len(w) for c, (w, p) in _earlier(results_root, cases).items()
+            if profile is not None and p == profile}
+
+
+def _earlier(results_root: Path, cases: Iterable[Case]
+             ) -> dict[Case, tuple[list[float], str | None]]:
+    """Per case, the wall times of its successful trials in the newest earlier run that
+    measured it, and that run's profile."""
     wanted = set(cases)
-    found: dict[Case, float] = {}
+    found: dict[Case, tuple[list[float], str | None]] = {}
     try:
         files = sorted(results_root.glob("*/results.json"), key=lambda p: p.stat().st_mtime,
                        reverse=True)[:EARLIER_RUNS]
@@ -67,15 +85,17 @@ def earlier_seconds(results_root: Path, cases: Iterable[Case]) -> dict[Case, flo
         return found
     for path in files:
         try:
-            trials = json.loads(path.read_text(encoding="utf-8")).get("trials", [])
+            record = json.loads(path.read_text(encoding="utf-8"))
             walls: dict[Case, list[float]] = defaultdict(list)
-            for t in trials:
+            for t in record.get("trials", []):
                 case = Case.from_json(t["case"])
                 if case in wanted and case not in found and t.get("status") == "ok":
                     walls[case].append(float(t["wall_s"]))
+            profile = record.get("profile")
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
-        found.update({c: statistics.median(w) for c, w in walls.items()})
+        found.update({c: (w, profile if isinstance(profile, str) else None)
+                      for c, w in walls.items()})
         if len(found) == len(wanted):
             break
     return found
@@ -104,7 +124,8 @@ class Estimate:
                  earlier: Mapping[Case, float] | None = None,
                  declared: Mapping[str, float] | None = None,
                  no_set_up: Iterable[str] = (),
-                 counted: Mapping[str, int | None] | None = None) -> None:
+                 counted: Mapping[str, int | None] | None = None,
+                 earlier_kept: Mapping[Case, int] | None = None) -> None:
         self.todo: dict[Case, int] = dict(todo)
         # What the estimate was told, in order, with the seconds since it began: kept in the
         # run's record (timings.estimate_log), so an estimate can be replayed on a real run's
@@ -114,7 +135,8 @@ class Estimate:
         self.log: list[list[Any]] = [["begin", 0.0, [[self._key(c), n] for c, n in todo.items()],
                                       [[self._key(c), v] for c, v in (earlier or {}).items()],
                                       dict(declared or {}), sorted(no_set_up),
-                                      dict(counted or {})]]
+                                      dict(counted or {}),
+                                      [[self._key(c), n] for c, n in (earlier_kept or {}).items()]]]
         self.took: dict[Case, list[float]] = defaultdict(list)
         self.took_counted: dict[Case, list[float]] = defaultdict(list)
         # Per benchmark, how many of a case's first trials take counted samples
@@ -132,6 +154,13 @@ class Estimate:
         self.counted_tails: dict[Case, list[float | None]] = defaultdict(list)
         self.plain_tails: dict[str, list[float]] = defaultdict(list)
         self.earlier: dict[Case, float] = dict(earlier or {})
+        # Per case, the trials it kept in the newest earlier run of this profile
+        # (earlier_trials): what a case of a benchmark not yet started is expected to take.
+        # A benchmark's cases grow unalike (the cheap ones an answer reads to their cap, the
+        # dear ones no answer reads never), so its start's plan times the growth, with each
+        # case priced at its earlier time, said 40-50% too much a quarter into `make bench`
+        # runs that had earlier runs (docs/RELIABILITY.md, "The time left from earlier runs").
+        self.earlier_kept: dict[Case, int] = dict(earlier_kept or {})
         self.declared: dict[str, float] = {b: s for b, s in (declared or {}).items() if s > 0}
         # Per benchmark started, what passed before its first trial began (its session's
         # set-up: a daemon, maps filled): kept apart so the first trial's time, and the speed
@@ -245,13 +274,26 @@ class Estimate:
         return max(1.0, sum(self.kept[b] for b in ended) / planned) if planned else 1.0
 
     def _trials_left(self) -> dict[Case, float]:
-        """Per case, the trials still to come: the plan (todo), and for a benchmark not yet
-        started, its start's plan times growth(). The one running has its own plan from
-        its own spread: floored by the growth too, it said a third too much three quarters
-        into a `make bench` beside CPU hogs (docs/RELIABILITY.md)."""
+        """Per case, the trials still to come: the plan (todo), and for a case of a benchmark
+        not yet started, what it kept in the newest earlier run of this profile (never below
+        its plan), else its start's plan times growth(). The one running has its own plan
+        from its own spread: floored by the growth too, it said a third too much three
+        quarters into a `make bench` beside CPU hogs (docs/RELIABILITY.md)."""
         grow = self.growth()
-        return {c: n * (grow if c.benchmark not in self.set_ups else 1.0)
+        return {c: n if c.benchmark in self.set_ups
+                else max(n, self.earlier_kept[c]) if c in self.earlier_kept else n * grow
                 for c, n in self.todo.items() if n > 0}
+
+    def earlier_speed(self) -> float:
+        """This run's trial seconds over the earlier runs' on the cases both timed (1 before
+        any): an earlier run made at another load, or another hour of a shared VM, priced
+        every case of this one as fast or as slow as it was (a run beside CPU hogs with an
+        idle run's times said 28% short a quarter in)."""
+        both = {c: t for c, t in self.took.items() if t and c in self.earlier}
+        if not both:
+            return 1.0
+        return (sum(sum(t) for t in both.values())
+                / sum(self.earlier[c] * len(t) for c, t in both.items()))
 
     def counted_left(self, case: Case) -> int:
         """How many of the case's trials still to come take counted samples."""
@@ -380,6 +422,7 @@ class Estimate:
             by_bench[case.benchmark] += times
         run_median = statistics.median(everything or list(self.earlier.values()))
         speed = self.speed(by_bench)
+        earlier_speed = self.earlier_speed()
         plain_of = self._plain_costs()
         counting = self.counting_added(plain_of)
         costs = self._with_counted(plain_of, counting)
@@ -395,7 +438,7 @@ class Estimate:
                 total += (n - counted_n) * plain + counted_n * counted
                 continue
             if case in self.earlier:
-                per = self.earlier[case]
+                per = self.earlier[case] * earlier_speed
             elif bench_typical.get(case.benchmark):
                 # The mean of its timed cases, not their median: the cases not yet timed are
                 # as likely its slow ones as its fast ones, and the sum is what is estimated.
@@ -422,9 +465,11 @@ def replay(log: Sequence[Sequence[Any]], cases: Sequence[Mapping[str, Any]]
     the run's progress said them (no --time-budget: the budget's clock is not in the log)."""
     by_key = [Case.from_json(c) for c in cases]
     begin = log[0]
+    # Older logs: no counted trials (begin[6]), no earlier runs' trial counts (begin[7]).
     estimate = Estimate({by_key[k]: n for k, n in begin[2]},
                         {by_key[k]: v for k, v in begin[3]}, begin[4], begin[5],
-                        begin[6] if len(begin) > 6 else None)  # older logs: no counted trials
+                        begin[6] if len(begin) > 6 else None,
+                        {by_key[k]: n for k, n in begin[7]} if len(begin) > 7 else None)
     said: list[tuple[float, float | None]] = []
     for what, at, *args in log[1:]:
         if what == "done":
@@ -461,11 +506,12 @@ class RunProgress:
                  earlier: Mapping[Case, float] | None = None,
                  declared: Mapping[str, float] | None = None,
                  no_set_up: Iterable[str] = (),
-                 counted: Mapping[str, int | None] | None = None) -> None:
+                 counted: Mapping[str, int | None] | None = None,
+                 earlier_kept: Mapping[Case, int] | None = None) -> None:
         self.quiet = quiet
         self.console = console
         self.fancy = console.is_terminal and not quiet
-        self.estimate = Estimate(todo, earlier, declared, no_set_up, counted)
+        self.estimate = Estimate(todo, earlier, declared, no_set_up, counted, earlier_kept)
         self.total = sum(todo.values())
         self.done = 0
         self.benchmarks = list(dict.fromkeys(c.benchmark for c in todo))

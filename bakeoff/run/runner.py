@@ -45,7 +45,7 @@ from bakeoff.machine import host as hostmod
 from bakeoff.plan.cases import BenchmarkPlan
 from bakeoff.run import allocation, cleanup, contention, interrupts, timings
 from bakeoff.run import target as precision_target
-from bakeoff.run.progress import RunProgress, earlier_seconds
+from bakeoff.run.progress import RunProgress, earlier_seconds, earlier_trials
 from bakeoff.run.protocol import ProgramOutput, plan_trial
 from bakeoff.run.trial_process import ActiveChild, ProcessResult, run_program
 from bakeoff.stats import estimates as stats
@@ -187,6 +187,8 @@ def measure(
             todo.update({c: n + p.profile.warmup_trials for c, n in left.items()})
     earlier = earlier_seconds(earlier_runs, todo) if earlier_runs is not None and not quiet \
         else {}
+    earlier_kept = earlier_trials(earlier_runs, todo, run.profile) \
+        if earlier_runs is not None and not quiet else {}
     declared = {p.benchmark.name: p.profile.trial_s for p in plans if p.profile.trial_s}
     # Per benchmark, how many of a case's first trials take counted samples (None: all).
     counted = {p.benchmark.name: 0 if p.profile.counted_samples == 0
@@ -199,7 +201,7 @@ def measure(
     stats.t_quantile(2.0)
     progress = RunProgress(todo, quiet, console, earlier, declared,
                            no_set_up=[p.benchmark.name for p in plans if p.benchmark.session is None],
-                           counted=counted)
+                           counted=counted, earlier_kept=earlier_kept)
     # As many CPUs as the most demanding benchmark's trials need (Benchmark.cpus).
     with cpus.held(run.settings.pin,
                    max((p.benchmark.cpus for p in plans), default=1)) as cpu:
