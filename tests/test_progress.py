@@ -102,12 +102,13 @@ def test_a_sessions_set_up_is_counted_apart_from_its_first_trial() -> None:
 
 
 def _results(path: Path, walls: dict[Case, list[float]], mtime: float,
-             profile: str = "default") -> None:
+             profile: str = "default", status: str = "complete") -> None:
     path.mkdir(parents=True)
     trials = [{"case": c.to_json(), "status": "ok", "wall_s": w}
               for c, ws in walls.items() for w in ws]
     trials.append({"case": FAST.to_json(), "status": "failed", "wall_s": 99.0})
-    (path / "results.json").write_text(json.dumps({"profile": profile, "trials": trials}))
+    (path / "results.json").write_text(json.dumps({"profile": profile, "status": status,
+                                                   "trials": trials}))
     os.utime(path / "results.json", (mtime, mtime))
 
 
@@ -136,10 +137,14 @@ def test_a_case_not_started_takes_the_trials_it_kept_in_an_earlier_run_of_its_pr
     """What a case of a benchmark not yet started is expected to take: the trials it kept in
     the newest earlier run of this profile that measured it (failed trials aside), never below
     its plan; a case no such run measured, its plan times the growth. A run of another
-    profile gives its times, not its counts."""
+    profile, or one stopped part-way, gives its times, not its counts."""
     third = Case("c", "x", (("n", 1),))
     _results(tmp_path / "default", {OTHER: [1.0] * 12, third: [1.0] * 2}, mtime=1000)
     _results(tmp_path / "quick", {FAST: [1.0] * 3}, mtime=2000, profile="quick")
+    # The newest: a run stopped part-way (or this one's own record, resumed): its times
+    # count, its counts do not.
+    _results(tmp_path / "stopped", {OTHER: [1.0] * 4}, mtime=3000, status="interrupted")
+    assert earlier_seconds(tmp_path, [OTHER]) == {OTHER: 1.0}
     kept = earlier_trials(tmp_path, [FAST, OTHER, third], "default")
     assert kept == {OTHER: 12, third: 2}
     assert earlier_trials(tmp_path, [FAST], "quick") == {FAST: 3}

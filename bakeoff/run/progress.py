@@ -60,24 +60,28 @@ def earlier_seconds(results_root: Path, cases: Iterable[Case]) -> dict[Case, flo
     """Per case, the median wall time of its successful trials in the newest earlier run
     (of the newest EARLIER_RUNS under results_root) that measured it. Anything unreadable is
     passed over: this only informs an estimate."""
-    return {c: statistics.median(w) for c, (w, _) in _earlier(results_root, cases).items()}
+    return {c: statistics.median(w) for c, w in _earlier(results_root, cases).items()}
 
 
 def earlier_trials(results_root: Path, cases: Iterable[Case], profile: str | None
                    ) -> dict[Case, int]:
-    """Per case, the successful trials it kept in the newest earlier run that measured it,
-    where that run was of this profile: what the allocation gave the case there (a quick
-    run's few trials of a case the default profile shares say nothing of its count here)."""
-    return {c: len(w) for c, (w, p) in _earlier(results_root, cases).items()
-            if profile is not None and p == profile}
+    """Per case, the successful trials it kept in the newest complete earlier run of this
+    profile that measured it: what the allocation gave the case there (a quick run's few
+    trials of a case the default profile shares say nothing of its count here, nor does a
+    run stopped part-way, this one's own record before a resume among them)."""
+    if profile is None:
+        return {}
+    return {c: len(w) for c, w in _earlier(
+        results_root, cases,
+        lambda r: r.get("profile") == profile and r.get("status") == "complete").items()}
 
 
-def _earlier(results_root: Path, cases: Iterable[Case]
-             ) -> dict[Case, tuple[list[float], str | None]]:
+def _earlier(results_root: Path, cases: Iterable[Case],
+             of: Callable[[dict[str, Any]], bool] = lambda _: True) -> dict[Case, list[float]]:
     """Per case, the wall times of its successful trials in the newest earlier run that
-    measured it, and that run's profile."""
+    measured it, of the runs whose record `of` takes."""
     wanted = set(cases)
-    found: dict[Case, tuple[list[float], str | None]] = {}
+    found: dict[Case, list[float]] = {}
     try:
         files = sorted(results_root.glob("*/results.json"), key=lambda p: p.stat().st_mtime,
                        reverse=True)[:EARLIER_RUNS]
@@ -86,16 +90,16 @@ def _earlier(results_root: Path, cases: Iterable[Case]
     for path in files:
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
+            if not of(record):
+                continue
             walls: dict[Case, list[float]] = defaultdict(list)
             for t in record.get("trials", []):
                 case = Case.from_json(t["case"])
                 if case in wanted and case not in found and t.get("status") == "ok":
                     walls[case].append(float(t["wall_s"]))
-            profile = record.get("profile")
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
-        found.update({c: (w, profile if isinstance(profile, str) else None)
-                      for c, w in walls.items()})
+        found.update(walls)
         if len(found) == len(wanted):
             break
     return found

@@ -187,7 +187,9 @@ def measure(
             todo.update({c: n + p.profile.warmup_trials for c, n in left.items()})
     earlier = earlier_seconds(earlier_runs, todo) if earlier_runs is not None and not quiet \
         else {}
-    earlier_kept = earlier_trials(earlier_runs, todo, run.profile) \
+    # What an earlier run kept in all, less what this one (resumed) already has.
+    earlier_kept = {c: n - done.get(c, 0) for c, n in earlier_trials(
+        earlier_runs, todo, run.profile).items() if n > done.get(c, 0)} \
         if earlier_runs is not None and not quiet else {}
     declared = {p.benchmark.name: p.profile.trial_s for p in plans if p.profile.trial_s}
     # Per benchmark, how many of a case's first trials take counted samples (None: all).
