@@ -53,6 +53,7 @@ def test_the_summary_ranks_groups_and_counts_lock_waits_and_workers() -> None:
     assert slow.units == {"g": 40.0}
 
 
+@pytest.mark.slow(live=False)
 def test_a_phase_counts_the_cpu_of_the_programs_it_ran() -> None:
     """What cpu_s adds up: a child's CPU is in it once the child was waited for."""
     before = cpu_seconds()
