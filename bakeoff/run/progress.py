@@ -60,7 +60,7 @@ def earlier_seconds(results_root: Path, cases: Iterable[Case]) -> dict[Case, flo
     """Per case, the median wall time of its successful trials in the newest earlier run
     (of the newest EARLIER_RUNS under results_root) that measured it. Anything unreadable is
     passed over: this only informs an estimate."""
-    return {c: statistics.median(w) for c, w in _earlier(results_root, cases).items()}
+    return earlier_times_and_trials(results_root, cases, None)[0]
 
 
 def earlier_trials(results_root: Path, cases: Iterable[Case], profile: str | None
@@ -69,40 +69,40 @@ def earlier_trials(results_root: Path, cases: Iterable[Case], profile: str | Non
     profile that measured it: what the allocation gave the case there (a quick run's few
     trials of a case the default profile shares say nothing of its count here, nor does a
     run stopped part-way, this one's own record before a resume among them)."""
-    if profile is None:
-        return {}
-    return {c: len(w) for c, w in _earlier(
-        results_root, cases,
-        lambda r: r.get("profile") == profile and r.get("status") == "complete").items()}
+    return earlier_times_and_trials(results_root, cases, profile)[1]
 
 
-def _earlier(results_root: Path, cases: Iterable[Case],
-             of: Callable[[dict[str, Any]], bool] = lambda _: True) -> dict[Case, list[float]]:
-    """Per case, the wall times of its successful trials in the newest earlier run that
-    measured it, of the runs whose record `of` takes."""
+def earlier_times_and_trials(results_root: Path, cases: Iterable[Case], profile: str | None
+                             ) -> tuple[dict[Case, float], dict[Case, int]]:
+    """earlier_seconds and earlier_trials, from one reading of the earlier runs' records
+    (each a few MiB for a default run)."""
     wanted = set(cases)
-    found: dict[Case, list[float]] = {}
+    seconds: dict[Case, float] = {}
+    kept: dict[Case, int] = {}
     try:
         files = sorted(results_root.glob("*/results.json"), key=lambda p: p.stat().st_mtime,
                        reverse=True)[:EARLIER_RUNS]
     except OSError:
-        return found
+        return seconds, kept
     for path in files:
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
-            if not of(record):
-                continue
+            counts = profile is not None and record.get("profile") == profile \
+                and record.get("status") == "complete"
             walls: dict[Case, list[float]] = defaultdict(list)
             for t in record.get("trials", []):
                 case = Case.from_json(t["case"])
-                if case in wanted and case not in found and t.get("status") == "ok":
+                if case in wanted and t.get("status") == "ok" and (
+                        case not in seconds or (counts and case not in kept)):
                     walls[case].append(float(t["wall_s"]))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
-        found.update(walls)
-        if len(found) == len(wanted):
+        seconds.update({c: statistics.median(w) for c, w in walls.items() if c not in seconds})
+        if counts:
+            kept.update({c: len(w) for c, w in walls.items() if c not in kept})
+        if len(seconds) == len(wanted) and (profile is None or len(kept) == len(wanted)):
             break
-    return found
+    return seconds, kept
 
 
 def fmt_duration(seconds: float) -> str:

@@ -45,7 +45,7 @@ from bakeoff.machine import host as hostmod
 from bakeoff.plan.cases import BenchmarkPlan
 from bakeoff.run import allocation, cleanup, contention, interrupts, timings
 from bakeoff.run import target as precision_target
-from bakeoff.run.progress import RunProgress, earlier_seconds, earlier_trials
+from bakeoff.run.progress import RunProgress, earlier_times_and_trials
 from bakeoff.run.protocol import ProgramOutput, plan_trial
 from bakeoff.run.trial_process import ActiveChild, ProcessResult, run_program
 from bakeoff.stats import estimates as stats
@@ -185,12 +185,10 @@ def measure(
                            else planned) - done.get(c, 0)) for c in p.cases}
         if sum(left.values()):  # warm-ups only where trials are left: see _Measurement.run
             todo.update({c: n + p.profile.warmup_trials for c, n in left.items()})
-    earlier = earlier_seconds(earlier_runs, todo) if earlier_runs is not None and not quiet \
-        else {}
+    earlier, kept = earlier_times_and_trials(earlier_runs, todo, run.profile) \
+        if earlier_runs is not None and not quiet else ({}, {})
     # What an earlier run kept in all, less what this one (resumed) already has.
-    earlier_kept = {c: n - done.get(c, 0) for c, n in earlier_trials(
-        earlier_runs, todo, run.profile).items() if n > done.get(c, 0)} \
-        if earlier_runs is not None and not quiet else {}
+    earlier_kept = {c: n - done.get(c, 0) for c, n in kept.items() if n > done.get(c, 0)}
     declared = {p.benchmark.name: p.profile.trial_s for p in plans if p.profile.trial_s}
     # Per benchmark, how many of a case's first trials take counted samples (None: all).
     counted = {p.benchmark.name: 0 if p.profile.counted_samples == 0
