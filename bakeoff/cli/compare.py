@@ -139,6 +139,7 @@ def _rerun(old: RunRecord, new: RunRecord, threshold: float, out: Path | None,
            primary: str | None = None) -> tuple[RunRecord, RunRecord]:
     """`compare --rerun`: one `cmd` run of both runs' commands, split back into the sides.
     primary: the metric the comparison decides on, which the rerun's target is set for."""
+    from bakeoff.analysis.within_run import MIN_TRIALS_FOR_VERDICT
     from bakeoff.app import runs
     from bakeoff.cmd import definition as adhoc
     from bakeoff.cmd import rerun
@@ -154,7 +155,8 @@ def _rerun(old: RunRecord, new: RunRecord, threshold: float, out: Path | None,
         err_console.print(f"--rerun runs {c.name!r}: {c.command}", highlight=False,
                           soft_wrap=True)
     cleanup.mark_run()
-    trials = max(int(str(p.get("trials", 10))), rerun.MIN_TRIALS)
+    floor = MIN_TRIALS_FOR_VERDICT if primary == "instructions" else rerun.MIN_TRIALS
+    trials = max(int(str(p.get("trials", 10))), floor)
     bench = adhoc.benchmark(defn, trials, int(str(p.get("samples", 10))),
                             int(str(p.get("warmup_samples", 1))),
                             int(str(p.get("warmup_trials", 1))),
