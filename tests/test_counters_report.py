@@ -312,10 +312,18 @@ def _why_with(done: Done, why_counters: tuple[str, ...]) -> str:
 
 
 def test_the_why_finding_leads_with_the_counter_furthest_from_the_baseline(
-        counted: Done) -> None:
+        counted: Done, built: Path, tmp_path: Path) -> None:
     # Declared first, task-clock differs by a finite factor (fault's page faults take longer
     # than a getppid call); page faults differ without bound (1 against 0): they lead.
+    # The why explains the winner the timings name; the wall times of 3 trials a variant can
+    # come out the other way round under load (a fresh-clone suite's run named fault the
+    # winner once, and its why rightly quoted getppid's calls, not fault's faults): then one
+    # retake, said.
+    if _case(counted, "fault").summary.median <= _case(counted, "getppid").summary.median:
+        print("the timings named fault faster than getppid (load): retaken")
+        counted = _run(built, tmp_path, COUNTED)
     text = _why_with(counted, ("task_clock_ns", "context_switches", FAULTS))
+    assert counter_words(FAULTS) in text, text
     assert text.index(counter_words(FAULTS)) < text.index(counter_words("task_clock_ns"))
     fault, getppid = _case(counted, "fault"), _case(counted, "getppid")
     assert fault.per_op["task_clock_ns"].median > getppid.per_op["task_clock_ns"].median

@@ -274,26 +274,28 @@ def test_first_dump_and_check_are_recorded(quick_run: tuple[Path, dict[str, Any]
 
 @pytest.mark.parametrize("variant", ["batch-65536", "bpf-iter"])
 def test_independent_check_agrees_with_the_headline(
-        quick_run: tuple[Path, dict[str, Any], set[int]], variant: str) -> None:
+        quick_run: tuple[Path, dict[str, Any], set[int]], variant: str, tmp_path: Path) -> None:
     """The room's headline ratio (how many times faster than iterate, hash map) against
     indep_dump's, a program that shares no code with the readers (METHOD.md, "The
     independent check"): within +-15%, or the two 95% CIs overlap (both measured on a
     machine that may be busy; the CIs carry that). indep_dump's CI is bakeoff's paired one
     over its rounds (each round dumps every way)."""
-    from bakeoff.analysis.within_run import analyze
-    from bakeoff.store import results as store
-
     out, _, _ = quick_run
-    (bench,) = analyze(store.load(out)).benchmarks
-    (row,) = [r for r in bench.results if r.metric == "ns_per_entry"
-              and r.case.variant == variant and r.case.param("map") == "hash"]
-    ratio = row.vs_baseline
-    assert ratio is not None
-    room = (1 / ratio.ratio, 1 / ratio.ci_high, 1 / ratio.ci_low)
+    room = _room_speedup(out, variant)
 
     # One retake: the check's 15 rounds take seconds, and a burst of load in them can move
     # its interval off the room's, whose trials, spread over minutes, average such bursts.
-    for attempt in range(2):
+    # Then, still apart, one retake of the room's two cases: a fresh-clone suite's quick run
+    # read bpf-iter 5.4x (95% CI 2.9-9.8x) against the check's 13.6-15.2x, both retakes of
+    # the check alike: its interval four times its usual width, its trials disturbed.
+    for attempt in range(3):
+        if attempt == 2:
+            again = tmp_path / "room-again"
+            res = run_bakeoff("run", "bpf-map-dump", "--variant", variant, "--param",
+                              "map=hash", "--param", f"entries={QUICK_ENTRIES}", "--trials",
+                              str(QUICK_RUN_TRIALS), "--out", str(again), "--seed", "2")
+            assert res.returncode == 0, res.stdout + res.stderr
+            room = _room_speedup(again, variant)
         res = subprocess.run([str(ROOM / "indep_dump"), str(QUICK_ENTRIES), "15"],
                              capture_output=True, text=True, timeout=300, check=False)
         assert res.returncode == 0, res.stderr
@@ -303,6 +305,20 @@ def test_independent_check_agrees_with_the_headline(
             break
         print(f"attempt {attempt + 1}: room {room}, independent {indep}: retaken")
     assert agree(room, indep), (variant, "room", room, "independent", indep)
+
+
+def _room_speedup(out: Path, variant: str) -> tuple[float, float, float]:
+    """The room's headline in the run at out: how many times faster than iterate the
+    variant dumps the hash map, with its 95% CI."""
+    from bakeoff.analysis.within_run import analyze
+    from bakeoff.store import results as store
+
+    (bench,) = analyze(store.load(out)).benchmarks
+    (row,) = [r for r in bench.results if r.metric == "ns_per_entry"
+              and r.case.variant == variant and r.case.param("map") == "hash"]
+    ratio = row.vs_baseline
+    assert ratio is not None
+    return (1 / ratio.ratio, 1 / ratio.ci_high, 1 / ratio.ci_low)
 
 
 def test_fill_is_timed_both_ways(quick_run: tuple[Path, dict[str, Any], set[int]]) -> None:
