@@ -315,10 +315,11 @@ def test_the_why_finding_leads_with_the_counter_furthest_from_the_baseline(
         counted: Done, built: Path, tmp_path: Path) -> None:
     # Declared first, task-clock differs by a finite factor (fault's page faults take longer
     # than a getppid call); page faults differ without bound (1 against 0): they lead.
-    # The why explains the winner the timings name; the wall times of 3 trials a variant can
-    # come out the other way round under load (a fresh-clone suite's run named fault the
-    # winner once, and its why rightly quoted getppid's calls, not fault's faults): then one
-    # retake, said.
+    # The why explains the winner the timings name, and the wall times of 3 trials a variant
+    # can come out the other way round under load (fault named the faster: its why then
+    # rightly quotes getppid's calls, not fault's faults). A fresh-clone suite's why once
+    # left fault's faults out (its text unprinted then; the assertion prints it now), and a
+    # winner named the other way is the one path in the code that does so: one retake, said.
     if _case(counted, "fault").summary.median <= _case(counted, "getppid").summary.median:
         print("the timings named fault faster than getppid (load): retaken")
         counted = _run(built, tmp_path, COUNTED)
