@@ -594,6 +594,27 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
                        report, "cpu_s")})
 
 
+# A fixed piece of pure-Python work, timed by the controller before the first test and after
+# the last: how fast this machine ran for the suite. A VM's speed moves within an hour (one
+# commit's suite took 879 s of pytest and then 1,117 s 25 minutes later, docs/RELIABILITY.md),
+# so two suites' times compare only beside these figures.
+SPEED_LOOP = 3_000_000
+_SPEED_S: list[float] = []
+
+
+def speed_loop_seconds() -> float:
+    start = time.perf_counter()
+    total = 0
+    for i in range(SPEED_LOOP):
+        total += i
+    return time.perf_counter() - start
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        _SPEED_S.append(speed_loop_seconds())
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if _SUMMARIES:
         terminalreporter.section("what the fault-injection tests counted")
@@ -604,6 +625,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         for line in group_time_lines(_GROUP_TIMES):
             terminalreporter.write_line(line)
         _remember_unit_seconds(terminalreporter.config)
+        if _SPEED_S:
+            terminalreporter.write_line(
+                f"machine speed: {SPEED_LOOP:,} Python additions took {_SPEED_S[0]:.3f} s "
+                f"before the first test and {speed_loop_seconds():.3f} s after the last")
 
 
 def machine_wide_test(item: pytest.Item) -> bool:

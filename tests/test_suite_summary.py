@@ -19,6 +19,7 @@ from conftest import (
     group_time_lines,
     measured_test_seconds,
     slowest_first,
+    speed_loop_seconds,
     unit_of,
 )
 
@@ -60,6 +61,17 @@ def test_a_phase_counts_the_cpu_of_the_programs_it_ran() -> None:
     subprocess.run([sys.executable, "-c", "import time\nend = time.process_time() + 0.3\n"
                     "while time.process_time() < end: pass"], check=True)
     assert cpu_seconds() - before >= 0.3
+
+
+def test_the_speed_line_times_a_fixed_piece_of_cpu_work() -> None:
+    """The machine-speed figure is wall time around work on the CPU: never less than the
+    CPU time the work took (a busy machine only adds waits), and not nothing."""
+    import time
+
+    cpu = time.process_time()
+    wall = speed_loop_seconds()
+    used = time.process_time() - cpu
+    assert used > 0.01 and wall >= used * 0.95, (wall, used)
 
 
 def test_groups_beyond_those_shown_are_summed_in_one_line() -> None:
