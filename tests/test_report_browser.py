@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-import statistics
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -92,20 +90,16 @@ _FIRST_SCREEN = """(async () => {
 def test_first_screen_shows_the_findings_and_a_chart(all_rooms_quick_run: Path,
                                                      tmp_path: Path) -> None:
     """At 1400x900 the report of every benchmark opens on its findings and a drawn chart.
-    Loaded three times; the load times and the page's size are printed, and the first
-    screen is kept as a PNG for a person to look at."""
+    The load's times and the page's size are printed, and the first screen is kept as a
+    PNG for a person to look at. Loaded once: three loads (the median of their times
+    printed, which no document quotes) took 94 s of a worker in a fresh-clone suite, 3 CPU-s
+    of it the test's own, for the same assertions on the last."""
     _chromium()
     report = all_rooms_quick_run / "report.html"
     browser = Browser(tmp_path / "profile")
-    loads: list[dict[str, float]] = []
     try:
-        for _ in range(3):
-            started = time.monotonic()
-            events = browser.open(report.as_uri(), size=(1400, 900))
-            opened_s = time.monotonic() - started
-            facts = browser.eval(_FIRST_SCREEN)
-            loads.append({"load_ms": facts["load_ms"], "all_drawn_ms": facts["all_drawn_ms"],
-                          "opened_s": opened_s})
+        events = browser.open(report.as_uri(), size=(1400, 900))
+        facts = browser.eval(_FIRST_SCREEN)
         shot = tmp_path / "first-screen.png"
         browser.screenshot(shot)
     finally:
@@ -121,10 +115,7 @@ def test_first_screen_shows_the_findings_and_a_chart(all_rooms_quick_run: Path,
     assert facts["open_charts"] == len(rooms) and facts["drawn"] == facts["charts"]
     assert facts["plotly_scripts"] == 1
     size_mb = report.stat().st_size / 1e6
-    load = [x["load_ms"] for x in loads]
-    drawn = [x["all_drawn_ms"] for x in loads]
-    print(f"report.html {size_mb:.2f} MB, {facts['charts']} charts; headless Chromium, n = 3: "
-          f"load event at {statistics.median(load):.0f} ms (median; {min(load):.0f}–"
-          f"{max(load):.0f}), every chart drawn at {statistics.median(drawn):.0f} ms "
-          f"({min(drawn):.0f}–{max(drawn):.0f}); screenshot: {shot}")
+    print(f"report.html {size_mb:.2f} MB, {facts['charts']} charts; headless Chromium, one "
+          f"load: load event at {facts['load_ms']:.0f} ms, every chart drawn at "
+          f"{facts['all_drawn_ms']:.0f} ms; screenshot: {shot}")
     assert shot.stat().st_size > 50_000
