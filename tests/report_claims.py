@@ -279,7 +279,9 @@ def _pair_twice(section: str) -> list[str]:
         lead = " ".join(re.findall(r"\bwith ((?:[\w-]+=[^,:;()]+(?:, )?)+)", line))
         where = lead
         for clause in line.split("; "):
-            at = re.findall(r"\b[Aa]t ((?:[\w-]+=[^,:;()]+(?:, )?)+|[^,:;()]+)", clause)
+            # "at least 10% of their wall time" (a contended note) is not a point.
+            at = re.findall(r"\b[Aa]t (?!least\b|most\b)((?:[\w-]+=[^,:;()]+(?:, )?)+|[^,:;()]+)",
+                            clause)
             where = f"{lead} {at[-1].strip()}".strip() if at else where
             for m in _PAIR_SAID.finditer(clause):
                 said.setdefault((metric, where, m["pair"]), set()).add(m["fig"].strip(", "))

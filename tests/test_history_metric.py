@@ -8,7 +8,10 @@ that lists it; a run without the count takes the count away from both.
 The assertions hold at any load: the instruction count of an awk loop is the same in every
 execution (so +10% iterations is a step of +9.9% in every run, found once three runs stand on
 each side), and the A/A series "same" is what a false change point would have to come from
-(none in 1000 runs of any metric beside two CPU hogs, docs/STATISTICS.md)."""
+(none in 1000 runs of any metric beside two CPU hogs at busy-verdicts' design of 4 trials a
+run, docs/STATISTICS.md). On wall time these runs of 2 trials each are no such design: a
+fresh-clone suite beside two hogs found a change in "same" once, so the wall-time hint is
+held to its rule (given where no change was found) series by series."""
 
 from __future__ import annotations
 
@@ -119,13 +122,26 @@ def test_a_run_without_the_count_leaves_wall_time_deciding(histories: tuple[str,
     _, mixed = histories
     series = _series(mixed)
     assert set(series) == {"cmd/base wall_time", "cmd/same wall_time", "cmd/work wall_time"}
-    same = " ".join(series["cmd/same wall_time"])
-    assert "decided on instructions" not in same
-    # Every run recorded cpu_time (cmd always does); not every run counted instructions.
-    assert ("decided on wall_time, which waiting for a CPU lengthens; every run also "
-            "recorded cpu_time, which a busy machine moves less") in same
-    assert "recorded instructions" not in same
-    assert "--metric cpu_time --benchmark cmd` lists it" in same
+    hint = ("decided on wall_time, which waiting for a CPU lengthens; every run also recorded "
+            "cpu_time, which a busy machine moves less")
+    # The hint goes with a series that found no change. Beside two CPU hogs the A/A series
+    # "same" once found one (its runs' wall-time ratios to base read x0.54-0.62 in the last
+    # runs: load moved the measured level, which is why the hint exists): there the rule is
+    # that no hint is given. Every series is held to the rule, and one at least found none.
+    quiet = []
+    for name, lines in series.items():
+        said = " ".join(lines)
+        assert "decided on instructions" not in said, said
+        assert "recorded instructions" not in said, said
+        if "no change of level found on wall_time" in said:
+            quiet.append(name)
+            # Every run recorded cpu_time (cmd always does); not every run counted instructions.
+            assert hint in said and "--metric cpu_time --benchmark cmd` lists it" in said, \
+                "\n".join(lines)
+        else:
+            print(f"{name}: a change found on wall time (load), so no hint:\n" + "\n".join(lines))
+            assert hint not in said, said
+    assert quiet, series
     # On cpu_time, nothing recorded in every run decides better: no hint.
     on_cpu = _series(mixed, "--metric", "cpu_time")
     assert "which a busy machine moves less" not in " ".join(on_cpu["cmd/same cpu_time"])

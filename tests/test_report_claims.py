@@ -194,6 +194,22 @@ def test_a_ratio_on_another_metric_or_against_a_median_is_no_second_figure() -> 
         ["two figures for one cell"]
 
 
+def test_a_contended_note_is_no_point_of_its_own() -> None:
+    """"for at least 10% of their wall time" in a finding's contended note names no point:
+    two pairs at two workloads, each with that note, are two comparisons (a run beside two
+    CPU hogs printed these; the scan called them one cell said twice), while the same pair
+    said twice at one workload still is."""
+    note = ("† Contended: the trials of a, b waited for a CPU for at least 10% of their wall "
+            "time; the figure is partly other work's.")
+    line = ("- At workload={w} a and b cannot be told apart on d: 1.01 ns (95% CI 0.5–1.9 ns; 3 "
+            "trials) against 1.55 ns (95% CI 1.09–2.02 ns; 3 trials); a / b {r}, 99% CI "
+            "0.0764–4.96, Bonferroni over 5. " + note + "\n")
+    text = "## x\n\n" + line.format(w="i64", r="0.615") + line.format(w="m64", r="0.545")
+    assert flaws(text, "two points") == []
+    text = "## x\n\n" + line.format(w="i64", r="0.615") + line.format(w="i64", r="0.545")
+    assert [f.kind for f in flaws(text, "one point")] == ["two figures for one cell"]
+
+
 def test_an_interval_narrower_than_six_digits_is_said_as_a_share() -> None:
     """A TSC-tick ratio whose CI is a millionth of its point (heap-sampling's `none` against
     `no-preload` in a fresh all-rooms run: 1.405770, 1.405766–1.405772) printed as
