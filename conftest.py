@@ -596,8 +596,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 # A fixed piece of pure-Python work, timed by the controller before the first test and after
 # the last: how fast this machine ran for the suite. A VM's speed moves within an hour (one
-# commit's suite took 879 s of pytest and then 1,117 s 25 minutes later, docs/RELIABILITY.md),
-# so two suites' times compare only beside these figures.
+# commit's suite took a quarter longer 25 minutes after its first run: docs/RELIABILITY.md,
+# "Where the suite's CPU went"), so two suites' times compare only beside these figures.
 SPEED_LOOP = 3_000_000
 _SPEED_S: list[float] = []
 

@@ -285,9 +285,9 @@ def test_independent_check_agrees_with_the_headline(
 
     # One retake: the check's 15 rounds take seconds, and a burst of load in them can move
     # its interval off the room's, whose trials, spread over minutes, average such bursts.
-    # Then, still apart, one retake of the room's two cases: a fresh-clone suite's quick run
-    # read bpf-iter 5.4x (95% CI 2.9-9.8x) against the check's 13.6-15.2x, both retakes of
-    # the check alike: its interval four times its usual width, its trials disturbed.
+    # Then, still apart, one retake of the room's two cases: in a fresh-clone suite the quick
+    # run's bpf-iter interval came out four times its usual width and below the check's in
+    # both of its attempts (docs/RELIABILITY.md, "Where the suite's CPU went").
     for attempt in range(3):
         if attempt == 2:
             again = tmp_path / "room-again"
