@@ -138,9 +138,9 @@ TUNED = {
     "bpf-map-dump": Pair(
         ["--profile", "quick", "--variant", "batch-4096", "--variant", "go-batch",
          "--trials", "2", "--samples", "3"], 2, ("tmp", "map"), _map_dump),
-    # mode2, not mode1: the same sampler runs and temp directories (what could collide), at
-    # half a run's time (8 s against 17 s for the pair's grid alone; mode1's monotonic heap
-    # is seconds of page faults).
+    # mode2, not mode1: the same sampler runs and temp directories (what could collide), in
+    # about half a run's time (mode1's monotonic heap is seconds of page faults; measured in
+    # docs/RELIABILITY.md, "Where the suite's CPU went").
     "heap-sampling": Pair(
         ["--profile", "quick", "--param", "workload=micro-64,mode2", "--trials", "2"],
         2, ("tmp",), _heap),

@@ -125,9 +125,9 @@ def test_a_run_without_the_count_leaves_wall_time_deciding(histories: tuple[str,
     hint = ("decided on wall_time, which waiting for a CPU lengthens; every run also recorded "
             "cpu_time, which a busy machine moves less")
     # The hint goes with a series that found no change. Beside two CPU hogs the A/A series
-    # "same" once found one (its runs' wall-time ratios to base read x0.54-0.62 in the last
-    # runs: load moved the measured level, which is why the hint exists): there the rule is
-    # that no hint is given. Every series is held to the rule, and one at least found none.
+    # "same" once found one (load moved the measured level, which is why the hint exists;
+    # docs/STATISTICS.md has the run): there the rule is that no hint is given. Every series
+    # is held to the rule, and one at least found none.
     quiet = []
     for name, lines in series.items():
         said = " ".join(lines)

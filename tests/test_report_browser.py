@@ -92,8 +92,8 @@ def test_first_screen_shows_the_findings_and_a_chart(all_rooms_quick_run: Path,
     """At 1400x900 the report of every benchmark opens on its findings and a drawn chart.
     The load's times and the page's size are printed, and the first screen is kept as a
     PNG for a person to look at. Loaded once: three loads (the median of their times
-    printed, which no document quotes) took 94 s of a worker in a fresh-clone suite, 3 CPU-s
-    of it the test's own, for the same assertions on the last."""
+    printed, which no document quotes) made the assertions on the last only, for a minute
+    and more of a worker (docs/RELIABILITY.md, "Where the suite's CPU went")."""
     _chromium()
     report = all_rooms_quick_run / "report.html"
     browser = Browser(tmp_path / "profile")
