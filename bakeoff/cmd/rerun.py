@@ -32,8 +32,8 @@ MIN_TRIALS = 10
 # A rerun decided on instruction counts starts from fewer rounds: a count repeats exactly
 # (its ratio's CI is within the target after the first rounds), so the floor above, set by
 # wall time's spread, would only buy more runs under Valgrind, each many times the
-# command's own time. The floor is then the fewest trials a verdict reads (MIN_TRIALS_FOR_VERDICT, passed
-# in by the caller, which knows the analysis layer).
+# command's own time. The floor is then the fewest trials a verdict reads
+# (MIN_TRIALS_FOR_VERDICT, passed in by the caller, which knows the analysis layer).
 TIME_BUDGET_S = 600.0
 
 
