@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from bakeoff.declare import registry
 from bakeoff.declare.model import Case
 from bakeoff.run.progress import (
     RECENT_TRIALS,
@@ -41,6 +42,9 @@ MAKE_BENCH_RUNS = ("make-bench-idle-xeon.json", "make-bench-hogs-xeon.json")
 # Two idle `make bench` runs made with earlier runs in results/, whose logs gained each case's
 # trials in the newest earlier run (what earlier_trials gives; the runs predate it).
 AFTER_EARLIER_RUNS = ("make-bench-earlier-1-xeon.json", "make-bench-earlier-2-xeon.json")
+# An idle `make bench` the profiles' trial_s and trials_growth were not tuned on (they were on
+# make-bench-earlier-1 and -2 and a third run of that hour).
+UNTUNED_RUN = "make-bench-tuning-out-xeon.json"
 
 
 def test_time_left_is_per_case_then_per_benchmark_then_guessed() -> None:
@@ -405,11 +409,22 @@ def test_the_counted_trials_still_to_come_cost_what_a_counted_trial_costs() -> N
     assert est.counted_left(FAST) == 0 and est.seconds_left() == (pytest.approx(4 * 0.30), 0)
 
 
-def _fixture_checkpoints(name: str) -> list[tuple[float, float, float]]:
-    """(share, said, remained) of a recorded run's timeline replayed to the estimate."""
+def _fixture_checkpoints(name: str, first_run: bool = False
+                         ) -> list[tuple[float, float, float]]:
+    """(share, said, remained) of a recorded run's timeline replayed to the estimate.
+    first_run: as if results/ held no earlier run, with the rooms' profiles' trial_s and
+    trials_growth as the specs declare them now."""
     data = json.loads((FIXTURES / "time-left" / name).read_text())
     t = data["timings"]
-    said = replay(t["estimate_log"]["log"], t["estimate_log"]["cases"])
+    log = t["estimate_log"]["log"]
+    if first_run:
+        profiles = {name: bench.profiles["default"] for name, bench in registry.discover().items()}
+        begin = list(log[0])
+        begin[3], begin[7] = [], []
+        begin[4] = {n: p.trial_s for n, p in profiles.items() if p.trial_s}
+        begin[8:] = [{n: p.trials_growth for n, p in profiles.items() if p.trials_growth}]
+        log = [begin, *log[1:]]
+    said = replay(log, t["estimate_log"]["cases"])
     out = []
     for share in (0.25, 0.5, 0.75):
         at, seconds = [s for s in said if s[0] <= share * t["measure_s"]][-1]
@@ -444,6 +459,16 @@ def test_a_make_bench_after_earlier_runs_says_its_time_left_within_a_quarter(nam
         assert abs(seconds - remained) <= bound * remained, (name, share, seconds, remained)
     as_run = json.loads((FIXTURES / "time-left" / name).read_text())["timings"]["time_left"]
     assert as_run[0]["said_s"] > 1.35 * as_run[0]["remained_s"]  # what the fixture records
+
+
+def test_a_first_make_bench_says_its_time_left_within_a_quarter_from_the_profiles() -> None:
+    """A `make bench` as a fresh clone runs it, with no earlier run to price or count its
+    rooms: the rooms not started taken at their profiles' trial_s and trials_growth, here on
+    a run those were not tuned on (docs/RELIABILITY.md, "The time left of a first run"):
+    within ±25% of what remained at 25%, 50% and 75%. With every room grown as the ended ones
+    had, it said +36% halfway."""
+    for share, seconds, remained in _fixture_checkpoints(UNTUNED_RUN, first_run=True):
+        assert abs(seconds - remained) <= 0.25 * remained, (share, seconds, remained)
 
 
 @pytest.mark.parametrize("name", TIME_LEFT_RUNS)
@@ -521,3 +546,34 @@ def test_rooms_not_started_are_expected_to_grow_as_the_ended_ones_did() -> None:
     assert est.seconds_left() == (2 * 2.0 + 6 * 1.0, 0)
     est.set_up("c", 0.0)  # c runs: its own plan from here
     assert est.seconds_left() == (3 * 1.0, 0)
+
+
+def test_a_room_not_started_grows_as_its_profile_declares_not_as_the_others_did() -> None:
+    """A first run's rooms grow unalike (a quarter more trials than planned in one, three
+    quarters in another): a room not started with no earlier run is expected to take its
+    plan times its profile's trials_growth; without one, times the ended rooms' growth; the
+    room running keeps its own plan. The declared growth is in the log, so replay() says it
+    again."""
+    third = Case("c", "x", (("n", 1),))
+    est = Estimate({FAST: 2, OTHER: 4, third: 10}, declared={"a": 1.0, "b": 1.0, "c": 1.0},
+                   declared_growth={"b": 1.25, "c": 1.5})
+    est.set_up("a", 0.0)
+    for _ in range(4):
+        est.done(FAST, 1.0)  # a kept 4 of 2 planned: growth 2
+    est.replan({FAST: 0})
+    assert est.seconds_left() == (4 * 1.25 + 10 * 1.5, 0)
+    est.set_up("b", 0.0)
+    assert est.growth() == 2.0
+    est.done(OTHER, 1.0)
+    est.replan({OTHER: 2})
+    # b runs: its own 2; c: 10 x 1.5, not 10 x 2.
+    assert est.seconds_left() == (2 * 1.0 + 10 * 1.5, 0)
+    undeclared = Estimate({FAST: 2, third: 10}, declared={"a": 1.0, "c": 1.0})
+    undeclared.set_up("a", 0.0)
+    for _ in range(4):
+        undeclared.done(FAST, 1.0)
+    undeclared.replan({FAST: 0})
+    undeclared.set_up("b", 0.0)  # a has ended
+    assert undeclared.seconds_left() == (10 * 2.0, 0)
+    # Replayed: after b's first trial, before its replan, b's 3 planned and c's 15.
+    assert replay(est.log, est.cases())[-1][1] == 3 * 1.0 + 10 * 1.5

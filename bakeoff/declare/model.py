@@ -284,6 +284,10 @@ class Profile:
     comment beside it names the run); only the estimate of the time left reads it, for a
     benchmark none of whose trials has run yet, scaled by how fast this machine ran the
     benchmarks timed so far.
+    trials_growth: where the profile was tuned, the trials a run kept over those its plan
+    counted before any ran (each case's first trials; the rules add the rest where the
+    spread asks); only the estimate of the time left reads it, for a benchmark not yet
+    started that no earlier run of this profile on this machine measured.
     counted_samples: samples each trial takes after its measured ones with kernel counters on
     (--counted-samples; benchmarks/common/counters.h): they give the counters per operation
     and, against the measured samples of the same trial, what counting costs. Never part of
@@ -307,6 +311,7 @@ class Profile:
     timeout_s: float = 120.0
     min_trials: int | None = None
     trial_s: float | None = None
+    trials_growth: float | None = None
     counted_samples: int = 1
     counted_trials: int | None = 2
     # The most trials a case one of the benchmark's questions reads gets (its share of the

@@ -129,7 +129,8 @@ class Estimate:
                  declared: Mapping[str, float] | None = None,
                  no_set_up: Iterable[str] = (),
                  counted: Mapping[str, int | None] | None = None,
-                 earlier_kept: Mapping[Case, int] | None = None) -> None:
+                 earlier_kept: Mapping[Case, int] | None = None,
+                 declared_growth: Mapping[str, float] | None = None) -> None:
         self.todo: dict[Case, int] = dict(todo)
         # What the estimate was told, in order, with the seconds since it began: kept in the
         # run's record (timings.estimate_log), so an estimate can be replayed on a real run's
@@ -140,7 +141,8 @@ class Estimate:
                                       [[self._key(c), v] for c, v in (earlier or {}).items()],
                                       dict(declared or {}), sorted(no_set_up),
                                       dict(counted or {}),
-                                      [[self._key(c), n] for c, n in (earlier_kept or {}).items()]]]
+                                      [[self._key(c), n] for c, n in (earlier_kept or {}).items()],
+                                      dict(declared_growth or {})]]
         self.took: dict[Case, list[float]] = defaultdict(list)
         self.took_counted: dict[Case, list[float]] = defaultdict(list)
         # Per benchmark, how many of a case's first trials take counted samples
@@ -166,6 +168,13 @@ class Estimate:
         # runs that had earlier runs (docs/RELIABILITY.md, "The time left from earlier runs").
         self.earlier_kept: dict[Case, int] = dict(earlier_kept or {})
         self.declared: dict[str, float] = {b: s for b, s in (declared or {}).items() if s > 0}
+        # Per benchmark, its profile's trials_growth: how much its plan grew where the profile
+        # was tuned. Benchmarks grow unalike (a quarter more trials than planned in
+        # mremap-vs-memcpy, three quarters more in cgroup-stat-read's), so the growth of those
+        # ended said half as much again as remained halfway into a first run
+        # (docs/RELIABILITY.md, "The time left of a first run").
+        self.declared_growth: dict[str, float] = {
+            b: g for b, g in (declared_growth or {}).items() if g >= 1}
         # Per benchmark started, what passed before its first trial began (its session's
         # set-up: a daemon, maps filled): kept apart so the first trial's time, and the speed
         # taken from it, are the trial's own; a benchmark not started is expected to need the
@@ -280,12 +289,14 @@ class Estimate:
     def _trials_left(self) -> dict[Case, float]:
         """Per case, the trials still to come: the plan (todo), and for a case of a benchmark
         not yet started, what it kept in the newest earlier run of this profile (never below
-        its plan), else its start's plan times growth(). The one running has its own plan
+        its plan), else its start's plan times its profile's trials_growth, else times
+        growth(). The one running has its own plan
         from its own spread: floored by the growth too, it said a third too much three
         quarters into a `make bench` beside CPU hogs (docs/RELIABILITY.md)."""
         grow = self.growth()
         return {c: n if c.benchmark in self.set_ups
-                else max(n, self.earlier_kept[c]) if c in self.earlier_kept else n * grow
+                else max(n, self.earlier_kept[c]) if c in self.earlier_kept
+                else n * self.declared_growth.get(c.benchmark, grow)
                 for c, n in self.todo.items() if n > 0}
 
     def earlier_speed(self) -> float:
@@ -469,11 +480,13 @@ def replay(log: Sequence[Sequence[Any]], cases: Sequence[Mapping[str, Any]]
     the run's progress said them (no --time-budget: the budget's clock is not in the log)."""
     by_key = [Case.from_json(c) for c in cases]
     begin = log[0]
-    # Older logs: no counted trials (begin[6]), no earlier runs' trial counts (begin[7]).
+    # Older logs: no counted trials (begin[6]), no earlier runs' trial counts (begin[7]), no
+    # declared growth (begin[8]).
     estimate = Estimate({by_key[k]: n for k, n in begin[2]},
                         {by_key[k]: v for k, v in begin[3]}, begin[4], begin[5],
                         begin[6] if len(begin) > 6 else None,
-                        {by_key[k]: n for k, n in begin[7]} if len(begin) > 7 else None)
+                        {by_key[k]: n for k, n in begin[7]} if len(begin) > 7 else None,
+                        begin[8] if len(begin) > 8 else None)
     said: list[tuple[float, float | None]] = []
     for what, at, *args in log[1:]:
         if what == "done":
@@ -511,11 +524,13 @@ class RunProgress:
                  declared: Mapping[str, float] | None = None,
                  no_set_up: Iterable[str] = (),
                  counted: Mapping[str, int | None] | None = None,
-                 earlier_kept: Mapping[Case, int] | None = None) -> None:
+                 earlier_kept: Mapping[Case, int] | None = None,
+                 declared_growth: Mapping[str, float] | None = None) -> None:
         self.quiet = quiet
         self.console = console
         self.fancy = console.is_terminal and not quiet
-        self.estimate = Estimate(todo, earlier, declared, no_set_up, counted, earlier_kept)
+        self.estimate = Estimate(todo, earlier, declared, no_set_up, counted, earlier_kept,
+                                 declared_growth)
         self.total = sum(todo.values())
         self.done = 0
         self.benchmarks = list(dict.fromkeys(c.benchmark for c in todo))

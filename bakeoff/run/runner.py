@@ -190,6 +190,8 @@ def measure(
     # What an earlier run kept in all, less what this one (resumed) already has.
     earlier_kept = {c: n - done.get(c, 0) for c, n in kept.items() if n > done.get(c, 0)}
     declared = {p.benchmark.name: p.profile.trial_s for p in plans if p.profile.trial_s}
+    declared_growth = {p.benchmark.name: p.profile.trials_growth for p in plans
+                       if p.profile.trials_growth}
     # Per benchmark, how many of a case's first trials take counted samples (None: all).
     counted = {p.benchmark.name: 0 if p.profile.counted_samples == 0
                else p.profile.counted_trials for p in plans}
@@ -201,7 +203,8 @@ def measure(
     stats.t_quantile(2.0)
     progress = RunProgress(todo, quiet, console, earlier, declared,
                            no_set_up=[p.benchmark.name for p in plans if p.benchmark.session is None],
-                           counted=counted, earlier_kept=earlier_kept)
+                           counted=counted, earlier_kept=earlier_kept,
+                           declared_growth=declared_growth)
     # As many CPUs as the most demanding benchmark's trials need (Benchmark.cpus).
     with cpus.held(run.settings.pin,
                    max((p.benchmark.cpus for p in plans), default=1)) as cpu:

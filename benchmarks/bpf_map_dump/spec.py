@@ -187,11 +187,13 @@ BENCHMARK = Benchmark(
         # iterate is within ±5% (Profile.answer_trials); the array map's, which no question
         # reads, 2 (Profile.other_trials, the fewest that give a CI): they were a third of this
         # room's time (docs/notes/make-bench-time-20261127-epyc.md and -20261129-epyc.md).
-        # trial_s: the mean trial of the default run scripts/trial_s.py --write read (it
-        # prints the run); only the estimate of the time left reads it.
+        # trial_s, trials_growth: the mean trial, and the trials kept over the plan's, of the
+        # default runs scripts/trial_s.py --write read (docs/RELIABILITY.md, "The time left
+        # of a first run"); only the estimate of the time left reads them.
         "default": Profile("default", {"map": ("hash", "array"), "entries": (500_000,)},
                            trials=5, samples=1, warmup_samples=1, warmup_trials=0,
-                           timeout_s=300, answer_trials=10, other_trials=2, trial_s=1.16),
+                           timeout_s=300, answer_trials=10, other_trials=2, trial_s=0.66,
+                           trials_growth=1.69),
         # Hours: one 100M-entry iterate dump takes ~100 s, go-iterate ~120 s.
         "full": Profile("full", {"map": ("hash", "array"), "entries": FULL_ENTRIES},
                         trials=5, samples=2, warmup_samples=1, warmup_trials=0,

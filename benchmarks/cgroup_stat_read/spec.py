@@ -140,12 +140,14 @@ BENCHMARK = Benchmark(
         # cat and reopen on the iterator) 2 (Profile.other_trials: the fewest that give a CI;
         # no answer reads them, docs/notes/make-bench-time-20261129-epyc.md). Fields: the
         # two the questions read.
-        # trial_s: the mean trial of the default run scripts/trial_s.py --write read (it
-        # prints the run); only the estimate of the time left reads it.
+        # trial_s, trials_growth: the mean trial, and the trials kept over the plan's, of the
+        # default runs scripts/trial_s.py --write read (docs/RELIABILITY.md, "The time left
+        # of a first run"); only the estimate of the time left reads them.
         "default": Profile("default", {"content": CONTENTS, "fields": (3, ALL_FIELDS),
                                        "target": ("child",)},
                            trials=5, samples=10, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, answer_trials=10, other_trials=2, trial_s=0.42),
+                           timeout_s=120, answer_trials=10, other_trials=2, trial_s=0.31,
+                           trials_growth=1.76),
         "full": Profile("full", {"content": CONTENTS, "fields": FIELD_COUNTS,
                                  "target": ("child",)},
                         trials=10, samples=20, warmup_samples=2, warmup_trials=1,

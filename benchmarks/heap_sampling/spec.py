@@ -210,8 +210,9 @@ BENCHMARK = Benchmark(
         # every variant (METHOD.md "Counters"): no answer's why reads them, and the two
         # counted trials a case took were a third of mode1's time (METHOD.md "Run time";
         # the full profile still counts).
-        # trial_s: the mean trial of the default run in METHOD.md "Run time"; only the
-        # estimate of the time left reads it.
+        # trial_s, trials_growth: the mean trial, and the trials kept over the plan's, of the
+        # default runs scripts/trial_s.py --write read (docs/RELIABILITY.md, "The time left
+        # of a first run"); only the estimate of the time left reads them.
         # answer_trials: the inline and micro cases the cost questions read get up to 15
         # trials until their CI is within target (their trials are a fraction of the
         # modes'; a slow spell of the shared core can double a trial's figures, and only
@@ -220,7 +221,8 @@ BENCHMARK = Benchmark(
         "default": Profile("default", {"workload": DEFAULT_WORKLOADS, "mean": MEANS,
                                        "scale": (0.01,), "accuracy_runs": (4,)},
                            trials=5, samples=DEFAULT_SAMPLES, warmup_samples=1,
-                           warmup_trials=0, timeout_s=120, other_trials=2, trial_s=0.32,
+                           warmup_trials=0, timeout_s=120, other_trials=2, trial_s=0.15,
+                           trials_growth=1.70,
                            answer_trials=15,
                            counted_samples=0),
         "full": Profile("full", {"workload": WORKLOADS, "mean": MEANS, "scale": (1.0,),

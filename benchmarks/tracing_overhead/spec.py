@@ -155,11 +155,13 @@ BENCHMARK = Benchmark(
         # where an overhead falls under 5% and 1% while their CI still holds that level.
         # ebpf-floor, which no question reads, 2 (Profile.other_trials: the fewest that give a
         # CI; docs/notes/make-bench-time-20261129-epyc.md).
-        # trial_s: the mean trial of the default run scripts/trial_s.py --write read (it
-        # prints the run); only the estimate of the time left reads it.
+        # trial_s, trials_growth: the mean trial, and the trials kept over the plan's, of the
+        # default runs scripts/trial_s.py --write read (docs/RELIABILITY.md, "The time left
+        # of a first run"); only the estimate of the time left reads them.
         "default": Profile("default", {"duration_us": tuple(SEED_CALLS), "calls": ("auto/10",)},
                            trials=5, samples=10, warmup_samples=1, warmup_trials=0,
-                           timeout_s=120, answer_trials=10, other_trials=2, trial_s=0.64),
+                           timeout_s=120, answer_trials=10, other_trials=2, trial_s=0.34,
+                           trials_growth=1.36),
         "full": Profile("full", {"duration_us": tuple(SEED_CALLS), "calls": ("auto",)},
                         trials=10, samples=20, warmup_samples=1, warmup_trials=1,
                         timeout_s=300),
