@@ -70,7 +70,7 @@ def growth(run: RunRecord) -> dict[str, float]:
     return {name: kept.get(name, 0) / n for name, n in planned.items() if n}
 
 
-def rewrite(spec: Path, profile: str, value: float, grown: float | None) -> bool:
+def rewrite(spec: Path, profile: str, value: float, grown: float | None = None) -> bool:
     """Sets trial_s= (and trials_growth=, after it where absent) inside the
     `"<profile>": Profile(...)` call of spec; False if it has no trial_s=."""
     text = spec.read_text()
@@ -118,8 +118,9 @@ def main() -> int:
     grown: dict[str, list[float]] = {}
     for run in runs:
         cpu = run.host.get("cpu_model", "?")
+        left_out = "" if run.status == "complete" else "; not complete, so not counted"
         print(f"{run.run_id} (profile {run.profile}, {run.status}, {cpu}, load "
-              f"{run.host.get('loadavg_1m', '?')} at start)")
+              f"{run.host.get('loadavg_1m', '?')} at start{left_out})")
         growths = growth(run)
         for name, (n, mean, span) in room_times(run).items():
             if args.room and name not in args.room:

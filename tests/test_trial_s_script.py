@@ -1,16 +1,18 @@
-"""scripts/trial_s.py: Profile.trial_s from a measured run, written into the spec it names."""
+"""scripts/trial_s.py: Profile.trial_s and trials_growth from measured runs, written into the
+spec they name."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pytest
 from test_report import make_run
 
 from bakeoff.store import results as store
-from conftest import REPO, assert_usage_error, run_script
+from conftest import FIXTURES, REPO, assert_usage_error, run_script
 
 SPEC = '''PROFILES = {
     "quick": Profile("quick", {"n": (1,)}, trials=3, samples=5, trial_s=9.99),
@@ -40,6 +42,21 @@ def test_it_rewrites_trial_s_of_the_profile_named_only(script: ModuleType,
     assert spec.read_text() == text
 
 
+def test_it_adds_trials_growth_beside_trial_s_then_replaces_it(script: ModuleType,
+                                                               tmp_path: Path) -> None:
+    spec = tmp_path / "spec.py"
+    spec.write_text(SPEC)
+    assert script.rewrite(spec, "default", 0.5, 1.456)
+    text = spec.read_text()
+    # Added after trial_s, lined up with the call's arguments; the other profile untouched.
+    assert ("samples=(2), timeout_s=60, trial_s=0.50,\n"
+            "                       trials_growth=1.46)," in text), text
+    assert text.count("trials_growth") == 1
+    compile(text, "spec.py", "exec")
+    assert script.rewrite(spec, "default", 0.5, 1.2)
+    assert "trials_growth=1.20)" in spec.read_text() and spec.read_text().count("trials_growth") == 1
+
+
 @pytest.mark.slow(live=False)
 def test_room_times_are_the_runs_own(script: ModuleType, tmp_path: Path) -> None:
     run = make_run()
@@ -52,5 +69,18 @@ def test_room_times_are_the_runs_own(script: ModuleType, tmp_path: Path) -> None
     res = run_script("trial_s.py", str(tmp_path))
     assert res.returncode == 0, res.stderr
     assert f"fake-move: {n} ok trials, mean {mean:.3f} s a trial" in res.stdout
+    # A run without the estimate's log (this one is made, not run) has no growth to give.
+    assert script.growth(run) == {}
     bad = run_script("trial_s.py", str(tmp_path / "nope"))
     assert_usage_error(bad, "no such results directory", "give one written by bakeoff run")
+
+
+def test_growth_is_the_trials_kept_over_the_plan_before_any_ran(script: ModuleType) -> None:
+    """On a real `make bench` log (tests/fixtures/time-left/): bpf-map-dump's cases were
+    planned at 51 trials in all before any ran and kept 86; mremap-vs-memcpy's 150 and 180."""
+    data = json.loads((FIXTURES / "time-left" / "make-bench-tuning-out-xeon.json").read_text())
+    grown = script.growth(SimpleNamespace(timings=data["timings"]))
+    assert grown["bpf-map-dump"] == pytest.approx(86 / 51)
+    assert grown["mremap-vs-memcpy"] == pytest.approx(180 / 150)
+    assert set(grown) == {"bpf-map-dump", "cgroup-stat-read", "heap-sampling",
+                          "mremap-vs-memcpy", "tracing-overhead"}
