@@ -299,6 +299,11 @@ class Estimate:
                 else n * self.declared_growth.get(c.benchmark, grow)
                 for c, n in self.todo.items() if n > 0}
 
+    def trials_counted(self) -> float:
+        """The trials still to come as the time left counts them (_trials_left): what a run
+        records beside the trials truly still taken (run/timings.py said_against_truth)."""
+        return sum(self._trials_left().values())
+
     def earlier_speed(self) -> float:
         """This run's trial seconds over the earlier runs' on the cases both timed (1 before
         any): an earlier run made at another load, or another hour of a shared VM, priced
@@ -543,8 +548,9 @@ class RunProgress:
         self.bench_started: dict[str, float] = {}
         self.started = self.last_mark = self.last_line = time.monotonic()
         # At each trial's end (seconds since the start, the time left said, trials done,
-        # trials planned in all): what the run's record keeps of its estimates
-        # (run/timings.py said_against_truth).
+        # trials done and counted still to come): what the run's record keeps of its
+        # estimates (run/timings.py said_against_truth). The count is the estimate's, the
+        # rooms not started grown as it grows them, not the bar's plan.
         self.trace: list[tuple[float, float | None, int, int]] = []
         self.bar: Progress | None = None
         if self.fancy:
@@ -623,7 +629,7 @@ class RunProgress:
             self.bench_done[case.benchmark] += 1
         found = self.estimate.seconds_left()
         self.trace.append((now - self.started, None if found is None else found[0], self.done,
-                           self.total))
+                           self.done + round(self.estimate.trials_counted())))
         if self.bar:
             self.bar.update(self.task, completed=self.done, left=left_text(self.estimate))
         if result.status not in ("ok", "interrupted"):

@@ -57,9 +57,10 @@ def record_benchmark(run: RunRecord, clock: BenchmarkClock, trials: int) -> None
 def said_against_truth(trace: Sequence[tuple[float, float | None, int, int]],
                        end_s: float) -> list[dict[str, float | None]]:
     """For each checkpoint (a share of the measuring time, end_s): the time left said last
-    before it and what truly remained then; the trials the plan still counted then and
+    before it and what truly remained then; the trials the estimate still counted then and
     those that were truly still taken. trace: (elapsed s, seconds said or None before the
-    first estimate, trials done, trials planned in all) at each trial's end."""
+    first estimate, trials done, trials done and counted still to come) at each trial's
+    end."""
     out: list[dict[str, float | None]] = []
     times = [t[0] for t in trace]
     final = trace[-1][2] if trace else 0
