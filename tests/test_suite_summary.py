@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +67,6 @@ def test_a_phase_counts_the_cpu_of_the_programs_it_ran() -> None:
 def test_the_speed_line_times_a_fixed_piece_of_cpu_work() -> None:
     """The machine-speed figure is wall time around work on the CPU: never less than the
     CPU time the work took (a busy machine only adds waits), and not nothing."""
-    import time
-
     cpu = time.process_time()
     wall = speed_loop_seconds()
     used = time.process_time() - cpu
