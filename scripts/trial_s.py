@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Profile.trial_s and trials_growth from measured runs, not typed by hand (issues 28, 34).
+"""Profile.trial_s, trials_growth and trial_s_busy from measured runs, not typed by hand
+(issues 28, 34).
 
     .venv/bin/python scripts/trial_s.py results/<run> [results/<run> ...]   # print
     .venv/bin/python scripts/trial_s.py results/<run> ... --write   # and rewrite the specs
     .venv/bin/python scripts/trial_s.py results/<run> --write --room mremap-vs-memcpy
+    .venv/bin/python scripts/trial_s.py <runs beside two CPU hogs> --busy --write
 
 For each benchmark of each run: its ok trials (counted ones included, as a run has them), the
 mean wall time of one, the wall time from its first trial's start to its last trial's end
@@ -14,7 +16,10 @@ the mean trial as `trial_s=` and of the growth as `trials_growth=`, the one plac
 estimate of the time left reads them; the spec's other text is left as it is. Runs that are
 not complete or not of one profile, or a room whose spec has no `trial_s=` in that profile,
 are reported and left. Several runs: a room's trial time relative to the others' moves
-by a fifth from run to run on one machine (docs/RELIABILITY.md).
+by a fifth from run to run on one machine (docs/RELIABILITY.md). With --busy, the runs were
+made beside `stress-ng --cpu 2` on a machine of two CPUs, and only `trial_s_busy=` is written
+(added after trials_growth= where absent): the mean trial there, which the time left moves
+toward as far as a run's trials wait for a CPU (bakeoff/run/progress.py, Estimate.load).
 """
 
 from __future__ import annotations
@@ -70,35 +75,54 @@ def growth(run: RunRecord) -> dict[str, float]:
     return {name: kept.get(name, 0) / n for name, n in planned.items() if n}
 
 
-def rewrite(spec: Path, profile: str, value: float, grown: float | None = None) -> bool:
-    """Sets trial_s= (and trials_growth=, after it where absent) inside the
-    `"<profile>": Profile(...)` call of spec; False if it has no trial_s=."""
-    text = spec.read_text()
+def _profile_body(text: str, profile: str) -> tuple[int, int] | None:
+    """Where the arguments of the `"<profile>": Profile(...)` call lie in text."""
     call = re.search(rf'"{re.escape(profile)}":\s*Profile\(', text)
     if call is None:
-        return False
+        return None
     depth, i = 1, call.end()
     while depth and i < len(text):
         depth += {"(": 1, ")": -1}.get(text[i], 0)
         i += 1
-    body = text[call.end():i]
-    new_body, n = re.subn(r"\btrial_s=[0-9.eE+-]+", f"trial_s={value:.2f}", body)
-    if n != 1:
+    return call.end(), i
+
+
+def _set(body: str, name: str, value: float, after: str, indent: int) -> str | None:
+    """body with name=value: replaced where it is, else added on a line of its own after
+    `after=...`, lined up with the call's arguments; None if neither is there."""
+    new, n = re.subn(rf"\b{name}=[0-9.eE+-]+", f"{name}={value:.2f}", body)
+    if n:
+        return new
+    new, n = re.subn(rf"\b{after}=[0-9.eE+-]+",
+                     lambda m: f"{m.group(0)},\n{' ' * indent}{name}={value:.2f}", body)
+    return new if n else None
+
+
+def rewrite(spec: Path, profile: str, value: float | None, grown: float | None = None,
+            busy: float | None = None) -> bool:
+    """Sets trial_s= (and trials_growth= and trial_s_busy=, each added after the one before
+    where absent) inside the `"<profile>": Profile(...)` call of spec; False if it has no
+    trial_s=. value None: trial_s= is left as it is (a busy run's figures are written alone)."""
+    text = spec.read_text()
+    where = _profile_body(text, profile)
+    if where is None:
         return False
-    if grown is not None:
-        new_body, n = re.subn(r"trials_growth=[0-9.eE+-]+", f"trials_growth={grown:.2f}",
-                              new_body)
-        if n == 0:
-            new_body = re.sub(r"\btrial_s=[0-9.]+", lambda m: f"{m.group(0)},\n"
-                              f"{' ' * _indent(text, call.end())}trials_growth={grown:.2f}",
-                              new_body)
-    spec.write_text(text[:call.end()] + new_body + text[i:])
+    start, end = where
+    indent = start - text.rfind("\n", 0, start) - 1
+    body: str | None = text[start:end]
+    if re.search(r"\btrial_s=[0-9.eE+-]+", body) is None:
+        return False
+    if value is not None:
+        body = _set(body, "trial_s", value, "trial_s", indent)
+    if grown is not None and body is not None:
+        body = _set(body, "trials_growth", grown, "trial_s", indent)
+    if busy is not None and body is not None:
+        after = "trials_growth" if "trials_growth=" in body else "trial_s"
+        body = _set(body, "trial_s_busy", busy, after, indent)
+    if body is None:
+        return False
+    spec.write_text(text[:start] + body + text[end:])
     return True
-
-
-def _indent(text: str, at: int) -> int:
-    """The column where the arguments of the call opening before `at` line up."""
-    return at - text.rfind("\n", 0, at) - 1
 
 
 def main() -> int:
@@ -106,6 +130,9 @@ def main() -> int:
     ap.add_argument("run_dirs", type=Path, nargs="+", metavar="run_dir")
     ap.add_argument("--write", action="store_true",
                     help="rewrite trial_s= and trials_growth= in the specs")
+    ap.add_argument("--busy", action="store_true",
+                    help="the runs were made beside two CPU hogs (stress-ng --cpu 2 on two "
+                         "CPUs): with --write, set trial_s_busy= alone")
     ap.add_argument("--room", action="append", default=[], metavar="NAME",
                     help="only this benchmark (repeatable; default: every one in the runs)")
     args = ap.parse_args()
@@ -145,11 +172,15 @@ def main() -> int:
         factor = sum(grown[name]) / len(grown[name]) if grown.get(name) else None
         rooms = registry.room_dirs([name])
         spec = registry.benchmarks_dir() / rooms[0] / "spec.py" if rooms else None
-        if spec is None or not spec.exists() or not rewrite(spec, profile, mean, factor):
+        written = spec is not None and spec.exists() and (
+            rewrite(spec, profile, None, busy=mean) if args.busy
+            else rewrite(spec, profile, mean, factor))
+        if spec is None or not written:
             print(f"{name}: not written: no trial_s= in its {profile} profile")
             continue
-        also = "" if factor is None else f" and trials_growth={factor:.2f}"
-        print(f"{name}: wrote trial_s={mean:.2f}{also} to {spec.relative_to(REPO)} "
+        what = (f"trial_s_busy={mean:.2f}" if args.busy else f"trial_s={mean:.2f}"
+                + ("" if factor is None else f" and trials_growth={factor:.2f}"))
+        print(f"{name}: wrote {what} to {spec.relative_to(REPO)} "
               f"(the mean of {len(values)} complete run{'s' if len(values) > 1 else ''})")
     return 0
 

@@ -19,6 +19,7 @@ from rich.console import Console
 from bakeoff.declare import registry
 from bakeoff.declare.model import Case
 from bakeoff.run.progress import (
+    BUSY_WAIT_SHARE,
     RECENT_TRIALS,
     Estimate,
     RunProgress,
@@ -593,3 +594,42 @@ def test_a_room_not_started_grows_as_its_profile_declares_not_as_the_others_did(
     assert undeclared.seconds_left() == (10 * 2.0, 0)
     # Replayed: after b's first trial, before its replan, b's 3 planned and c's 15.
     assert replay(est.log, est.cases())[-1][1] == 3 * 1.0 + 10 * 1.5
+
+
+def test_a_room_not_started_is_priced_toward_its_busy_trial_as_far_as_trials_wait() -> None:
+    """Rooms slow unalike beside other work: a, declared 1 s idle and 1 s busy, runs at 1 s
+    while its trials wait BUSY_WAIT_SHARE of their time for a CPU; c, declared 1 s idle and
+    2 s busy, is then expected at 2 s a trial, not at a's speed alone (1 s). Waiting half as
+    much, half-way (1.5 s); waiting nothing, its idle 1 s. The waits are in the log, so
+    replay() says it again."""
+    third = Case("c", "x", (("n", 1),))
+    declared, busy = {"a": 1.0, "c": 1.0}, {"a": 1.0, "c": 2.0}
+    for share, per_c in ((BUSY_WAIT_SHARE, 2.0), (BUSY_WAIT_SHARE / 2, 1.5), (0.0, 1.0)):
+        est = Estimate({FAST: 2, third: 4}, declared=declared, declared_busy=busy)
+        est.set_up("a", 0.0)
+        est.done(FAST, 1.0, waited=share * 1.0)
+        assert est.load() == pytest.approx(share / BUSY_WAIT_SHARE)
+        assert est.seconds_left() == (pytest.approx(1 * 1.0 + 4 * per_c), 0)
+        assert replay(est.log, est.cases())[-1][1] == pytest.approx(1 * 1.0 + 4 * per_c)
+    # Waiting more than the busy runs did is no busier than they were.
+    est = Estimate({FAST: 2, third: 4}, declared=declared, declared_busy=busy)
+    est.done(FAST, 1.0, waited=0.9)
+    assert est.load() == 1.0
+    # A trial whose wait is not known (an older log) says nothing of the load.
+    est = Estimate({FAST: 2, third: 4}, declared=declared, declared_busy=busy)
+    est.done(FAST, 1.0)
+    assert est.load() == 0.0 and est.seconds_left() == (1 * 1.0 + 4 * 1.0, 0)
+
+
+def test_beside_other_work_the_room_running_counts_at_least_its_profiles_growth() -> None:
+    """b was planned at 4 trials before any ran and declares a growth of 2: at 1 trial kept,
+    its plan says 2 more. Idle, the plan is taken (it knows b's spread); with its trials
+    waiting as long as beside two CPU hogs, the count is its start's plan times its growth
+    less what it kept, 4 x 2 - 1 = 7; half as busy, half-way, 4.5."""
+    for share, left in ((0.0, 2.0), (BUSY_WAIT_SHARE, 7.0), (BUSY_WAIT_SHARE / 2, 4.5)):
+        est = Estimate({OTHER: 4}, declared={"b": 1.0}, declared_growth={"b": 2.0})
+        est.set_up("b", 0.0)
+        est.done(OTHER, 1.0, waited=share * 1.0)
+        est.replan({OTHER: 2})
+        assert est.trials_counted() == pytest.approx(left)
+        assert est.seconds_left() == (pytest.approx(left * 1.0), 0)

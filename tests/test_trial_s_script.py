@@ -57,6 +57,25 @@ def test_it_adds_trials_growth_beside_trial_s_then_replaces_it(script: ModuleTyp
     assert "trials_growth=1.20)" in spec.read_text() and spec.read_text().count("trials_growth") == 1
 
 
+def test_busy_runs_write_trial_s_busy_alone_after_trials_growth(script: ModuleType,
+                                                              tmp_path: Path) -> None:
+    """--busy: only trial_s_busy, added after trials_growth (else after trial_s), then
+    replaced; trial_s and trials_growth as they were."""
+    spec = tmp_path / "spec.py"
+    spec.write_text(SPEC)
+    assert script.rewrite(spec, "default", None, busy=0.377)
+    text = spec.read_text()
+    assert ("samples=(2), timeout_s=60, trial_s=0.29,\n"
+            "                       trial_s_busy=0.38)," in text), text
+    assert script.rewrite(spec, "default", 0.5, 1.456)
+    assert script.rewrite(spec, "default", None, busy=0.41)
+    text = spec.read_text()
+    assert "trial_s=0.50," in text and "trials_growth=1.46" in text, text
+    assert text.count("trial_s_busy") == 1 and "trial_s_busy=0.41)" in text, text
+    assert '"quick": Profile("quick", {"n": (1,)}, trials=3, samples=5, trial_s=9.99),' in text
+    compile(text, "spec.py", "exec")
+
+
 @pytest.mark.slow(live=False)
 def test_room_times_are_the_runs_own(script: ModuleType, tmp_path: Path) -> None:
     run = make_run()

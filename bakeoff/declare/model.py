@@ -288,6 +288,10 @@ class Profile:
     counted before any ran (each case's first trials; the rules add the rest where the
     spread asks); only the estimate of the time left reads it, for a benchmark not yet
     started that no earlier run of this profile on this machine measured.
+    trial_s_busy: as trial_s, tuned beside two CPU hogs on the tuning machine's two CPUs
+    (`stress-ng --cpu 2`): rooms slow unalike beside other work (a tight user-space loop
+    more than a dump of kernel maps), so a run whose trials wait for a CPU prices the rooms
+    not started between the two (run/progress.py, Estimate.load).
     counted_samples: samples each trial takes after its measured ones with kernel counters on
     (--counted-samples; benchmarks/common/counters.h): they give the counters per operation
     and, against the measured samples of the same trial, what counting costs. Never part of
@@ -312,6 +316,7 @@ class Profile:
     min_trials: int | None = None
     trial_s: float | None = None
     trials_growth: float | None = None
+    trial_s_busy: float | None = None
     counted_samples: int = 1
     counted_trials: int | None = 2
     # The most trials a case one of the benchmark's questions reads gets (its share of the

@@ -7,6 +7,7 @@ in between, so a long benchmark is not mistaken for a hung one. Quiet: failures 
 The time left is each trial still to run at what its own case's trials took so far (warm-up
 included), else what the case's trials took in the newest earlier run on this machine that
 measured it (results/), else its benchmark's mean trial, else its profile's declared trial_s
+(moved toward its trial_s_busy as far as this run's trials wait for a CPU: Estimate.load)
 scaled by this run's speed on the benchmarks timed so far, else the run's median trial:
 trials of one run differ by orders of magnitude across benchmarks (a 2 ms memcpy, a 20 s
 tracer session), so a count of trials times a mean would be wrong by as much. A benchmark
@@ -18,8 +19,9 @@ round by round (RunProgress.grow, and RunProgress.replan with the allocation's p
 case of a benchmark not yet started is expected to take as many trials as it kept in the
 newest earlier run of this profile that measured it, else its start's plan times what the
 ended benchmarks took over theirs (Estimate.growth): a plan made before a benchmark runs
-cannot know its spread, and the rules add trials where the spread asks. Earlier runs' trial
-times are taken at this run's speed against them (Estimate.earlier_speed).
+cannot know its spread, and the rules add trials where the spread asks; beside other work
+the one running is counted at no fewer than its profile's growth, as far as the run is busy.
+Earlier runs' trial times are taken at this run's speed against them (Estimate.earlier_speed).
 
 Two costs a trial's own time does not show are counted apart: the harness's decision after
 each round (once per round left), and what counted samples add to a case's first trials:
@@ -36,7 +38,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,12 @@ RECENT_TRIALS = 5  # a case's trial time: the median of its latest this many
 # A counted-only case's plain trial: its counted trials less what counting added elsewhere,
 # never below this share of them.
 COUNTED_FLOOR = 0.1
+# The machine's load, as the time left reads it: the share of their wall time the latest
+# LOAD_TRIALS trials waited for a CPU (their run-queue wait, schedstat), over BUSY_WAIT_SHARE,
+# the share the trials of `make bench` waited beside two CPU hogs on two CPUs, where the
+# profiles' trial_s_busy were tuned (docs/RELIABILITY.md, "The time left beside other work").
+LOAD_TRIALS = 50
+BUSY_WAIT_SHARE = 0.12
 
 
 def earlier_seconds(results_root: Path, cases: Iterable[Case]) -> dict[Case, float]:
@@ -130,7 +138,8 @@ class Estimate:
                  no_set_up: Iterable[str] = (),
                  counted: Mapping[str, int | None] | None = None,
                  earlier_kept: Mapping[Case, int] | None = None,
-                 declared_growth: Mapping[str, float] | None = None) -> None:
+                 declared_growth: Mapping[str, float] | None = None,
+                 declared_busy: Mapping[str, float] | None = None) -> None:
         self.todo: dict[Case, int] = dict(todo)
         # What the estimate was told, in order, with the seconds since it began: kept in the
         # run's record (timings.estimate_log), so an estimate can be replayed on a real run's
@@ -142,7 +151,8 @@ class Estimate:
                                       dict(declared or {}), sorted(no_set_up),
                                       dict(counted or {}),
                                       [[self._key(c), n] for c, n in (earlier_kept or {}).items()],
-                                      dict(declared_growth or {})]]
+                                      dict(declared_growth or {}),
+                                      dict(declared_busy or {})]]
         self.took: dict[Case, list[float]] = defaultdict(list)
         self.took_counted: dict[Case, list[float]] = defaultdict(list)
         # Per benchmark, how many of a case's first trials take counted samples
@@ -175,6 +185,15 @@ class Estimate:
         # (docs/RELIABILITY.md, "The time left of a first run").
         self.declared_growth: dict[str, float] = {
             b: g for b, g in (declared_growth or {}).items() if g >= 1}
+        # Per benchmark, its profile's trial_s_busy, and the latest trials' (wait for a CPU,
+        # seconds): beside two CPU hogs a tight user-space loop (heap-sampling) ran 1.3-1.4
+        # times its idle trial_s where the first rooms, dumping kernel maps and reading cgroup
+        # files, ran at theirs, so the rooms not started, priced at the first rooms' speed,
+        # said a third too little a quarter in (docs/RELIABILITY.md, "The time left beside
+        # other work").
+        self.declared_busy: dict[str, float] = {
+            b: s for b, s in (declared_busy or {}).items() if s > 0}
+        self.waits: deque[tuple[float, float]] = deque(maxlen=LOAD_TRIALS)
         # Per benchmark started, what passed before its first trial began (its session's
         # set-up: a daemon, maps filled): kept apart so the first trial's time, and the speed
         # taken from it, are the trial's own; a benchmark not started is expected to need the
@@ -214,15 +233,19 @@ class Estimate:
         return [c.to_json() for c in self._keys]
 
     def done(self, case: Case, seconds: float, counted: bool = False,
-             tail: float | None = None) -> None:
+             tail: float | None = None, waited: float | None = None) -> None:
         """A trial of case ended after seconds; counted: it also took counted samples (a
         case's first Profile.counted_trials do), so it cost more than the trials after it.
         tail: of those seconds, the ones after the program's last measured sample (a
-        counted trial's counted samples and counters, and the exit); None: not known."""
+        counted trial's counted samples and counters, and the exit); None: not known.
+        waited: of its process's time, the seconds it waited for a CPU; None: not known."""
         # The estimate takes the seconds as logged, so a replay of the log is exact.
         seconds = round(seconds, 4)
         tail = None if tail is None else round(tail, 4)
-        self._told("done", self._key(case), seconds, counted, tail)
+        waited = None if waited is None else round(waited, 4)
+        self._told("done", self._key(case), seconds, counted, tail, waited)
+        if waited is not None:
+            self.waits.append((waited, seconds))
         self.todo[case] = max(0, self.todo.get(case, 0) - 1)
         self.kept[case.benchmark] += 1
         self._last_counted[case] = counted
@@ -290,14 +313,46 @@ class Estimate:
         """Per case, the trials still to come: the plan (todo), and for a case of a benchmark
         not yet started, what it kept in the newest earlier run of this profile (never below
         its plan), else its start's plan times its profile's trials_growth, else times
-        growth(). The one running has its own plan
-        from its own spread: floored by the growth too, it said a third too much three
-        quarters into a `make bench` beside CPU hogs (docs/RELIABILITY.md)."""
+        growth(). The one running has its own plan from its own spread, which on an idle
+        machine is near (floored by the growth of the rooms ended, it said a third too much
+        three quarters into a `make bench`; floored by its own profile's growth, a fifth to a
+        third too much at 75% in five of six idle runs: docs/RELIABILITY.md). Beside other
+        work its spread grows as the load comes and goes, and the plan with it (tracing-
+        overhead's said 170 trials three quarters into a `make bench` beside two CPU hogs,
+        where 248 were taken): as far as the machine is busy (load()), its count is raised
+        toward its start's plan times its profile's growth."""
         grow = self.growth()
-        return {c: n if c.benchmark in self.set_ups
+        left = {c: n if c.benchmark in self.set_ups
                 else max(n, self.earlier_kept[c]) if c in self.earlier_kept
                 else n * self.declared_growth.get(c.benchmark, grow)
                 for c, n in self.todo.items() if n > 0}
+        running = next(reversed(self.set_ups), None)
+        load = self.load()
+        if running is None or load <= 0 or running not in self.declared_growth:
+            return left
+        planned = sum(n for c, n in left.items() if c.benchmark == running)
+        floor = (self.planned_at_start[running] * self.declared_growth[running]
+                 - self.kept[running])
+        if not 0 < planned < floor:
+            return left
+        scale = 1 + load * (floor / planned - 1)
+        return {c: n * scale if c.benchmark == running else n for c, n in left.items()}
+
+    def load(self) -> float:
+        """How busy the machine is, from 0 (the latest LOAD_TRIALS trials waited for no CPU)
+        to 1 (they waited as long as beside two CPU hogs, BUSY_WAIT_SHARE of their time, or
+        longer); 0 before a trial's wait is known."""
+        seconds = sum(s for _, s in self.waits)
+        if seconds <= 0:
+            return 0.0
+        return min(1.0, sum(w for w, _ in self.waits) / seconds / BUSY_WAIT_SHARE)
+
+    def declared_now(self) -> dict[str, float]:
+        """Per benchmark with a declared trial_s, the trial it is expected to take at this
+        load: its trial_s, moved toward its trial_s_busy as far as load() says."""
+        load = self.load()
+        return {b: s + load * (self.declared_busy[b] - s) if b in self.declared_busy else s
+                for b, s in self.declared.items()}
 
     def trials_counted(self) -> float:
         """The trials still to come as the time left counts them (_trials_left): what a run
@@ -335,15 +390,17 @@ class Estimate:
         return sum(n * statistics.median_low(self.decisions[b])
                    for b, n in rounds.items() if n > 0 and self.decisions.get(b))
 
-    def speed(self, by_bench: Mapping[str, list[float]]) -> float:
-        """This run's trial seconds over the declared ones, on the benchmarks both know (1
-        before any): what a declared figure is multiplied by here."""
-        known = [b for b in by_bench if b in self.declared and by_bench[b]]
+    def speed(self, by_bench: Mapping[str, list[float]],
+              declared: Mapping[str, float] | None = None) -> float:
+        """This run's trial seconds over the declared ones (declared_now() unless given), on
+        the benchmarks both know (1 before any): what a declared figure is multiplied by
+        here."""
+        declared = self.declared_now() if declared is None else declared
+        known = [b for b in by_bench if b in declared and by_bench[b]]
         if not known:
             return 1.0
         took = sum(sum(by_bench[b]) for b in known)
-        declared = sum(self.declared[b] * len(by_bench[b]) for b in known)
-        return took / declared
+        return took / sum(declared[b] * len(by_bench[b]) for b in known)
 
     def typical(self) -> dict[Case, float]:
         """Per case timed, what each of its trials without counted samples still to come
@@ -441,7 +498,8 @@ class Estimate:
         for case, times in took.items():
             by_bench[case.benchmark] += times
         run_median = statistics.median(everything or list(self.earlier.values()))
-        speed = self.speed(by_bench)
+        declared = self.declared_now()
+        speed = self.speed(by_bench, declared)
         earlier_speed = self.earlier_speed()
         plain_of = self._plain_costs()
         counting = self.counting_added(plain_of)
@@ -463,8 +521,8 @@ class Estimate:
                 # The mean of its timed cases, not their median: the cases not yet timed are
                 # as likely its slow ones as its fast ones, and the sum is what is estimated.
                 per = statistics.fmean(bench_typical[case.benchmark])
-            elif case.benchmark in self.declared:
-                per = self.declared[case.benchmark] * speed
+            elif case.benchmark in declared:
+                per = declared[case.benchmark] * speed
             else:
                 per = run_median
                 untimed.add(case.benchmark)
@@ -486,16 +544,18 @@ def replay(log: Sequence[Sequence[Any]], cases: Sequence[Mapping[str, Any]]
     by_key = [Case.from_json(c) for c in cases]
     begin = log[0]
     # Older logs: no counted trials (begin[6]), no earlier runs' trial counts (begin[7]), no
-    # declared growth (begin[8]).
+    # declared growth (begin[8]) or busy trial (begin[9]), no trial's wait (a done's 6th).
     estimate = Estimate({by_key[k]: n for k, n in begin[2]},
                         {by_key[k]: v for k, v in begin[3]}, begin[4], begin[5],
                         begin[6] if len(begin) > 6 else None,
                         {by_key[k]: n for k, n in begin[7]} if len(begin) > 7 else None,
-                        begin[8] if len(begin) > 8 else None)
+                        begin[8] if len(begin) > 8 else None,
+                        begin[9] if len(begin) > 9 else None)
     said: list[tuple[float, float | None]] = []
     for what, at, *args in log[1:]:
         if what == "done":
-            estimate.done(by_key[args[0]], args[1], args[2], args[3] if len(args) > 3 else None)
+            estimate.done(by_key[args[0]], args[1], args[2], args[3] if len(args) > 3 else None,
+                          args[4] if len(args) > 4 else None)
             found = estimate.seconds_left()
             said.append((at, None if found is None else found[0]))
         elif what == "grow":
@@ -530,12 +590,13 @@ class RunProgress:
                  no_set_up: Iterable[str] = (),
                  counted: Mapping[str, int | None] | None = None,
                  earlier_kept: Mapping[Case, int] | None = None,
-                 declared_growth: Mapping[str, float] | None = None) -> None:
+                 declared_growth: Mapping[str, float] | None = None,
+                 declared_busy: Mapping[str, float] | None = None) -> None:
         self.quiet = quiet
         self.console = console
         self.fancy = console.is_terminal and not quiet
         self.estimate = Estimate(todo, earlier, declared, no_set_up, counted, earlier_kept,
-                                 declared_growth)
+                                 declared_growth, declared_busy)
         self.total = sum(todo.values())
         self.done = 0
         self.benchmarks = list(dict.fromkeys(c.benchmark for c in todo))
@@ -619,7 +680,7 @@ class RunProgress:
         # next) is part of what a trial costs the run; a session's set-up is counted apart.
         self.estimate.done(case, now - self.last_mark,
                            counted=any(is_counted(k) for k in result.output.samples),
-                           tail=result.tail_s)
+                           tail=result.tail_s, waited=result.run_delay_s)
         self.last_mark = now
         if self.retake_next:
             self.retake_next = False
