@@ -24,6 +24,7 @@ from bakeoff.run.progress import (
     Estimate,
     RunProgress,
     earlier_seconds,
+    earlier_times_and_trials,
     earlier_trials,
     fmt_duration,
     left_text,
@@ -110,9 +111,13 @@ def test_a_sessions_set_up_is_counted_apart_from_its_first_trial() -> None:
 
 
 def _results(path: Path, walls: dict[Case, list[float]], mtime: float,
-             profile: str = "default", status: str = "complete") -> None:
+             profile: str = "default", status: str = "complete", waited: float | None = None
+             ) -> None:
+    """A results.json of these trials' wall times; waited: the share of each it waited for
+    a CPU (None: no wait recorded, as older runs)."""
     path.mkdir(parents=True)
-    trials = [{"case": c.to_json(), "status": "ok", "wall_s": w}
+    trials = [{"case": c.to_json(), "status": "ok", "wall_s": w,
+               **({} if waited is None else {"contention": {"run_delay_s": waited * w}})}
               for c, ws in walls.items() for w in ws]
     trials.append({"case": FAST.to_json(), "status": "failed", "wall_s": 99.0})
     (path / "results.json").write_text(json.dumps({"profile": profile, "status": status,
@@ -654,3 +659,32 @@ def test_a_first_make_bench_beside_hogs_says_its_time_left_within_a_quarter() ->
         assert abs(seconds - remained) <= 0.25 * remained, (share, seconds, remained)
     before = _fixture_checkpoints(FIRST_BUSY_RUN, first_run=True, busy=False)
     assert [seconds < 0.75 * remained for _, seconds, remained in before] == [True, False, True]
+
+
+def test_an_earlier_runs_times_are_taken_from_its_load_to_this_ones(tmp_path: Path) -> None:
+    """b (declared 1 s idle, 1 s busy) and c (1 s idle, 2 s busy) were timed in an idle run
+    at 1 s each, and b again, newer, beside two hogs (its trials waiting BUSY_WAIT_SHARE of
+    their time) at 1 s. This run waits as long as beside the hogs: c's idle 1 s is taken at
+    2 s (its busy slowdown), b's busy 1 s as it is; both at this run's speed against them (1
+    on b). Idle, c's earlier time is its own, and a busy one would be halved."""
+    third = Case("c", "x", (("n", 1),))
+    _results(tmp_path / "idle", {OTHER: [1.0], third: [1.0]}, mtime=1000, waited=0.0)
+    _results(tmp_path / "busy", {OTHER: [1.0]}, mtime=2000, waited=BUSY_WAIT_SHARE)
+    seconds, _, loads = earlier_times_and_trials(tmp_path, [OTHER, third], None)
+    assert seconds == {OTHER: 1.0, third: 1.0}
+    assert loads == {OTHER: pytest.approx(1.0), third: 0.0}
+    declared, busy = {"b": 1.0, "c": 1.0}, {"b": 1.0, "c": 2.0}
+    est = Estimate({OTHER: 2, third: 3}, seconds, declared, declared_busy=busy,
+                   earlier_load=loads)
+    est.set_up("b", 0.0)
+    est.done(OTHER, 1.0, waited=BUSY_WAIT_SHARE)
+    assert est.earlier_now() == {OTHER: pytest.approx(1.0), third: pytest.approx(2.0)}
+    assert est.seconds_left() == (pytest.approx(1 * 1.0 + 3 * 2.0), 0)
+    assert replay(est.log, est.cases())[-1][1] == pytest.approx(1 * 1.0 + 3 * 2.0)
+    idle = Estimate({OTHER: 2, third: 3}, seconds, declared, declared_busy=busy,
+                    earlier_load={third: 1.0})
+    idle.done(OTHER, 1.0, waited=0.0)
+    assert idle.earlier_now()[third] == pytest.approx(0.5)
+    # A run recorded without its trials' waits counts as idle.
+    _results(tmp_path / "old", {FAST: [1.0]}, mtime=500)
+    assert earlier_times_and_trials(tmp_path, [FAST], None)[2] == {FAST: 0.0}

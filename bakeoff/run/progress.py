@@ -21,7 +21,8 @@ newest earlier run of this profile that measured it, else its start's plan times
 ended benchmarks took over theirs (Estimate.growth): a plan made before a benchmark runs
 cannot know its spread, and the rules add trials where the spread asks; beside other work
 the one running is counted at no fewer than its profile's growth, as far as the run is busy.
-Earlier runs' trial times are taken at this run's speed against them (Estimate.earlier_speed).
+Earlier runs' trial times are taken from their run's load to this one's (Estimate.earlier_now)
+and at this run's speed against them (Estimate.earlier_speed).
 
 Two costs a trial's own time does not show are counted apart: the harness's decision after
 each round (once per round left), and what counted samples add to a case's first trials:
@@ -81,17 +82,19 @@ def earlier_trials(results_root: Path, cases: Iterable[Case], profile: str | Non
 
 
 def earlier_times_and_trials(results_root: Path, cases: Iterable[Case], profile: str | None
-                             ) -> tuple[dict[Case, float], dict[Case, int]]:
+                             ) -> tuple[dict[Case, float], dict[Case, int], dict[Case, float]]:
     """earlier_seconds and earlier_trials, from one reading of the earlier runs' records
-    (each a few MiB for a default run)."""
+    (each a few MiB for a default run), and per case of earlier_seconds the load of the run
+    its time came from (run_load)."""
     wanted = set(cases)
     seconds: dict[Case, float] = {}
     kept: dict[Case, int] = {}
+    loads: dict[Case, float] = {}
     try:
         files = sorted(results_root.glob("*/results.json"), key=lambda p: p.stat().st_mtime,
                        reverse=True)[:EARLIER_RUNS]
     except OSError:
-        return seconds, kept
+        return seconds, kept, loads
     for path in files:
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
@@ -103,14 +106,30 @@ def earlier_times_and_trials(results_root: Path, cases: Iterable[Case], profile:
                 if case in wanted and t.get("status") == "ok" and (
                         case not in seconds or (counts and case not in kept)):
                     walls[case].append(float(t["wall_s"]))
+            load = run_load([*record.get("trials", []), *record.get("retaken", [])])
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
+        loads.update({c: load for c in walls if c not in seconds})
         seconds.update({c: statistics.median(w) for c, w in walls.items() if c not in seconds})
         if counts:
             kept.update({c: len(w) for c, w in walls.items() if c not in kept})
         if len(seconds) == len(wanted) and (profile is None or len(kept) == len(wanted)):
             break
-    return seconds, kept
+    return seconds, kept, loads
+
+
+def run_load(trials: Iterable[Mapping[str, Any]]) -> float:
+    """A recorded run's load as Estimate.load reads a running one's, over all its trials
+    (those retaken too, as the estimate counts every attempt): the share of their wall time
+    they waited for a CPU over BUSY_WAIT_SHARE, at most 1 (0 for trials recorded without
+    their wait)."""
+    waited = wall = 0.0
+    for t in trials:
+        delay = (t.get("contention") or {}).get("run_delay_s")
+        if delay is not None:
+            waited += float(delay)
+            wall += float(t["wall_s"])
+    return min(1.0, waited / wall / BUSY_WAIT_SHARE) if wall > 0 else 0.0
 
 
 def fmt_duration(seconds: float) -> str:
@@ -139,7 +158,8 @@ class Estimate:
                  counted: Mapping[str, int | None] | None = None,
                  earlier_kept: Mapping[Case, int] | None = None,
                  declared_growth: Mapping[str, float] | None = None,
-                 declared_busy: Mapping[str, float] | None = None) -> None:
+                 declared_busy: Mapping[str, float] | None = None,
+                 earlier_load: Mapping[Case, float] | None = None) -> None:
         self.todo: dict[Case, int] = dict(todo)
         # What the estimate was told, in order, with the seconds since it began: kept in the
         # run's record (timings.estimate_log), so an estimate can be replayed on a real run's
@@ -152,7 +172,8 @@ class Estimate:
                                       dict(counted or {}),
                                       [[self._key(c), n] for c, n in (earlier_kept or {}).items()],
                                       dict(declared_growth or {}),
-                                      dict(declared_busy or {})]]
+                                      dict(declared_busy or {}),
+                                      [[self._key(c), v] for c, v in (earlier_load or {}).items()]]]
         self.took: dict[Case, list[float]] = defaultdict(list)
         self.took_counted: dict[Case, list[float]] = defaultdict(list)
         # Per benchmark, how many of a case's first trials take counted samples
@@ -194,6 +215,11 @@ class Estimate:
         self.declared_busy: dict[str, float] = {
             b: s for b, s in (declared_busy or {}).items() if s > 0}
         self.waits: deque[tuple[float, float]] = deque(maxlen=LOAD_TRIALS)
+        # Per case of earlier, the load of the run its time came from (run_load): an earlier
+        # run's times are taken to this run's load room by room as the declared ones are
+        # (earlier_now); an idle run's heap-sampling times, at the first rooms' speed beside
+        # two CPU hogs, said a third short a quarter in.
+        self.earlier_load: dict[Case, float] = dict(earlier_load or {})
         # Per benchmark started, what passed before its first trial began (its session's
         # set-up: a daemon, maps filled): kept apart so the first trial's time, and the speed
         # taken from it, are the trial's own; a benchmark not started is expected to need the
@@ -347,28 +373,42 @@ class Estimate:
             return 0.0
         return min(1.0, sum(w for w, _ in self.waits) / seconds / BUSY_WAIT_SHARE)
 
+    def slowdown(self, benchmark: str, load: float) -> float:
+        """How much longer than idle a trial of benchmark takes at load: its trial_s moved
+        that far toward its trial_s_busy, over its trial_s (1 without both)."""
+        idle, busy = self.declared.get(benchmark), self.declared_busy.get(benchmark)
+        return 1.0 if not idle or not busy else 1 + load * (busy / idle - 1)
+
     def declared_now(self) -> dict[str, float]:
         """Per benchmark with a declared trial_s, the trial it is expected to take at this
         load: its trial_s, moved toward its trial_s_busy as far as load() says."""
         load = self.load()
-        return {b: s + load * (self.declared_busy[b] - s) if b in self.declared_busy else s
-                for b, s in self.declared.items()}
+        return {b: s * self.slowdown(b, load) for b, s in self.declared.items()}
+
+    def earlier_now(self) -> dict[Case, float]:
+        """Per case an earlier run timed, its time there taken from that run's load to this
+        one's (slowdown)."""
+        load = self.load()
+        return {c: s * self.slowdown(c.benchmark, load)
+                / self.slowdown(c.benchmark, self.earlier_load.get(c, 0.0))
+                for c, s in self.earlier.items()}
 
     def trials_counted(self) -> float:
         """The trials still to come as the time left counts them (_trials_left): what a run
         records beside the trials truly still taken (run/timings.py said_against_truth)."""
         return sum(self._trials_left().values())
 
-    def earlier_speed(self) -> float:
-        """This run's trial seconds over the earlier runs' on the cases both timed (1 before
-        any): an earlier run made at another load, or another hour of a shared VM, priced
-        every case of this one as fast or as slow as it was (a run beside CPU hogs with an
-        idle run's times said 28% short a quarter in)."""
-        both = {c: t for c, t in self.took.items() if t and c in self.earlier}
+    def earlier_speed(self, earlier: Mapping[Case, float] | None = None) -> float:
+        """This run's trial seconds over the earlier runs' (earlier_now() unless given) on the
+        cases both timed (1 before any): an earlier run made at another load, or another
+        hour of a shared VM, priced every case of this one as fast or as slow as it was (a
+        run beside CPU hogs with an idle run's times said 28% short a quarter in)."""
+        earlier = self.earlier_now() if earlier is None else earlier
+        both = {c: t for c, t in self.took.items() if t and c in earlier}
         if not both:
             return 1.0
         return (sum(sum(t) for t in both.values())
-                / sum(self.earlier[c] * len(t) for c, t in both.items()))
+                / sum(earlier[c] * len(t) for c, t in both.items()))
 
     def counted_left(self, case: Case) -> int:
         """How many of the case's trials still to come take counted samples."""
@@ -500,7 +540,8 @@ class Estimate:
         run_median = statistics.median(everything or list(self.earlier.values()))
         declared = self.declared_now()
         speed = self.speed(by_bench, declared)
-        earlier_speed = self.earlier_speed()
+        earlier = self.earlier_now()
+        earlier_speed = self.earlier_speed(earlier)
         plain_of = self._plain_costs()
         counting = self.counting_added(plain_of)
         costs = self._with_counted(plain_of, counting)
@@ -515,8 +556,8 @@ class Estimate:
                 plain, counted = costs[case]
                 total += (n - counted_n) * plain + counted_n * counted
                 continue
-            if case in self.earlier:
-                per = self.earlier[case] * earlier_speed
+            if case in earlier:
+                per = earlier[case] * earlier_speed
             elif bench_typical.get(case.benchmark):
                 # The mean of its timed cases, not their median: the cases not yet timed are
                 # as likely its slow ones as its fast ones, and the sum is what is estimated.
@@ -544,13 +585,15 @@ def replay(log: Sequence[Sequence[Any]], cases: Sequence[Mapping[str, Any]]
     by_key = [Case.from_json(c) for c in cases]
     begin = log[0]
     # Older logs: no counted trials (begin[6]), no earlier runs' trial counts (begin[7]), no
-    # declared growth (begin[8]) or busy trial (begin[9]), no trial's wait (a done's 6th).
+    # declared growth (begin[8]), busy trial (begin[9]) or earlier runs' load (begin[10]), no
+    # trial's wait (a done's 6th).
     estimate = Estimate({by_key[k]: n for k, n in begin[2]},
                         {by_key[k]: v for k, v in begin[3]}, begin[4], begin[5],
                         begin[6] if len(begin) > 6 else None,
                         {by_key[k]: n for k, n in begin[7]} if len(begin) > 7 else None,
                         begin[8] if len(begin) > 8 else None,
-                        begin[9] if len(begin) > 9 else None)
+                        begin[9] if len(begin) > 9 else None,
+                        {by_key[k]: v for k, v in begin[10]} if len(begin) > 10 else None)
     said: list[tuple[float, float | None]] = []
     for what, at, *args in log[1:]:
         if what == "done":
@@ -591,12 +634,13 @@ class RunProgress:
                  counted: Mapping[str, int | None] | None = None,
                  earlier_kept: Mapping[Case, int] | None = None,
                  declared_growth: Mapping[str, float] | None = None,
-                 declared_busy: Mapping[str, float] | None = None) -> None:
+                 declared_busy: Mapping[str, float] | None = None,
+                 earlier_load: Mapping[Case, float] | None = None) -> None:
         self.quiet = quiet
         self.console = console
         self.fancy = console.is_terminal and not quiet
         self.estimate = Estimate(todo, earlier, declared, no_set_up, counted, earlier_kept,
-                                 declared_growth, declared_busy)
+                                 declared_growth, declared_busy, earlier_load)
         self.total = sum(todo.values())
         self.done = 0
         self.benchmarks = list(dict.fromkeys(c.benchmark for c in todo))

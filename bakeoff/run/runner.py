@@ -185,8 +185,8 @@ def measure(
                            else planned) - done.get(c, 0)) for c in p.cases}
         if sum(left.values()):  # warm-ups only where trials are left: see _Measurement.run
             todo.update({c: n + p.profile.warmup_trials for c, n in left.items()})
-    earlier, kept = earlier_times_and_trials(earlier_runs, todo, run.profile) \
-        if earlier_runs is not None and not quiet else ({}, {})
+    earlier, kept, earlier_load = earlier_times_and_trials(earlier_runs, todo, run.profile) \
+        if earlier_runs is not None and not quiet else ({}, {}, {})
     # What an earlier run kept in all, less what this one (resumed) already has.
     earlier_kept = {c: n - done.get(c, 0) for c, n in kept.items() if n > done.get(c, 0)}
     declared = {p.benchmark.name: p.profile.trial_s for p in plans if p.profile.trial_s}
@@ -206,7 +206,8 @@ def measure(
     progress = RunProgress(todo, quiet, console, earlier, declared,
                            no_set_up=[p.benchmark.name for p in plans if p.benchmark.session is None],
                            counted=counted, earlier_kept=earlier_kept,
-                           declared_growth=declared_growth, declared_busy=declared_busy)
+                           declared_growth=declared_growth, declared_busy=declared_busy,
+                           earlier_load=earlier_load)
     # As many CPUs as the most demanding benchmark's trials need (Benchmark.cpus).
     with cpus.held(run.settings.pin,
                    max((p.benchmark.cpus for p in plans), default=1)) as cpu:
