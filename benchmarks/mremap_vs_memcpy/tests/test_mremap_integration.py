@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import statistics
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -77,10 +78,21 @@ def test_a_move_is_timed_alone_unless_below_the_timer_floor(quick_run: Path) -> 
                 assert (batch - 1) * single < floor <= batch * single or meta["batch_capped"]
         else:
             assert batch * single >= floor or meta["batch_capped"], meta
-    # A 16 MiB move lasts microseconds, far above a floor of 50 timer reads: one per sample.
+    # A 16 MiB move lasts microseconds, far above a floor of 50 timer reads of tens of ns:
+    # one per sample. But a trial's timer is measured in it (the median of a thousand reads),
+    # and a slow spell of the machine makes every read dearer: in one suite a 16 MiB THP
+    # move's trial read 428 ns a timer read where the run's others read 27-81, its floor
+    # 21 µs above the 15 µs move, and the rule above rightly timed two a sample. Such a
+    # trial is named; every other is one move a sample.
     big = [t for t in data["trials"] if t["case"]["params"]["size"] == 16 * MIB
            and t["case"]["variant"] in MOVES]
-    assert big and all(t["meta"]["batch"] == 1 for t in big)
+    usual = statistics.median(t["meta"]["timer_overhead_ns"] for t in data["trials"])
+    slow_timer = [t for t in big if t["meta"]["timer_overhead_ns"] > 5 * usual]
+    if slow_timer:
+        print(f"16 MiB moves whose trial read a timer over 5x the run's median ({usual} ns):",
+              [(t["case"]["variant"], t["meta"]["timer_overhead_ns"]) for t in slow_timer])
+    assert big and len(slow_timer) < len(big)
+    assert all(t["meta"]["batch"] == 1 for t in big if t not in slow_timer)
     # The hot 4 KiB copy is tens of ns: it cannot be timed alone, and is batched.
     tiny = [t for t in data["trials"] if t["case"]["params"]["size"] == 4096
             and t["case"]["variant"] == "memcpy"]
