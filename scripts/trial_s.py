@@ -57,6 +57,16 @@ def room_times(run: RunRecord) -> dict[str, tuple[int, float, float]]:
     return out
 
 
+def waited(run: RunRecord) -> float | None:
+    """The share of their wall time the run's trials (those retaken too) waited for a CPU,
+    as the time left reads a run's load (bakeoff/run/progress.py, BUSY_WAIT_SHARE: what
+    runs beside two CPU hogs waited where --busy was tuned); None without the waits."""
+    delays = [(t.contention.run_delay_s, t.wall_s) for t in [*run.trials, *run.retaken]
+              if t.contention is not None and t.contention.run_delay_s is not None]
+    wall = sum(w for _, w in delays)
+    return sum(d for d, _ in delays) / wall if wall > 0 else None
+
+
 def growth(run: RunRecord) -> dict[str, float]:
     """benchmark -> the trials it kept over those its plan counted before any ran, as the
     run's estimate of the time left counted both (none for a run without its log)."""
@@ -146,8 +156,10 @@ def main() -> int:
     for run in runs:
         cpu = run.host.get("cpu_model", "?")
         left_out = "" if run.status == "complete" else "; not complete, so not counted"
+        share = waited(run)
+        wait = "" if share is None else f", trials waited {share:.1%} for a CPU"
         print(f"{run.run_id} (profile {run.profile}, {run.status}, {cpu}, load "
-              f"{run.host.get('loadavg_1m', '?')} at start{left_out})")
+              f"{run.host.get('loadavg_1m', '?')} at start{wait}{left_out})")
         growths = growth(run)
         for name, (n, mean, span) in room_times(run).items():
             if args.room and name not in args.room:

@@ -103,3 +103,16 @@ def test_growth_is_the_trials_kept_over_the_plan_before_any_ran(script: ModuleTy
     assert grown["mremap-vs-memcpy"] == pytest.approx(180 / 150)
     assert set(grown) == {"bpf-map-dump", "cgroup-stat-read", "heap-sampling",
                           "mremap-vs-memcpy", "tracing-overhead"}
+
+
+def test_the_share_a_run_waited_for_a_cpu_is_over_every_attempt(script: ModuleType) -> None:
+    """What --busy runs waited, beside the BUSY_WAIT_SHARE the time left divides by: the
+    trials' and the retaken attempts' run-queue waits over their wall time; None where no
+    trial recorded its wait."""
+    def trial(wall: float, delay: float | None) -> SimpleNamespace:
+        return SimpleNamespace(wall_s=wall, contention=None if delay is None
+                               else SimpleNamespace(run_delay_s=delay))
+    run = SimpleNamespace(trials=[trial(1.0, 0.1), trial(2.0, 0.1), trial(5.0, None)],
+                          retaken=[trial(1.0, 0.6)])
+    assert script.waited(run) == pytest.approx(0.8 / 4.0)
+    assert script.waited(SimpleNamespace(trials=[trial(1.0, None)], retaken=[])) is None

@@ -59,8 +59,10 @@ RECENT_TRIALS = 5  # a case's trial time: the median of its latest this many
 COUNTED_FLOOR = 0.1
 # The machine's load, as the time left reads it: the share of their wall time the latest
 # LOAD_TRIALS trials waited for a CPU (their run-queue wait, schedstat), over BUSY_WAIT_SHARE,
-# the share the trials of `make bench` waited beside two CPU hogs on two CPUs, where the
-# profiles' trial_s_busy were tuned (docs/RELIABILITY.md, "The time left beside other work").
+# a little below the share the trials of `make bench` waited beside two CPU hogs on two CPUs
+# where the profiles' trial_s_busy were tuned (scripts/trial_s.py prints it), so that a
+# window of trials as busy as those reads as busy through its spread (docs/RELIABILITY.md,
+# "The time left beside other work").
 LOAD_TRIALS = 50
 BUSY_WAIT_SHARE = 0.12
 
