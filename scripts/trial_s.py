@@ -119,18 +119,18 @@ def rewrite(spec: Path, profile: str, value: float | None, grown: float | None =
         return False
     start, end = where
     indent = start - text.rfind("\n", 0, start) - 1
-    body: str | None = text[start:end]
+    body = text[start:end]
     if re.search(r"\btrial_s=[0-9.eE+-]+", body) is None:
         return False
-    if value is not None:
-        body = _set(body, "trial_s", value, "trial_s", indent)
-    if grown is not None and body is not None:
-        body = _set(body, "trials_growth", grown, "trial_s", indent)
-    if busy is not None and body is not None:
-        after = "trials_growth" if "trials_growth=" in body else "trial_s"
-        body = _set(body, "trial_s_busy", busy, after, indent)
-    if body is None:
-        return False
+    for name, figure in (("trial_s", value), ("trials_growth", grown), ("trial_s_busy", busy)):
+        if figure is None:
+            continue
+        after = "trials_growth" if name == "trial_s_busy" and "trials_growth=" in body \
+            else "trial_s"
+        changed = _set(body, name, figure, after, indent)
+        if changed is None:
+            return False
+        body = changed
     spec.write_text(text[:start] + body + text[end:])
     return True
 
