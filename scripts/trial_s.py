@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO))
 from bakeoff.core.errors import UsageError  # noqa: E402
 from bakeoff.declare import registry  # noqa: E402
 from bakeoff.declare.model import RunRecord  # noqa: E402
+from bakeoff.run import progress  # noqa: E402
 from bakeoff.store import results as store  # noqa: E402
 
 
@@ -59,12 +60,11 @@ def room_times(run: RunRecord) -> dict[str, tuple[int, float, float]]:
 
 def waited(run: RunRecord) -> float | None:
     """The share of their wall time the run's trials (those retaken too) waited for a CPU,
-    as the time left reads a run's load (bakeoff/run/progress.py, BUSY_WAIT_SHARE: what
-    runs beside two CPU hogs waited where --busy was tuned); None without the waits."""
-    delays = [(t.contention.run_delay_s, t.wall_s) for t in [*run.trials, *run.retaken]
-              if t.contention is not None and t.contention.run_delay_s is not None]
-    wall = sum(w for _, w in delays)
-    return sum(d for d, _ in delays) / wall if wall > 0 else None
+    as the time left reads a run's load (bakeoff/run/progress.py wait_share, against
+    BUSY_WAIT_SHARE: what runs beside two CPU hogs waited where --busy was tuned); None
+    without the waits."""
+    return progress.wait_share((t.contention.run_delay_s if t.contention else None, t.wall_s)
+                               for t in [*run.trials, *run.retaken])
 
 
 def growth(run: RunRecord) -> dict[str, float]:

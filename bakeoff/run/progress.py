@@ -120,18 +120,27 @@ def earlier_times_and_trials(results_root: Path, cases: Iterable[Case], profile:
     return seconds, kept, loads
 
 
+def wait_share(waits: Iterable[tuple[float | None, float]]) -> float | None:
+    """Of (seconds waited for a CPU, wall seconds) per trial, the share of their wall time
+    the trials whose wait is known waited; None if none is (or their wall time is 0)."""
+    known = [(w, s) for w, s in waits if w is not None]
+    wall = sum(s for _, s in known)
+    return sum(w for w, _ in known) / wall if wall > 0 else None
+
+
+def load_of(waits: Iterable[tuple[float | None, float]]) -> float:
+    """How busy the machine was for these trials (wait_share): from 0 (they waited for no
+    CPU, or no wait is known) to 1 (they waited as long as beside two CPU hogs,
+    BUSY_WAIT_SHARE of their time, or longer)."""
+    share = wait_share(waits)
+    return 0.0 if share is None else min(1.0, share / BUSY_WAIT_SHARE)
+
+
 def run_load(trials: Iterable[Mapping[str, Any]]) -> float:
-    """A recorded run's load as Estimate.load reads a running one's, over all its trials
-    (those retaken too, as the estimate counts every attempt): the share of their wall time
-    they waited for a CPU over BUSY_WAIT_SHARE, at most 1 (0 for trials recorded without
-    their wait)."""
-    waited = wall = 0.0
-    for t in trials:
-        delay = (t.get("contention") or {}).get("run_delay_s")
-        if delay is not None:
-            waited += float(delay)
-            wall += float(t["wall_s"])
-    return min(1.0, waited / wall / BUSY_WAIT_SHARE) if wall > 0 else 0.0
+    """A recorded run's load as Estimate.load reads a running one's (load_of), over all its
+    trials (those retaken too, as the estimate counts every attempt)."""
+    return load_of(((t.get("contention") or {}).get("run_delay_s"), float(t["wall_s"]))
+                   for t in trials)
 
 
 def fmt_duration(seconds: float) -> str:
@@ -367,13 +376,9 @@ class Estimate:
         return {c: n * scale if c.benchmark == running else n for c, n in left.items()}
 
     def load(self) -> float:
-        """How busy the machine is, from 0 (the latest LOAD_TRIALS trials waited for no CPU)
-        to 1 (they waited as long as beside two CPU hogs, BUSY_WAIT_SHARE of their time, or
-        longer); 0 before a trial's wait is known."""
-        seconds = sum(s for _, s in self.waits)
-        if seconds <= 0:
-            return 0.0
-        return min(1.0, sum(w for w, _ in self.waits) / seconds / BUSY_WAIT_SHARE)
+        """How busy the machine is (load_of the latest LOAD_TRIALS trials); 0 before a
+        trial's wait is known."""
+        return load_of(self.waits)
 
     def slowdown(self, benchmark: str, load: float) -> float:
         """How much longer than idle a trial of benchmark takes at load: its trial_s moved
