@@ -47,6 +47,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -571,11 +572,19 @@ static inline uint64_t inline_class(size_t n)
  * label); each pair of batches draws a NONE copy and a scheme copy independently, and a
  * sample's decide_ns_per_alloc is the trimmed mean over its pairs: a figure over placements
  * instead of one build's.
+ *
+ * 64 copies, so each kind of function is entered at every offset of its line once: a few
+ * offsets are far dearer than the rest (the hash's batch at 4 KiB blocks read 5-8 ns at
+ * three of the 64 where the others read 1-3), and with 16 copies one such offset stood for
+ * a sixteenth of the draws instead of a sixty-fourth: the room's hash then read a fifth
+ * above the independent check's, whose 16 offsets held none of them
+ * (docs/notes/heap-sampling-offsets-20261130-xeon.md).
  */
-#define INLINE_LAYOUTS 16
-/* A copy's offset in its cache line: distinct for the 16 copies (23 is odd: k * 23 mod 64
- * takes 16 distinct values), and a different set per kind of function (salt). */
-#define INLINE_PAD(k, salt) (((k) * 23 + (salt) * 11) % 64)
+#define INLINE_LAYOUTS 64
+/* A copy's offset in its cache line: k * m mod 64 with m odd takes every value once as k
+ * runs over the 64 copies; m differs per kind of function (salt), so that copy k's batch
+ * and its sample path do not stand at one fixed distance in every copy. */
+#define INLINE_PAD(k, salt) (((k) * (21 + 2 * (salt)) + (salt) * 11) % 64)
 #define INLINE_PLACED(k, salt) \
 	__attribute__((noinline, aligned(64), \
 		       patchable_function_entry(INLINE_PAD(k, salt), INLINE_PAD(k, salt))))
@@ -676,8 +685,15 @@ static inline __attribute__((always_inline)) uint64_t inline_loop(enum scheme s,
 	{                                                                                     \
 		return inline_loop(S_HASH, n, inline_hash_sample_##k);                        \
 	}
-#define INLINE_EACH(X)                                                                        \
-	X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#define INLINE_EACH(X) \
+	X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) \
+	X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) \
+	X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23) \
+	X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) \
+	X(32) X(33) X(34) X(35) X(36) X(37) X(38) X(39) \
+	X(40) X(41) X(42) X(43) X(44) X(45) X(46) X(47) \
+	X(48) X(49) X(50) X(51) X(52) X(53) X(54) X(55) \
+	X(56) X(57) X(58) X(59) X(60) X(61) X(62) X(63)
 INLINE_EACH(INLINE_COPY)
 
 typedef uint64_t (*inline_batch_fn)(size_t n);
@@ -705,7 +721,7 @@ static inline_batch_fn inline_batch_fn_of(enum scheme s, unsigned k)
 }
 
 /* The copies a pair runs: drawn (NONE's and the scheme's independently), or fixed by
- * BAKEOFF_INLINE_LAYOUT=K (0..15; a diagnostic: one layout's figure, as one build has). */
+ * BAKEOFF_INLINE_LAYOUT=K (0..63; a diagnostic: one layout's figure, as one build has). */
 static int inline_fixed_layout = -1;
 static uint64_t inline_layout_rng;
 
@@ -740,11 +756,11 @@ static void run_inline(size_t size)
 					  "it to draw one per pair", fixed, INLINE_LAYOUTS - 1);
 		inline_fixed_layout = (int)k;
 	}
-	for (int w = 0; w < 3; w++) { /* the heap's pages, the branch history */
-		for (unsigned k = 0; k < INLINE_LAYOUTS; k++) { /* and every copy's code */
-			inline_batch_fn_of(S_NONE, k)(size);
-			inline_batch_fn_of(s, k)(size);
-		}
+	/* The heap's pages and every copy's code, once: each timed batch follows an untimed
+	 * one of its own copy anyway. */
+	for (unsigned k = 0; k < INLINE_LAYOUTS; k++) {
+		inline_batch_fn_of(S_NONE, k)(size);
+		inline_batch_fn_of(s, k)(size);
 	}
 
 	bench_meta_begin();
@@ -838,27 +854,55 @@ static void run_inline(size_t size)
 
 /* ==== the driver for the allocation patterns =============================================== */
 
-/* Everything a SIGTERM must undo: set before it exists, cleared once it is gone. */
-static volatile pid_t child_pid;
+/* The accuracy runs untimed at once, at most this many (one a CPU the trial may use): a
+ * run's estimate does not depend on its timing, and they were most of a mode's trial. */
+#define MAX_CHILDREN 4
+
+/* Everything a SIGTERM must undo: set before it exists, cleared once it is gone. A child's
+ * slot names its pid and the file its sampler writes its summary to. */
+static volatile pid_t child_pids[MAX_CHILDREN];
 static char tmp_dir[PATH_MAX];
-static char summary_path[PATH_MAX];
+static char summary_paths[MAX_CHILDREN][PATH_MAX];
 
 static void on_stop_signal(int sig)
 {
 	/* Only async-signal-safe calls: the harness stops a trial with SIGTERM and wants it gone
-	 * quickly, with nothing left behind. */
-	if (child_pid > 0)
-		kill(child_pid, SIGKILL);
-	if (summary_path[0])
-		unlink(summary_path);
+	 * quickly, with nothing left behind: each child killed and reaped (not left a zombie
+	 * for init, which here may be slow to reap it). */
+	for (int i = 0; i < MAX_CHILDREN; i++) {
+		if (child_pids[i] > 0) {
+			kill(child_pids[i], SIGKILL);
+			waitpid(child_pids[i], NULL, 0);
+		}
+		if (summary_paths[i][0])
+			unlink(summary_paths[i]);
+	}
 	if (tmp_dir[0])
 		rmdir(tmp_dir);
 	_exit(128 + sig);
 }
 
+/* A failure (bench_fatal exits) while accuracy runs are under way: none outlives us. */
+static void stop_children(void)
+{
+	for (int i = 0; i < MAX_CHILDREN; i++) {
+		if (child_pids[i] > 0) {
+			kill(child_pids[i], SIGKILL);
+			waitpid(child_pids[i], NULL, 0);
+			child_pids[i] = 0;
+		}
+		if (summary_paths[i][0])
+			unlink(summary_paths[i]);
+	}
+	if (tmp_dir[0])
+		rmdir(tmp_dir);
+}
+
 static void install_stop_handlers(void)
 {
 	struct sigaction sa = { .sa_handler = on_stop_signal };
+
+	atexit(stop_children);
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
@@ -889,18 +933,22 @@ static void make_tmp_dir(void)
 	if (!mkdtemp(path)) /* mode 0700 */
 		bench_fatal_errno("failed to create a temporary directory in %s", base);
 	snprintf(tmp_dir, sizeof(tmp_dir), "%s", path);
-	if (snprintf(summary_path, sizeof(summary_path), "%s/summary.json", tmp_dir) >=
-	    (int)sizeof(summary_path))
-		bench_fatal("failed to name the summary file: TMPDIR is too long");
+	for (int i = 0; i < MAX_CHILDREN; i++)
+		if (snprintf(summary_paths[i], sizeof(summary_paths[i]), "%s/summary-%d.json",
+			     tmp_dir, i) >= (int)sizeof(summary_paths[i]))
+			bench_fatal("failed to name the summary file: TMPDIR is too long");
 	block_stop_signals(false);
 }
 
 static void remove_tmp_dir(void)
 {
 	block_stop_signals(true);
-	unlink(summary_path);
+	for (int i = 0; i < MAX_CHILDREN; i++) {
+		unlink(summary_paths[i]);
+		summary_paths[i][0] = '\0';
+	}
 	rmdir(tmp_dir);
-	summary_path[0] = tmp_dir[0] = '\0';
+	tmp_dir[0] = '\0';
 	block_stop_signals(false);
 }
 
@@ -1163,15 +1211,15 @@ static void parse_child_stdout(char *text, struct child_out *out, uint64_t expec
 			    counted, out->ncounted);
 }
 
-static char *read_summary(void)
+static char *read_summary(int slot)
 {
-	int fd = open(summary_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(summary_paths[slot], O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
 	if (fd < 0)
-		bench_fatal_errno("failed to read the sampler's summary %s", summary_path);
+		bench_fatal_errno("failed to read the sampler's summary %s", summary_paths[slot]);
 	char *s = read_fd_all(fd);
 	close(fd);
-	unlink(summary_path);
+	unlink(summary_paths[slot]);
 	return s;
 }
 
@@ -1198,8 +1246,9 @@ struct child_cfg {
 	int parts_row;            /* its --parts-row: the Williams row of its round 0 */
 };
 
-/* Our environment without anything that could change what the child measures. */
-static char **child_env(const struct child_cfg *c)
+/* Our environment without anything that could change what the child measures; its
+ * sampler writes its summary to the slot's file. */
+static char **child_env(const struct child_cfg *c, int slot)
 {
 	extern char **environ;
 	size_t n = 0;
@@ -1222,7 +1271,7 @@ static char **child_env(const struct child_cfg *c)
 		    asprintf(&v[3], "SAMPLER_HASH_MEAN_BYTES=%" PRIu64, c->hash_mean) < 0 ||
 		    asprintf(&v[4], "SAMPLER_COUNT=%d", c->count) < 0 ||
 		    asprintf(&v[5], "SAMPLER_HEADER=%d", c->header) < 0 ||
-		    asprintf(&v[6], "SAMPLER_OUTPUT=%s", summary_path) < 0 ||
+		    asprintf(&v[6], "SAMPLER_OUTPUT=%s", summary_paths[slot]) < 0 ||
 		    asprintf(&v[7], "SAMPLER_REFERENCE=%s", c->reference ? c->reference : c->scheme) < 0)
 			bench_fatal_errno("failed to build the environment");
 		for (int i = 0; i < 8; i++)
@@ -1232,8 +1281,17 @@ static char **child_env(const struct child_cfg *c)
 	return env;
 }
 
-/* Runs alloc_patterns as c says and collects what it printed. */
-static struct child_out run_workload(const struct workload_args *w, const struct child_cfg *c)
+/* A started alloc_patterns: its slot (child_pids, summary_paths), the read end of its
+ * stdout, the environment it was given. */
+struct running_child {
+	int slot;
+	int fd;
+	char **env;
+};
+
+/* Starts alloc_patterns as c says in a slot of its own. */
+static struct running_child start_workload(const struct workload_args *w,
+					   const struct child_cfg *c, int slot)
 {
 	static char program[PATH_MAX];
 	char samples[32], warmup[32], counted[32], first[8], row[8];
@@ -1269,12 +1327,12 @@ static struct child_out run_workload(const struct workload_args *w, const struct
 		argv[argc++] = row;
 	}
 	argv[argc] = NULL;
-	char **env = child_env(c);
+	char **env = child_env(c, slot);
 
 	if (pipe2(fds, O_CLOEXEC) != 0)
 		bench_fatal_errno("failed to create a pipe");
 	fflush(stdout);
-	block_stop_signals(true); /* child_pid is known before a handler can run */
+	block_stop_signals(true); /* child_pids is set before a handler can run */
 	pid_t pid = fork();
 	if (pid < 0)
 		bench_fatal_errno("failed to fork");
@@ -1288,16 +1346,24 @@ static struct child_out run_workload(const struct workload_args *w, const struct
 		execve(program, argv, env);
 		_exit(127);
 	}
-	child_pid = pid;
+	child_pids[slot] = pid;
 	block_stop_signals(false);
 	close(fds[1]);
-	char *text = read_fd_all(fds[0]);
-	close(fds[0]);
+	return (struct running_child){ slot, fds[0], env };
+}
+
+/* Collects what a started alloc_patterns printed, once it has exited. */
+static struct child_out finish_workload(const struct workload_args *w,
+					const struct child_cfg *c, struct running_child r)
+{
+	char *text = read_fd_all(r.fd);
+	close(r.fd);
 	int status;
-	while (waitpid(pid, &status, 0) < 0)
+	while (waitpid(child_pids[r.slot], &status, 0) < 0)
 		if (errno != EINTR)
 			bench_fatal_errno("failed to wait for alloc_patterns");
-	child_pid = 0;
+	child_pids[r.slot] = 0;
+	char **env = r.env;
 	for (char **e = env; *e; e++)
 		if (strncmp(*e, "SAMPLER_", 8) == 0 || strncmp(*e, "LD_PRELOAD=", 11) == 0)
 			free(*e);
@@ -1312,8 +1378,25 @@ static struct child_out run_workload(const struct workload_args *w, const struct
 	parse_child_stdout(text, &out, c->samples, c->counted);
 	free(text);
 	if (c->scheme)
-		out.summary = read_summary();
+		out.summary = read_summary(r.slot);
 	return out;
+}
+
+/* Runs alloc_patterns as c says and collects what it printed. */
+static struct child_out run_workload(const struct workload_args *w, const struct child_cfg *c)
+{
+	return finish_workload(w, c, start_workload(w, c, 0));
+}
+
+/* The CPUs this process may run on, at most MAX_CHILDREN: how many accuracy runs at once. */
+static int children_at_once(void)
+{
+	cpu_set_t cpus;
+
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0)
+		return 1;
+	int n = CPU_COUNT(&cpus);
+	return n < 1 ? 1 : n > MAX_CHILDREN ? MAX_CHILDREN : n;
 }
 
 static void free_child(struct child_out *c)
@@ -1502,12 +1585,19 @@ static void run_pattern(int mode, double scale)
 		const char *prefix = variant == V_HASH || variant == V_HASH_EQUAL_P ? "hash"
 										   : "poisson";
 		struct accuracy_sums sums = { 0 };
-		for (unsigned r = 0; r < accuracy_runs; r++) {
-			struct child_out run = run_workload(&w, &acc);
-			check_counts(&run);
-			add_accuracy(&run, prefix, strcmp(prefix, "hash") == 0 ? hash_mean : mean,
-				     &sums);
-			free_child(&run);
+		unsigned at_once = (unsigned)children_at_once();
+		for (unsigned r = 0; r < accuracy_runs; r += at_once) {
+			struct running_child started[MAX_CHILDREN];
+			unsigned k = accuracy_runs - r < at_once ? accuracy_runs - r : at_once;
+			for (unsigned i = 0; i < k; i++)
+				started[i] = start_workload(&w, &acc, (int)i);
+			for (unsigned i = 0; i < k; i++) {
+				struct child_out run = finish_workload(&w, &acc, started[i]);
+				check_counts(&run);
+				add_accuracy(&run, prefix,
+					     strcmp(prefix, "hash") == 0 ? hash_mean : mean, &sums);
+				free_child(&run);
+			}
 		}
 		emit_accuracy_counters(prefix, &sums);
 		if (strcmp(prefix, "hash") == 0)

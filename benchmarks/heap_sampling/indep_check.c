@@ -131,10 +131,13 @@ static size_t in_usable(size_t n)
  * never run; every round picks its copies at random. A decision of a cycle or two reads
  * several tenths of a ns apart in two placements of the same instructions, so a figure from
  * one placement is one draw; a figure over placements is the reader's (median within a
- * placement, mean across them). */
-#define IN_COPIES 16
+ * placement, and across them a mean less the dearest and the cheapest). Every offset of a
+ * line once per kind of function (13 + 2 * kind is odd, so copy * that mod 64 takes each
+ * value once): a few offsets read several times the others, and a subset of offsets is a
+ * subset of those. */
+#define IN_COPIES 64
 #define IN_ROUNDS_PER_PLACEMENT 5
-#define IN_OFFSET(copy, kind) ((5 + 13 * (copy) + 29 * (kind)) & 63)
+#define IN_OFFSET(copy, kind) ((5 + (13 + 2 * (kind)) * (copy) + 29 * (kind)) & 63)
 #define IN_PLACE(copy, kind) \
 	__attribute__((noinline, aligned(64), \
 		       patchable_function_entry(IN_OFFSET(copy, kind), IN_OFFSET(copy, kind))))
@@ -224,10 +227,22 @@ typedef double (*in_run_fn)(size_t, long);
 	}
 IN_RUNS(0) IN_RUNS(1) IN_RUNS(2) IN_RUNS(3) IN_RUNS(4) IN_RUNS(5) IN_RUNS(6) IN_RUNS(7)
 IN_RUNS(8) IN_RUNS(9) IN_RUNS(10) IN_RUNS(11) IN_RUNS(12) IN_RUNS(13) IN_RUNS(14) IN_RUNS(15)
+IN_RUNS(16) IN_RUNS(17) IN_RUNS(18) IN_RUNS(19) IN_RUNS(20) IN_RUNS(21) IN_RUNS(22) IN_RUNS(23)
+IN_RUNS(24) IN_RUNS(25) IN_RUNS(26) IN_RUNS(27) IN_RUNS(28) IN_RUNS(29) IN_RUNS(30) IN_RUNS(31)
+IN_RUNS(32) IN_RUNS(33) IN_RUNS(34) IN_RUNS(35) IN_RUNS(36) IN_RUNS(37) IN_RUNS(38) IN_RUNS(39)
+IN_RUNS(40) IN_RUNS(41) IN_RUNS(42) IN_RUNS(43) IN_RUNS(44) IN_RUNS(45) IN_RUNS(46) IN_RUNS(47)
+IN_RUNS(48) IN_RUNS(49) IN_RUNS(50) IN_RUNS(51) IN_RUNS(52) IN_RUNS(53) IN_RUNS(54) IN_RUNS(55)
+IN_RUNS(56) IN_RUNS(57) IN_RUNS(58) IN_RUNS(59) IN_RUNS(60) IN_RUNS(61) IN_RUNS(62) IN_RUNS(63)
 
-#define IN_ROW(name) { name##_0, name##_1, name##_2, name##_3, name##_4, name##_5, name##_6, \
-		       name##_7, name##_8, name##_9, name##_10, name##_11, name##_12, \
-		       name##_13, name##_14, name##_15 }
+#define IN_ROW(name) \
+	{ name##_0, name##_1, name##_2, name##_3, name##_4, name##_5, name##_6, name##_7, \
+	  name##_8, name##_9, name##_10, name##_11, name##_12, name##_13, name##_14, name##_15, \
+	  name##_16, name##_17, name##_18, name##_19, name##_20, name##_21, name##_22, name##_23, \
+	  name##_24, name##_25, name##_26, name##_27, name##_28, name##_29, name##_30, name##_31, \
+	  name##_32, name##_33, name##_34, name##_35, name##_36, name##_37, name##_38, name##_39, \
+	  name##_40, name##_41, name##_42, name##_43, name##_44, name##_45, name##_46, name##_47, \
+	  name##_48, name##_49, name##_50, name##_51, name##_52, name##_53, name##_54, name##_55, \
+	  name##_56, name##_57, name##_58, name##_59, name##_60, name##_61, name##_62, name##_63 }
 static const in_run_fn in_runs[3][IN_COPIES] = { IN_ROW(in_run_off), IN_ROW(in_run_poisson),
 						 IN_ROW(in_run_hash) };
 

@@ -373,6 +373,55 @@ def test_sigterm_mid_trial_removes_the_temp_dir(room: Path, tmp_path: Path) -> N
     assert live_runs.settled(tag) == []
 
 
+def _accuracy_runs_at_once(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, str,
+                                                    list[live_runs.Proc]]:
+    """A mode-1 trial whose accuracy runs (untimed, as many at once as it has CPUs) are under
+    way: the trial, its TMPDIR, its tag and the alloc_patterns processes it runs."""
+    tmpdir, tag = live_runs.private_tmp(tmp_path), secrets.token_hex(6)
+    proc = subprocess.Popen([str(BENCH), "--variant", "poisson", "--param", "workload=mode1",
+                             "--param", "scale=0.3", "--param", "accuracy_runs=8",
+                             "--samples", "1", "--warmup", "0"],
+                            env={**os.environ, "TMPDIR": str(tmpdir), live_runs.MARKER: tag},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline, children = time.monotonic() + 30, []
+    while len(children) < 2 and time.monotonic() < deadline:
+        children = [p for p in live_runs.marked([tag])[tag]
+                    if p.comm == "alloc_patterns" and "SAMPLER_COUNT=1" in p.env]
+        time.sleep(0.02)
+    return proc, tmpdir, tag, children
+
+
+@pytest.mark.slow
+def test_accuracy_runs_two_at_once_and_sigterm_leaves_none(room: Path, tmp_path: Path) -> None:
+    """On two CPUs two accuracy runs go at once (they are untimed); SIGTERM then kills and
+    reaps both and removes the temp dir."""
+    assert len(os.sched_getaffinity(0)) >= 2, "this machine kind has 2 CPUs"
+    proc, tmpdir, tag, children = _accuracy_runs_at_once(tmp_path)
+    assert len(children) == 2, f"accuracy runs at once: {children}"
+    assert {p.ppid for p in children} == {proc.pid}
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=10)
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert live_runs.settled(tag) == []
+    assert not any(tmpdir.iterdir())
+
+
+@pytest.mark.slow
+def test_one_accuracy_run_failing_stops_the_other(room: Path, tmp_path: Path) -> None:
+    """An accuracy run killed from outside fails the trial with one line naming it, and the
+    run beside it does not outlive the trial."""
+    proc, tmpdir, tag, children = _accuracy_runs_at_once(tmp_path)
+    assert len(children) == 2, f"accuracy runs at once: {children}"
+    os.kill(min(p.pid for p in children), signal.SIGKILL)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("heap_bench: failed to run alloc_patterns ")
+    assert lines[0].endswith(" under POISSON: signal 9"), err
+    assert live_runs.settled(tag) == []
+    assert not any(tmpdir.iterdir())
+
+
 @pytest.mark.slow
 def test_sigint_mid_run_leaves_nothing(room: Path, tmp_path: Path) -> None:
     tmpdir = live_runs.private_tmp(tmp_path)
