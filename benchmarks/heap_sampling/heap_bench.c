@@ -1342,6 +1342,19 @@ static struct running_child start_workload(const struct workload_args *w,
 		sigaction(SIGINT, &dfl, NULL);
 		sigaction(SIGHUP, &dfl, NULL);
 		block_stop_signals(false);
+		/* Slot k on the trial's k-th CPU where the run claimed CPUs (slot 0: the measured
+		 * one, which this process already runs on). _exit, not bench_fatal: exit()
+		 * would run our atexit handler, which stops the parent's other children. */
+		int cpu = bench_trial_cpu(slot);
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		if (cpu >= 0)
+			CPU_SET(cpu, &one);
+		if (cpu >= 0 && sched_setaffinity(0, sizeof(one), &one) != 0) {
+			dprintf(STDERR_FILENO, "heap_bench: failed to pin alloc_patterns to CPU %d\n",
+				cpu);
+			_exit(127);
+		}
 		dup2(fds[1], STDOUT_FILENO);
 		execve(program, argv, env);
 		_exit(127);
@@ -1388,14 +1401,21 @@ static struct child_out run_workload(const struct workload_args *w, const struct
 	return finish_workload(w, c, start_workload(w, c, 0));
 }
 
-/* The CPUs this process may run on, at most MAX_CHILDREN: how many accuracy runs at once. */
+/* How many accuracy runs at once, at most MAX_CHILDREN: the CPUs the run claimed for the
+ * trial (BAKEOFF_TRIAL_CPUS; the harness pins this process to the first), or where it is
+ * not pinned, the CPUs this process may run on. */
 static int children_at_once(void)
 {
-	cpu_set_t cpus;
+	int n = 0;
 
-	if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0)
-		return 1;
-	int n = CPU_COUNT(&cpus);
+	while (n < MAX_CHILDREN && bench_trial_cpu(n) >= 0)
+		n++;
+	if (n == 0) {
+		cpu_set_t cpus;
+		if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0)
+			return 1;
+		n = CPU_COUNT(&cpus);
+	}
 	return n < 1 ? 1 : n > MAX_CHILDREN ? MAX_CHILDREN : n;
 }
 

@@ -234,6 +234,9 @@ BENCHMARK = Benchmark(
                         timeout_s=1800),
     },
     program=PROGRAM,
+    # The measured CPU, and one for a mode trial's second untimed accuracy process at once
+    # (METHOD.md "Run time"): the cost run and every inline and micro sample stay on the first.
+    cpus=2,
     prepare_trial=_prepare_trial,
     # Counted samples (heap_bench.c, alloc_patterns.c, heap_counters.h), per allocation: the
     # pages and system calls through which the heap or a sampler's table would grow. In a warm

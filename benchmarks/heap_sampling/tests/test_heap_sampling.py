@@ -373,16 +373,23 @@ def test_sigterm_mid_trial_removes_the_temp_dir(room: Path, tmp_path: Path) -> N
     assert live_runs.settled(tag) == []
 
 
-def _accuracy_runs_at_once(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, str,
-                                                    list[live_runs.Proc]]:
+def _accuracy_runs_at_once(tmp_path: Path, trial_cpus: tuple[int, ...] = ()
+                           ) -> tuple[subprocess.Popen[str], Path, str, list[live_runs.Proc]]:
     """A mode-1 trial whose accuracy runs (untimed, as many at once as it has CPUs) are under
-    way: the trial, its TMPDIR, its tag and the alloc_patterns processes it runs."""
+    way: the trial, its TMPDIR, its tag and the alloc_patterns processes it runs. With
+    trial_cpus, started as the harness starts a pinned trial: on the first of them, told
+    them all in BAKEOFF_TRIAL_CPUS."""
     tmpdir, tag = live_runs.private_tmp(tmp_path), secrets.token_hex(6)
+    env = {**os.environ, "TMPDIR": str(tmpdir), live_runs.MARKER: tag}
+    env.pop("BAKEOFF_TRIAL_CPUS", None)
+    if trial_cpus:
+        env["BAKEOFF_TRIAL_CPUS"] = ",".join(map(str, trial_cpus))
     proc = subprocess.Popen([str(BENCH), "--variant", "poisson", "--param", "workload=mode1",
                              "--param", "scale=0.3", "--param", "accuracy_runs=8",
-                             "--samples", "1", "--warmup", "0"],
-                            env={**os.environ, "TMPDIR": str(tmpdir), live_runs.MARKER: tag},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--samples", "1", "--warmup", "0"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=(lambda: os.sched_setaffinity(0, trial_cpus[:1]))
+                            if trial_cpus else None)
     deadline, children = time.monotonic() + 30, []
     while len(children) < 2 and time.monotonic() < deadline:
         children = [p for p in live_runs.marked([tag])[tag]
@@ -393,12 +400,14 @@ def _accuracy_runs_at_once(tmp_path: Path) -> tuple[subprocess.Popen[str], Path,
 
 @pytest.mark.slow
 def test_accuracy_runs_two_at_once_and_sigterm_leaves_none(room: Path, tmp_path: Path) -> None:
-    """On two CPUs two accuracy runs go at once (they are untimed); SIGTERM then kills and
-    reaps both and removes the temp dir."""
+    """A trial the run pinned to CPU 1 of the two it claimed (1, 0) runs two accuracy runs at
+    once (they are untimed), one on each CPU; SIGTERM then kills and reaps both and removes
+    the temp dir."""
     assert len(os.sched_getaffinity(0)) >= 2, "this machine kind has 2 CPUs"
-    proc, tmpdir, tag, children = _accuracy_runs_at_once(tmp_path)
+    proc, tmpdir, tag, children = _accuracy_runs_at_once(tmp_path, (1, 0))
     assert len(children) == 2, f"accuracy runs at once: {children}"
     assert {p.ppid for p in children} == {proc.pid}
+    assert sorted(tuple(os.sched_getaffinity(p.pid)) for p in children) == [(0,), (1,)]
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=10)
     assert proc.returncode == 128 + signal.SIGTERM
