@@ -223,7 +223,7 @@ BENCHMARK = Benchmark(
         "default": Profile("default", {"workload": DEFAULT_WORKLOADS, "mean": MEANS,
                                        "scale": (0.01,), "accuracy_runs": (4,)},
                            trials=5, samples=DEFAULT_SAMPLES, warmup_samples=1,
-                           warmup_trials=0, timeout_s=120, other_trials=2, trial_s=0.15,
+                           warmup_trials=0, timeout_s=120, other_trials=2, trial_s=0.11,
                            trials_growth=1.70,
                            trial_s_busy=0.20,
                            answer_trials=15,
