@@ -573,11 +573,10 @@ static inline uint64_t inline_class(size_t n)
  * sample's decide_ns_per_alloc is the trimmed mean over its pairs: a figure over placements
  * instead of one build's.
  *
- * 64 copies, so each kind of function is entered at every offset of its line once: a few
- * offsets are far dearer than the rest (the hash's batch at 4 KiB blocks read 5-8 ns at
- * three of the 64 where the others read 1-3), and with 16 copies one such offset stood for
- * a sixteenth of the draws instead of a sixty-fourth: the room's hash then read a fifth
- * above the independent check's, whose 16 offsets held none of them
+ * 64 copies, so each kind of function is entered at every offset of its line once: at a
+ * few offsets a figure reads several times the rest, and with 16 copies one such offset
+ * stood for a sixteenth of the draws instead of a sixty-fourth, while the independent
+ * check's 16 held none, and the two disagreed by that draw
  * (docs/notes/heap-sampling-offsets-20261130-xeon.md).
  */
 #define INLINE_LAYOUTS 64

@@ -287,9 +287,9 @@ INLINE_ATTEMPTS = 3  # a bounded retake: each attempt's figures are in the failu
 # Held to the rule (AGREE, or each inside the other's CI): Poisson at both sizes.
 # Both programs draw the placement of their timed code per pair or per 5 rounds from 64
 # copies, one at each offset of a cache line (METHOD.md "Code placement"), so each figure is
-# over the same placements; with 16 copies each, the room's set held an offset at which
-# the hash's batch read 7.5 ns, the check's none, and the room's hash at 4 KiB read 0.83 of
-# the check's over 100 processes of each (docs/notes/heap-sampling-offsets-20261130-xeon.md).
+# over the same placements; with 16 copies each, the room's set held an offset at which the
+# hash's batch read several times the rest, the check's none, and the two read a fifth
+# apart (docs/notes/heap-sampling-offsets-20261130-xeon.md).
 # The hash and the ratio, whose processes scatter more (a dear offset drawn or not), are held
 # to the rule or to not being shown apart by more than AGREE (within_band: their paired
 # ratio's CI reaches the band). A headline that charged bookkeeping to the decision (tens of
