@@ -853,8 +853,9 @@ static void run_inline(size_t size)
 
 /* ==== the driver for the allocation patterns =============================================== */
 
-/* The accuracy runs untimed at once, at most this many (one a CPU the trial may use): a
- * run's estimate does not depend on its timing, and they were most of a mode's trial. */
+/* At most this many accuracy runs at once, one on each CPU the trial may use: they are
+ * untimed (a run's estimate does not depend on its timing), and one after another they
+ * were most of a mode trial's time. */
 #define MAX_CHILDREN 4
 
 /* Everything a SIGTERM must undo: set before it exists, cleared once it is gone. A child's
