@@ -864,25 +864,9 @@ static volatile pid_t child_pids[MAX_CHILDREN];
 static char tmp_dir[PATH_MAX];
 static char summary_paths[MAX_CHILDREN][PATH_MAX];
 
-static void on_stop_signal(int sig)
-{
-	/* Only async-signal-safe calls: the harness stops a trial with SIGTERM and wants it gone
-	 * quickly, with nothing left behind: each child killed and reaped (not left a zombie
-	 * for init, which here may be slow to reap it). */
-	for (int i = 0; i < MAX_CHILDREN; i++) {
-		if (child_pids[i] > 0) {
-			kill(child_pids[i], SIGKILL);
-			waitpid(child_pids[i], NULL, 0);
-		}
-		if (summary_paths[i][0])
-			unlink(summary_paths[i]);
-	}
-	if (tmp_dir[0])
-		rmdir(tmp_dir);
-	_exit(128 + sig);
-}
-
-/* A failure (bench_fatal exits) while accuracy runs are under way: none outlives us. */
+/* Every child killed and reaped (not left a zombie for init, which here may be slow to reap
+ * it), its summary and the temp dir removed. Only async-signal-safe calls: on_stop_signal
+ * runs it, and so does exit() (atexit) after a failure while accuracy runs are under way. */
 static void stop_children(void)
 {
 	for (int i = 0; i < MAX_CHILDREN; i++) {
@@ -896,6 +880,13 @@ static void stop_children(void)
 	}
 	if (tmp_dir[0])
 		rmdir(tmp_dir);
+}
+
+/* The harness stops a trial with SIGTERM and wants it gone quickly, with nothing left. */
+static void on_stop_signal(int sig)
+{
+	stop_children();
+	_exit(128 + sig);
 }
 
 static void install_stop_handlers(void)
