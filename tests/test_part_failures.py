@@ -178,7 +178,7 @@ SCENARIOS = {
     # the trial held stopped meanwhile.
     "cgstat_charger": Scenario(
         ["cgroup-stat-read", "--profile", "quick", "--variant", "cat", "--param",
-         "content=legacy", "--param", "fields=all", "--param", "target=child", "--trials", "3",
+         "content=legacy", "--param", "fields=all", "--param", "target=child", "--trials", "5",
          "--samples", "5", "--seed", "3"], "cat", _cat_trial, _first("cgstat_charger"), 0.0,
         "the memory charger of the target cgroup (pid {pid}) exited during the trial",
         trial=_cat_trial_proc),
@@ -188,8 +188,9 @@ SCENARIOS = {
 def _kill_in_trial(run: LiveRun, sc: Scenario, part: str) -> Proc:
     """SIGKILL the scenario's victim while a trial of its variant measures; the victim. A
     scenario with a `trial` holds that process stopped across the kill and kills only if it
-    was still in its trial; else it tries the variant's next trial once (the scenario gives
-    it 3 trials: one to miss, one to hit, one to run ok after)."""
+    was still in its trial; else it tries the variant's next trial once. A scenario gives
+    its variant trials to spare: one the poll may not see at all under load, one to miss,
+    one to hit, and one to run ok after (hence 5 for the short cat trials)."""
     for _ in range(2):
         now = watch([run], lambda m: sc.in_trial(m[run.tag]) and sc.victim(m[run.tag]) is not None,
                     timeout=120, with_bpf=True)
