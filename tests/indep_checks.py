@@ -36,11 +36,14 @@ INDEP_TRACE_BATCHES = 9
 # within a minute, in both programs (the app's CPU time moving with it), so the two sides are
 # compared over the same stretch of time, and the check's interval spans processes started
 # at three times, as the room's spans trials (benchmarks/tracing_overhead/METHOD.md,
-# "ebpf-force against the check"; docs/notes/tracing-force-check-20261129-epyc.md).
+# "ebpf-force against the check"; docs/notes/tracing-force-check-20261129-epyc.md). Four
+# trials a run, 12 pooled: with two, 6 pooled, one dear trial took the room's ebpf-force
+# interval across 0.06-10.9 us (docs/runs/indep-checks-20261130f-xeon.txt).
 TRACING_ALTERNATIONS = 3
-TRACING_ROOM_ARGS = ("--profile", "quick", "--param", "duration_us=0", "--variant", "lttng",
+TRACING_ROOM_ARGS = ("--profile", "quick", "--param", "duration_us=0", "--param",
+                     "calls=auto/10", "--variant", "lttng",
                      "--variant", "ebpf-batched", "--variant", "ebpf-force", "--variant",
-                     "ebpf-floor", "--trials", "2")
+                     "ebpf-floor", "--trials", "4")
 INDEP_TRACE_ROUNDS_EACH = 4
 
 
@@ -80,6 +83,34 @@ def _benchmark(run_dir: Path) -> Any:
 
     (bench,) = analyze(store.load(run_dir)).benchmarks
     return bench
+
+
+def room_ratio_pooled(run_dirs: Sequence[Path], metric: str, variant: str, baseline: str,
+                      params: dict[str, Any]) -> Figure:
+    """variant / baseline over the trials of several room runs, as each run's report takes
+    it (stats.ratio_ci over trial medians paired by round), its rounds numbered apart per
+    run (run * 1000 + round) so that pairs stay within their run. params: the case's params
+    that pick it (the runs hold one case per variant beyond them)."""
+    from bakeoff.stats import estimates
+
+    sides: dict[str, tuple[list[list[float]], list[int]]] = {variant: ([], []),
+                                                             baseline: ([], [])}
+    for k, run_dir in enumerate(run_dirs):
+        for name, (medians, rounds) in sides.items():
+            (r,) = [r for r in _benchmark(run_dir).results
+                    if r.metric == metric and r.case.variant == name
+                    and all(r.case.param(p) == v for p, v in params.items())]
+            medians += [[m] for m in r.trial_medians]
+            rounds += [k * 1000 + n for n in r.trial_rounds]
+    x = estimates.ratio_ci(sides[variant][0], sides[baseline][0],
+                           variant_rounds=sides[variant][1], baseline_rounds=sides[baseline][1])
+    return x.ratio, x.ci_low, x.ci_high
+
+
+def pooled_rounds(outs: Sequence[dict[str, list[float]]]) -> dict[str, list[float]]:
+    """Per way, the rounds of several check processes, process after process: round i of
+    each way ran in the same process, so the lists stay paired by index."""
+    return {w: [x for o in outs for x in o[w]] for w in outs[0]}
 
 
 # ---- tracing-overhead ------------------------------------------------------------------------
@@ -175,11 +206,9 @@ def tracing_room_pooled(trials: list[tuple[str, int, list[float]]]) -> dict[str,
     return out
 
 
-def tracing_rows(run_dir: Path | None = None) -> list[Row]:
-    """The room's quick run (--trials 2) and an indep_trace process (4 rounds), alternately,
-    TRACING_ALTERNATIONS times; each side's figure pooled over its runs (run_dir: unused, the
-    runs are made here)."""
-    del run_dir
+def tracing_rows() -> list[Row]:
+    """The room's quick run (--trials 4) and an indep_trace process (4 rounds), alternately,
+    TRACING_ALTERNATIONS times; each side's figure pooled over its runs."""
     trials: list[tuple[str, int, list[float]]] = []
     outs: list[dict[str, Any]] = []
     room_woke: list[float] = []
@@ -214,26 +243,33 @@ def tracing_rows(run_dir: Path | None = None) -> list[Row]:
 
 # ---- bpf-map-dump ----------------------------------------------------------------------------
 
-DUMP_ENTRIES = 100_000  # the quick profile's
+# The default profile's size, where the report's answers read the headline. Not the quick
+# profile's 100,000: there a fresh reader's bpf-iter dumps take two or three to settle (the
+# first after the warm-up 1.31x the steady ones), which the room's three samples a trial
+# carry and the check's long process does not, so the two sides measured different things
+# (docs/notes/bpf-map-dump-headline-size-20261201-xeon.md).
+DUMP_ENTRIES = 500_000
 DUMP_VARIANTS = ("batch-65536", "bpf-iter")
 
 
-def dump_rows(run_dir: Path | None) -> list[Row]:
-    """How many times faster than iterate each headline reader dumps a hash map, the room's
-    run against indep_dump's (its own iterator and batch reads)."""
-    assert run_dir is not None
-    bench = _benchmark(run_dir)
+def dump_indep() -> dict[str, list[float]]:
+    """One indep_dump process at the headline's size: per way, ns per entry of each round."""
     res = subprocess.run([str(build_dir() / "bpf_map_dump" / "indep_dump"), str(DUMP_ENTRIES),
-                          "15"], capture_output=True, text=True, timeout=300, check=False)
+                          str(CHECK_ROUNDS_EACH)], capture_output=True, text=True, timeout=300,
+                         check=False)
     assert res.returncode == 0, res.stderr
-    per_entry = json.loads(res.stdout)["ns_per_entry"]
+    return dict(json.loads(res.stdout)["ns_per_entry"])
+
+
+def dump_rows(run_dirs: Sequence[Path], outs: Sequence[dict[str, list[float]]]) -> list[Row]:
+    """How many times faster than iterate each headline reader dumps a hash map, the room's
+    runs against indep_dump's processes (its own iterator and batch reads)."""
+    per_entry = pooled_rounds(outs)
     rows = []
     for v in DUMP_VARIANTS:
-        (r,) = [r for r in bench.results if r.metric == "ns_per_entry"
-                and r.case.variant == v and r.case.param("map") == "hash"]
-        x = r.vs_baseline
+        x = room_ratio_pooled(run_dirs, "ns_per_entry", v, "iterate", {"map": "hash"})
         rows.append(Row("bpf-map-dump", f"{v} vs iterate, hash map, {DUMP_ENTRIES:,} entries",
-                        "×", (1 / x.ratio, 1 / x.ci_high, 1 / x.ci_low),
+                        "×", (1 / x[0], 1 / x[2], 1 / x[1]),
                         speedup_over_rounds(per_entry["iterate"], per_entry[v])))
     return rows
 
@@ -243,20 +279,23 @@ def dump_rows(run_dir: Path | None) -> list[Row]:
 MIB = 1024 * 1024
 
 
-def mremap_rows(run_dir: Path | None) -> list[Row]:
-    """How many times faster one move is than a hot copy at 16 MiB: the room's against
-    indep_move's (the thread's CPU clock instead of the room's schedstat wait)."""
-    assert run_dir is not None
-    (r,) = [r for r in _benchmark(run_dir).results if r.case.variant == "mremap"
-            and r.case.param("size") == 16 * MIB and r.metric == "ns_per_op"]
-    res = subprocess.run([str(build_dir() / "mremap_vs_memcpy" / "indep_move"), "16", "15"],
-                         capture_output=True, text=True, timeout=120, check=False)
+def mremap_indep() -> dict[str, list[float]]:
+    """One indep_move process at 16 MiB: each round's copy and move, ns (thread CPU time)."""
+    res = subprocess.run([str(build_dir() / "mremap_vs_memcpy" / "indep_move"), "16",
+                          str(CHECK_ROUNDS_EACH)], capture_output=True, text=True, timeout=120,
+                         check=False)
     assert res.returncode == 0, res.stderr
     ns = json.loads(res.stdout)
-    x = r.vs_baseline
+    return {"memcpy": ns["memcpy_ns"], "mremap": ns["mremap_ns"]}
+
+
+def mremap_rows(run_dirs: Sequence[Path], outs: Sequence[dict[str, list[float]]]) -> list[Row]:
+    """How many times faster one move is than a hot copy at 16 MiB: the room's runs against
+    indep_move's processes (the thread's CPU clock instead of the room's schedstat wait)."""
+    x = room_ratio_pooled(run_dirs, "ns_per_op", "mremap", "memcpy", {"size": 16 * MIB})
+    ns = pooled_rounds(outs)
     return [Row("mremap-vs-memcpy", "mremap vs memcpy at 16 MiB", "×",
-                (1 / x.ratio, 1 / x.ci_high, 1 / x.ci_low),
-                speedup_over_rounds(ns["memcpy_ns"], ns["mremap_ns"]))]
+                (1 / x[0], 1 / x[2], 1 / x[1]), speedup_over_rounds(ns["memcpy"], ns["mremap"]))]
 
 
 # ---- cgroup-stat-read ------------------------------------------------------------------------
@@ -269,14 +308,14 @@ def _memory_cgroup_root() -> Path:
     raise RuntimeError("no cgroup v1 memory controller mounted")
 
 
-def indep_cgstat_us(controller_root: Path) -> dict[str, list[float]]:
-    """indep_cgstat's µs per query of each way of reading, per round (15 rounds of 2000
+def indep_cgstat_us(controller_root: Path, rounds: int = 15) -> dict[str, list[float]]:
+    """indep_cgstat's µs per query of each way of reading, per round (rounds of 2000
     queries), read from a cgroup of its own under controller_root, made and removed here."""
     cgroup = controller_root / f"bakeoff-indep-{os.getpid()}"
     cgroup.mkdir()
     try:
         res = subprocess.run([str(build_dir() / "cgroup_stat_read" / "indep_cgstat"),
-                              str(cgroup), "15", "2000"],
+                              str(cgroup), str(rounds), "2000"],
                              capture_output=True, text=True, timeout=300, check=False)
     finally:
         cgroup.rmdir()
@@ -284,45 +323,62 @@ def indep_cgstat_us(controller_root: Path) -> dict[str, list[float]]:
     return dict(json.loads(res.stdout)["us_per_query"])
 
 
-def cgroup_rows(run_dir: Path | None) -> list[Row]:
+def cgroup_rows(run_dirs: Sequence[Path],
+                outs: Sequence[dict[str, list[float]]]) -> list[Row]:
     """How many times slower a query by reopening memory.stat is than one on a held fd (3
-    fields, legacy parse): the room's against indep_cgstat's (each query timed alone, the
-    median), in a cgroup made and removed here."""
-    assert run_dir is not None
-    (r,) = [r for r in _benchmark(run_dir).results if r.metric == "us_per_query"
-            and r.case.variant == "reopen" and r.case.param("content") == "legacy-parse"
-            and r.case.param("fields") == 3]
-    us = indep_cgstat_us(_memory_cgroup_root())
-    x = r.vs_baseline
-    return [Row("cgroup-stat-read", "reopen vs held fd, 3 fields (times slower)", "×",
-                (x.ratio, x.ci_low, x.ci_high), speedup_over_rounds(us["reopen"], us["held"]))]
+    fields, legacy parse): the room's runs against indep_cgstat's processes (each query
+    timed alone, the median), each in a cgroup made and removed here."""
+    x = room_ratio_pooled(run_dirs, "us_per_query", "reopen", "held",
+                          {"content": "legacy-parse", "fields": 3})
+    us = pooled_rounds(outs)
+    return [Row("cgroup-stat-read", "reopen vs held fd, 3 fields (times slower)", "×", x,
+                speedup_over_rounds(us["reopen"], us["held"]))]
 
 
 # ---- the runs the script makes ---------------------------------------------------------------
 
 @dataclass(frozen=True)
 class RoomRun:
+    """How the script sets one room beside its check: `alternations` times, a room run (args
+    after `bakeoff run NAME --out DIR`) and then a check process (indep), each side's
+    figure pooled over its runs by rows(run dirs, check outputs). Run one after the other,
+    a room's quick run and a check minutes apart read different minutes of this machine,
+    whose speed drifts by a fifth within a minute (docs/notes/indep-checks-alternate-
+    20261201-xeon.md); alternating, both sides sample the same ones. A room whose rows make
+    their own alternating runs (tracing-overhead, heap-sampling) has no args or indep."""
     name: str
-    args: tuple[str, ...] | None  # after `bakeoff run NAME --out DIR`; None: no run
-    rows: Callable[[Path | None], list[Row]]
+    args: tuple[str, ...] | None
+    indep: Callable[[], Any] | None
+    rows: Callable[[Sequence[Path], Sequence[Any]], list[Row]]
+    alternations: int = 1
 
+
+# Rounds of each check process, and trials of each room run, when they alternate three times:
+# 15 rounds and 12 trials a side, what each side had in one piece before.
+ALTERNATIONS = 3
+CHECK_ROUNDS_EACH = 5
+ROOM_TRIALS_EACH = "4"
 
 ROOM_RUNS = (
     # tracing-overhead's runs alternate with the check's processes (tracing_rows).
-    RoomRun("tracing-overhead", None, tracing_rows),
-    RoomRun("bpf-map-dump", ("--profile", "quick", "--param", "map=hash", "--variant",
-                             "batch-65536", "--variant", "bpf-iter", "--trials", "10"),
-            dump_rows),
-    # 10 trials a side, as the default profile's answer at 16 MiB takes up to 12: with the
+    RoomRun("tracing-overhead", None, None, lambda _d, _o: tracing_rows()),
+    RoomRun("bpf-map-dump", ("--profile", "quick", "--param", "map=hash", "--param",
+                             f"entries={DUMP_ENTRIES}", "--variant", "batch-65536", "--variant",
+                             "bpf-iter", "--trials", ROOM_TRIALS_EACH),
+            dump_indep, dump_rows, ALTERNATIONS),
+    # 12 trials a side, as the default profile's answer at 16 MiB takes up to 12: with the
     # quick profile's 5, the room's interval beside a hog spanned 51.6-123x in one run and the
     # ratio to the check ranged 0.91-1.23 over eight (docs/notes/indep-checks-20261130b-epyc.md).
     RoomRun("mremap-vs-memcpy", ("--profile", "quick", "--param", f"size={16 * MIB}",
-                                 "--variant", "mremap", "--trials", "10"), mremap_rows),
+                                 "--variant", "mremap", "--trials", ROOM_TRIALS_EACH),
+            mremap_indep, mremap_rows, ALTERNATIONS),
     RoomRun("cgroup-stat-read", ("--profile", "quick", "--param", "fields=3", "--variant",
-                                 "reopen", "--trials", "10"), cgroup_rows),
+                                 "reopen", "--trials", ROOM_TRIALS_EACH),
+            lambda: indep_cgstat_us(_memory_cgroup_root(), CHECK_ROUNDS_EACH), cgroup_rows,
+            ALTERNATIONS),
     # heap-sampling's headline is timed by heap_bench processes run alternately with the
     # check's (a bakeoff run would measure the same program minutes apart).
-    RoomRun("heap-sampling", None, lambda _: heap_rows()),
+    RoomRun("heap-sampling", None, None, lambda _d, _o: heap_rows()),
 )
 
 
@@ -337,7 +393,7 @@ ROOM_RUNS = (
 HEAP_PROCESSES = 32
 
 
-def heap_rows(run_dir: Path | None = None) -> list[Row]:
+def heap_rows() -> list[Row]:
     """The decision inlined in the malloc path at the seed's 4 KiB mean: hash/Poisson and each
     scheme's ns per malloc+free, heap_bench processes (the room's program) against
     indep_check inline-SIZE processes, interleaved (the room's test module does the work:
