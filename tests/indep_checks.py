@@ -31,15 +31,17 @@ TRACERS = ("lttng", "ebpf-batched", "ebpf-force", "ebpf-floor")
 INDEP_TRACE_ROUNDS = 10
 INDEP_TRACE_CALLS = 1000  # per batch
 INDEP_TRACE_BATCHES = 9
-# The script's comparison alternates: a short room run, then an indep_trace process, three
-# times, each side pooled over its three. ebpf-force's cost per call moves with the machine
+# The script's comparison alternates: a short room run, then an indep_trace process, five
+# times, each side pooled over its five. ebpf-force's cost per call moves with the machine
 # within a minute, in both programs (the app's CPU time moving with it), so the two sides are
 # compared over the same stretch of time, and the check's interval spans processes started
-# at three times, as the room's spans trials (benchmarks/tracing_overhead/METHOD.md,
+# at five times, as the room's spans trials (benchmarks/tracing_overhead/METHOD.md,
 # "ebpf-force against the check"; docs/notes/tracing-force-check-20261129-epyc.md). Four
-# trials a run, 12 pooled: with two, 6 pooled, one dear trial took the room's ebpf-force
-# interval across 0.06-10.9 us (docs/runs/indep-checks-20261130f-xeon.txt).
-TRACING_ALTERNATIONS = 3
+# trials a run, five runs, 20 pooled: with two trials, three runs, one dear trial took the
+# room's ebpf-force interval across 0.06-10.9 us (docs/runs/indep-checks-20261130f-xeon.txt);
+# with 12 pooled, a dear trial still took a side's ebpf-floor or ebpf-batched 15-18% off
+# the other's (docs/notes/indep-checks-alternate-20261201-xeon.md).
+TRACING_ALTERNATIONS = 5
 TRACING_ROOM_ARGS = ("--profile", "quick", "--param", "duration_us=0", "--param",
                      "calls=auto/10", "--variant", "lttng",
                      "--variant", "ebpf-batched", "--variant", "ebpf-force", "--variant",
@@ -389,8 +391,11 @@ ROOM_RUNS = (
 # (docs/notes/heap-sampling-layout-20261129-epyc.md): with 16, the check's hash at 64 B read
 # 0.78-1.03 of the room's over eight halves (idle, beside a hog) of four runs; with 32,
 # 0.85-0.91 over eight, an offset left where the scatter was (the room's about 0.13 ns
-# dearer; docs/notes/indep-checks-20261130b-epyc.md).
-HEAP_PROCESSES = 32
+# dearer; docs/notes/indep-checks-20261130b-epyc.md). With 32 and every offset drawn, the
+# hash at 4096 B read 0.89-1.18 of the room's over ten halves, each side's interval +-10%
+# (docs/notes/indep-checks-alternate-20261201-xeon.md); three times as many narrow both
+# by the square root of 3.
+HEAP_PROCESSES = 96
 
 
 def heap_rows() -> list[Row]:
