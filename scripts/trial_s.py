@@ -12,7 +12,8 @@ mean wall time of one, the wall time from its first trial's start to its last tr
 (what the room took in that run, sessions and warm-ups included), and its growth: the
 trials it kept over those its plan counted before any ran (the run's estimate_log). With
 --write, each room's spec.py gets, in the profile the runs used, the mean over the runs of
-the mean trial as `trial_s=` and of the growth as `trials_growth=`, the one place the
+the mean trial as `trial_s=`, of the growth as `trials_growth=` and of what counting added
+to a counted trial before its last measured sample as `counting_s=`, the one place the
 estimate of the time left reads them; the spec's other text is left as it is. Runs that are
 not complete or not of one profile, or a room whose spec has no `trial_s=` in that profile,
 are reported and left. Several runs: a room's trial time relative to the others' moves
@@ -85,6 +86,30 @@ def growth(run: RunRecord) -> dict[str, float]:
     return {name: kept.get(name, 0) / n for name, n in planned.items() if n}
 
 
+def counting(run: RunRecord) -> dict[str, float]:
+    """benchmark -> what counting added to its counted trials before their last measured
+    sample, beyond a plain trial of the same case (the median over its cases with both
+    kinds): the run's estimate_log told again to an estimate, read at its end
+    (progress.Estimate.counting_beyond_tail, what the time left learns as a run goes)."""
+    log = run.timings.get("estimate_log")
+    if not log:
+        return {}
+    found: dict[str, float] = {}
+    original = progress.Estimate.seconds_left
+
+    def keep(self: progress.Estimate) -> tuple[float, int] | None:
+        found.clear()
+        found.update(self.counting_beyond_tail())
+        return original(self)
+
+    progress.Estimate.seconds_left = keep  # type: ignore[method-assign]
+    try:
+        progress.replay(log["log"], log["cases"])
+    finally:
+        progress.Estimate.seconds_left = original  # type: ignore[method-assign]
+    return found
+
+
 def _profile_body(text: str, profile: str) -> tuple[int, int] | None:
     """Where the arguments of the `"<profile>": Profile(...)` call lie in text."""
     call = re.search(rf'"{re.escape(profile)}":\s*Profile\(', text)
@@ -109,10 +134,11 @@ def _set(body: str, name: str, value: float, after: str, indent: int) -> str | N
 
 
 def rewrite(spec: Path, profile: str, value: float | None, grown: float | None = None,
-            busy: float | None = None) -> bool:
-    """Sets trial_s= (and trials_growth= and trial_s_busy=, each added after the one before
-    where absent) inside the `"<profile>": Profile(...)` call of spec; False if it has no
-    trial_s=. value None: trial_s= is left as it is (a busy run's figures are written alone)."""
+            busy: float | None = None, counting_s: float | None = None) -> bool:
+    """Sets trial_s= (and trials_growth=, trial_s_busy= and counting_s=, each added after the
+    last of those before it that is there, where absent) inside the `"<profile>":
+    Profile(...)` call of spec; False if it has no trial_s=. value None: trial_s= is left as
+    it is (a busy run's figures are written alone)."""
     text = spec.read_text()
     where = _profile_body(text, profile)
     if where is None:
@@ -122,11 +148,12 @@ def rewrite(spec: Path, profile: str, value: float | None, grown: float | None =
     body = text[start:end]
     if re.search(r"\btrial_s=[0-9.eE+-]+", body) is None:
         return False
-    for name, figure in (("trial_s", value), ("trials_growth", grown), ("trial_s_busy", busy)):
+    order = ("trial_s", "trials_growth", "trial_s_busy", "counting_s")
+    for name, figure in zip(order, (value, grown, busy, counting_s), strict=True):
         if figure is None:
             continue
-        after = "trials_growth" if name == "trial_s_busy" and "trials_growth=" in body \
-            else "trial_s"
+        after = next(a for a in reversed(order[:order.index(name)] or ("trial_s",))
+                     if a == "trial_s" or f"{a}=" in body)
         changed = _set(body, name, figure, after, indent)
         if changed is None:
             return False
@@ -153,6 +180,7 @@ def main() -> int:
         return 2
     means: dict[str, list[float]] = {}
     grown: dict[str, list[float]] = {}
+    counts: dict[str, list[float]] = {}
     for run in runs:
         cpu = run.host.get("cpu_model", "?")
         left_out = "" if run.status == "complete" else "; not complete, so not counted"
@@ -161,17 +189,22 @@ def main() -> int:
         print(f"{run.run_id} (profile {run.profile}, {run.status}, {cpu}, load "
               f"{run.host.get('loadavg_1m', '?')} at start{wait}{left_out})")
         growths = growth(run)
+        added = counting(run)
         for name, (n, mean, span) in room_times(run).items():
             if args.room and name not in args.room:
                 continue
             line = f"  {name}: {n} ok trials, mean {mean:.3f} s a trial, {span:.1f} s first to last"
             if name in growths:
                 line += f", {growths[name]:.2f}× its plan's trials"
+            if name in added:
+                line += f", counting added {added[name]:.3f} s a counted trial"
             print(line)
             if run.status == "complete":
                 means.setdefault(name, []).append(mean)
                 if name in growths:
                     grown.setdefault(name, []).append(growths[name])
+                if name in added:
+                    counts.setdefault(name, []).append(added[name])
     if not args.write:
         return 0
     profiles = {run.profile for run in runs}
@@ -182,16 +215,19 @@ def main() -> int:
     for name, values in means.items():
         mean = sum(values) / len(values)
         factor = sum(grown[name]) / len(grown[name]) if grown.get(name) else None
+        # What counting adds is never below 0 in a declaration (a run's median can be).
+        extra = max(0.0, sum(counts[name]) / len(counts[name])) if counts.get(name) else None
         rooms = registry.room_dirs([name])
         spec = registry.benchmarks_dir() / rooms[0] / "spec.py" if rooms else None
         written = spec is not None and spec.exists() and (
             rewrite(spec, profile, None, busy=mean) if args.busy
-            else rewrite(spec, profile, mean, factor))
+            else rewrite(spec, profile, mean, factor, counting_s=extra))
         if spec is None or not written:
             print(f"{name}: not written: no trial_s= in its {profile} profile")
             continue
         what = (f"trial_s_busy={mean:.2f}" if args.busy else f"trial_s={mean:.2f}"
-                + ("" if factor is None else f" and trials_growth={factor:.2f}"))
+                + ("" if factor is None else f", trials_growth={factor:.2f}")
+                + ("" if extra is None else f", counting_s={extra:.2f}"))
         print(f"{name}: wrote {what} to {spec.relative_to(REPO)} "
               f"(the mean of {len(values)} complete run{'s' if len(values) > 1 else ''})")
     return 0

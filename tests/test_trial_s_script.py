@@ -76,6 +76,24 @@ def test_busy_runs_write_trial_s_busy_alone_after_trials_growth(script: ModuleTy
     compile(text, "spec.py", "exec")
 
 
+def test_counting_s_goes_after_the_last_of_those_before_it(script: ModuleType,
+                                                         tmp_path: Path) -> None:
+    """counting_s: added after trials_growth where there is no trial_s_busy, after
+    trial_s_busy where there is, then replaced in place."""
+    spec = tmp_path / "spec.py"
+    spec.write_text(SPEC)
+    assert script.rewrite(spec, "default", 0.5, 1.456, counting_s=0.126)
+    text = spec.read_text()
+    assert ("trials_growth=1.46,\n"
+            "                       counting_s=0.13)," in text), text
+    assert script.rewrite(spec, "default", None, busy=0.41)
+    assert script.rewrite(spec, "default", 0.5, 1.456, counting_s=0.2)
+    text = spec.read_text()
+    assert text.count("counting_s") == 1 and "counting_s=0.20)" in text, text
+    assert text.index("trial_s_busy=0.41") < text.index("counting_s=0.20")
+    compile(text, "spec.py", "exec")
+
+
 @pytest.mark.slow(live=False)
 def test_room_times_are_the_runs_own(script: ModuleType, tmp_path: Path) -> None:
     run = make_run()

@@ -292,6 +292,11 @@ class Profile:
     (`stress-ng --cpu 2`): rooms slow unalike beside other work (a tight user-space loop
     more than a dump of kernel maps), so a run whose trials wait for a CPU prices the rooms
     not started between the two (run/progress.py, Estimate.load).
+    counting_s: where the profile was tuned, what counting added to a counted trial (one of
+    a case's first counted_trials) before its last measured sample, beyond a plain trial of
+    the same case: the seconds its counted samples' tail does not show (run/progress.py,
+    Estimate.counting_beyond_tail). Only the time left reads it, for a benchmark none of
+    whose cases has had a plain trial yet.
     counted_samples: samples each trial takes after its measured ones with kernel counters on
     (--counted-samples; benchmarks/common/counters.h): they give the counters per operation
     and, against the measured samples of the same trial, what counting costs. Never part of
@@ -317,6 +322,7 @@ class Profile:
     trial_s: float | None = None
     trials_growth: float | None = None
     trial_s_busy: float | None = None
+    counting_s: float | None = None
     counted_samples: int = 1
     counted_trials: int | None = 2
     # The most trials a case one of the benchmark's questions reads gets (its share of the

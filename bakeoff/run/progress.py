@@ -170,7 +170,8 @@ class Estimate:
                  earlier_kept: Mapping[Case, int] | None = None,
                  declared_growth: Mapping[str, float] | None = None,
                  declared_busy: Mapping[str, float] | None = None,
-                 earlier_load: Mapping[Case, float] | None = None) -> None:
+                 earlier_load: Mapping[Case, float] | None = None,
+                 declared_counting: Mapping[str, float] | None = None) -> None:
         self.todo: dict[Case, int] = dict(todo)
         # What the estimate was told, in order, with the seconds since it began: kept in the
         # run's record (timings.estimate_log), so an estimate can be replayed on a real run's
@@ -184,7 +185,8 @@ class Estimate:
                                       [[self._key(c), n] for c, n in (earlier_kept or {}).items()],
                                       dict(declared_growth or {}),
                                       dict(declared_busy or {}),
-                                      [[self._key(c), v] for c, v in (earlier_load or {}).items()]]]
+                                      [[self._key(c), v] for c, v in (earlier_load or {}).items()],
+                                      dict(declared_counting or {})]]
         self.took: dict[Case, list[float]] = defaultdict(list)
         self.took_counted: dict[Case, list[float]] = defaultdict(list)
         # Per benchmark, how many of a case's first trials take counted samples
@@ -225,6 +227,10 @@ class Estimate:
         # other work").
         self.declared_busy: dict[str, float] = {
             b: s for b, s in (declared_busy or {}).items() if s > 0}
+        # Per benchmark, its profile's counting_s: what counting added to a counted trial
+        # before its last measured sample where the profile was tuned (counting_beyond_tail).
+        self.declared_counting: dict[str, float] = {
+            b: c for b, c in (declared_counting or {}).items() if c > 0}
         self.waits: deque[tuple[float, float]] = deque(maxlen=LOAD_TRIALS)
         # Per case of earlier, the load of the run its time came from (run_load): an earlier
         # run's times are taken to this run's load room by room as the declared ones are
@@ -471,31 +477,21 @@ class Estimate:
         trial's last measured sample beyond what follows a plain trial's (its tail: the
         counted samples, the counters opened, and closed at exit, ~40 ms a tracepoint here;
         ProcessResult.tail_s), known of every counted trial; and what else counting added,
-        known once some case of the benchmark has both kinds, and 0 until then. Without
+        known once some case of the benchmark has both kinds, and until then its profile's
+        counting_s (0 without one: tracing-overhead's counted-only cases were priced a
+        fifth to a third over their plain trials at 75% of a run and said up to 28% too
+        much; docs/RELIABILITY.md, "The time left before a room's first plain trial"). Without
         tails (a record from before they were kept): its benchmark's counted trials less its
         plain ones where a case has both. Taken as they were, counted trials (ten times a plain
         one at 4 KiB in mremap-vs-memcpy) made each time left said before a case had plain
         trials far too long (docs/RELIABILITY.md)."""
-        plain_tail = {b: statistics.median(t) for b, t in self.plain_tails.items() if t}
-
-        def exit_extra(case: Case) -> float | None:
-            tails = [t for t in self.counted_tails.get(case, [])[-RECENT_TRIALS:]
-                     if t is not None]
-            if not tails:
-                return None
-            return max(0.0, statistics.median(tails) - plain_tail.get(case.benchmark, 0.0))
-
         added: dict[str, list[float]] = defaultdict(list)  # counted less plain, cases with both
-        rest: dict[str, list[float]] = defaultdict(list)  # the same less the exit's extra
         for case, plain in self.took.items():
             counted = self.took_counted.get(case)
             if plain and counted:
-                diff = (statistics.median(counted[-RECENT_TRIALS:])
-                        - statistics.median(plain[-RECENT_TRIALS:]))
-                added[case.benchmark].append(diff)
-                extra = exit_extra(case)
-                if extra is not None:
-                    rest[case.benchmark].append(diff - extra)
+                added[case.benchmark].append(statistics.median(counted[-RECENT_TRIALS:])
+                                             - statistics.median(plain[-RECENT_TRIALS:]))
+        rest = self.counting_beyond_tail()
         plain_of: dict[Case, float] = {}
         for case, plain in self.took.items():
             counted = self.took_counted.get(case)
@@ -503,15 +499,39 @@ class Estimate:
                 plain_of[case] = statistics.median(plain[-RECENT_TRIALS:])
             elif counted:
                 seen = statistics.median(counted[-RECENT_TRIALS:])
-                extra = exit_extra(case)
+                extra = self._exit_extra(case)
                 if extra is not None:
-                    extra += statistics.median(rest[case.benchmark]) if rest.get(
-                        case.benchmark) else 0.0
+                    extra += rest.get(case.benchmark,
+                                      self.declared_counting.get(case.benchmark, 0.0))
                 else:
                     extra = max(0.0, statistics.median(added[case.benchmark])) if added.get(
                         case.benchmark) else 0.0
                 plain_of[case] = max(seen - extra, seen * COUNTED_FLOOR)
         return plain_of
+
+    def _exit_extra(self, case: Case) -> float | None:
+        """What came after the case's counted trials' last measured sample beyond what
+        follows a plain trial's of its benchmark (None: no tail known)."""
+        tails = [t for t in self.counted_tails.get(case, [])[-RECENT_TRIALS:] if t is not None]
+        if not tails:
+            return None
+        plain = self.plain_tails.get(case.benchmark)
+        return max(0.0, statistics.median(tails) - (statistics.median(plain) if plain else 0.0))
+
+    def counting_beyond_tail(self) -> dict[str, float]:
+        """Per benchmark, the median over its cases with both kinds of trial (and tails) of
+        what a counted trial took beyond a plain one less its exit's extra (_exit_extra):
+        what counting added before the program's last measured sample. Until a case of the
+        benchmark has both, its profile's counting_s stands in for it (declared_counting)."""
+        rest: dict[str, list[float]] = defaultdict(list)
+        for case, plain in self.took.items():
+            counted = self.took_counted.get(case)
+            extra = self._exit_extra(case)
+            if plain and counted and extra is not None:
+                rest[case.benchmark].append(statistics.median(counted[-RECENT_TRIALS:])
+                                            - statistics.median(plain[-RECENT_TRIALS:])
+                                            - extra)
+        return {b: statistics.median(r) for b, r in rest.items()}
 
     def _with_counted(self, plain_of: Mapping[Case, float], counting: Mapping[str, float]
                       ) -> dict[Case, tuple[float, float]]:
@@ -592,15 +612,16 @@ def replay(log: Sequence[Sequence[Any]], cases: Sequence[Mapping[str, Any]]
     by_key = [Case.from_json(c) for c in cases]
     begin = log[0]
     # Older logs: no counted trials (begin[6]), no earlier runs' trial counts (begin[7]), no
-    # declared growth (begin[8]), busy trial (begin[9]) or earlier runs' load (begin[10]), no
-    # trial's wait (a done's 6th).
+    # declared growth (begin[8]), busy trial (begin[9]), earlier runs' load (begin[10]) or
+    # declared counting (begin[11]), no trial's wait (a done's 6th).
     estimate = Estimate({by_key[k]: n for k, n in begin[2]},
                         {by_key[k]: v for k, v in begin[3]}, begin[4], begin[5],
                         begin[6] if len(begin) > 6 else None,
                         {by_key[k]: n for k, n in begin[7]} if len(begin) > 7 else None,
                         begin[8] if len(begin) > 8 else None,
                         begin[9] if len(begin) > 9 else None,
-                        {by_key[k]: v for k, v in begin[10]} if len(begin) > 10 else None)
+                        {by_key[k]: v for k, v in begin[10]} if len(begin) > 10 else None,
+                        begin[11] if len(begin) > 11 else None)
     said: list[tuple[float, float | None]] = []
     for what, at, *args in log[1:]:
         if what == "done":
@@ -642,12 +663,14 @@ class RunProgress:
                  earlier_kept: Mapping[Case, int] | None = None,
                  declared_growth: Mapping[str, float] | None = None,
                  declared_busy: Mapping[str, float] | None = None,
-                 earlier_load: Mapping[Case, float] | None = None) -> None:
+                 earlier_load: Mapping[Case, float] | None = None,
+                 declared_counting: Mapping[str, float] | None = None) -> None:
         self.quiet = quiet
         self.console = console
         self.fancy = console.is_terminal and not quiet
         self.estimate = Estimate(todo, earlier, declared, no_set_up, counted, earlier_kept,
-                                 declared_growth, declared_busy, earlier_load)
+                                 declared_growth, declared_busy, earlier_load,
+                                 declared_counting)
         self.total = sum(todo.values())
         self.done = 0
         self.benchmarks = list(dict.fromkeys(c.benchmark for c in todo))

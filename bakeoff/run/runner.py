@@ -194,6 +194,8 @@ def measure(
                        if p.profile.trials_growth}
     declared_busy = {p.benchmark.name: p.profile.trial_s_busy for p in plans
                      if p.profile.trial_s_busy}
+    declared_counting = {p.benchmark.name: p.profile.counting_s for p in plans
+                         if p.profile.counting_s}
     # Per benchmark, how many of a case's first trials take counted samples (None: all).
     counted = {p.benchmark.name: 0 if p.profile.counted_samples == 0
                else p.profile.counted_trials for p in plans}
@@ -207,7 +209,7 @@ def measure(
                            no_set_up=[p.benchmark.name for p in plans if p.benchmark.session is None],
                            counted=counted, earlier_kept=earlier_kept,
                            declared_growth=declared_growth, declared_busy=declared_busy,
-                           earlier_load=earlier_load)
+                           earlier_load=earlier_load, declared_counting=declared_counting)
     # As many CPUs as the most demanding benchmark's trials need (Benchmark.cpus).
     with cpus.held(run.settings.pin,
                    max((p.benchmark.cpus for p in plans), default=1)) as cpu:
