@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Profile.trial_s, trials_growth and trial_s_busy from measured runs, not typed by hand
-(issues 28, 34).
+"""Profile.trial_s, trials_growth, trial_s_busy and counting_s from measured runs, not typed
+by hand (issues 28, 34).
 
     .venv/bin/python scripts/trial_s.py results/<run> [results/<run> ...]   # print
     .venv/bin/python scripts/trial_s.py results/<run> ... --write   # and rewrite the specs
@@ -94,20 +94,8 @@ def counting(run: RunRecord) -> dict[str, float]:
     log = run.timings.get("estimate_log")
     if not log:
         return {}
-    found: dict[str, float] = {}
-    original = progress.Estimate.seconds_left
-
-    def keep(self: progress.Estimate) -> tuple[float, int] | None:
-        found.clear()
-        found.update(self.counting_beyond_tail())
-        return original(self)
-
-    progress.Estimate.seconds_left = keep  # type: ignore[method-assign]
-    try:
-        progress.replay(log["log"], log["cases"])
-    finally:
-        progress.Estimate.seconds_left = original  # type: ignore[method-assign]
-    return found
+    estimate, _ = progress.replayed(log["log"], log["cases"])
+    return estimate.counting_beyond_tail()
 
 
 def _profile_body(text: str, profile: str) -> tuple[int, int] | None:

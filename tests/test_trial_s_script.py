@@ -94,6 +94,18 @@ def test_counting_s_goes_after_the_last_of_those_before_it(script: ModuleType,
     compile(text, "spec.py", "exec")
 
 
+def test_counting_is_what_the_estimate_learned_by_the_end_of_the_run(script: ModuleType) -> None:
+    """counting(): the run's estimate_log told again, read at its end: per room, what counting
+    added before a counted trial's last measured sample (the recorded run of 2026-12-01 01:53:
+    0.127 s in tracing-overhead, a few ms in mremap-vs-memcpy, nothing for heap-sampling,
+    which counts nothing)."""
+    data = json.loads((FIXTURES / "time-left" / "make-bench-counted-only-xeon.json").read_text())
+    added = script.counting(SimpleNamespace(timings=data["timings"]))
+    assert added["tracing-overhead"] == pytest.approx(0.127, abs=0.001), added
+    assert 0 <= added["mremap-vs-memcpy"] < 0.01 and "heap-sampling" not in added, added
+    assert script.counting(SimpleNamespace(timings={})) == {}
+
+
 @pytest.mark.slow(live=False)
 def test_room_times_are_the_runs_own(script: ModuleType, tmp_path: Path) -> None:
     run = make_run()

@@ -609,6 +609,13 @@ def replay(log: Sequence[Sequence[Any]], cases: Sequence[Mapping[str, Any]]
     """An estimate's log (Estimate.log, with Estimate.cases) told again to a new estimate:
     after each trial, (seconds since the estimate began, the seconds left it then says), as
     the run's progress said them (no --time-budget: the budget's clock is not in the log)."""
+    return replayed(log, cases)[1]
+
+
+def replayed(log: Sequence[Sequence[Any]], cases: Sequence[Mapping[str, Any]]
+             ) -> tuple[Estimate, list[tuple[float, float | None]]]:
+    """replay(), with the estimate as the whole log left it (what it learned of the run:
+    Estimate.counting_beyond_tail, for scripts/trial_s.py)."""
     by_key = [Case.from_json(c) for c in cases]
     begin = log[0]
     # Older logs: no counted trials (begin[6]), no earlier runs' trial counts (begin[7]), no
@@ -639,7 +646,7 @@ def replay(log: Sequence[Sequence[Any]], cases: Sequence[Mapping[str, Any]]
             estimate.decided(args[0], args[1])
         elif what == "retaken":
             estimate.retaken(by_key[args[0]])
-    return said
+    return estimate, said
 
 
 def left_text(estimate: Estimate) -> str:
