@@ -140,8 +140,8 @@ def rewrite(spec: Path, profile: str, value: float | None, grown: float | None =
     for name, figure in zip(order, (value, grown, busy, counting_s), strict=True):
         if figure is None:
             continue
-        after = next(a for a in reversed(order[:order.index(name)] or ("trial_s",))
-                     if a == "trial_s" or f"{a}=" in body)
+        after = next((a for a in reversed(order[:order.index(name)]) if f"{a}=" in body),
+                     "trial_s")
         changed = _set(body, name, figure, after, indent)
         if changed is None:
             return False

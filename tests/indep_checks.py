@@ -98,8 +98,9 @@ def room_ratio_pooled(run_dirs: Sequence[Path], metric: str, variant: str, basel
     sides: dict[str, tuple[list[list[float]], list[int]]] = {variant: ([], []),
                                                              baseline: ([], [])}
     for k, run_dir in enumerate(run_dirs):
+        results = _benchmark(run_dir).results  # one analysis of the run for both sides
         for name, (medians, rounds) in sides.items():
-            (r,) = [r for r in _benchmark(run_dir).results
+            (r,) = [r for r in results
                     if r.metric == metric and r.case.variant == name
                     and all(r.case.param(p) == v for p, v in params.items())]
             medians += [[m] for m in r.trial_medians]

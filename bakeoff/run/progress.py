@@ -491,7 +491,8 @@ class Estimate:
             if plain and counted:
                 added[case.benchmark].append(statistics.median(counted[-RECENT_TRIALS:])
                                              - statistics.median(plain[-RECENT_TRIALS:]))
-        rest = self.counting_beyond_tail()
+        exits = self._exit_extras()
+        rest = self.counting_beyond_tail(exits)
         plain_of: dict[Case, float] = {}
         for case, plain in self.took.items():
             counted = self.took_counted.get(case)
@@ -499,7 +500,7 @@ class Estimate:
                 plain_of[case] = statistics.median(plain[-RECENT_TRIALS:])
             elif counted:
                 seen = statistics.median(counted[-RECENT_TRIALS:])
-                extra = self._exit_extra(case)
+                extra = exits.get(case)
                 if extra is not None:
                     extra += rest.get(case.benchmark,
                                       self.declared_counting.get(case.benchmark, 0.0))
@@ -509,24 +510,31 @@ class Estimate:
                 plain_of[case] = max(seen - extra, seen * COUNTED_FLOOR)
         return plain_of
 
-    def _exit_extra(self, case: Case) -> float | None:
-        """What came after the case's counted trials' last measured sample beyond what
-        follows a plain trial's of its benchmark (None: no tail known)."""
-        tails = [t for t in self.counted_tails.get(case, [])[-RECENT_TRIALS:] if t is not None]
-        if not tails:
-            return None
-        plain = self.plain_tails.get(case.benchmark)
-        return max(0.0, statistics.median(tails) - (statistics.median(plain) if plain else 0.0))
+    def _exit_extras(self) -> dict[Case, float]:
+        """Per case with a counted trial's tail known, what came after its counted trials'
+        last measured sample beyond what follows a plain trial's of its benchmark (each
+        benchmark's plain tails taken once, not once a case)."""
+        plain_tail = {b: statistics.median(t) for b, t in self.plain_tails.items() if t}
+        out: dict[Case, float] = {}
+        for case, tails in self.counted_tails.items():
+            known = [t for t in tails[-RECENT_TRIALS:] if t is not None]
+            if known:
+                out[case] = max(0.0, statistics.median(known)
+                                - plain_tail.get(case.benchmark, 0.0))
+        return out
 
-    def counting_beyond_tail(self) -> dict[str, float]:
+    def counting_beyond_tail(self, exits: Mapping[Case, float] | None = None
+                             ) -> dict[str, float]:
         """Per benchmark, the median over its cases with both kinds of trial (and tails) of
-        what a counted trial took beyond a plain one less its exit's extra (_exit_extra):
-        what counting added before the program's last measured sample. Until a case of the
-        benchmark has both, its profile's counting_s stands in for it (declared_counting)."""
+        what a counted trial took beyond a plain one less its exit's extra (exits, else
+        _exit_extras()): what counting added before the program's last measured sample.
+        Until a case of the benchmark has both, its profile's counting_s stands in for it
+        (declared_counting)."""
+        exits = self._exit_extras() if exits is None else exits
         rest: dict[str, list[float]] = defaultdict(list)
         for case, plain in self.took.items():
             counted = self.took_counted.get(case)
-            extra = self._exit_extra(case)
+            extra = exits.get(case)
             if plain and counted and extra is not None:
                 rest[case.benchmark].append(statistics.median(counted[-RECENT_TRIALS:])
                                             - statistics.median(plain[-RECENT_TRIALS:])
