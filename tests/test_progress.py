@@ -97,6 +97,27 @@ def test_a_benchmark_not_yet_timed_is_its_declared_time_at_this_runs_speed() -> 
     est.done(FAST, 4.0)
     assert est.seconds_left() == (2 * 4.0, 1)
 
+def test_the_speed_is_read_on_whole_benchmarks_counted_trials_included() -> None:
+    """trial_s is the mean over a whole run of every trial, the dear counted ones included,
+    so the speed compares like with like: a, declared 2 s, took one counted trial of 4 s and
+    two plain of 1 s (2 s a trial: speed 1, where its plain trials alone read 0.5). While a
+    runs, its trials so far; once c has started, a's whole run and not c's first trials."""
+    third = Case("c", "v", (("n", 1),))
+    est = Estimate({FAST: 3, OTHER: 2, third: 2}, declared={"a": 2.0, "b": 10.0, "c": 1.0},
+                   counted={"a": 1, "b": 0, "c": 1})
+    est.set_up("a", 0.0)
+    est.done(FAST, 4.0, counted=True)
+    assert est.whole_trials() == {"a": [4.0]}
+    est.done(FAST, 1.0)
+    est.done(FAST, 1.0)
+    assert est.speed(est.whole_trials()) == 1.0
+    assert est.seconds_left() == (pytest.approx(2 * 10.0 + 2 * 1.0), 0)
+    est.set_up("c", 0.0)
+    est.done(third, 5.0, counted=True)
+    assert est.whole_trials() == {"a": [1.0, 1.0, 4.0]}
+    assert est.seconds_left() == (pytest.approx(2 * 10.0 + 1 * 5.0), 0)
+
+
 
 def test_a_sessions_set_up_is_counted_apart_from_its_first_trial() -> None:
     """a's session took 12 s to set up before its first trial: the trial's own 2 s sets the

@@ -8,7 +8,8 @@ The time left is each trial still to run at what its own case's trials took so f
 included), else what the case's trials took in the newest earlier run on this machine that
 measured it (results/), else its benchmark's mean trial, else its profile's declared trial_s
 (moved toward its trial_s_busy as far as this run's trials wait for a CPU: Estimate.load)
-scaled by this run's speed on the benchmarks timed so far, else the run's median trial:
+scaled by this run's speed on the benchmarks ended, every trial as trial_s counts them
+(Estimate.whole_trials), else the run's median trial:
 trials of one run differ by orders of magnitude across benchmarks (a 2 ms memcpy, a 20 s
 tracer session), so a count of trials times a mean would be wrong by as much. A benchmark
 with none of these can only be guessed from the others, and the estimate says so. What passes
@@ -446,14 +447,30 @@ class Estimate:
     def speed(self, by_bench: Mapping[str, list[float]],
               declared: Mapping[str, float] | None = None) -> float:
         """This run's trial seconds over the declared ones (declared_now() unless given), on
-        the benchmarks both know (1 before any): what a declared figure is multiplied by
-        here."""
+        the benchmarks both know of by_bench (whole_trials() where the time left reads it; 1
+        before any): what a declared figure is multiplied by here."""
         declared = self.declared_now() if declared is None else declared
         known = [b for b in by_bench if b in declared and by_bench[b]]
         if not known:
             return 1.0
         took = sum(sum(by_bench[b]) for b in known)
         return took / sum(declared[b] * len(by_bench[b]) for b in known)
+
+    def whole_trials(self) -> dict[str, list[float]]:
+        """Per benchmark, every trial's seconds, counted ones included, as a whole run of it
+        has them: of the benchmarks ended (benchmarks run one after another), else of the
+        one running. What speed() compares with trial_s, which is the mean over a whole run
+        of every trial: against the plain trials alone (cheaper than the first, counted ones,
+        0.48 s against 0.77 in bpf-map-dump) an idle first `make bench` ran at 0.73 of its
+        profiles, and priced the rooms not started 30% short a quarter in; the running
+        benchmark's trials so far are mostly its counted ones."""
+        ended = list(self.set_ups)[:-1]
+        whole: dict[str, list[float]] = defaultdict(list)
+        for trials in (self.took, self.took_counted):
+            for case, seconds in trials.items():
+                whole[case.benchmark] += seconds
+        ended_timed = {b: whole[b] for b in ended if whole.get(b)}
+        return ended_timed or dict(whole)
 
     def typical(self) -> dict[Case, float]:
         """Per case timed, what each of its trials without counted samples still to come
@@ -569,12 +586,9 @@ class Estimate:
         everything = [s for t in took.values() for s in t]
         if not everything and not self.earlier:
             return None
-        by_bench: dict[str, list[float]] = defaultdict(list)
-        for case, times in took.items():
-            by_bench[case.benchmark] += times
         run_median = statistics.median(everything or list(self.earlier.values()))
         declared = self.declared_now()
-        speed = self.speed(by_bench, declared)
+        speed = self.speed(self.whole_trials(), declared)
         earlier = self.earlier_now()
         earlier_speed = self.earlier_speed(earlier)
         plain_of = self._plain_costs()
