@@ -20,8 +20,8 @@ round by round (RunProgress.grow, and RunProgress.replan with the allocation's p
 case of a benchmark not yet started is expected to take as many trials as it kept in the
 newest earlier run of this profile that measured it, else its start's plan times what the
 ended benchmarks took over theirs (Estimate.growth): a plan made before a benchmark runs
-cannot know its spread, and the rules add trials where the spread asks; beside other work
-the one running is counted at no fewer than its profile's growth, as far as the run is busy.
+cannot know its spread, and the rules add trials where the spread asks; the one running is
+counted at no fewer than its profile's growth.
 Earlier runs' trial times are taken from their run's load to this one's (Estimate.earlier_now)
 and at this run's speed against them (Estimate.earlier_speed).
 
@@ -357,30 +357,30 @@ class Estimate:
         """Per case, the trials still to come: the plan (todo), and for a case of a benchmark
         not yet started, what it kept in the newest earlier run of this profile (never below
         its plan), else its start's plan times its profile's trials_growth, else times
-        growth(). The one running has its own plan from its own spread, which on an idle
-        machine is near (floored by the growth of the rooms ended, it said a third too much
-        three quarters into a `make bench`; floored by its own profile's growth, a fifth to a
-        third too much at 75% in five of six idle runs: docs/RELIABILITY.md). Beside other
-        work its spread grows as the load comes and goes, and the plan with it (tracing-
-        overhead's said 170 trials three quarters into a `make bench` beside two CPU hogs,
-        where 248 were taken): as far as the machine is busy (load()), its count is raised
-        toward its start's plan times its profile's growth."""
+        growth(). The one running has its own plan from its own spread, which early in the
+        benchmark knows little of it (tracing-overhead's said 163 trials three quarters into
+        an idle `make bench`, where 220 were taken; beside two CPU hogs, 170 where 248 were):
+        its count is raised to its start's plan times its profile's growth, less what it has
+        kept, when that is more. (Floored by the growth of the rooms ended, it said a third
+        too much at 75%; by its own profile's growth, before trials_growth was tuned on the
+        current rooms, a fifth to a third too much in five of six idle runs, so the floor was
+        kept for busy runs; tuned on them, idle runs said −23% to −28% without it and −8% to
+        +2% with it: docs/RELIABILITY.md, "The time left, retuned".)"""
         grow = self.growth()
         left = {c: n if c.benchmark in self.set_ups
                 else max(n, self.earlier_kept[c]) if c in self.earlier_kept
                 else n * self.declared_growth.get(c.benchmark, grow)
                 for c, n in self.todo.items() if n > 0}
         running = next(reversed(self.set_ups), None)
-        load = self.load()
-        if running is None or load <= 0 or running not in self.declared_growth:
+        if running is None or running not in self.declared_growth:
             return left
         planned = sum(n for c, n in left.items() if c.benchmark == running)
         floor = (self.planned_at_start[running] * self.declared_growth[running]
                  - self.kept[running])
         if not 0 < planned < floor:
             return left
-        scale = 1 + load * (floor / planned - 1)
-        return {c: n * scale if c.benchmark == running else n for c, n in left.items()}
+        return {c: n * floor / planned if c.benchmark == running else n
+                for c, n in left.items()}
 
     def load(self) -> float:
         """How busy the machine is (load_of the latest LOAD_TRIALS trials); 0 before a

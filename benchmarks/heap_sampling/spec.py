@@ -225,7 +225,7 @@ BENCHMARK = Benchmark(
                            trials=5, samples=DEFAULT_SAMPLES, warmup_samples=1,
                            warmup_trials=0, timeout_s=120, other_trials=2, trial_s=0.11,
                            trials_growth=1.70,
-                           trial_s_busy=0.14,
+                           trial_s_busy=0.16,
                            answer_trials=15,
                            counted_samples=0),
         "full": Profile("full", {"workload": WORKLOADS, "mean": MEANS, "scale": (1.0,),
