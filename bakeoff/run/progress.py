@@ -361,11 +361,9 @@ class Estimate:
         benchmark knows little of it (tracing-overhead's said 163 trials three quarters into
         an idle `make bench`, where 220 were taken; beside two CPU hogs, 170 where 248 were):
         its count is raised to its start's plan times its profile's growth, less what it has
-        kept, when that is more. (Floored by the growth of the rooms ended, it said a third
-        too much at 75%; by its own profile's growth, before trials_growth was tuned on the
-        current rooms, a fifth to a third too much in five of six idle runs, so the floor was
-        kept for busy runs; tuned on them, idle runs said −23% to −28% without it and −8% to
-        +2% with it: docs/RELIABILITY.md, "The time left, retuned".)"""
+        kept, when that is more (not the growth of the rooms ended: a third too much at 75%).
+        It once floored busy runs only, while counted trials were overpriced idle and the two
+        errors cancelled (docs/RELIABILITY.md, "The time left, retuned")."""
         grow = self.growth()
         left = {c: n if c.benchmark in self.set_ups
                 else max(n, self.earlier_kept[c]) if c in self.earlier_kept
