@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""How the time left of a first run does on runs its profiles were not tuned on (issue 34).
+
+    .venv/bin/python scripts/time_left_held_out.py --idle results/<run> ... --busy results/<run> ...
+
+The profiles' trial_s, trials_growth and counting_s are tuned on idle runs and trial_s_busy
+on runs beside two CPU hogs (scripts/trial_s.py --write, --busy --write); a run they were
+tuned on says little of the next. So each run is left out in turn: the figures are tuned on
+the other runs of each kind (the means scripts/trial_s.py would write), and the run's own log
+is replayed as a first run with them (no earlier run; Estimate as bakeoff/run/progress.py
+has it now). Printed per run: the time left said at 25%, 50% and 75% of its measuring time
+against what remained, and the largest error of all. Nothing is measured again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bakeoff.core.errors import UsageError  # noqa: E402
+from bakeoff.declare.model import RunRecord  # noqa: E402
+from bakeoff.run import progress  # noqa: E402
+from bakeoff.run.timings import CHECKPOINTS  # noqa: E402
+from bakeoff.store import results as store  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("trial_s", REPO / "scripts" / "trial_s.py")
+assert _spec is not None and _spec.loader is not None
+trial_s = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(trial_s)
+
+
+class Tuning(NamedTuple):
+    """Per benchmark, what scripts/trial_s.py would write from some runs (rounded as it
+    writes them)."""
+    trial_s: dict[str, float]
+    growth: dict[str, float]
+    counting: dict[str, float]
+
+
+def tuned(runs: Sequence[RunRecord]) -> Tuning:
+    """The means over runs of each room's mean trial, growth and counting added."""
+    means: dict[str, list[float]] = {}
+    grown: dict[str, list[float]] = {}
+    counts: dict[str, list[float]] = {}
+    for run in runs:
+        growths, added = trial_s.growth(run), trial_s.counting(run)
+        for name, (_, mean, _) in trial_s.room_times(run).items():
+            means.setdefault(name, []).append(mean)
+            if name in growths:
+                grown.setdefault(name, []).append(growths[name])
+            if name in added:
+                counts.setdefault(name, []).append(added[name])
+
+    def mean(values: Mapping[str, list[float]]) -> dict[str, float]:
+        return {k: round(sum(v) / len(v), 2) for k, v in values.items()}
+    return Tuning(mean(means), mean(grown), {k: max(0.0, v) for k, v in mean(counts).items()})
+
+
+def first_run_errors(timings: Mapping[str, Any], idle: Tuning, busy: Tuning) -> list[float]:
+    """A run's log replayed as a first run with these figures: at each of CHECKPOINTS, the
+    time left said over what remained, less 1."""
+    log = timings["estimate_log"]["log"]
+    begin = list(log[0])
+    begin[3], begin[7] = [], []
+    begin[4] = idle.trial_s
+    begin[8:] = [idle.growth, busy.trial_s, [], {k: v for k, v in idle.counting.items() if v}]
+    said = progress.replay([begin, *log[1:]], timings["estimate_log"]["cases"])
+    errors = []
+    for share in CHECKPOINTS:
+        at, seconds = [s for s in said if s[0] <= share * timings["measure_s"]][-1]
+        assert seconds is not None
+        errors.append(seconds / (timings["measure_s"] - at) - 1)
+    return errors
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--idle", type=Path, nargs="+", required=True, metavar="RUN_DIR")
+    ap.add_argument("--busy", type=Path, nargs="+", required=True, metavar="RUN_DIR")
+    args = ap.parse_args()
+    try:
+        idle = {path: store.load(path) for path in args.idle}
+        busy = {path: store.load(path) for path in args.busy}
+    except UsageError as exc:
+        print(f"time_left_held_out.py: error: {exc}", file=sys.stderr)
+        return 2
+    if len(idle) < 2 or len(busy) < 2:
+        print("time_left_held_out.py: error: give at least two runs of each kind (one is left "
+              "out at a time)", file=sys.stderr)
+        return 2
+    worst = 0.0
+    for kind, runs in (("idle", idle), ("busy", busy)):
+        for path, run in runs.items():
+            others_idle = tuned([r for p, r in idle.items() if p != path])
+            others_busy = tuned([r for p, r in busy.items() if p != path])
+            errors = first_run_errors(run.timings, others_idle, others_busy)
+            worst = max(worst, *(abs(e) for e in errors))
+            print(f"{kind} {run.run_id[:15]}: " + ", ".join(
+                f"{share:.0%} {e:+.0%}" for share, e in zip(CHECKPOINTS, errors)))
+    print(f"largest error {worst:.0%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
