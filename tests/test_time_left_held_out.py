@@ -3,28 +3,23 @@ tuned on the other runs."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import pytest
+import scripts_under_test
 from test_progress import _fixture_checkpoints
 from test_report import make_run
 
 from bakeoff.declare import registry
 from bakeoff.store import results as store
-from conftest import FIXTURES, REPO, assert_usage_error, run_script
+from conftest import FIXTURES, assert_usage_error, run_script
 
 
 @pytest.fixture(scope="module")
 def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("time_left_held_out",
-                                                  REPO / "scripts" / "time_left_held_out.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return scripts_under_test.load("time_left_held_out.py", "time_left_held_out")
 
 
 def test_tuned_is_the_mean_over_the_runs_as_trial_s_py_writes_it(
