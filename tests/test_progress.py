@@ -100,6 +100,7 @@ def test_a_benchmark_not_yet_timed_is_its_declared_time_at_this_runs_speed() -> 
     est.done(FAST, 4.0)
     assert est.seconds_left() == (2 * 4.0, 1)
 
+
 def test_the_speed_is_read_on_whole_benchmarks_counted_trials_included() -> None:
     """trial_s is the mean over a whole run of every trial, the dear counted ones included,
     so the speed compares like with like: a, declared 2 s, took one counted trial of 4 s and
@@ -119,7 +120,6 @@ def test_the_speed_is_read_on_whole_benchmarks_counted_trials_included() -> None
     est.done(third, 5.0, counted=True)
     assert est.whole_trials() == {"a": [1.0, 1.0, 4.0]}
     assert est.seconds_left() == (pytest.approx(2 * 10.0 + 1 * 5.0), 0)
-
 
 
 def test_a_sessions_set_up_is_counted_apart_from_its_first_trial() -> None:
