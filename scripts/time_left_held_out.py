@@ -19,7 +19,7 @@ import importlib.util
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -36,42 +36,27 @@ trial_s = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(trial_s)
 
 
-class Tuning(NamedTuple):
-    """Per benchmark, what scripts/trial_s.py would write from some runs (rounded as it
-    writes them)."""
-    trial_s: dict[str, float]
-    growth: dict[str, float]
-    counting: dict[str, float]
+Tuning = trial_s.Tuning
+
+
+def tuned_from(runs: Sequence[Any]) -> Tuning:
+    """scripts/trial_s.py's tuning of these runs' figures (trial_s.RunFigures), rounded as
+    it writes them."""
+    got = trial_s.tuning(runs)
+    return Tuning(*({k: round(v, 2) for k, v in figures.items()} for figures in got))
 
 
 def tuned(runs: Sequence[RunRecord]) -> Tuning:
-    """The means over runs of each room's mean trial, growth and counting added."""
-    means: dict[str, list[float]] = {}
-    grown: dict[str, list[float]] = {}
-    counts: dict[str, list[float]] = {}
-    for run in runs:
-        growths, added = trial_s.growth(run), trial_s.counting(run)
-        for name, (_, mean, _) in trial_s.room_times(run).items():
-            means.setdefault(name, []).append(mean)
-            if name in growths:
-                grown.setdefault(name, []).append(growths[name])
-            if name in added:
-                counts.setdefault(name, []).append(added[name])
-
-    def mean(values: Mapping[str, list[float]]) -> dict[str, float]:
-        return {k: round(sum(v) / len(v), 2) for k, v in values.items()}
-    return Tuning(mean(means), mean(grown), {k: max(0.0, v) for k, v in mean(counts).items()})
+    """What scripts/trial_s.py --write would declare from these runs."""
+    return tuned_from([trial_s.run_figures(run) for run in runs])
 
 
 def first_run_errors(timings: Mapping[str, Any], idle: Tuning, busy: Tuning) -> list[float]:
     """A run's log replayed as a first run with these figures: at each of CHECKPOINTS, the
     time left said over what remained, less 1."""
-    log = timings["estimate_log"]["log"]
-    begin = list(log[0])
-    begin[3], begin[7] = [], []
-    begin[4] = idle.trial_s
-    begin[8:] = [idle.growth, busy.trial_s, [], {k: v for k, v in idle.counting.items() if v}]
-    said = progress.replay([begin, *log[1:]], timings["estimate_log"]["cases"])
+    log = progress.as_first_run(timings["estimate_log"]["log"], idle.trial_s, idle.growth,
+                                busy.trial_s, idle.counting)
+    said = progress.replay(log, timings["estimate_log"]["cases"])
     errors = []
     for share in CHECKPOINTS:
         at, seconds = [s for s in said if s[0] <= share * timings["measure_s"]][-1]
@@ -95,11 +80,13 @@ def main() -> int:
         print("time_left_held_out.py: error: give at least two runs of each kind (one is left "
               "out at a time)", file=sys.stderr)
         return 2
+    # Each run's figures once (its counting replays its whole log), then tuned per left out.
+    figures = {path: trial_s.run_figures(run) for path, run in (idle | busy).items()}
     worst = 0.0
     for kind, runs in (("idle", idle), ("busy", busy)):
         for path, run in runs.items():
-            others_idle = tuned([r for p, r in idle.items() if p != path])
-            others_busy = tuned([r for p, r in busy.items() if p != path])
+            others_idle = tuned_from([figures[p] for p in idle if p != path])
+            others_busy = tuned_from([figures[p] for p in busy if p != path])
             errors = first_run_errors(run.timings, others_idle, others_busy)
             worst = max(worst, *(abs(e) for e in errors))
             print(f"{kind} {run.run_id[:15]}: " + ", ".join(

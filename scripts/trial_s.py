@@ -29,7 +29,9 @@ import argparse
 import datetime as dt
 import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -96,6 +98,45 @@ def counting(run: RunRecord) -> dict[str, float]:
         return {}
     estimate, _ = progress.replayed(log["log"], log["cases"])
     return estimate.counting_beyond_tail()
+
+
+class RunFigures(NamedTuple):
+    """One run's figures per benchmark: (ok trials, mean trial s, first-to-last s), growth,
+    counting added."""
+    times: dict[str, tuple[int, float, float]]
+    growth: dict[str, float]
+    counting: dict[str, float]
+
+
+class Tuning(NamedTuple):
+    """Per benchmark, the means over runs of what --write sets: trial_s (or trial_s_busy),
+    trials_growth and counting_s (never below 0 in a declaration; a run's median can be)."""
+    trial_s: dict[str, float]
+    growth: dict[str, float]
+    counting: dict[str, float]
+
+
+def run_figures(run: RunRecord) -> RunFigures:
+    """room_times, growth and counting of one run (counting replays its log: read once)."""
+    return RunFigures(room_times(run), growth(run), counting(run))
+
+
+def tuning(runs: Iterable[RunFigures]) -> Tuning:
+    """The means over runs of each benchmark's mean trial, growth and counting added."""
+    means: dict[str, list[float]] = {}
+    grown: dict[str, list[float]] = {}
+    counts: dict[str, list[float]] = {}
+    for figures in runs:
+        for name, (_, mean, _) in figures.times.items():
+            means.setdefault(name, []).append(mean)
+            if name in figures.growth:
+                grown.setdefault(name, []).append(figures.growth[name])
+            if name in figures.counting:
+                counts.setdefault(name, []).append(figures.counting[name])
+
+    def mean(values: dict[str, list[float]]) -> dict[str, float]:
+        return {k: sum(v) / len(v) for k, v in values.items()}
+    return Tuning(mean(means), mean(grown), {k: max(0.0, v) for k, v in mean(counts).items()})
 
 
 def _profile_body(text: str, profile: str) -> tuple[int, int] | None:
@@ -166,9 +207,7 @@ def main() -> int:
     except UsageError as exc:
         print(f"trial_s.py: error: {exc}", file=sys.stderr)
         return 2
-    means: dict[str, list[float]] = {}
-    grown: dict[str, list[float]] = {}
-    counts: dict[str, list[float]] = {}
+    complete: list[RunFigures] = []
     for run in runs:
         cpu = run.host.get("cpu_model", "?")
         left_out = "" if run.status == "complete" else "; not complete, so not counted"
@@ -176,23 +215,18 @@ def main() -> int:
         wait = "" if share is None else f", trials waited {share:.1%} for a CPU"
         print(f"{run.run_id} (profile {run.profile}, {run.status}, {cpu}, load "
               f"{run.host.get('loadavg_1m', '?')} at start{wait}{left_out})")
-        growths = growth(run)
-        added = counting(run)
-        for name, (n, mean, span) in room_times(run).items():
+        figures = run_figures(run)
+        for name, (n, mean, span) in figures.times.items():
             if args.room and name not in args.room:
                 continue
             line = f"  {name}: {n} ok trials, mean {mean:.3f} s a trial, {span:.1f} s first to last"
-            if name in growths:
-                line += f", {growths[name]:.2f}× its plan's trials"
-            if name in added:
-                line += f", counting added {added[name]:.3f} s a counted trial"
+            if name in figures.growth:
+                line += f", {figures.growth[name]:.2f}× its plan's trials"
+            if name in figures.counting:
+                line += f", counting added {figures.counting[name]:.3f} s a counted trial"
             print(line)
-            if run.status == "complete":
-                means.setdefault(name, []).append(mean)
-                if name in growths:
-                    grown.setdefault(name, []).append(growths[name])
-                if name in added:
-                    counts.setdefault(name, []).append(added[name])
+        if run.status == "complete":
+            complete.append(figures)
     if not args.write:
         return 0
     profiles = {run.profile for run in runs}
@@ -200,11 +234,13 @@ def main() -> int:
         print(f"not written: the runs are of profiles {', '.join(sorted(profiles))}, not one")
         return 0
     profile = profiles.pop()
-    for name, values in means.items():
-        mean = sum(values) / len(values)
-        factor = sum(grown[name]) / len(grown[name]) if grown.get(name) else None
-        # What counting adds is never below 0 in a declaration (a run's median can be).
-        extra = max(0.0, sum(counts[name]) / len(counts[name])) if counts.get(name) else None
+    tuned = tuning(complete)
+    counted_runs = {name: sum(name in f.times for f in complete) for name in tuned.trial_s}
+    for name, mean in tuned.trial_s.items():
+        if args.room and name not in args.room:
+            continue
+        factor = tuned.growth.get(name)
+        extra = tuned.counting.get(name)
         rooms = registry.room_dirs([name])
         spec = registry.benchmarks_dir() / rooms[0] / "spec.py" if rooms else None
         written = spec is not None and spec.exists() and (
@@ -217,7 +253,8 @@ def main() -> int:
                 + ("" if factor is None else f", trials_growth={factor:.2f}")
                 + ("" if extra is None else f", counting_s={extra:.2f}"))
         print(f"{name}: wrote {what} to {spec.relative_to(REPO)} "
-              f"(the mean of {len(values)} complete run{'s' if len(values) > 1 else ''})")
+              f"(the mean of {counted_runs[name]} complete run"
+              f"{'s' if counted_runs[name] > 1 else ''})")
     return 0
 
 

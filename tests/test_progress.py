@@ -23,6 +23,7 @@ from bakeoff.run.progress import (
     RECENT_TRIALS,
     Estimate,
     RunProgress,
+    as_first_run,
     earlier_seconds,
     earlier_times_and_trials,
     earlier_trials,
@@ -486,14 +487,11 @@ def _fixture_checkpoints(name: str, first_run: bool = False, busy: bool = True,
     if first_run:
         profiles = {room: bench.profiles["default"]
                     for room, bench in registry.discover().items()}
-        begin = list(log[0])
-        begin[3], begin[7] = [], []
-        begin[4] = {n: p.trial_s for n, p in profiles.items() if p.trial_s}
-        begin[8:] = [{n: p.trials_growth for n, p in profiles.items() if p.trials_growth},
-                     {n: p.trial_s_busy for n, p in profiles.items() if p.trial_s_busy}, [],
-                     {n: p.counting_s for n, p in profiles.items()
-                      if p.counting_s and counting}]
-        log = [begin, *log[1:]]
+        log = as_first_run(
+            log, {n: p.trial_s for n, p in profiles.items() if p.trial_s},
+            {n: p.trials_growth for n, p in profiles.items() if p.trials_growth},
+            {n: p.trial_s_busy for n, p in profiles.items() if p.trial_s_busy},
+            {n: p.counting_s for n, p in profiles.items() if p.counting_s and counting})
     if not busy:
         log = [log[0][:9], *(e[:6] if e[0] == "done" else e for e in log[1:])]
     said = replay(log, t["estimate_log"]["cases"])

@@ -632,6 +632,19 @@ def replay(log: Sequence[Sequence[Any]], cases: Sequence[Mapping[str, Any]]
     return replayed(log, cases)[1]
 
 
+def as_first_run(log: Sequence[Sequence[Any]], declared: Mapping[str, float],
+                 growth: Mapping[str, float], busy: Mapping[str, float],
+                 counting: Mapping[str, float]) -> list[Sequence[Any]]:
+    """An estimate's log as if its run had found no earlier run in results/ and its profiles
+    had declared these trial_s, trials_growth, trial_s_busy and counting_s: what a fresh
+    clone's run would have been told, to replay a recorded run with other figures."""
+    begin = list(log[0])
+    begin[3], begin[7] = [], []
+    begin[4] = dict(declared)
+    begin[8:] = [dict(growth), dict(busy), [], dict(counting)]
+    return [begin, *log[1:]]
+
+
 def replayed(log: Sequence[Sequence[Any]], cases: Sequence[Mapping[str, Any]]
              ) -> tuple[Estimate, list[tuple[float, float | None]]]:
     """replay(), with the estimate as the whole log left it (what it learned of the run:
