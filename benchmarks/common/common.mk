@@ -32,6 +32,25 @@ BENCH_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-poi
 BENCH_LDLIBS := -lm
 CFLAGS ?= -O2 -g
 
+# ccache where it is installed (the harness's debian-packages list it): an object is taken
+# from the cache when its source, headers, compiler and flags are the same, in another
+# checkout too, since every fleet host and bisect worktree builds in one of its own (the
+# suite's fleet hosts built every room each, 23 CPU-s a host). Paths under the checkout are
+# hashed relative to it (CCACHE_BASEDIR) and written so in the debug info
+# (-fdebug-prefix-map), so an object does not depend on where the checkout is. CC=... given
+# on the command line or in the environment is used as it is; ccache whose cache directory
+# cannot be written (a read-only home) fails every compile, so it is then left out.
+ifeq ($(origin CC),default)
+CCACHE := $(shell d=$$(ccache -k cache_dir 2>/dev/null) && mkdir -p "$$d" 2>/dev/null \
+	&& test -w "$$d" && echo ccache)
+CC := $(strip $(CCACHE) cc)
+endif
+export CCACHE_BASEDIR := $(REPO_ROOT)
+BENCH_CFLAGS += -fdebug-prefix-map=$(REPO_ROOT)=.
+# The dependency file names the object by the path make knows it by (under ccache the
+# compiler sees a relative one): make's rules for headers attach to the object.
+DEPFLAGS = -MMD -MP -MT $@
+
 ifeq ($(V),1)
 Q :=
 msg :=
@@ -67,11 +86,11 @@ $(foreach p,$(PROGRAMS),$(eval $(call bench_program,$(p))))
 
 $(OBJ)/%.o: $(SRCDIR)/%.c $(FLAGS_STAMP) | $(OBJ)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(BENCH_CFLAGS) $(CFLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+	$(Q)$(CC) $(BENCH_CFLAGS) $(CFLAGS) $(CPPFLAGS) $(DEPFLAGS) -c -o $@ $<
 
 $(OBJ)/common/%.o: $(COMMON_DIR)/%.c $(FLAGS_STAMP) | $(OBJ)/common
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(BENCH_CFLAGS) $(CFLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+	$(Q)$(CC) $(BENCH_CFLAGS) $(CFLAGS) $(CPPFLAGS) $(DEPFLAGS) -c -o $@ $<
 
 # The system calls' numbers by name, for counters.c (it counts syscalls:sys_enter_NAME as
 # raw_syscalls:sys_enter filtered on NAME's number): the lines '{ "read", __NR_read },' for
