@@ -349,16 +349,25 @@ def test_the_why_finding_leads_with_the_counter_furthest_from_the_baseline(
         counted = _run(built, tmp_path, COUNTED)
     text = _why_with(counted, ("task_clock_ns", "context_switches", FAULTS))
     assert counter_words(FAULTS) in text, text
-    assert text.index(counter_words(FAULTS)) < text.index(counter_words("task_clock_ns"))
     fault, getppid = _case(counted, "fault"), _case(counted, "getppid")
-    assert fault.per_op["task_clock_ns"].median > getppid.per_op["task_clock_ns"].median
+    clock = fault.per_op["task_clock_ns"], getppid.per_op["task_clock_ns"]
+    if counter_words("task_clock_ns") in text:
+        assert text.index(counter_words(FAULTS)) < text.index(counter_words("task_clock_ns"))
+        assert clock[0].median > clock[1].median
+    else:
+        # Left out only as the rule says: the task-clock CIs overlap, so the counted samples
+        # do not show that difference (a fresh-clone suite's load once stretched both
+        # variants' counted trials alike).
+        assert clock[0].ci_low <= clock[1].ci_high and clock[1].ci_low <= clock[0].ci_high, \
+            (clock, text)
     # A counter neither case moved is left out (no difference to explain), or comes last.
     switches = fault.per_op["context_switches"], getppid.per_op["context_switches"]
     if all(x.median == x.ci_high == 0 for x in switches):
         assert counter_words("context_switches") not in text
     elif counter_words("context_switches") in text:  # only when fault makes more, CIs apart
-        assert text.index(counter_words("task_clock_ns")) < text.index(
-            counter_words("context_switches"))
+        earlier = [w for w in map(counter_words, (FAULTS, "task_clock_ns")) if w in text]
+        assert all(text.index(w) < text.index(counter_words("context_switches"))
+                   for w in earlier), text
 
 
 def test_the_why_leads_with_a_counter_the_dearer_case_makes_more_of(counted: Done) -> None:

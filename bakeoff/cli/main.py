@@ -22,10 +22,20 @@ app = typer.Typer(
     help="Head-to-head benchmarks of Linux systems mechanisms, with honest statistics.",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
 )
-for _name, _function in commands.COMMANDS:
-    app.command(_name)(_function)
-for _name, _group in commands.GROUPS:
-    app.add_typer(_group, name=_name)
+
+
+@app.callback()
+def _bakeoff() -> None:
+    # A callback keeps the app a group of commands when one command alone is registered
+    # (typer runs a lone command without its name); it has nothing to do.
+    pass
+
+
+def _command_named(argv: list[str]) -> str | None:
+    """The built-in command the words ask for, when nothing before it is an option; else
+    None (help, an unknown word, a room's command: every command is registered)."""
+    first = argv[1] if len(argv) > 1 else None
+    return first if first in commands.names() else None
 
 
 def _wants_rooms(argv: list[str]) -> bool:
@@ -42,6 +52,7 @@ def main() -> None:
         signal.signal(signum, interrupts.raise_now)
     interrupts.quiet_dropped_interrupts()
     try:
+        commands.register(app, only=_command_named(sys.argv))
         if _wants_rooms(sys.argv):
             found = rooms.find()
             if len(sys.argv) > 1 and sys.argv[1] in found:
