@@ -115,7 +115,9 @@ def test_wall_time_that_found_nothing_names_the_count_and_how(
         assert (hint in said) == (not found), (name, lines)
         if not found:
             assert f"`{again}` lists it" in said
-    assert "no change of level found on wall_time" in " ".join(series["cmd/same wall_time"])
+    # Nothing is asserted of what wall time finds in "same": two trials a run are no design
+    # for it, and a fresh-clone suite's load once made it find ×0.415 (p = 0.001) there
+    # (2026-12-01). What must hold is above: the hint exactly where nothing was found.
 
 
 def test_a_run_without_the_count_leaves_wall_time_deciding(histories: tuple[str, str]) -> None:
