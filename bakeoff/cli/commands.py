@@ -6,9 +6,9 @@ COMMANDS, or a typer.Typer of subcommands to GROUPS (`bakeoff fleet run`, ...), 
 as "module:attribute" of bakeoff.cli.
 
 A command's module is imported only when it is registered: `bakeoff run ...` loads the run
-command alone, not the fleet's, bisect's and cmd's modules and what they import (0.05 s of
-CPU of the 0.15 s the whole command line took to load, in every bakeoff process; the test
-suite starts about 900); `bakeoff --help` and an unknown word load them all.
+command alone, not the fleet's, bisect's and cmd's modules and what they import (about a
+quarter of the command line's start-up, paid by every bakeoff process; docs/ARCHITECTURE.md,
+"Start-up"); `bakeoff --help` and an unknown word load them all.
 """
 
 from __future__ import annotations

@@ -35,11 +35,11 @@ CFLAGS ?= -O2 -g
 # ccache where it is installed (the harness's debian-packages list it): an object is taken
 # from the cache when its source, headers, compiler and flags are the same, in another
 # checkout too, since every fleet host and bisect worktree builds in one of its own (the
-# suite's fleet hosts built every room each, 23 CPU-s a host). Paths under the checkout are
-# hashed relative to it (CCACHE_BASEDIR) and written so in the debug info
-# (-fdebug-prefix-map), so an object does not depend on where the checkout is. CC=... given
-# on the command line or in the environment is used as it is; ccache whose cache directory
-# cannot be written (a read-only home) fails every compile, so it is then left out.
+# gain: docs/RELIABILITY.md, "The suite's CPU again"). Paths under the checkout are hashed
+# relative to it (CCACHE_BASEDIR) and written so in the debug info (-fdebug-prefix-map),
+# so an object does not depend on where the checkout is. CC=... given on the command line
+# or in the environment is used as it is; ccache whose cache directory cannot be written (a
+# read-only home) fails every compile, so it is then left out.
 ifeq ($(origin CC),default)
 CCACHE := $(shell d=$$(ccache -k cache_dir 2>/dev/null) && mkdir -p "$$d" 2>/dev/null \
 	&& test -w "$$d" && echo ccache)

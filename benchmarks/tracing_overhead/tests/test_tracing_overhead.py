@@ -168,13 +168,12 @@ def test_independent_check_agrees_with_the_headline(
     BPF programs, LTTng provider and session; METHOD.md, "The independent check"): within
     +-15%, or the two 95% CIs overlap, for LTTng, the batched ring buffer and the empty
     probes; ebpf-force within FORCE_SCALE of the room's interval. One retake, of both: the
-    module's run made again (its design, another seed) right before the check. The module's run was made
-    minutes earlier, and this VM's speed moves by a fifth within minutes: a fresh-clone
-    suite's check read 0.79-0.82 of that run's eBPF figures in both of its tries, alike
-    for the three eBPF tracers (2026-12-01, Python probe 0.186 s against 0.108 s on a
-    fast hour). Nothing indep_trace made may be left (its
-    session, its trace, a daemon it started: it runs in the quick run's LTTng namespace,
-    with a marker of its own)."""
+    module's run made again (its design, another seed) right before the check, since the
+    module's run was made minutes earlier and this VM's speed moves by a fifth within
+    minutes (a fresh-clone suite's check read 0.79-0.82 of that run's figures for all
+    three eBPF tracers in both of its tries; docs/RELIABILITY.md, "The suite's CPU
+    again"). Nothing indep_trace made may be left (its session, its trace, a daemon it
+    started: it runs in the quick run's LTTng namespace, with a marker of its own)."""
     from tests.indep_checks import TRACERS as CHECKED
     from tests.indep_checks import agree, tracing_indep, tracing_room
 
