@@ -15,26 +15,21 @@ against what remained, and the largest error of all. Nothing is measured again.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "scripts")]
+
+import trial_s  # noqa: E402
 
 from bakeoff.core.errors import UsageError  # noqa: E402
 from bakeoff.declare.model import RunRecord  # noqa: E402
 from bakeoff.run import progress  # noqa: E402
 from bakeoff.run.timings import CHECKPOINTS  # noqa: E402
 from bakeoff.store import results as store  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("trial_s", REPO / "scripts" / "trial_s.py")
-assert _spec is not None and _spec.loader is not None
-trial_s = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(trial_s)
-
 
 Tuning = trial_s.Tuning
 

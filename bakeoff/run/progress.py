@@ -639,6 +639,8 @@ def as_first_run(log: Sequence[Sequence[Any]], declared: Mapping[str, float],
     had declared these trial_s, trials_growth, trial_s_busy and counting_s: what a fresh
     clone's run would have been told, to replay a recorded run with other figures."""
     begin = list(log[0])
+    # The begin entry as Estimate writes it: 3 earlier trial times, 4 declared trial_s,
+    # 7 earlier trial counts, 8 declared growth, 9 busy trial_s, 10 earlier load, 11 counting.
     begin[3], begin[7] = [], []
     begin[4] = dict(declared)
     begin[8:] = [dict(growth), dict(busy), [], dict(counting)]
